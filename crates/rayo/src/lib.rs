@@ -1,7 +1,33 @@
-//! rayo: one API for vectors, matrices and tensors on CPU SIMD, wgpu and CUDA.
+//! rayo: one API for vectors, matrices and tensors that runs on the CPU's SIMD units
+//! (AVX-512, AVX2, SSE2, NEON, WASM SIMD128, chosen at run time), on GPUs through wgpu
+//! (feature `gpu`), and on NVIDIA GPUs through PTX written by `rayo-ptx` (feature `cuda`).
+//!
+//! ```
+//! use rayo::Vector;
+//! let a = Vector::from_slice(&[1.0, 2.0, 3.0, 4.0]);
+//! let b = Vector::from_slice(&[5.0, 6.0, 7.0, 8.0]);
+//! assert_eq!(a.add(&b)?.as_slice(), &[6.0, 8.0, 10.0, 12.0]);
+//! assert_eq!(a.dot(&b)?, 70.0);
+//! assert_eq!(a.sum(), 10.0);
+//! assert!((a.norm_l2() - 5.477_226).abs() < 1e-6);
+//! let p = a.softmax()?;
+//! assert!((p.sum() - 1.0).abs() < 1e-6);
+//! assert!(a.clip(1.0, 0.0).is_err()); // min > max is an error, not a panic
+//! # Ok::<(), rayo::Error>(())
+//! ```
+//!
+//! Every op runs on the instruction set chosen once per process ([`Backend::detect`], or
+//! `RAYO_BACKEND=scalar|sse2|avx2|avx512|neon|simd128`), uses both cores above a measured
+//! size, and has an `_into` twin that writes into a caller's buffer without allocating.
 
-#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-
+mod backend;
+pub mod cpu;
 mod error;
+mod tensor;
+mod vector;
 
+pub use backend::{force_cpu, Backend};
+pub use cpu::parallel::{max_threads, set_max_threads};
 pub use error::{Error, Result};
+pub use tensor::Tensor;
+pub use vector::Vector;

@@ -1,0 +1,206 @@
+//! AVX2 + FMA: 8 f32 lanes, masks as all-ones lanes.
+
+use crate::cpu::simd::Simd;
+use core::arch::x86_64::*;
+
+/// Proof that the CPU has AVX2 and FMA: only `try_new` makes one.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx2(());
+
+impl Avx2 {
+    #[inline]
+    pub fn try_new() -> Option<Self> {
+        let ok = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+        ok.then_some(Avx2(()))
+    }
+}
+
+// SAFETY (every `unsafe` block below): an `Avx2` value exists only after `try_new` saw avx2 and
+// fma on this CPU; full loads/stores assert the slice holds 8 elements, partial ones go through
+// a stack buffer.
+impl Simd for Avx2 {
+    type V = __m256;
+    type I = __m256i;
+    type M = __m256;
+    const LANES: usize = 8;
+    const NAME: &'static str = "avx2";
+
+    #[inline(always)]
+    fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        // SAFETY: the token proves the features `run` is compiled for.
+        unsafe { run(f) }
+    }
+    #[inline(always)]
+    fn splat(self, x: f32) -> __m256 {
+        unsafe { _mm256_set1_ps(x) }
+    }
+    #[inline(always)]
+    fn load(self, s: &[f32]) -> __m256 {
+        assert!(s.len() >= 8);
+        unsafe { _mm256_loadu_ps(s.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store(self, s: &mut [f32], v: __m256) {
+        assert!(s.len() >= 8);
+        unsafe { _mm256_storeu_ps(s.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn load_partial(self, s: &[f32], fill: f32) -> __m256 {
+        let mut buf = [fill; 8];
+        let n = s.len().min(8);
+        buf[..n].copy_from_slice(&s[..n]);
+        self.load(&buf)
+    }
+    #[inline(always)]
+    fn store_partial(self, s: &mut [f32], v: __m256) {
+        let mut buf = [0.0; 8];
+        self.store(&mut buf, v);
+        let n = s.len().min(8);
+        s[..n].copy_from_slice(&buf[..n]);
+    }
+    #[inline(always)]
+    fn add(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_add_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sub(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_sub_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_mul_ps(a, b) }
+    }
+    #[inline(always)]
+    fn div(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_div_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul_add(self, a: __m256, b: __m256, c: __m256) -> __m256 {
+        unsafe { _mm256_fmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn min(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_min_ps(a, b) }
+    }
+    #[inline(always)]
+    fn max(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_max_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sqrt(self, a: __m256) -> __m256 {
+        unsafe { _mm256_sqrt_ps(a) }
+    }
+    #[inline(always)]
+    fn and(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_and_ps(a, b) }
+    }
+    #[inline(always)]
+    fn or(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_or_ps(a, b) }
+    }
+    #[inline(always)]
+    fn xor(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_xor_ps(a, b) }
+    }
+    #[inline(always)]
+    fn lt(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_cmp_ps::<_CMP_LT_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn le(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_cmp_ps::<_CMP_LE_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn eq(self, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn is_nan(self, a: __m256) -> __m256 {
+        unsafe { _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a) }
+    }
+    #[inline(always)]
+    fn select(self, m: __m256, a: __m256, b: __m256) -> __m256 {
+        unsafe { _mm256_blendv_ps(b, a, m) }
+    }
+    #[inline(always)]
+    fn mask_or(self, a: __m256, b: __m256) -> __m256 {
+        self.or(a, b)
+    }
+    #[inline(always)]
+    fn mask_and(self, a: __m256, b: __m256) -> __m256 {
+        self.and(a, b)
+    }
+    #[inline(always)]
+    fn mask_none(self) -> __m256 {
+        unsafe { _mm256_setzero_ps() }
+    }
+    #[inline(always)]
+    fn any(self, m: __m256) -> bool {
+        unsafe { _mm256_movemask_ps(m) != 0 }
+    }
+    #[inline(always)]
+    fn first_set(self, m: __m256) -> Option<usize> {
+        let bits = unsafe { _mm256_movemask_ps(m) };
+        (bits != 0).then(|| bits.trailing_zeros() as usize)
+    }
+    #[inline(always)]
+    fn to_bits(self, a: __m256) -> __m256i {
+        unsafe { _mm256_castps_si256(a) }
+    }
+    #[inline(always)]
+    fn from_bits(self, a: __m256i) -> __m256 {
+        unsafe { _mm256_castsi256_ps(a) }
+    }
+    #[inline(always)]
+    fn isplat(self, x: i32) -> __m256i {
+        unsafe { _mm256_set1_epi32(x) }
+    }
+    #[inline(always)]
+    fn iadd(self, a: __m256i, b: __m256i) -> __m256i {
+        unsafe { _mm256_add_epi32(a, b) }
+    }
+    #[inline(always)]
+    fn isub(self, a: __m256i, b: __m256i) -> __m256i {
+        unsafe { _mm256_sub_epi32(a, b) }
+    }
+    #[inline(always)]
+    fn ishl(self, a: __m256i, n: u32) -> __m256i {
+        unsafe { _mm256_sll_epi32(a, _mm_cvtsi32_si128(n as i32)) }
+    }
+    #[inline(always)]
+    fn ishr(self, a: __m256i, n: u32) -> __m256i {
+        unsafe { _mm256_sra_epi32(a, _mm_cvtsi32_si128(n as i32)) }
+    }
+    #[inline(always)]
+    fn i_to_f(self, a: __m256i) -> __m256 {
+        unsafe { _mm256_cvtepi32_ps(a) }
+    }
+    #[inline(always)]
+    fn reduce_add(self, a: __m256) -> f32 {
+        unsafe {
+            let s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps::<0b01>(s, s)))
+        }
+    }
+    #[inline(always)]
+    fn reduce_max(self, a: __m256) -> f32 {
+        unsafe {
+            let s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+            let s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+            _mm_cvtss_f32(_mm_max_ss(s, _mm_shuffle_ps::<0b01>(s, s)))
+        }
+    }
+    #[inline(always)]
+    fn reduce_min(self, a: __m256) -> f32 {
+        unsafe {
+            let s = _mm_min_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+            let s = _mm_min_ps(s, _mm_movehl_ps(s, s));
+            _mm_cvtss_f32(_mm_min_ss(s, _mm_shuffle_ps::<0b01>(s, s)))
+        }
+    }
+}

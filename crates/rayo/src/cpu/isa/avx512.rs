@@ -1,0 +1,196 @@
+//! AVX-512F (with AVX2/FMA): 16 f32 lanes, k-register masks, masked tail loads/stores.
+
+use crate::cpu::simd::Simd;
+use core::arch::x86_64::*;
+
+/// Proof that the CPU has AVX-512F, AVX2 and FMA: only `try_new` makes one.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx512(());
+
+impl Avx512 {
+    #[inline]
+    pub fn try_new() -> Option<Self> {
+        let ok = std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("fma");
+        ok.then_some(Avx512(()))
+    }
+}
+
+#[inline(always)]
+fn tail_mask(len: usize) -> __mmask16 {
+    ((1u32 << len) - 1) as __mmask16
+}
+
+// SAFETY (every `unsafe` block below): an `Avx512` value exists only after `try_new` saw
+// avx512f, avx2 and fma on this CPU; pointer accesses stay inside the slices they come from
+// (full loads/stores assert the length; masked ones touch only `len` lanes).
+impl Simd for Avx512 {
+    type V = __m512;
+    type I = __m512i;
+    type M = __mmask16;
+    const LANES: usize = 16;
+    const NAME: &'static str = "avx512";
+
+    #[inline(always)]
+    fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        // SAFETY: the token proves the features `run` is compiled for.
+        unsafe { run(f) }
+    }
+    #[inline(always)]
+    fn splat(self, x: f32) -> __m512 {
+        unsafe { _mm512_set1_ps(x) }
+    }
+    #[inline(always)]
+    fn load(self, s: &[f32]) -> __m512 {
+        assert!(s.len() >= 16);
+        unsafe { _mm512_loadu_ps(s.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store(self, s: &mut [f32], v: __m512) {
+        assert!(s.len() >= 16);
+        unsafe { _mm512_storeu_ps(s.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn load_partial(self, s: &[f32], fill: f32) -> __m512 {
+        let n = s.len().min(16);
+        unsafe { _mm512_mask_loadu_ps(_mm512_set1_ps(fill), tail_mask(n), s.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store_partial(self, s: &mut [f32], v: __m512) {
+        let n = s.len().min(16);
+        unsafe { _mm512_mask_storeu_ps(s.as_mut_ptr(), tail_mask(n), v) }
+    }
+    #[inline(always)]
+    fn add(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_add_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sub(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_sub_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_mul_ps(a, b) }
+    }
+    #[inline(always)]
+    fn div(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_div_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul_add(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        unsafe { _mm512_fmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn min(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_min_ps(a, b) }
+    }
+    #[inline(always)]
+    fn max(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_max_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sqrt(self, a: __m512) -> __m512 {
+        unsafe { _mm512_sqrt_ps(a) }
+    }
+    #[inline(always)]
+    fn and(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_castps_si512(b))) }
+    }
+    #[inline(always)]
+    fn or(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_castps_si512(b))) }
+    }
+    #[inline(always)]
+    fn xor(self, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_castps_si512(b))) }
+    }
+    #[inline(always)]
+    fn lt(self, a: __m512, b: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn le(self, a: __m512, b: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_LE_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn eq(self, a: __m512, b: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn is_nan(self, a: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a) }
+    }
+    #[inline(always)]
+    fn select(self, m: __mmask16, a: __m512, b: __m512) -> __m512 {
+        unsafe { _mm512_mask_blend_ps(m, b, a) }
+    }
+    #[inline(always)]
+    fn mask_or(self, a: __mmask16, b: __mmask16) -> __mmask16 {
+        a | b
+    }
+    #[inline(always)]
+    fn mask_and(self, a: __mmask16, b: __mmask16) -> __mmask16 {
+        a & b
+    }
+    #[inline(always)]
+    fn mask_none(self) -> __mmask16 {
+        0
+    }
+    #[inline(always)]
+    fn any(self, m: __mmask16) -> bool {
+        m != 0
+    }
+    #[inline(always)]
+    fn first_set(self, m: __mmask16) -> Option<usize> {
+        (m != 0).then(|| m.trailing_zeros() as usize)
+    }
+    #[inline(always)]
+    fn to_bits(self, a: __m512) -> __m512i {
+        unsafe { _mm512_castps_si512(a) }
+    }
+    #[inline(always)]
+    fn from_bits(self, a: __m512i) -> __m512 {
+        unsafe { _mm512_castsi512_ps(a) }
+    }
+    #[inline(always)]
+    fn isplat(self, x: i32) -> __m512i {
+        unsafe { _mm512_set1_epi32(x) }
+    }
+    #[inline(always)]
+    fn iadd(self, a: __m512i, b: __m512i) -> __m512i {
+        unsafe { _mm512_add_epi32(a, b) }
+    }
+    #[inline(always)]
+    fn isub(self, a: __m512i, b: __m512i) -> __m512i {
+        unsafe { _mm512_sub_epi32(a, b) }
+    }
+    #[inline(always)]
+    fn ishl(self, a: __m512i, n: u32) -> __m512i {
+        unsafe { _mm512_sll_epi32(a, _mm_cvtsi32_si128(n as i32)) }
+    }
+    #[inline(always)]
+    fn ishr(self, a: __m512i, n: u32) -> __m512i {
+        unsafe { _mm512_sra_epi32(a, _mm_cvtsi32_si128(n as i32)) }
+    }
+    #[inline(always)]
+    fn i_to_f(self, a: __m512i) -> __m512 {
+        unsafe { _mm512_cvtepi32_ps(a) }
+    }
+    #[inline(always)]
+    fn reduce_add(self, a: __m512) -> f32 {
+        unsafe { _mm512_reduce_add_ps(a) }
+    }
+    #[inline(always)]
+    fn reduce_max(self, a: __m512) -> f32 {
+        unsafe { _mm512_reduce_max_ps(a) }
+    }
+    #[inline(always)]
+    fn reduce_min(self, a: __m512) -> f32 {
+        unsafe { _mm512_reduce_min_ps(a) }
+    }
+}

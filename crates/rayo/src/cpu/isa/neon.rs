@@ -1,0 +1,188 @@
+//! NEON (aarch64): 4 f32 lanes with FMA. Baseline on every aarch64 CPU.
+
+use crate::cpu::simd::Simd;
+use core::arch::aarch64::*;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Neon(pub(crate) ());
+
+impl Neon {
+    #[inline]
+    pub fn try_new() -> Option<Self> {
+        Some(Neon(()))
+    }
+}
+
+// SAFETY (every `unsafe` block below): NEON is part of the aarch64 baseline; full loads/stores
+// assert the slice holds 4 elements, partial ones go through a stack buffer.
+impl Simd for Neon {
+    type V = float32x4_t;
+    type I = int32x4_t;
+    type M = uint32x4_t;
+    const LANES: usize = 4;
+    const NAME: &'static str = "neon";
+
+    #[inline(always)]
+    fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
+        f()
+    }
+    #[inline(always)]
+    fn splat(self, x: f32) -> float32x4_t {
+        unsafe { vdupq_n_f32(x) }
+    }
+    #[inline(always)]
+    fn load(self, s: &[f32]) -> float32x4_t {
+        assert!(s.len() >= 4);
+        unsafe { vld1q_f32(s.as_ptr()) }
+    }
+    #[inline(always)]
+    fn store(self, s: &mut [f32], v: float32x4_t) {
+        assert!(s.len() >= 4);
+        unsafe { vst1q_f32(s.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn load_partial(self, s: &[f32], fill: f32) -> float32x4_t {
+        let mut buf = [fill; 4];
+        let n = s.len().min(4);
+        buf[..n].copy_from_slice(&s[..n]);
+        self.load(&buf)
+    }
+    #[inline(always)]
+    fn store_partial(self, s: &mut [f32], v: float32x4_t) {
+        let mut buf = [0.0; 4];
+        self.store(&mut buf, v);
+        let n = s.len().min(4);
+        s[..n].copy_from_slice(&buf[..n]);
+    }
+    #[inline(always)]
+    fn add(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vaddq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn sub(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vsubq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn mul(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vmulq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn div(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vdivq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn mul_add(self, a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
+        unsafe { vfmaq_f32(c, a, b) }
+    }
+    #[inline(always)]
+    fn min(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        // a < b ? a : b (vminq would propagate NaN from either side)
+        unsafe { vbslq_f32(vcltq_f32(a, b), a, b) }
+    }
+    #[inline(always)]
+    fn max(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vbslq_f32(vcgtq_f32(a, b), a, b) }
+    }
+    #[inline(always)]
+    fn sqrt(self, a: float32x4_t) -> float32x4_t {
+        unsafe { vsqrtq_f32(a) }
+    }
+    #[inline(always)]
+    fn and(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b))) }
+    }
+    #[inline(always)]
+    fn or(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b))) }
+    }
+    #[inline(always)]
+    fn xor(self, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b))) }
+    }
+    #[inline(always)]
+    fn lt(self, a: float32x4_t, b: float32x4_t) -> uint32x4_t {
+        unsafe { vcltq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn le(self, a: float32x4_t, b: float32x4_t) -> uint32x4_t {
+        unsafe { vcleq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn eq(self, a: float32x4_t, b: float32x4_t) -> uint32x4_t {
+        unsafe { vceqq_f32(a, b) }
+    }
+    #[inline(always)]
+    fn is_nan(self, a: float32x4_t) -> uint32x4_t {
+        unsafe { vmvnq_u32(vceqq_f32(a, a)) }
+    }
+    #[inline(always)]
+    fn select(self, m: uint32x4_t, a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        unsafe { vbslq_f32(m, a, b) }
+    }
+    #[inline(always)]
+    fn mask_or(self, a: uint32x4_t, b: uint32x4_t) -> uint32x4_t {
+        unsafe { vorrq_u32(a, b) }
+    }
+    #[inline(always)]
+    fn mask_and(self, a: uint32x4_t, b: uint32x4_t) -> uint32x4_t {
+        unsafe { vandq_u32(a, b) }
+    }
+    #[inline(always)]
+    fn mask_none(self) -> uint32x4_t {
+        unsafe { vdupq_n_u32(0) }
+    }
+    #[inline(always)]
+    fn any(self, m: uint32x4_t) -> bool {
+        unsafe { vmaxvq_u32(m) != 0 }
+    }
+    #[inline(always)]
+    fn first_set(self, m: uint32x4_t) -> Option<usize> {
+        let mut lanes = [0u32; 4];
+        unsafe { vst1q_u32(lanes.as_mut_ptr(), m) };
+        lanes.iter().position(|&l| l != 0)
+    }
+    #[inline(always)]
+    fn to_bits(self, a: float32x4_t) -> int32x4_t {
+        unsafe { vreinterpretq_s32_f32(a) }
+    }
+    #[inline(always)]
+    fn from_bits(self, a: int32x4_t) -> float32x4_t {
+        unsafe { vreinterpretq_f32_s32(a) }
+    }
+    #[inline(always)]
+    fn isplat(self, x: i32) -> int32x4_t {
+        unsafe { vdupq_n_s32(x) }
+    }
+    #[inline(always)]
+    fn iadd(self, a: int32x4_t, b: int32x4_t) -> int32x4_t {
+        unsafe { vaddq_s32(a, b) }
+    }
+    #[inline(always)]
+    fn isub(self, a: int32x4_t, b: int32x4_t) -> int32x4_t {
+        unsafe { vsubq_s32(a, b) }
+    }
+    #[inline(always)]
+    fn ishl(self, a: int32x4_t, n: u32) -> int32x4_t {
+        unsafe { vshlq_s32(a, vdupq_n_s32(n as i32)) }
+    }
+    #[inline(always)]
+    fn ishr(self, a: int32x4_t, n: u32) -> int32x4_t {
+        unsafe { vshlq_s32(a, vdupq_n_s32(-(n as i32))) }
+    }
+    #[inline(always)]
+    fn i_to_f(self, a: int32x4_t) -> float32x4_t {
+        unsafe { vcvtq_f32_s32(a) }
+    }
+    #[inline(always)]
+    fn reduce_add(self, a: float32x4_t) -> f32 {
+        unsafe { vaddvq_f32(a) }
+    }
+    #[inline(always)]
+    fn reduce_max(self, a: float32x4_t) -> f32 {
+        unsafe { vmaxvq_f32(a) }
+    }
+    #[inline(always)]
+    fn reduce_min(self, a: float32x4_t) -> f32 {
+        unsafe { vminvq_f32(a) }
+    }
+}

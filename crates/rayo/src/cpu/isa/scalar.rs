@@ -1,0 +1,178 @@
+//! The portable fallback: one lane, plain Rust. Also the semantics every other ISA matches.
+
+use crate::cpu::simd::Simd;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scalar;
+
+impl Simd for Scalar {
+    type V = f32;
+    type I = i32;
+    type M = bool;
+    const LANES: usize = 1;
+    const NAME: &'static str = "scalar";
+
+    #[inline(always)]
+    fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
+        f()
+    }
+    #[inline(always)]
+    fn splat(self, x: f32) -> f32 {
+        x
+    }
+    #[inline(always)]
+    fn load(self, s: &[f32]) -> f32 {
+        s[0]
+    }
+    #[inline(always)]
+    fn store(self, s: &mut [f32], v: f32) {
+        s[0] = v;
+    }
+    #[inline(always)]
+    fn load_partial(self, _s: &[f32], fill: f32) -> f32 {
+        fill // LANES == 1: a partial slice is empty
+    }
+    #[inline(always)]
+    fn store_partial(self, _s: &mut [f32], _v: f32) {}
+    #[inline(always)]
+    fn add(self, a: f32, b: f32) -> f32 {
+        a + b
+    }
+    #[inline(always)]
+    fn sub(self, a: f32, b: f32) -> f32 {
+        a - b
+    }
+    #[inline(always)]
+    fn mul(self, a: f32, b: f32) -> f32 {
+        a * b
+    }
+    #[inline(always)]
+    fn div(self, a: f32, b: f32) -> f32 {
+        a / b
+    }
+    #[inline(always)]
+    fn mul_add(self, a: f32, b: f32, c: f32) -> f32 {
+        // Not fused: a software fma would be far slower than the error it saves.
+        a * b + c
+    }
+    #[inline(always)]
+    fn min(self, a: f32, b: f32) -> f32 {
+        if a < b {
+            a
+        } else {
+            b
+        }
+    }
+    #[inline(always)]
+    fn max(self, a: f32, b: f32) -> f32 {
+        if a > b {
+            a
+        } else {
+            b
+        }
+    }
+    #[inline(always)]
+    fn sqrt(self, a: f32) -> f32 {
+        a.sqrt()
+    }
+    #[inline(always)]
+    fn and(self, a: f32, b: f32) -> f32 {
+        f32::from_bits(a.to_bits() & b.to_bits())
+    }
+    #[inline(always)]
+    fn or(self, a: f32, b: f32) -> f32 {
+        f32::from_bits(a.to_bits() | b.to_bits())
+    }
+    #[inline(always)]
+    fn xor(self, a: f32, b: f32) -> f32 {
+        f32::from_bits(a.to_bits() ^ b.to_bits())
+    }
+    #[inline(always)]
+    fn lt(self, a: f32, b: f32) -> bool {
+        a < b
+    }
+    #[inline(always)]
+    fn le(self, a: f32, b: f32) -> bool {
+        a <= b
+    }
+    #[inline(always)]
+    fn eq(self, a: f32, b: f32) -> bool {
+        a == b
+    }
+    #[inline(always)]
+    fn is_nan(self, a: f32) -> bool {
+        a.is_nan()
+    }
+    #[inline(always)]
+    fn select(self, m: bool, a: f32, b: f32) -> f32 {
+        if m {
+            a
+        } else {
+            b
+        }
+    }
+    #[inline(always)]
+    fn mask_or(self, a: bool, b: bool) -> bool {
+        a | b
+    }
+    #[inline(always)]
+    fn mask_and(self, a: bool, b: bool) -> bool {
+        a & b
+    }
+    #[inline(always)]
+    fn mask_none(self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn any(self, m: bool) -> bool {
+        m
+    }
+    #[inline(always)]
+    fn first_set(self, m: bool) -> Option<usize> {
+        m.then_some(0)
+    }
+    #[inline(always)]
+    fn to_bits(self, a: f32) -> i32 {
+        a.to_bits() as i32
+    }
+    #[inline(always)]
+    fn from_bits(self, a: i32) -> f32 {
+        f32::from_bits(a as u32)
+    }
+    #[inline(always)]
+    fn isplat(self, x: i32) -> i32 {
+        x
+    }
+    #[inline(always)]
+    fn iadd(self, a: i32, b: i32) -> i32 {
+        a.wrapping_add(b)
+    }
+    #[inline(always)]
+    fn isub(self, a: i32, b: i32) -> i32 {
+        a.wrapping_sub(b)
+    }
+    #[inline(always)]
+    fn ishl(self, a: i32, n: u32) -> i32 {
+        a.wrapping_shl(n)
+    }
+    #[inline(always)]
+    fn ishr(self, a: i32, n: u32) -> i32 {
+        a >> n
+    }
+    #[inline(always)]
+    fn i_to_f(self, a: i32) -> f32 {
+        a as f32
+    }
+    #[inline(always)]
+    fn reduce_add(self, a: f32) -> f32 {
+        a
+    }
+    #[inline(always)]
+    fn reduce_max(self, a: f32) -> f32 {
+        a
+    }
+    #[inline(always)]
+    fn reduce_min(self, a: f32) -> f32 {
+        a
+    }
+}

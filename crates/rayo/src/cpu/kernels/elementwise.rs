@@ -1,0 +1,74 @@
+//! Element-wise maps: one input or two, one output, stores aligned to the vector width.
+
+use crate::cpu::simd::Simd;
+
+/// How many leading elements to process separately so that `out` is vector-aligned after them
+/// (split-line stores cost more than the short head).
+#[inline(always)]
+fn head_len<S: Simd>(out: &[f32]) -> usize {
+    let lane = (out.as_ptr() as usize / 4) % S::LANES;
+    ((S::LANES - lane) % S::LANES).min(out.len())
+}
+
+/// `out[i] = f(x[i])`. `x` and `out` must have the same length (checked by the caller).
+#[inline(always)]
+pub fn map<S: Simd>(s: S, x: &[f32], out: &mut [f32], f: impl Fn(S::V) -> S::V) {
+    debug_assert_eq!(x.len(), out.len());
+    let h = head_len::<S>(out);
+    let (xh, x) = x.split_at(h);
+    let (oh, out) = out.split_at_mut(h);
+    if h > 0 {
+        s.store_partial(oh, f(s.load_partial(xh, 0.0)));
+    }
+    let mut xc = x.chunks_exact(2 * S::LANES);
+    let mut oc = out.chunks_exact_mut(2 * S::LANES);
+    for (xi, oi) in (&mut xc).zip(&mut oc) {
+        let a = f(s.load(xi));
+        let b = f(s.load(&xi[S::LANES..]));
+        s.store(oi, a);
+        s.store(&mut oi[S::LANES..], b);
+    }
+    let (xr, or) = (xc.remainder(), oc.into_remainder());
+    let mut xc = xr.chunks_exact(S::LANES);
+    let mut oc = or.chunks_exact_mut(S::LANES);
+    for (xi, oi) in (&mut xc).zip(&mut oc) {
+        s.store(oi, f(s.load(xi)));
+    }
+    let xr = xc.remainder();
+    if !xr.is_empty() {
+        s.store_partial(oc.into_remainder(), f(s.load_partial(xr, 0.0)));
+    }
+}
+
+/// `out[i] = f(a[i], b[i])`. All three must have the same length (checked by the caller).
+#[inline(always)]
+pub fn map2<S: Simd>(s: S, a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(S::V, S::V) -> S::V) {
+    debug_assert!(a.len() == out.len() && b.len() == out.len());
+    let h = head_len::<S>(out);
+    let (ah, a) = a.split_at(h);
+    let (bh, b) = b.split_at(h);
+    let (oh, out) = out.split_at_mut(h);
+    if h > 0 {
+        s.store_partial(oh, f(s.load_partial(ah, 1.0), s.load_partial(bh, 1.0)));
+    }
+    let mut ac = a.chunks_exact(2 * S::LANES);
+    let mut bc = b.chunks_exact(2 * S::LANES);
+    let mut oc = out.chunks_exact_mut(2 * S::LANES);
+    for ((ai, bi), oi) in (&mut ac).zip(&mut bc).zip(&mut oc) {
+        let x = f(s.load(ai), s.load(bi));
+        let y = f(s.load(&ai[S::LANES..]), s.load(&bi[S::LANES..]));
+        s.store(oi, x);
+        s.store(&mut oi[S::LANES..], y);
+    }
+    let (ar, br, or) = (ac.remainder(), bc.remainder(), oc.into_remainder());
+    let mut ac = ar.chunks_exact(S::LANES);
+    let mut bc = br.chunks_exact(S::LANES);
+    let mut oc = or.chunks_exact_mut(S::LANES);
+    for ((ai, bi), oi) in (&mut ac).zip(&mut bc).zip(&mut oc) {
+        s.store(oi, f(s.load(ai), s.load(bi)));
+    }
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    if !ar.is_empty() {
+        s.store_partial(oc.into_remainder(), f(s.load_partial(ar, 1.0), s.load_partial(br, 1.0)));
+    }
+}

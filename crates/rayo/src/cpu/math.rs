@@ -1,0 +1,236 @@
+//! Transcendental functions as vectorized polynomials, written once over `Simd`.
+//!
+//! Error bounds (measured against f64 by `tests/accuracy.rs` on every instruction set, over
+//! [-88, 88] and the special values): see each function. Coefficients of `expm1` and `gelu`
+//! come from `tools/fit_poly.py`; `exp`, `ln` and the small-|x| `tanh` are Cephes' (S. Moshier).
+
+use super::simd::{Simd, SimdExt};
+
+const LOG2E: f32 = core::f32::consts::LOG2_E;
+// ln 2 split so that n * LN2_HI is exact for |n| < 2^15 (Cody–Waite reduction).
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+// 1.5 * 2^23: adding it rounds a float (|x| < 2^22) to an integer held in the low mantissa bits.
+const ROUND_MAGIC: f32 = 12_582_912.0;
+
+/// Rounds `x` to the nearest integer; returns it as a float and as an i32 lane.
+#[inline(always)]
+fn round_to_int<S: Simd>(s: S, x: S::V) -> (S::V, S::I) {
+    let magic = s.splat(ROUND_MAGIC);
+    let t = s.add(x, magic);
+    (s.sub(t, magic), s.isub(s.to_bits(t), s.to_bits(magic)))
+}
+
+/// 2^n for integer lanes `n` in [-126, 127].
+#[inline(always)]
+fn pow2i<S: Simd>(s: S, n: S::I) -> S::V {
+    s.from_bits(s.ishl(s.iadd(n, s.isplat(127)), 23))
+}
+
+/// `p(x)` by Horner's rule, `coeffs` from the highest power down.
+#[inline(always)]
+fn horner<S: Simd>(s: S, x: S::V, coeffs: &[f32]) -> S::V {
+    let mut acc = s.splat(coeffs[0]);
+    for &c in &coeffs[1..] {
+        acc = s.mul_add(acc, x, s.splat(c));
+    }
+    acc
+}
+
+/// e^x. Max error 1 ULP on [-88, 88] with FMA, 2 ULP without; exact 0 / inf beyond the
+/// range, NaN in NaN out, denormal results rounded once (the scale is applied in two halves).
+#[inline(always)]
+pub fn exp<S: Simd>(s: S, x: S::V) -> S::V {
+    // Clamp with the constant first: `max(c, NaN)` returns NaN, so NaN passes through.
+    let x = s.min(s.splat(89.0), s.max(s.splat(-104.0), x));
+    let (n, ni) = round_to_int(s, s.mul(x, s.splat(LOG2E)));
+    let r = s.mul_add(n, s.splat(-LN2_HI), x);
+    let r = s.mul_add(n, s.splat(-LN2_LO), r);
+    let p = horner(
+        s,
+        r,
+        &[1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5],
+    );
+    let y = s.add(s.mul_add(p, s.mul(r, r), r), s.splat(1.0));
+    // n is in [-150, 128]: split it so both factors are normal numbers.
+    let n1 = s.ishr(ni, 1);
+    let n2 = s.isub(ni, n1);
+    s.mul(s.mul(y, pow2i(s, n1)), pow2i(s, n2))
+}
+
+/// e^x − 1 for x ≤ 0 (what elu and selu need), accurate near 0 where `exp(x) - 1` cancels.
+/// Max error 2 ULP; keeps the sign of −0; NaN in NaN out. Positive lanes are not meaningful.
+#[inline(always)]
+pub fn expm1_nonpositive<S: Simd>(s: S, x: S::V) -> S::V {
+    let xc = s.max(s.splat(-87.0), x); // below this the answer is -1 to f32 precision
+    let (n, ni) = round_to_int(s, s.mul(xc, s.splat(LOG2E)));
+    let r = s.mul_add(n, s.splat(-LN2_HI), xc);
+    let r = s.mul_add(n, s.splat(-LN2_LO), r);
+    // expm1(r) = r + r^2/2 + r^3 q(r), |r| <= ln2/2
+    let q = horner(
+        s,
+        r,
+        &[2.481_812_3e-5, 1.989_095e-4, 1.388_891_6e-3, 8.333_311e-3, 4.166_666_5e-2, 0.166_666_67],
+    );
+    let em1r = s.mul_add(s.mul(r, r), s.mul_add(r, q, s.splat(0.5)), r);
+    // expm1(x) = 2^n expm1(r) + (2^n - 1); 2^n - 1 is exact for n >= -24.
+    let p2 = pow2i(s, ni);
+    let y = s.mul_add(p2, em1r, s.sub(p2, s.splat(1.0)));
+    s.select(s.eq(x, s.zero()), x, y)
+}
+
+/// Natural logarithm. Max error 1 ULP (2 without FMA) for positive normal and denormal inputs;
+/// ln(0) = −inf, ln(x<0) = NaN, ln(inf) = inf, NaN in NaN out.
+#[inline(always)]
+pub fn ln<S: Simd>(s: S, x: S::V) -> S::V {
+    // Denormals: scale by 2^23 so the exponent field is meaningful.
+    let den = s.lt(x, s.splat(f32::MIN_POSITIVE));
+    let xs = s.select(den, s.mul(x, s.splat(8_388_608.0)), x);
+    let bits = s.to_bits(xs);
+    let e_raw = s.isub(s.ishr(bits, 23), s.isplat(127));
+    let m = s.from_bits(s.iadd(
+        s.to_bits(s.and(xs, s.from_bits(s.isplat(0x007f_ffff)))),
+        s.isplat(0x3f80_0000),
+    )); // m in [1, 2)
+    let big = s.lt(s.splat(core::f32::consts::SQRT_2), m);
+    let m = s.select(big, s.mul(m, s.splat(0.5)), m);
+    let e = s.add(s.i_to_f(e_raw), s.select(big, s.splat(1.0), s.zero()));
+    let e = s.sub(e, s.select(den, s.splat(23.0), s.zero()));
+    let f = s.sub(m, s.splat(1.0));
+    let z = s.mul(f, f);
+    let p = horner(
+        s,
+        f,
+        &[
+            7.037_683_6e-2,
+            -1.151_461e-1,
+            1.167_699_9e-1,
+            -1.242_014_1e-1,
+            1.424_932_3e-1,
+            -1.666_805_8e-1,
+            2.000_071_5e-1,
+            -2.499_999_4e-1,
+            3.333_333_1e-1,
+        ],
+    );
+    let y = s.mul(s.mul(p, f), z);
+    let y = s.mul_add(e, s.splat(LN2_LO), y);
+    let y = s.mul_add(z, s.splat(-0.5), y);
+    let y = s.add(f, y);
+    let y = s.mul_add(e, s.splat(LN2_HI), y);
+    // Special values.
+    let y = s.select(s.lt(x, s.zero()), s.splat(f32::NAN), y);
+    let y = s.select(s.eq(x, s.zero()), s.splat(f32::NEG_INFINITY), y);
+    let y = s.select(s.eq(x, s.splat(f32::INFINITY)), x, y);
+    s.select(s.is_nan(x), x, y)
+}
+
+/// tanh. Max error 2 ULP; odd (keeps the sign of −0), ±1 at ±inf, NaN in NaN out.
+#[inline(always)]
+pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
+    let a = s.abs(x);
+    // |x| < 0.625: x + x^3 P(x^2)
+    let z = s.mul(a, a);
+    let p = horner(
+        s,
+        z,
+        &[-5.704_988_7e-3, 2.063_908_9e-2, -5.373_971_6e-2, 1.333_144_2e-1, -3.333_328_2e-1],
+    );
+    let small = s.mul_add(s.mul(p, z), a, a);
+    // otherwise 1 - 2 / (e^{2|x|} + 1)
+    let e = exp(s, s.add(a, a));
+    let large = s.sub(s.splat(1.0), s.div(s.splat(2.0), s.add(e, s.splat(1.0))));
+    let y = s.select(s.lt(a, s.splat(0.625)), small, large);
+    s.or(y, s.sign_bit(x))
+}
+
+/// 1 / (1 + e^−x), computed as e^x / (1 + e^x) for x < 0 so tiny results keep full precision.
+/// Max error 3 ULP; 0 and 1 at ∓inf, NaN in NaN out.
+#[inline(always)]
+pub fn sigmoid<S: Simd>(s: S, x: S::V) -> S::V {
+    let e = exp(s, s.neg(s.abs(x)));
+    let r = s.div(s.splat(1.0), s.add(s.splat(1.0), e));
+    s.select(s.le(s.zero(), x), r, s.mul(e, r))
+}
+
+/// x · sigmoid(x). Max error 4 ULP; swish(−inf) = −0 (the limit), NaN in NaN out.
+#[inline(always)]
+pub fn swish<S: Simd>(s: S, x: S::V) -> S::V {
+    // Clamp keeps −inf · 0 from making NaN; NaN passes through `max(c, NaN)`.
+    s.mul(s.max(s.splat(f32::MIN), x), sigmoid(s, x))
+}
+
+/// x · tanh(softplus(x)) = x · n / (n + 2), n = e^x (e^x + 2). Max error 4 ULP where
+/// |result| ≥ 1e-30, absolute error ≤ 1e-37 below; mish(−inf) = −0, NaN in NaN out.
+#[inline(always)]
+pub fn mish<S: Simd>(s: S, x: S::V) -> S::V {
+    let e = exp(s, x);
+    let n = s.mul(e, s.add(e, s.splat(2.0)));
+    let t = s.div(n, s.add(n, s.splat(2.0)));
+    let y = s.mul(s.max(s.splat(f32::MIN), x), t);
+    // Beyond 20, n / (n + 2) is 1 to f32 precision (and n would overflow at 44).
+    s.select(s.lt(s.splat(20.0), x), x, y)
+}
+
+/// e^{−u²/2} for u ≥ 0 with the square taken exactly: u = uh + ul with uh holding 12
+/// significant bits, so uh² is exact and the small rest goes through a short series.
+#[inline(always)]
+fn exp_neg_half_square<S: Simd>(s: S, u: S::V) -> S::V {
+    let uh = s.and(u, s.from_bits(s.isplat(0xffff_f000_u32 as i32)));
+    let ul = s.sub(u, uh);
+    let main = exp(s, s.mul(s.mul(uh, uh), s.splat(-0.5)));
+    // rest = (u^2 - uh^2) / 2 = ul (u + uh) / 2, at most ~0.05 for u < 14
+    let rest = s.mul(s.mul(ul, s.add(u, uh)), s.splat(0.5));
+    let corr = horner(s, rest, &[1.0 / 24.0, -1.0 / 6.0, 0.5, -1.0, 1.0]);
+    s.mul(main, corr)
+}
+
+/// Exact GELU, x · Φ(x) (the erf form, not the tanh approximation).
+/// Max error 4 ULP where |result| ≥ 1e-30, absolute error ≤ 1e-37 below; gelu(−inf) = −0,
+/// gelu(inf) = inf, NaN in NaN out.
+#[inline(always)]
+pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
+    let a = s.abs(x);
+    // Past 20 the tail is 0; clamping keeps inf − inf out of the exact-square split.
+    let ac = s.min(s.splat(20.0), a);
+    // |x| <= 1: Φ(x) = 0.5 + x E(x²)
+    let ep = horner(
+        s,
+        s.mul(x, x),
+        &[
+            5.367_327_3e-7,
+            -9.272_798e-6,
+            1.153_189_3e-4,
+            -1.187_287_8e-3,
+            9.973_55e-3,
+            -6.649_038e-2,
+            3.989_422_8e-1,
+        ],
+    );
+    let small = s.mul(x, s.mul_add(x, ep, s.splat(0.5)));
+    // |x| > 1: |x| Φ(−|x|) = e^{−x²/2} h(1/|x|), h a polynomial in v = (1/|x| − c) / w
+    let t = s.div(s.splat(1.0), ac);
+    let v = s.mul(s.sub(t, s.splat(5.370_370_4e-1)), s.splat(2.16));
+    let h = horner(
+        s,
+        v,
+        &[
+            -5.332_443_4e-5,
+            1.553_421_7e-5,
+            2.721_600_8e-4,
+            -3.854_239_6e-4,
+            1.505_265_6e-4,
+            1.553_273_3e-4,
+            -9.781_784e-4,
+            3.085_483_8e-3,
+            -6.332_248_7e-3,
+            7.627_534e-3,
+            6.204_206e-3,
+            -7.810_351e-2,
+            3.299_202e-1,
+        ],
+    );
+    let tail = s.mul(exp_neg_half_square(s, ac), h);
+    let large = s.select(s.lt(x, s.zero()), s.neg(tail), s.sub(x, tail));
+    s.select(s.le(a, s.splat(1.0)), small, large)
+}

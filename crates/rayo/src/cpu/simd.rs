@@ -1,0 +1,119 @@
+//! The `Simd` trait: the only door from kernels to `core::arch`.
+//!
+//! Every kernel in `cpu::kernels` and `cpu::math` is written once, generic over `S: Simd`.
+//! Each implementation (`isa/*.rs`) is a zero-sized token that can only be obtained after the
+//! CPU was checked for its features, so its safe methods may use the intrinsics.
+//!
+//! Lane semantics every implementation follows (tests hold them to it):
+//! - `max(a, b)` is `if a > b { a } else { b }` and `min(a, b)` is `if a < b { a } else { b }`
+//!   (x86 semantics: a NaN in `a` yields `b`, a NaN in `b` yields `b`). Kernels that must
+//!   propagate NaN say so explicitly.
+//! - `mul_add(a, b, c)` is `a * b + c`, fused where the instruction set has FMA.
+//! - Comparisons are ordered (false when either side is NaN).
+
+/// One instruction set, as a zero-sized token.
+pub trait Simd: Copy + Send + Sync + 'static {
+    /// `LANES` f32 values.
+    type V: Copy;
+    /// `LANES` i32 values.
+    type I: Copy;
+    /// A per-lane predicate.
+    type M: Copy;
+
+    const LANES: usize;
+    const NAME: &'static str;
+
+    /// Runs `f` inside a function compiled with this instruction set's target features, so the
+    /// generic kernel `f` calls is compiled for it and every intrinsic inlines.
+    fn vectorize<R>(self, f: impl FnOnce() -> R) -> R;
+
+    // ---- memory (slices: a load reads the first LANES elements) ----
+    fn splat(self, x: f32) -> Self::V;
+    /// Loads `s[..LANES]`; `s` must hold at least `LANES` elements.
+    fn load(self, s: &[f32]) -> Self::V;
+    /// Stores into `s[..LANES]`; `s` must hold at least `LANES` elements.
+    fn store(self, s: &mut [f32], v: Self::V);
+    /// Loads the `s.len() < LANES` elements of `s`, filling the other lanes with `fill`.
+    fn load_partial(self, s: &[f32], fill: f32) -> Self::V;
+    /// Stores the first `s.len() < LANES` lanes of `v`.
+    fn store_partial(self, s: &mut [f32], v: Self::V);
+
+    // ---- arithmetic ----
+    fn add(self, a: Self::V, b: Self::V) -> Self::V;
+    fn sub(self, a: Self::V, b: Self::V) -> Self::V;
+    fn mul(self, a: Self::V, b: Self::V) -> Self::V;
+    fn div(self, a: Self::V, b: Self::V) -> Self::V;
+    fn mul_add(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    fn min(self, a: Self::V, b: Self::V) -> Self::V;
+    fn max(self, a: Self::V, b: Self::V) -> Self::V;
+    fn sqrt(self, a: Self::V) -> Self::V;
+
+    // ---- bits of f32 lanes ----
+    fn and(self, a: Self::V, b: Self::V) -> Self::V;
+    fn or(self, a: Self::V, b: Self::V) -> Self::V;
+    fn xor(self, a: Self::V, b: Self::V) -> Self::V;
+
+    // ---- comparisons and selection ----
+    fn lt(self, a: Self::V, b: Self::V) -> Self::M;
+    fn le(self, a: Self::V, b: Self::V) -> Self::M;
+    fn eq(self, a: Self::V, b: Self::V) -> Self::M;
+    /// True where `a` is NaN.
+    fn is_nan(self, a: Self::V) -> Self::M;
+    /// `m ? a : b`, lane by lane.
+    fn select(self, m: Self::M, a: Self::V, b: Self::V) -> Self::V;
+    fn mask_or(self, a: Self::M, b: Self::M) -> Self::M;
+    fn mask_and(self, a: Self::M, b: Self::M) -> Self::M;
+    fn mask_none(self) -> Self::M;
+    fn any(self, m: Self::M) -> bool;
+    /// Index of the first true lane, if any.
+    fn first_set(self, m: Self::M) -> Option<usize>;
+
+    // ---- integer lanes (for exponent manipulation) ----
+    fn to_bits(self, a: Self::V) -> Self::I;
+    fn from_bits(self, a: Self::I) -> Self::V;
+    fn isplat(self, x: i32) -> Self::I;
+    fn iadd(self, a: Self::I, b: Self::I) -> Self::I;
+    fn isub(self, a: Self::I, b: Self::I) -> Self::I;
+    /// Shift left by `n` (a constant at every call site).
+    fn ishl(self, a: Self::I, n: u32) -> Self::I;
+    /// Arithmetic shift right by `n`.
+    fn ishr(self, a: Self::I, n: u32) -> Self::I;
+    fn i_to_f(self, a: Self::I) -> Self::V;
+
+    // ---- horizontal ----
+    fn reduce_add(self, a: Self::V) -> f32;
+    /// Largest lane by `max` semantics (NaN handling is the caller's).
+    fn reduce_max(self, a: Self::V) -> f32;
+    fn reduce_min(self, a: Self::V) -> f32;
+}
+
+/// Derived operations, written once over `Simd`.
+pub trait SimdExt: Simd {
+    #[inline(always)]
+    fn zero(self) -> Self::V {
+        self.splat(0.0)
+    }
+    #[inline(always)]
+    fn abs(self, a: Self::V) -> Self::V {
+        self.and(a, self.from_bits(self.isplat(0x7fff_ffff)))
+    }
+    #[inline(always)]
+    fn neg(self, a: Self::V) -> Self::V {
+        self.xor(a, self.splat(-0.0))
+    }
+    /// The sign bit of `a` (as ±0.0 lanes).
+    #[inline(always)]
+    fn sign_bit(self, a: Self::V) -> Self::V {
+        self.and(a, self.splat(-0.0))
+    }
+    #[inline(always)]
+    fn gt(self, a: Self::V, b: Self::V) -> Self::M {
+        self.lt(b, a)
+    }
+    #[inline(always)]
+    fn ge(self, a: Self::V, b: Self::V) -> Self::M {
+        self.le(b, a)
+    }
+}
+
+impl<S: Simd> SimdExt for S {}

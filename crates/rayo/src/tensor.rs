@@ -1,0 +1,115 @@
+//! `Tensor`: an n-dimensional, row-major f32 array.
+
+use crate::{Error, Result};
+
+/// An n-d array of f32 in row-major order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    shape: Vec<usize>,
+    data: Vec<f32>,
+}
+
+impl Tensor {
+    /// A tensor of `shape` holding `data` (row-major); an error unless
+    /// `data.len()` is the product of `shape`.
+    pub fn from_vec(shape: Vec<usize>, data: Vec<f32>) -> Result<Tensor> {
+        match checked_size(&shape) {
+            Some(n) if n == data.len() => Ok(Tensor { shape, data }),
+            _ => Err(Error::SizeMismatch { op: "Tensor::from_vec", shape, len: data.len() }),
+        }
+    }
+
+    /// A tensor of zeros; an error if the element count overflows `usize`.
+    pub fn zeros(shape: Vec<usize>) -> Result<Tensor> {
+        let n = checked_size(&shape).ok_or(Error::SizeMismatch { op: "Tensor::zeros", shape: shape.clone(), len: 0 })?;
+        Ok(Tensor { shape, data: vec![0.0; n] })
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn as_slice(&self) -> &[f32] {
+        &self.data
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [f32] {
+        &mut self.data
+    }
+
+    pub fn into_vec(self) -> Vec<f32> {
+        self.data
+    }
+
+    /// The element at a multi-index, or `None` when the index has the wrong rank or is out
+    /// of range.
+    pub fn get(&self, index: &[usize]) -> Option<f32> {
+        self.offset(index).map(|o| self.data[o])
+    }
+
+    /// Row-major offset of a multi-index.
+    pub fn offset(&self, index: &[usize]) -> Option<usize> {
+        if index.len() != self.shape.len() {
+            return None;
+        }
+        let mut off = 0;
+        for (&i, &d) in index.iter().zip(&self.shape) {
+            if i >= d {
+                return None;
+            }
+            off = off * d + i;
+        }
+        Some(off)
+    }
+
+    /// The same data under a new shape with the same element count (no copy).
+    pub fn reshape(self, shape: Vec<usize>) -> Result<Tensor> {
+        match checked_size(&shape) {
+            Some(n) if n == self.data.len() => Ok(Tensor { shape, data: self.data }),
+            _ => Err(Error::ShapeMismatch { op: "Tensor::reshape", left: self.shape, right: shape }),
+        }
+    }
+}
+
+fn checked_size(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_example() {
+        let a = Tensor::from_vec(vec![3, 3], (1..=9).map(|x| x as f32).collect()).unwrap();
+        assert_eq!(a.shape(), &[3, 3]);
+        assert_eq!(a.ndim(), 2);
+        assert_eq!(a.size(), 9);
+        assert_eq!(a.get(&[1, 2]), Some(6.0));
+        assert_eq!(a.get(&[3, 0]), None);
+        assert_eq!(a.get(&[0]), None);
+    }
+
+    #[test]
+    fn shape_errors() {
+        let e = Tensor::from_vec(vec![2, 3], vec![0.0; 5]).unwrap_err();
+        assert_eq!(e, Error::SizeMismatch { op: "Tensor::from_vec", shape: vec![2, 3], len: 5 });
+        assert!(Tensor::from_vec(vec![usize::MAX, 2], vec![]).is_err());
+        let t = Tensor::from_vec(vec![2, 3], vec![0.0; 6]).unwrap();
+        let t = t.reshape(vec![3, 2]).unwrap();
+        assert_eq!(t.shape(), &[3, 2]);
+        let e = t.reshape(vec![4, 2]).unwrap_err();
+        assert_eq!(e, Error::ShapeMismatch { op: "Tensor::reshape", left: vec![3, 2], right: vec![4, 2] });
+        let s = Tensor::from_vec(vec![], vec![7.0]).unwrap();
+        assert_eq!((s.ndim(), s.size()), (0, 1));
+    }
+}

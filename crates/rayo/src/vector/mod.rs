@@ -1,0 +1,151 @@
+//! `Vector`: a 1-D f32 array and the ops on it, run by the CPU backend it carries.
+
+mod activation;
+mod arith;
+mod reduce;
+
+use crate::cpu::{parallel, pool};
+use crate::error::check_len;
+use crate::{Backend, Result};
+
+/// Elements per thread for memory-bound element-wise ops (measured: below ~2^18 the second
+/// thread costs more than it saves on this 2-core machine).
+pub(crate) const GRAIN_STREAM: usize = 1 << 18;
+/// Elements per thread for ops with a polynomial per element (exp, gelu, ...).
+pub(crate) const GRAIN_MATH: usize = 1 << 15;
+/// Elements per thread for reductions.
+pub(crate) const GRAIN_REDUCE: usize = 1 << 18;
+
+/// A 1-D array of f32 with SIMD ops. Cloning copies the data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vector {
+    data: Vec<f32>,
+    backend: Backend,
+}
+
+impl Vector {
+    /// Copies `data` into a new vector that uses [`Backend::selected`].
+    pub fn from_slice(data: &[f32]) -> Vector {
+        let mut v = pool::take(data.len());
+        v.copy_from_slice(data);
+        Vector { data: v, backend: Backend::selected() }
+    }
+
+    /// Takes ownership of `data` (no copy).
+    pub fn from_vec(data: Vec<f32>) -> Vector {
+        Vector { data, backend: Backend::selected() }
+    }
+
+    /// A vector of `n` zeros.
+    pub fn zeros(n: usize) -> Vector {
+        Vector { data: vec![0.0; n], backend: Backend::selected() }
+    }
+
+    /// A vector that runs its ops on `backend`; an error if this CPU cannot run it.
+    pub fn with_backend(data: &[f32], backend: Backend) -> Result<Vector> {
+        let mut v = Vector::from_slice(data);
+        v.backend = backend.require()?;
+        Ok(v)
+    }
+
+    /// The backend this vector's ops run on.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub fn as_slice(&self) -> &[f32] {
+        &self.data
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [f32] {
+        &mut self.data
+    }
+
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The elements as a `Vec` (no copy).
+    pub fn into_vec(mut self) -> Vec<f32> {
+        std::mem::take(&mut self.data)
+    }
+
+    /// Element `i`, or `None` past the end.
+    pub fn get(&self, i: usize) -> Option<f32> {
+        self.data.get(i).copied()
+    }
+
+    /// A new vector (same backend) filled by `fill`, which writes every element of its slice.
+    fn fresh(&self, fill: impl FnOnce(&mut [f32]) -> Result<()>) -> Vector {
+        let mut data = pool::take(self.len());
+        let r = fill(&mut data);
+        debug_assert!(r.is_ok(), "lengths agree by construction");
+        Vector { data, backend: self.backend }
+    }
+
+    /// Checks `out` against `self` and runs `kernel` over matching parts, on several threads
+    /// when the input is large.
+    fn apply(&self, op: &'static str, out: &mut [f32], grain: usize, kernel: impl Fn(&[f32], &mut [f32]) + Sync) -> Result<()> {
+        check_len(op, self.len(), out.len())?;
+        parallel::zip_map(&self.data, out, grain, &kernel);
+        Ok(())
+    }
+
+    /// Two-input [`Vector::apply`].
+    fn apply2(
+        &self,
+        op: &'static str,
+        other: &[f32],
+        out: &mut [f32],
+        grain: usize,
+        kernel: impl Fn(&[f32], &[f32], &mut [f32]) + Sync,
+    ) -> Result<()> {
+        check_len(op, self.len(), other.len())?;
+        check_len(op, self.len(), out.len())?;
+        parallel::zip_map2(&self.data, other, out, grain, &kernel);
+        Ok(())
+    }
+}
+
+impl Drop for Vector {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.data));
+    }
+}
+
+impl From<Vec<f32>> for Vector {
+    fn from(v: Vec<f32>) -> Vector {
+        Vector::from_vec(v)
+    }
+}
+
+impl core::ops::Index<usize> for Vector {
+    type Output = f32;
+    /// Panics out of range, like a slice.
+    fn index(&self, i: usize) -> &f32 {
+        &self.data[i]
+    }
+}
+
+/// Defines `name(&self) -> Vector` and `name_into(&self, out) -> Result<()>` for an
+/// element-wise op with no parameters.
+macro_rules! unary_op {
+    ($(#[$doc:meta])* $name:ident, $into:ident, $grain:expr, |$s:ident, $v:ident| $body:expr) => {
+        $(#[$doc])*
+        pub fn $name(&self) -> Vector {
+            self.fresh(|o| self.$into(o))
+        }
+        #[doc = concat!("[`Vector::", stringify!($name), "`] written into `out` (same length); allocates nothing.")]
+        pub fn $into(&self, out: &mut [f32]) -> Result<()> {
+            let b = self.backend;
+            self.apply(stringify!($name), out, $grain, |x, o| {
+                $crate::backend::dispatch!(b, |$s| $crate::cpu::kernels::elementwise::map($s, x, o, |$v| $body))
+            })
+        }
+    };
+}
+pub(crate) use unary_op;
