@@ -24,6 +24,7 @@ mod backend;
 pub mod cpu;
 mod error;
 mod tensor;
+pub mod slice;
 mod vector;
 
 pub use backend::{force_cpu, Backend};

@@ -41,10 +41,21 @@ fn horner<S: Simd>(s: S, x: S::V, coeffs: &[f32]) -> S::V {
 /// range, NaN in NaN out, denormal results rounded once (the scale is applied in two halves).
 #[inline(always)]
 pub fn exp<S: Simd>(s: S, x: S::V) -> S::V {
+    exp_split(s, x, None)
+}
+
+/// e^(x + lo) for a small `lo` (|lo| < 0.1) that is added inside the argument reduction, so
+/// no rounding of `x + lo` is paid.
+#[inline(always)]
+fn exp_split<S: Simd>(s: S, x: S::V, lo: Option<S::V>) -> S::V {
     // Clamp with the constant first: `max(c, NaN)` returns NaN, so NaN passes through.
     let x = s.min(s.splat(89.0), s.max(s.splat(-104.0), x));
     let (n, ni) = round_to_int(s, s.mul(x, s.splat(LOG2E)));
-    let r = s.mul_add(n, s.splat(-LN2_HI), x);
+    let r = s.mul_add(n, s.splat(-LN2_HI), x); // exact (Cody–Waite)
+    let r = match lo {
+        Some(lo) => s.add(r, lo),
+        None => r,
+    };
     let r = s.mul_add(n, s.splat(-LN2_LO), r);
     let p = horner(
         s,
@@ -172,17 +183,15 @@ pub fn mish<S: Simd>(s: S, x: S::V) -> S::V {
     s.select(s.lt(s.splat(20.0), x), x, y)
 }
 
-/// e^{−u²/2} for u ≥ 0 with the square taken exactly: u = uh + ul with uh holding 12
-/// significant bits, so uh² is exact and the small rest goes through a short series.
+/// e^{−u²/2} for 0 ≤ u ≤ 20 with the square taken exactly: u = uh + ul with uh holding 12
+/// significant bits, so uh²/2 is exact and the small rest, ul·(u + uh)/2, joins the argument
+/// inside the reduction of `exp`.
 #[inline(always)]
 fn exp_neg_half_square<S: Simd>(s: S, u: S::V) -> S::V {
     let uh = s.and(u, s.from_bits(s.isplat(0xffff_f000_u32 as i32)));
     let ul = s.sub(u, uh);
-    let main = exp(s, s.mul(s.mul(uh, uh), s.splat(-0.5)));
-    // rest = (u^2 - uh^2) / 2 = ul (u + uh) / 2, at most ~0.05 for u < 14
-    let rest = s.mul(s.mul(ul, s.add(u, uh)), s.splat(0.5));
-    let corr = horner(s, rest, &[1.0 / 24.0, -1.0 / 6.0, 0.5, -1.0, 1.0]);
-    s.mul(main, corr)
+    let rest = s.mul(s.mul(ul, s.add(u, uh)), s.splat(-0.5));
+    exp_split(s, s.mul(s.mul(uh, uh), s.splat(-0.5)), Some(rest))
 }
 
 /// Exact GELU, x · Φ(x) (the erf form, not the tanh approximation).
@@ -215,19 +224,20 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
         s,
         v,
         &[
-            -5.332_443_4e-5,
-            1.553_421_7e-5,
-            2.721_600_8e-4,
-            -3.854_239_6e-4,
-            1.505_265_6e-4,
-            1.553_273_3e-4,
-            -9.781_784e-4,
-            3.085_483_8e-3,
-            -6.332_248_7e-3,
-            7.627_534e-3,
-            6.204_206e-3,
-            -7.810_351e-2,
-            3.299_202e-1,
+5.155182079e-05,
+            -5.889248757e-05,
+            -1.518617758e-04,
+            2.889177891e-04,
+            -1.764116138e-04,
+            1.316017447e-04,
+            3.010103509e-05,
+            -9.683196935e-04,
+            3.121937205e-03,
+            -6.334572767e-03,
+            7.622989655e-03,
+            6.204406794e-03,
+            -7.810335049e-02,
+            3.299201973e-01,
         ],
     );
     let tail = s.mul(exp_neg_half_square(s, ac), h);

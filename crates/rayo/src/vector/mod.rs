@@ -1,20 +1,9 @@
 //! `Vector`: a 1-D f32 array and the ops on it, run by the CPU backend it carries.
 
-mod activation;
-mod arith;
-mod reduce;
+mod ops;
 
-use crate::cpu::{parallel, pool};
-use crate::error::check_len;
+use crate::cpu::pool;
 use crate::{Backend, Result};
-
-/// Elements per thread for memory-bound element-wise ops (measured: below ~2^18 the second
-/// thread costs more than it saves on this 2-core machine).
-pub(crate) const GRAIN_STREAM: usize = 1 << 18;
-/// Elements per thread for ops with a polynomial per element (exp, gelu, ...).
-pub(crate) const GRAIN_MATH: usize = 1 << 15;
-/// Elements per thread for reductions.
-pub(crate) const GRAIN_REDUCE: usize = 1 << 18;
 
 /// A 1-D array of f32 with SIMD ops. Cloning copies the data.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,29 +75,6 @@ impl Vector {
         debug_assert!(r.is_ok(), "lengths agree by construction");
         Vector { data, backend: self.backend }
     }
-
-    /// Checks `out` against `self` and runs `kernel` over matching parts, on several threads
-    /// when the input is large.
-    fn apply(&self, op: &'static str, out: &mut [f32], grain: usize, kernel: impl Fn(&[f32], &mut [f32]) + Sync) -> Result<()> {
-        check_len(op, self.len(), out.len())?;
-        parallel::zip_map(&self.data, out, grain, &kernel);
-        Ok(())
-    }
-
-    /// Two-input [`Vector::apply`].
-    fn apply2(
-        &self,
-        op: &'static str,
-        other: &[f32],
-        out: &mut [f32],
-        grain: usize,
-        kernel: impl Fn(&[f32], &[f32], &mut [f32]) + Sync,
-    ) -> Result<()> {
-        check_len(op, self.len(), other.len())?;
-        check_len(op, self.len(), out.len())?;
-        parallel::zip_map2(&self.data, other, out, grain, &kernel);
-        Ok(())
-    }
 }
 
 impl Drop for Vector {
@@ -130,22 +96,3 @@ impl core::ops::Index<usize> for Vector {
         &self.data[i]
     }
 }
-
-/// Defines `name(&self) -> Vector` and `name_into(&self, out) -> Result<()>` for an
-/// element-wise op with no parameters.
-macro_rules! unary_op {
-    ($(#[$doc:meta])* $name:ident, $into:ident, $grain:expr, |$s:ident, $v:ident| $body:expr) => {
-        $(#[$doc])*
-        pub fn $name(&self) -> Vector {
-            self.fresh(|o| self.$into(o))
-        }
-        #[doc = concat!("[`Vector::", stringify!($name), "`] written into `out` (same length); allocates nothing.")]
-        pub fn $into(&self, out: &mut [f32]) -> Result<()> {
-            let b = self.backend;
-            self.apply(stringify!($name), out, $grain, |x, o| {
-                $crate::backend::dispatch!(b, |$s| $crate::cpu::kernels::elementwise::map($s, x, o, |$v| $body))
-            })
-        }
-    };
-}
-pub(crate) use unary_op;

@@ -1,0 +1,91 @@
+//! Reductions: dot, sum, max/min, argmax/argmin, norms.
+
+use super::GRAIN_REDUCE;
+use crate::backend::dispatch;
+use crate::cpu::kernels::reduce as k;
+use crate::cpu::parallel::{map_reduce, map_reduce2};
+use crate::error::check_len;
+use crate::{Backend, Error, Result};
+
+/// The larger of two partial maxima, NaN winning.
+fn max_nan(a: f32, b: f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        f32::NAN
+    } else {
+        a.max(b)
+    }
+}
+
+fn min_nan(a: f32, b: f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        f32::NAN
+    } else {
+        a.min(b)
+    }
+}
+
+/// Σ a[i]·b[i]: f32 partial sums over blocks of 4096, carried in f64 (error ≲ 64·ε·Σ|a·b|).
+/// The lengths must agree; 0 for empty slices.
+pub fn dot(backend: Backend, a: &[f32], b: &[f32]) -> Result<f32> {
+    check_len("dot", a.len(), b.len())?;
+    Ok(map_reduce2(a, b, GRAIN_REDUCE, &|x, y| dispatch!(backend, |s| k::dot(s, x, y)), &|p, q| p + q) as f32)
+}
+
+/// Σ x[i] (blocked as [`dot`]); 0 for an empty slice.
+pub fn sum(backend: Backend, x: &[f32]) -> f32 {
+    map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::sum(s, x)), &|p, q| p + q) as f32
+}
+
+/// The largest element; NaN if any element is NaN. An error for an empty slice.
+pub fn max(backend: Backend, x: &[f32]) -> Result<f32> {
+    if x.is_empty() {
+        return Err(Error::EmptyInput { op: "max" });
+    }
+    Ok(map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::max(s, x)), &max_nan))
+}
+
+/// The smallest element; NaN if any element is NaN. An error for an empty slice.
+pub fn min(backend: Backend, x: &[f32]) -> Result<f32> {
+    if x.is_empty() {
+        return Err(Error::EmptyInput { op: "min" });
+    }
+    Ok(map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::min(s, x)), &min_nan))
+}
+
+/// Index of the first largest element (of the first NaN, if any). An error when empty.
+pub fn argmax(backend: Backend, x: &[f32]) -> Result<usize> {
+    let m = max(backend, x).map_err(|_| Error::EmptyInput { op: "argmax" })?;
+    Ok(position(backend, x, m))
+}
+
+/// Index of the first smallest element (of the first NaN, if any). An error when empty.
+pub fn argmin(backend: Backend, x: &[f32]) -> Result<usize> {
+    let m = min(backend, x).map_err(|_| Error::EmptyInput { op: "argmin" })?;
+    Ok(position(backend, x, m))
+}
+
+/// Where `target` (taken from `x`) first occurs.
+fn position(backend: Backend, x: &[f32], target: f32) -> usize {
+    dispatch!(backend, |s| k::position(s, x, target)).unwrap_or(0)
+}
+
+/// Σ |x[i]|; 0 for an empty slice.
+pub fn norm_l1(backend: Backend, x: &[f32]) -> f32 {
+    map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::sum_abs(s, x)), &|p, q| p + q) as f32
+}
+
+/// √(Σ x[i]²); 0 for an empty slice. No spurious overflow or underflow: when the fast
+/// f32-block sum leaves its safe range the sum is redone in f64.
+pub fn norm_l2(backend: Backend, x: &[f32]) -> f32 {
+    let ss = map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::sum_squares(s, x)), &|p, q| p + q);
+    // Block partials are f32: one past 1e38 overflows, squares below 1e-38 vanish.
+    if ss.is_finite() && ss > 1e-30 && ss < 1e36 {
+        return ss.sqrt() as f32;
+    }
+    x.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>().sqrt() as f32
+}
+
+/// max |x[i]|; NaN if any element is NaN; 0 for an empty slice.
+pub fn norm_inf(backend: Backend, x: &[f32]) -> f32 {
+    map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::max_abs(s, x)), &max_nan)
+}
