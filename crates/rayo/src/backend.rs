@@ -131,7 +131,7 @@ macro_rules! dispatch {
         match $backend {
             #[cfg(target_arch = "x86_64")]
             $crate::Backend::Avx512 => match $crate::cpu::isa::avx512::Avx512::try_new() {
-                Some($s) => $s.vectorize(|| $body),
+                Some($s) => $s.vectorize(#[inline(always)] || $body),
                 None => {
                     let $s = $crate::cpu::isa::scalar::Scalar;
                     $body
@@ -139,7 +139,7 @@ macro_rules! dispatch {
             },
             #[cfg(target_arch = "x86_64")]
             $crate::Backend::Avx2 => match $crate::cpu::isa::avx2::Avx2::try_new() {
-                Some($s) => $s.vectorize(|| $body),
+                Some($s) => $s.vectorize(#[inline(always)] || $body),
                 None => {
                     let $s = $crate::cpu::isa::scalar::Scalar;
                     $body
@@ -148,17 +148,17 @@ macro_rules! dispatch {
             #[cfg(target_arch = "x86_64")]
             $crate::Backend::Sse2 => {
                 let $s = $crate::cpu::isa::sse2::Sse2(());
-                $s.vectorize(|| $body)
+                $s.vectorize(#[inline(always)] || $body)
             }
             #[cfg(target_arch = "aarch64")]
             $crate::Backend::Neon => {
                 let $s = $crate::cpu::isa::neon::Neon(());
-                $s.vectorize(|| $body)
+                $s.vectorize(#[inline(always)] || $body)
             }
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             $crate::Backend::Simd128 => {
                 let $s = $crate::cpu::isa::simd128::Simd128(());
-                $s.vectorize(|| $body)
+                $s.vectorize(#[inline(always)] || $body)
             }
             #[allow(unreachable_patterns)]
             _ => {

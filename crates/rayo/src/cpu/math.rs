@@ -4,14 +4,12 @@
 //! [-88, 88] and the special values): see each function. Coefficients of `expm1` and `gelu`
 //! come from `tools/fit_poly.py`; `exp`, `ln` and the small-|x| `tanh` are Cephes' (S. Moshier).
 
-use super::simd::{Simd, SimdExt};
+use super::simd::{Simd, SimdExt, ROUND_MAGIC};
 
 const LOG2E: f32 = core::f32::consts::LOG2_E;
 // ln 2 split so that n * LN2_HI is exact for |n| < 2^15 (Cody–Waite reduction).
 const LN2_HI: f32 = 0.693_359_4;
 const LN2_LO: f32 = -2.121_944_4e-4;
-// 1.5 * 2^23: adding it rounds a float (|x| < 2^22) to an integer held in the low mantissa bits.
-const ROUND_MAGIC: f32 = 12_582_912.0;
 
 /// Rounds `x` to the nearest integer; returns it as a float and as an i32 lane.
 #[inline(always)]
@@ -50,7 +48,7 @@ pub fn exp<S: Simd>(s: S, x: S::V) -> S::V {
 fn exp_split<S: Simd>(s: S, x: S::V, lo: Option<S::V>) -> S::V {
     // Clamp with the constant first: `max(c, NaN)` returns NaN, so NaN passes through.
     let x = s.min(s.splat(89.0), s.max(s.splat(-104.0), x));
-    let (n, ni) = round_to_int(s, s.mul(x, s.splat(LOG2E)));
+    let n = s.round(s.mul(x, s.splat(LOG2E)));
     let r = s.mul_add(n, s.splat(-LN2_HI), x); // exact (Cody–Waite)
     let r = match lo {
         Some(lo) => s.add(r, lo),
@@ -63,10 +61,7 @@ fn exp_split<S: Simd>(s: S, x: S::V, lo: Option<S::V>) -> S::V {
         &[1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5],
     );
     let y = s.add(s.mul_add(p, s.mul(r, r), r), s.splat(1.0));
-    // n is in [-150, 128]: split it so both factors are normal numbers.
-    let n1 = s.ishr(ni, 1);
-    let n2 = s.isub(ni, n1);
-    s.mul(s.mul(y, pow2i(s, n1)), pow2i(s, n2))
+    s.pow2_scale(y, n) // n is in [-150, 128]
 }
 
 /// e^x − 1 for x ≤ 0 (what elu and selu need), accurate near 0 where `exp(x) - 1` cancels.
@@ -148,9 +143,10 @@ pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
         &[-5.704_988_7e-3, 2.063_908_9e-2, -5.373_971_6e-2, 1.333_144_2e-1, -3.333_328_2e-1],
     );
     let small = s.mul_add(s.mul(p, z), a, a);
-    // otherwise 1 - 2 / (e^{2|x|} + 1)
-    let e = exp(s, s.add(a, a));
-    let large = s.sub(s.splat(1.0), s.div(s.splat(2.0), s.add(e, s.splat(1.0))));
+    // otherwise 1 - 2 / (e^{2|x|} + 1); past 9.1 that is 1 in f32 (the clamp keeps e finite)
+    let ac = s.min(s.splat(9.5), a);
+    let e = exp(s, s.add(ac, ac));
+    let large = s.sub(s.splat(1.0), s.mul(s.splat(2.0), s.recip(s.add(e, s.splat(1.0)))));
     let y = s.select(s.lt(a, s.splat(0.625)), small, large);
     s.or(y, s.sign_bit(x))
 }
@@ -160,7 +156,7 @@ pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
 #[inline(always)]
 pub fn sigmoid<S: Simd>(s: S, x: S::V) -> S::V {
     let e = exp(s, s.neg(s.abs(x)));
-    let r = s.div(s.splat(1.0), s.add(s.splat(1.0), e));
+    let r = s.recip(s.add(s.splat(1.0), e));
     s.select(s.le(s.zero(), x), r, s.mul(e, r))
 }
 
@@ -177,7 +173,7 @@ pub fn swish<S: Simd>(s: S, x: S::V) -> S::V {
 pub fn mish<S: Simd>(s: S, x: S::V) -> S::V {
     let e = exp(s, x);
     let n = s.mul(e, s.add(e, s.splat(2.0)));
-    let t = s.div(n, s.add(n, s.splat(2.0)));
+    let t = s.div(n, s.add(n, s.splat(2.0))); // exact division: a reciprocal costs mish its 4 ULP
     let y = s.mul(s.max(s.splat(f32::MIN), x), t);
     // Beyond 20, n / (n + 2) is 1 to f32 precision (and n would overflow at 44).
     s.select(s.lt(s.splat(20.0), x), x, y)
@@ -218,7 +214,7 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
     );
     let small = s.mul(x, s.mul_add(x, ep, s.splat(0.5)));
     // |x| > 1: |x| Φ(−|x|) = e^{−x²/2} h(1/|x|), h a polynomial in v = (1/|x| − c) / w
-    let t = s.div(s.splat(1.0), ac);
+    let t = s.recip(ac);
     let v = s.mul(s.sub(t, s.splat(5.370_370_4e-1)), s.splat(2.16));
     let h = horner(
         s,

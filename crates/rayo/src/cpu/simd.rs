@@ -11,6 +11,9 @@
 //! - `mul_add(a, b, c)` is `a * b + c`, fused where the instruction set has FMA.
 //! - Comparisons are ordered (false when either side is NaN).
 
+/// 1.5 · 2^23: adding it rounds a float (|x| < 2^22) to an integer held in the low mantissa bits.
+pub const ROUND_MAGIC: f32 = 12_582_912.0;
+
 /// One instruction set, as a zero-sized token.
 pub trait Simd: Copy + Send + Sync + 'static {
     /// `LANES` f32 values.
@@ -79,6 +82,33 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// Arithmetic shift right by `n`.
     fn ishr(self, a: Self::I, n: u32) -> Self::I;
     fn i_to_f(self, a: Self::I) -> Self::V;
+
+    // ---- helpers with a generic default, overridden where one instruction does it ----
+    /// Rounds to the nearest integer, ties to even (|a| < 2^22; larger values are returned
+    /// unchanged by the instruction forms and may be off by the magic-number form).
+    #[inline(always)]
+    fn round(self, a: Self::V) -> Self::V {
+        let magic = self.splat(ROUND_MAGIC);
+        self.sub(self.add(a, magic), magic)
+    }
+    /// `y · 2^n` for integral `n`, rounded once: correct for n in [-252, 254] (so results
+    /// may be denormal, 0 or ±inf without double rounding).
+    #[inline(always)]
+    fn pow2_scale(self, y: Self::V, n: Self::V) -> Self::V {
+        // n as an integer, from the low mantissa bits of n + 1.5·2^23.
+        let magic = self.splat(ROUND_MAGIC);
+        let ni = self.isub(self.to_bits(self.add(n, magic)), self.to_bits(magic));
+        // Two halves so each factor 2^k is a normal number.
+        let n1 = self.ishr(ni, 1);
+        let n2 = self.isub(ni, n1);
+        let p = |k| self.from_bits(self.ishl(self.iadd(k, self.isplat(127)), 23));
+        self.mul(self.mul(y, p(n1)), p(n2))
+    }
+    /// `1 / a` for finite nonzero `a`, within 1 ULP (0 and ±inf inputs may give NaN).
+    #[inline(always)]
+    fn recip(self, a: Self::V) -> Self::V {
+        self.div(self.splat(1.0), a)
+    }
 
     // ---- horizontal ----
     fn reduce_add(self, a: Self::V) -> f32;

@@ -3,74 +3,62 @@
 
 use super::{apply, unary_op, GRAIN_MATH, GRAIN_REDUCE, GRAIN_STREAM};
 use crate::backend::dispatch;
+use crate::cpu::kernels::functions as f;
 use crate::cpu::kernels::{elementwise::map, reduce, softmax as sm};
 use crate::cpu::parallel::{for_each_mut, map_reduce, parts, zip_map};
-use crate::cpu::{math, simd::SimdExt};
 use crate::error::check_len;
 use crate::{Backend, Error, Result};
 
-/// SELU's λ and α (Klambauer et al. 2017).
-pub const SELU_LAMBDA: f32 = 1.050_700_987_355_480_5;
-pub const SELU_ALPHA: f32 = 1.673_263_242_354_377_3;
+pub use crate::cpu::kernels::functions::{SELU_ALPHA, SELU_LAMBDA};
 
 unary_op!(
     /// `max(0, x)`: 0 for x ≤ 0 (including −0), NaN for NaN. Exact.
-    relu, GRAIN_STREAM, |s, v| s.select(s.le(v, s.zero()), s.zero(), v)
+    relu, GRAIN_STREAM, f::Relu
 );
 unary_op!(
     /// `1 / (1 + e^−x)`. Max error 3 ULP; 0 and 1 at ∓inf; NaN for NaN.
-    sigmoid, GRAIN_MATH, |s, v| math::sigmoid(s, v)
+    sigmoid, GRAIN_MATH, f::Sigmoid
 );
 unary_op!(
     /// tanh. Max error 2 ULP; odd, ±1 at ±inf; NaN for NaN.
-    tanh, GRAIN_MATH, |s, v| math::tanh(s, v)
+    tanh, GRAIN_MATH, f::Tanh
 );
 unary_op!(
     /// `x · sigmoid(x)` (SiLU). Max error 4 ULP; −0 at −inf; NaN for NaN.
-    swish, GRAIN_MATH, |s, v| math::swish(s, v)
+    swish, GRAIN_MATH, f::Swish
 );
 unary_op!(
     /// Exact GELU `x · Φ(x)` (erf form, not the tanh approximation). Max error 4 ULP where
     /// |result| ≥ 1e−30 (measured: 2.3 ULP with FMA, 2.7 without), absolute error ≤ 1e−37 below
     /// that (1.5e−37 on scalar/SSE2/SIMD128, which lack FMA); −0 at −inf; NaN for NaN.
-    gelu, GRAIN_MATH, |s, v| math::gelu(s, v)
+    gelu, GRAIN_MATH, f::Gelu
 );
 unary_op!(
     /// `x · tanh(ln(1 + e^x))`. Max error 4 ULP where |result| ≥ 1e−30, absolute error ≤ 1e−37
     /// below; −0 at −inf; NaN for NaN.
-    mish, GRAIN_MATH, |s, v| math::mish(s, v)
+    mish, GRAIN_MATH, f::Mish
 );
 unary_op!(
     /// SELU: `λ·x` for x > 0, `λ·α·(e^x − 1)` otherwise (expm1, accurate near 0).
     /// Max error 3 ULP; keeps −0; NaN for NaN.
-    selu, GRAIN_MATH, |s, v| {
-        let neg = s.mul(s.splat(SELU_ALPHA), math::expm1_nonpositive(s, v));
-        s.mul(s.splat(SELU_LAMBDA), s.select(s.lt(s.zero(), v), v, neg))
-    }
+    selu, GRAIN_MATH, f::Selu
 );
 unary_op!(
     /// Hard swish: 0 for x ≤ −3, x for x ≥ 3, `x·(x+3)/6` between. Max error 2 ULP.
-    hardswish, GRAIN_STREAM, |s, v| {
-        let mid = s.mul(s.mul(v, s.add(v, s.splat(3.0))), s.splat(1.0 / 6.0));
-        let hi = s.select(s.le(s.splat(3.0), v), v, mid);
-        s.select(s.le(v, s.splat(-3.0)), s.zero(), hi)
-    }
+    hardswish, GRAIN_STREAM, f::Hardswish
 );
 
 /// `x` for x > 0, `alpha·x` otherwise. Exact up to the product's rounding.
 pub fn leaky_relu(backend: Backend, x: &[f32], alpha: f32, out: &mut [f32]) -> Result<()> {
     apply("leaky_relu", x, out, GRAIN_STREAM, |x, o| {
-        dispatch!(backend, |s| map(s, x, o, |v| s.select(s.lt(s.zero(), v), v, s.mul(s.splat(alpha), v))))
+        dispatch!(backend, |s| map(s, x, o, f::LeakyRelu { alpha }))
     })
 }
 
 /// ELU: `x` for x > 0, `alpha·(e^x − 1)` otherwise (expm1). Max error 3 ULP; keeps −0.
 pub fn elu(backend: Backend, x: &[f32], alpha: f32, out: &mut [f32]) -> Result<()> {
     apply("elu", x, out, GRAIN_MATH, |x, o| {
-        dispatch!(backend, |s| map(s, x, o, |v| {
-            let neg = s.mul(s.splat(alpha), math::expm1_nonpositive(s, v));
-            s.select(s.lt(s.zero(), v), v, neg)
-        }))
+        dispatch!(backend, |s| map(s, x, o, f::Elu { alpha }))
     })
 }
 
@@ -87,7 +75,7 @@ pub fn softmax(backend: Backend, x: &[f32], out: &mut [f32]) -> Result<()> {
     let total = if parts(x.len(), GRAIN_MATH) <= 1 {
         dispatch!(backend, |s| sm::exp_shifted_into(s, x, m, out))
     } else {
-        zip_map(x, out, GRAIN_MATH, &|xp, op| dispatch!(backend, |s| map(s, xp, op, |v| math::exp(s, s.sub(v, s.splat(m))))));
+        zip_map(x, out, GRAIN_MATH, &|xp, op| dispatch!(backend, |s| map(s, xp, op, f::ExpShifted { m })));
         map_reduce(out, GRAIN_REDUCE, &|op| dispatch!(backend, |s| reduce::sum(s, op)), &|p, q| p + q)
     };
     let k = (1.0 / total) as f32;
@@ -107,6 +95,6 @@ pub fn log_softmax(backend: Backend, x: &[f32], out: &mut [f32]) -> Result<()> {
     let total = map_reduce(x, GRAIN_MATH, &|xp| dispatch!(backend, |s| sm::sum_exp_shifted(s, xp, m)), &|p, q| p + q);
     let lse = total.ln() as f32;
     apply("log_softmax", x, out, GRAIN_STREAM, |xp, op| {
-        dispatch!(backend, |s| map(s, xp, op, |v| s.sub(s.sub(v, s.splat(m)), s.splat(lse))))
+        dispatch!(backend, |s| map(s, xp, op, f::SubTwice { m, c: lse }))
     })
 }

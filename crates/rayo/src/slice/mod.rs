@@ -44,13 +44,13 @@ fn apply2(
     Ok(())
 }
 
-/// Defines `pub fn name(backend, x, out) -> Result<()>` for an element-wise op.
+/// Defines `pub fn name(backend, x, out) -> Result<()>` applying the function struct `$f`.
 macro_rules! unary_op {
-    ($(#[$doc:meta])* $name:ident, $grain:expr, |$s:ident, $v:ident| $body:expr) => {
+    ($(#[$doc:meta])* $name:ident, $grain:expr, $f:expr) => {
         $(#[$doc])*
         pub fn $name(backend: $crate::Backend, x: &[f32], out: &mut [f32]) -> $crate::Result<()> {
             super::apply(stringify!($name), x, out, $grain, |x, o| {
-                $crate::backend::dispatch!(backend, |$s| $crate::cpu::kernels::elementwise::map($s, x, o, |$v| $body))
+                $crate::backend::dispatch!(backend, |s| $crate::cpu::kernels::elementwise::map(s, x, o, $f))
             })
         }
     };

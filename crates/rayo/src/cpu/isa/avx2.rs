@@ -180,6 +180,10 @@ impl Simd for Avx2 {
         unsafe { _mm256_cvtepi32_ps(a) }
     }
     #[inline(always)]
+    fn round(self, a: __m256) -> __m256 {
+        unsafe { _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
+    }
+    #[inline(always)]
     fn reduce_add(self, a: __m256) -> f32 {
         unsafe {
             let s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));

@@ -182,6 +182,24 @@ impl Simd for Avx512 {
         unsafe { _mm512_cvtepi32_ps(a) }
     }
     #[inline(always)]
+    fn round(self, a: __m512) -> __m512 {
+        // imm 0x08: round to nearest even, exceptions suppressed.
+        unsafe { _mm512_roundscale_ps::<0x08>(a) }
+    }
+    #[inline(always)]
+    fn pow2_scale(self, y: __m512, n: __m512) -> __m512 {
+        // vscalefps: y · 2^floor(n) with one rounding, denormals and overflow handled.
+        unsafe { _mm512_scalef_ps(y, n) }
+    }
+    #[inline(always)]
+    fn recip(self, a: __m512) -> __m512 {
+        // 14-bit estimate and one Newton step: r + r(1 − a·r), relative error < 2^-23.
+        unsafe {
+            let r = _mm512_rcp14_ps(a);
+            _mm512_fmadd_ps(r, _mm512_fnmadd_ps(a, r, _mm512_set1_ps(1.0)), r)
+        }
+    }
+    #[inline(always)]
     fn reduce_add(self, a: __m512) -> f32 {
         unsafe { _mm512_reduce_add_ps(a) }
     }

@@ -174,6 +174,10 @@ impl Simd for Neon {
         unsafe { vcvtq_f32_s32(a) }
     }
     #[inline(always)]
+    fn round(self, a: float32x4_t) -> float32x4_t {
+        unsafe { vrndnq_f32(a) }
+    }
+    #[inline(always)]
     fn reduce_add(self, a: float32x4_t) -> f32 {
         unsafe { vaddvq_f32(a) }
     }

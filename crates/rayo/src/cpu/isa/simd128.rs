@@ -172,6 +172,10 @@ impl Simd for Simd128 {
         f32x4_convert_i32x4(a)
     }
     #[inline(always)]
+    fn round(self, a: v128) -> v128 {
+        f32x4_nearest(a)
+    }
+    #[inline(always)]
     fn reduce_add(self, a: v128) -> f32 {
         (f32x4_extract_lane::<0>(a) + f32x4_extract_lane::<1>(a))
             + (f32x4_extract_lane::<2>(a) + f32x4_extract_lane::<3>(a))

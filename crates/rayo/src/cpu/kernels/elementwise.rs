@@ -1,6 +1,68 @@
 //! Element-wise maps: one input or two, one output, stores aligned to the vector width.
+//!
+//! The per-vector function is a trait with an `#[inline(always)]` method rather than a
+//! closure: a large closure (a polynomial) called from several places in the unrolled loop may
+//! be left out of line, and outside the ISA's target-feature context every intrinsic in it
+//! becomes a call. A trait method marked `inline(always)` cannot be.
 
 use crate::cpu::simd::Simd;
+
+/// `f(v)` on one vector of lanes.
+pub trait UnaryFn<S: Simd>: Copy {
+    fn apply(self, s: S, v: S::V) -> S::V;
+}
+
+/// `f(a, b)` on two vectors of lanes.
+pub trait BinaryFn<S: Simd>: Copy {
+    fn apply(self, s: S, a: S::V, b: S::V) -> S::V;
+}
+
+/// A unit struct, or one with public fields.
+macro_rules! fn_struct {
+    ($name:ident) => {
+        #[derive(Clone, Copy)]
+        pub struct $name;
+    };
+    ($name:ident { $($field:ident: $ty:ty),* }) => {
+        #[derive(Clone, Copy)]
+        pub struct $name { $(pub $field: $ty),* }
+    };
+}
+pub(crate) use fn_struct;
+
+/// Defines a unit struct `$name` (or one with fields) implementing [`UnaryFn`] for every ISA.
+macro_rules! unary_fn {
+    ($name:ident $({ $($field:ident: $ty:ty),* })?, |$self_:ident, $s:ident, $v:ident| $body:expr) => {
+        $crate::cpu::kernels::elementwise::fn_struct!($name $({ $($field: $ty),* })?);
+        impl<S: $crate::cpu::simd::Simd> $crate::cpu::kernels::elementwise::UnaryFn<S> for $name {
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn apply($self_, $s: S, $v: S::V) -> S::V {
+                #[allow(unused_imports)]
+                use $crate::cpu::simd::SimdExt as _;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use unary_fn;
+
+/// Defines a struct implementing [`BinaryFn`] for every ISA.
+macro_rules! binary_fn {
+    ($name:ident $({ $($field:ident: $ty:ty),* })?, |$self_:ident, $s:ident, $a:ident, $b:ident| $body:expr) => {
+        $crate::cpu::kernels::elementwise::fn_struct!($name $({ $($field: $ty),* })?);
+        impl<S: $crate::cpu::simd::Simd> $crate::cpu::kernels::elementwise::BinaryFn<S> for $name {
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn apply($self_, $s: S, $a: S::V, $b: S::V) -> S::V {
+                #[allow(unused_imports)]
+                use $crate::cpu::simd::SimdExt as _;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use binary_fn;
 
 /// How many leading elements to process separately so that `out` is vector-aligned after them
 /// (split-line stores cost more than the short head).
@@ -12,19 +74,19 @@ fn head_len<S: Simd>(out: &[f32]) -> usize {
 
 /// `out[i] = f(x[i])`. `x` and `out` must have the same length (checked by the caller).
 #[inline(always)]
-pub fn map<S: Simd>(s: S, x: &[f32], out: &mut [f32], f: impl Fn(S::V) -> S::V) {
+pub fn map<S: Simd, F: UnaryFn<S>>(s: S, x: &[f32], out: &mut [f32], f: F) {
     debug_assert_eq!(x.len(), out.len());
     let h = head_len::<S>(out);
     let (xh, x) = x.split_at(h);
     let (oh, out) = out.split_at_mut(h);
     if h > 0 {
-        s.store_partial(oh, f(s.load_partial(xh, 0.0)));
+        s.store_partial(oh, f.apply(s, s.load_partial(xh, 0.0)));
     }
     let mut xc = x.chunks_exact(2 * S::LANES);
     let mut oc = out.chunks_exact_mut(2 * S::LANES);
     for (xi, oi) in (&mut xc).zip(&mut oc) {
-        let a = f(s.load(xi));
-        let b = f(s.load(&xi[S::LANES..]));
+        let a = f.apply(s, s.load(xi));
+        let b = f.apply(s, s.load(&xi[S::LANES..]));
         s.store(oi, a);
         s.store(&mut oi[S::LANES..], b);
     }
@@ -32,31 +94,31 @@ pub fn map<S: Simd>(s: S, x: &[f32], out: &mut [f32], f: impl Fn(S::V) -> S::V) 
     let mut xc = xr.chunks_exact(S::LANES);
     let mut oc = or.chunks_exact_mut(S::LANES);
     for (xi, oi) in (&mut xc).zip(&mut oc) {
-        s.store(oi, f(s.load(xi)));
+        s.store(oi, f.apply(s, s.load(xi)));
     }
     let xr = xc.remainder();
     if !xr.is_empty() {
-        s.store_partial(oc.into_remainder(), f(s.load_partial(xr, 0.0)));
+        s.store_partial(oc.into_remainder(), f.apply(s, s.load_partial(xr, 0.0)));
     }
 }
 
 /// `out[i] = f(a[i], b[i])`. All three must have the same length (checked by the caller).
 #[inline(always)]
-pub fn map2<S: Simd>(s: S, a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(S::V, S::V) -> S::V) {
+pub fn map2<S: Simd, F: BinaryFn<S>>(s: S, a: &[f32], b: &[f32], out: &mut [f32], f: F) {
     debug_assert!(a.len() == out.len() && b.len() == out.len());
     let h = head_len::<S>(out);
     let (ah, a) = a.split_at(h);
     let (bh, b) = b.split_at(h);
     let (oh, out) = out.split_at_mut(h);
     if h > 0 {
-        s.store_partial(oh, f(s.load_partial(ah, 1.0), s.load_partial(bh, 1.0)));
+        s.store_partial(oh, f.apply(s, s.load_partial(ah, 1.0), s.load_partial(bh, 1.0)));
     }
     let mut ac = a.chunks_exact(2 * S::LANES);
     let mut bc = b.chunks_exact(2 * S::LANES);
     let mut oc = out.chunks_exact_mut(2 * S::LANES);
     for ((ai, bi), oi) in (&mut ac).zip(&mut bc).zip(&mut oc) {
-        let x = f(s.load(ai), s.load(bi));
-        let y = f(s.load(&ai[S::LANES..]), s.load(&bi[S::LANES..]));
+        let x = f.apply(s, s.load(ai), s.load(bi));
+        let y = f.apply(s, s.load(&ai[S::LANES..]), s.load(&bi[S::LANES..]));
         s.store(oi, x);
         s.store(&mut oi[S::LANES..], y);
     }
@@ -65,10 +127,10 @@ pub fn map2<S: Simd>(s: S, a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(S::
     let mut bc = br.chunks_exact(S::LANES);
     let mut oc = or.chunks_exact_mut(S::LANES);
     for ((ai, bi), oi) in (&mut ac).zip(&mut bc).zip(&mut oc) {
-        s.store(oi, f(s.load(ai), s.load(bi)));
+        s.store(oi, f.apply(s, s.load(ai), s.load(bi)));
     }
     let (ar, br) = (ac.remainder(), bc.remainder());
     if !ar.is_empty() {
-        s.store_partial(oc.into_remainder(), f(s.load_partial(ar, 1.0), s.load_partial(br, 1.0)));
+        s.store_partial(oc.into_remainder(), f.apply(s, s.load_partial(ar, 1.0), s.load_partial(br, 1.0)));
     }
 }

@@ -1,5 +1,6 @@
 //! CPU kernels, each written once over `Simd`.
 
 pub mod elementwise;
+pub mod functions;
 pub mod reduce;
 pub mod softmax;

@@ -65,14 +65,16 @@ fn fold2<S: Simd>(s: S, a: &[f32], b: &[f32], step: impl Fn(S::V, S::V, S::V) ->
 }
 
 /// Σ f(x_i), blocked.
+// Plain loops, not iterator adaptors: a `sum()` over `map()` may stay out of line, outside
+// the ISA's target-feature context.
 #[inline(always)]
 fn blocked_sum<S: Simd>(s: S, x: &[f32], f: impl Fn(S::V) -> S::V + Copy) -> f64 {
-    x.chunks(BLOCK)
-        .map(|blk| {
-            let v = fold(s, blk, 0.0, s.zero(), |acc, v| s.add(acc, f(v)), |a, b| s.add(a, b));
-            s.reduce_add(v) as f64
-        })
-        .sum()
+    let mut total = 0.0f64;
+    for blk in x.chunks(BLOCK) {
+        let v = fold(s, blk, 0.0, s.zero(), |acc, v| s.add(acc, f(v)), |a, b| s.add(a, b));
+        total += s.reduce_add(v) as f64;
+    }
+    total
 }
 
 #[inline(always)]
@@ -89,18 +91,21 @@ pub fn sum_abs<S: Simd>(s: S, x: &[f32]) -> f64 {
 /// Σ x_i².
 #[inline(always)]
 pub fn sum_squares<S: Simd>(s: S, x: &[f32]) -> f64 {
-    x.chunks(BLOCK)
-        .map(|blk| s.reduce_add(fold(s, blk, 0.0, s.zero(), |acc, v| s.mul_add(v, v, acc), |a, b| s.add(a, b))) as f64)
-        .sum()
+    let mut total = 0.0f64;
+    for blk in x.chunks(BLOCK) {
+        total += s.reduce_add(fold(s, blk, 0.0, s.zero(), |acc, v| s.mul_add(v, v, acc), |a, b| s.add(a, b))) as f64;
+    }
+    total
 }
 
 /// Σ a_i b_i (same lengths, checked by the caller).
 #[inline(always)]
 pub fn dot<S: Simd>(s: S, a: &[f32], b: &[f32]) -> f64 {
-    a.chunks(BLOCK)
-        .zip(b.chunks(BLOCK))
-        .map(|(x, y)| s.reduce_add(fold2(s, x, y, |acc, p, q| s.mul_add(p, q, acc))) as f64)
-        .sum()
+    let mut total = 0.0f64;
+    for (x, y) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
+        total += s.reduce_add(fold2(s, x, y, |acc, p, q| s.mul_add(p, q, acc))) as f64;
+    }
+    total
 }
 
 /// Largest element; NaN if any element is NaN; −inf for an empty slice.

@@ -1,35 +1,35 @@
-//! Numerically stable softmax and log-softmax over one slice (three passes: max, exp-sum,
-//! scale). Any NaN, or a non-finite maximum, makes every output NaN, as the f64 formula does.
+//! Pieces of softmax and log-softmax over one slice (max, exp-sum, scale), each one pass.
 
-use super::{elementwise, reduce};
+use super::elementwise::map;
+use super::functions::ExpShifted;
+use super::reduce;
 use crate::cpu::{math, simd::Simd};
 
 /// Σ exp(x_i − m), blocked like the other sums.
 #[inline(always)]
 pub fn sum_exp_shifted<S: Simd>(s: S, x: &[f32], m: f32) -> f64 {
     let mv = s.splat(m);
-    x.chunks(4096)
-        .map(|blk| {
-            let mut acc = s.splat(0.0);
-            let mut c = blk.chunks_exact(S::LANES);
-            for v in &mut c {
-                acc = s.add(acc, math::exp(s, s.sub(s.load(v), mv)));
-            }
-            // Pad with −inf: exp(−inf) = 0 adds nothing.
-            let t = c.remainder();
-            if !t.is_empty() {
-                acc = s.add(acc, math::exp(s, s.sub(s.load_partial(t, f32::NEG_INFINITY), mv)));
-            }
-            s.reduce_add(acc) as f64
-        })
-        .sum()
+    let mut total = 0.0f64;
+    for blk in x.chunks(4096) {
+        let mut acc = [s.splat(0.0), s.splat(0.0)];
+        let mut c = blk.chunks_exact(2 * S::LANES);
+        for v in &mut c {
+            acc[0] = s.add(acc[0], math::exp(s, s.sub(s.load(v), mv)));
+            acc[1] = s.add(acc[1], math::exp(s, s.sub(s.load(&v[S::LANES..]), mv)));
+        }
+        // Pad with −inf: exp(−inf) = 0 adds nothing.
+        for t in c.remainder().chunks(S::LANES) {
+            acc[0] = s.add(acc[0], math::exp(s, s.sub(s.load_partial(t, f32::NEG_INFINITY), mv)));
+        }
+        total += s.reduce_add(s.add(acc[0], acc[1])) as f64;
+    }
+    total
 }
 
 /// out_i = exp(x_i − m); returns Σ out_i.
 #[inline(always)]
 pub fn exp_shifted_into<S: Simd>(s: S, x: &[f32], m: f32, out: &mut [f32]) -> f64 {
-    let mv = s.splat(m);
-    elementwise::map(s, x, out, |v| math::exp(s, s.sub(v, mv)));
+    map(s, x, out, ExpShifted { m });
     reduce::sum(s, out)
 }
 

@@ -1,0 +1,92 @@
+//! `rayo bench`: a table (or JSON lines) of op × size × backend × threads, median times.
+
+mod cpu;
+pub mod row;
+mod timer;
+
+use crate::args::BenchArgs;
+use rayo::Backend;
+use row::Row;
+use timer::Plan;
+
+/// What a bare `rayo bench` measures: the headline rows.
+const DEFAULT_OPS: &[&str] =
+    &["stream_copy", "stream_triad", "add", "add_alloc", "dot", "sum", "max", "sigmoid", "tanh", "gelu", "exp", "softmax"];
+
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
+    let ops: Vec<String> = if args.ops.is_empty() { DEFAULT_OPS.iter().map(|s| s.to_string()).collect() } else { args.ops.clone() };
+    for op in &ops {
+        if !cpu::OPS.contains(&op.as_str()) {
+            return Err(format!("unknown op {op:?}; known: {}", cpu::OPS.join(" ")));
+        }
+    }
+    let sizes = if !args.sizes.is_empty() {
+        args.sizes.clone()
+    } else if args.quick {
+        vec![100_000, 10_000_000]
+    } else {
+        vec![1_000, 100_000, 10_000_000]
+    };
+    let backends: Vec<Backend> = if args.backends.is_empty() {
+        vec![Backend::selected()]
+    } else {
+        let mut v = Vec::new();
+        for name in &args.backends {
+            let b = Backend::from_name(name).ok_or_else(|| format!("unknown backend {name:?}"))?;
+            if b.is_supported() {
+                v.push(b);
+            } else {
+                eprintln!("rayo bench: skipping backend {b}: not supported by this CPU");
+            }
+        }
+        v
+    };
+    let threads = if args.threads.is_empty() { vec![1] } else { args.threads.clone() };
+    if !args.json {
+        println!("{:<14} {:>10} {:>8} {:>7} {:>12} {:>10}", "op", "n", "backend", "threads", "median", "rate");
+    }
+    for &n in &sizes {
+        for op in &ops {
+            for &b in &backends {
+                for &t in &threads {
+                    if let Some(row) = cpu::run(op, n, b, t, plan) {
+                        emit(&row, args.json);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn emit(row: &Row, json: bool) {
+    if json {
+        println!("{}", row.to_json());
+        return;
+    }
+    let rate = match (row.gbps, row.gflops) {
+        (_, Some(g)) => format!("{g:.1} GFLOP/s"),
+        (Some(g), _) => format!("{g:.1} GB/s"),
+        _ => String::new(),
+    };
+    let n = match row.mkn {
+        Some((m, k, n)) => format!("{m}x{k}x{n}"),
+        None => row.n.to_string(),
+    };
+    let op = match &row.note {
+        Some(note) => format!("{} ({note})", row.op),
+        None => row.op.clone(),
+    };
+    println!("{:<14} {:>10} {:>8} {:>7} {:>12} {:>10}", op, n, row.backend, row.threads, fmt_ns(row.ns), rate);
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{:.2} ms", ns / 1e6)
+    }
+}

@@ -1,0 +1,67 @@
+//! `rayo info`: the CPU, its instruction sets, the one rayo chose, threads (later: GPUs).
+
+use rayo::Backend;
+
+pub fn run() -> Result<(), String> {
+    println!("rayo {}", env!("CARGO_PKG_VERSION"));
+    println!("cpu:        {}", cpu_name());
+    println!("arch:       {}", std::env::consts::ARCH);
+    println!("isa found:  {}", isa_features().join(" "));
+    let avail: Vec<&str> = Backend::available().iter().map(|b| b.name()).collect();
+    println!("backends:   {}", avail.join(" "));
+    println!("detected:   {}", Backend::detect());
+    match Backend::from_env() {
+        Ok(Some(b)) => println!("selected:   {b} (RAYO_BACKEND)"),
+        Ok(None) => println!("selected:   {}", Backend::detect()),
+        Err(e) => println!("selected:   {} ({e}; ignored)", Backend::detect()),
+    }
+    println!("threads:    {}", rayo::max_threads());
+    if let Some(c) = caches() {
+        println!("caches:     {c}");
+    }
+    println!("force cpu:  {}", rayo::force_cpu());
+    Ok(())
+}
+
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|v| v.trim().to_string()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(target_arch = "x86_64")]
+fn isa_features() -> Vec<&'static str> {
+    let mut f = vec!["sse2"];
+    macro_rules! probe {
+        ($($name:tt),*) => {$( if std::is_x86_feature_detected!($name) { f.push($name); } )*};
+    }
+    probe!("sse4.1", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vnni", "avx512bf16", "avx512fp16");
+    f
+}
+
+#[cfg(target_arch = "aarch64")]
+fn isa_features() -> Vec<&'static str> {
+    vec!["neon"]
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn isa_features() -> Vec<&'static str> {
+    vec![]
+}
+
+/// "L1d 48K, L2 2048K, L3 ..." from sysfs (Linux).
+fn caches() -> Option<String> {
+    let mut out = Vec::new();
+    for i in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok().map(|s| s.trim().to_string());
+        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size")) else { break };
+        if kind == "Instruction" {
+            continue;
+        }
+        let tag = if kind == "Data" { "d" } else { "" };
+        out.push(format!("L{level}{tag} {size}"));
+    }
+    (!out.is_empty()).then(|| out.join(", "))
+}
