@@ -29,11 +29,15 @@ impl Simd for Scalar {
         s[0] = v;
     }
     #[inline(always)]
-    fn load_partial(self, _s: &[f32], fill: f32) -> f32 {
-        fill // LANES == 1: a partial slice is empty
+    fn load_partial(self, s: &[f32], fill: f32) -> f32 {
+        s.first().copied().unwrap_or(fill)
     }
     #[inline(always)]
-    fn store_partial(self, _s: &mut [f32], _v: f32) {}
+    fn store_partial(self, s: &mut [f32], v: f32) {
+        if let Some(x) = s.first_mut() {
+            *x = v;
+        }
+    }
     #[inline(always)]
     fn add(self, a: f32, b: f32) -> f32 {
         a + b

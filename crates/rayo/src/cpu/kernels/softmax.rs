@@ -19,7 +19,8 @@ pub fn sum_exp_shifted<S: Simd>(s: S, x: &[f32], m: f32) -> f64 {
         }
         // Pad with −inf: exp(−inf) = 0 adds nothing.
         for t in c.remainder().chunks(S::LANES) {
-            acc[0] = s.add(acc[0], math::exp(s, s.sub(s.load_partial(t, f32::NEG_INFINITY), mv)));
+            let v = if t.len() == S::LANES { s.load(t) } else { s.load_partial(t, f32::NEG_INFINITY) };
+            acc[0] = s.add(acc[0], math::exp(s, s.sub(v, mv)));
         }
         total += s.reduce_add(s.add(acc[0], acc[1])) as f64;
     }
