@@ -1,9 +1,30 @@
 #!/usr/bin/env bash
-# The whole test suite. Installs what it needs (idempotently), then runs every part for real.
+# The whole test suite. Installs what it needs (idempotently), then runs every part for real:
+# native x86-64 (every instruction set this CPU has), NEON under qemu, SIMD128 under Node's WASI,
+# wgpu on Mesa's lavapipe, PTX through NVIDIA's ptxas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+need_apt=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have qemu-aarch64 || need_apt+=(qemu-user)
+have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
+[ -d /usr/aarch64-linux-gnu/lib ] || need_apt+=(libc6-dev-arm64-cross)
+have node || need_apt+=(nodejs)
+# ---- apt: wgpu ----
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== installing: ${need_apt[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+installed_targets=$(rustup target list --installed)
+for t in aarch64-unknown-linux-gnu wasm32-wasip1 wasm32-unknown-unknown; do
+  grep -qx "$t" <<<"$installed_targets" || rustup target add "$t"
+done
 
 # ---- section: cpu (native, every instruction set this CPU has) ----
+echo "== native tests (x86-64: scalar, sse2, avx2, avx512 where present)"
 cargo test --workspace --release
 
 # ---- section: wgpu (lavapipe) ----
@@ -11,5 +32,12 @@ cargo test --workspace --release
 # ---- section: ptx (ptxas from PyPI) ----
 
 # ---- section: aarch64 NEON under qemu ----
+echo "== aarch64 tests under qemu (scalar, neon)"
+cargo test -p rayo --release --target aarch64-unknown-linux-gnu
 
 # ---- section: wasm32 SIMD128 under node WASI ----
+echo "== wasm32-wasip1 tests under node (scalar, simd128)"
+cargo test -p rayo --release --target wasm32-wasip1
+cargo build -p rayo --release --target wasm32-unknown-unknown
+
+echo "== all test sections passed"

@@ -84,6 +84,15 @@ pub trait Simd: Copy + Send + Sync + 'static {
     fn i_to_f(self, a: Self::I) -> Self::V;
 
     // ---- helpers with a generic default, overridden where one instruction does it ----
+    /// Stores `v` into `s[..LANES]` bypassing the caches where the ISA can (non-temporal);
+    /// `s` must be aligned to the vector width. Call [`Simd::stream_fence`] after the last one.
+    #[inline(always)]
+    fn store_stream(self, s: &mut [f32], v: Self::V) {
+        self.store(s, v)
+    }
+    /// Orders earlier streaming stores before later stores.
+    #[inline(always)]
+    fn stream_fence(self) {}
     /// Rounds to the nearest integer, ties to even (|a| < 2^22; larger values are returned
     /// unchanged by the instruction forms and may be off by the magic-number form).
     #[inline(always)]

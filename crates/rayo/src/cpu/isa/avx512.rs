@@ -182,6 +182,15 @@ impl Simd for Avx512 {
         unsafe { _mm512_cvtepi32_ps(a) }
     }
     #[inline(always)]
+    fn store_stream(self, s: &mut [f32], v: __m512) {
+        assert!(s.len() >= 16 && s.as_ptr() as usize % 64 == 0);
+        unsafe { _mm512_stream_ps(s.as_mut_ptr(), v) }
+    }
+    #[inline(always)]
+    fn stream_fence(self) {
+        unsafe { _mm_sfence() }
+    }
+    #[inline(always)]
     fn round(self, a: __m512) -> __m512 {
         // imm 0x08: round to nearest even, exceptions suppressed.
         unsafe { _mm512_roundscale_ps::<0x08>(a) }

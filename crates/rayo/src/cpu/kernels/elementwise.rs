@@ -7,6 +7,9 @@
 
 use crate::cpu::simd::Simd;
 
+/// Outputs at least this long (elements) are written with streaming stores (experiment).
+const STREAM_MIN: usize = 1 << 21;
+
 /// `f(v)` on one vector of lanes.
 pub trait UnaryFn<S: Simd>: Copy {
     fn apply(self, s: S, v: S::V) -> S::V;
@@ -115,12 +118,21 @@ pub fn map2<S: Simd, F: BinaryFn<S>>(s: S, a: &[f32], b: &[f32], out: &mut [f32]
     }
     let mut ac = a.chunks_exact(2 * S::LANES);
     let mut bc = b.chunks_exact(2 * S::LANES);
+    let stream = out.len() >= STREAM_MIN;
     let mut oc = out.chunks_exact_mut(2 * S::LANES);
     for ((ai, bi), oi) in (&mut ac).zip(&mut bc).zip(&mut oc) {
         let x = f.apply(s, s.load(ai), s.load(bi));
         let y = f.apply(s, s.load(&ai[S::LANES..]), s.load(&bi[S::LANES..]));
-        s.store(oi, x);
-        s.store(&mut oi[S::LANES..], y);
+        if stream {
+            s.store_stream(oi, x);
+            s.store_stream(&mut oi[S::LANES..], y);
+        } else {
+            s.store(oi, x);
+            s.store(&mut oi[S::LANES..], y);
+        }
+    }
+    if stream {
+        s.stream_fence();
     }
     let (ar, br, or) = (ac.remainder(), bc.remainder(), oc.into_remainder());
     let mut ac = ar.chunks_exact(S::LANES);
