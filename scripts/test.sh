@@ -25,7 +25,7 @@ done
 
 # ---- section: cpu (native, every instruction set this CPU has) ----
 echo "== native tests (x86-64: scalar, sse2, avx2, avx512 where present)"
-cargo test --workspace --release
+cargo test --workspace --release --exclude rayo-bench
 
 # ---- section: wgpu (lavapipe) ----
 

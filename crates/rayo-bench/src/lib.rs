@@ -1,0 +1,1 @@
+//! Criterion benchmarks for rayo: `cargo bench -p rayo-bench`. See `benches/`.
