@@ -18,6 +18,8 @@ pub enum Error {
     InvalidParameter { op: &'static str, name: &'static str, value: f64, reason: &'static str },
     /// An index is outside `0..len`.
     IndexOutOfBounds { index: usize, len: usize },
+    /// A strided matrix view that reaches past its data (or overlaps itself, for a mutable one).
+    ViewOutOfBounds { op: &'static str, rows: usize, cols: usize, row_stride: usize, col_stride: usize, len: usize },
     /// A buffer is larger than the device allows.
     BufferTooLarge { op: &'static str, bytes: u64, limit: u64 },
     /// A requested CPU backend is not supported by this CPU or target.
@@ -53,6 +55,10 @@ impl fmt::Display for Error {
             Error::IndexOutOfBounds { index, len } => {
                 write!(f, "index {index} out of bounds for length {len}")
             }
+            Error::ViewOutOfBounds { op, rows, cols, row_stride, col_stride, len } => write!(
+                f,
+                "{op}: a {rows}x{cols} view with strides ({row_stride}, {col_stride}) does not fit data of length {len}"
+            ),
             Error::BufferTooLarge { op, bytes, limit } => {
                 write!(f, "{op}: buffer of {bytes} bytes exceeds the device limit of {limit} bytes")
             }

@@ -23,6 +23,7 @@
 mod backend;
 pub mod cpu;
 mod error;
+mod matrix;
 mod tensor;
 pub mod slice;
 mod vector;
@@ -30,5 +31,6 @@ mod vector;
 pub use backend::{force_cpu, Backend};
 pub use cpu::parallel::{max_threads, set_max_threads};
 pub use error::{Error, Result};
+pub use matrix::{gemm, gemm_with, MatMut, MatRef, Matrix};
 pub use tensor::Tensor;
 pub use vector::Vector;

@@ -1,6 +1,7 @@
 //! `rayo bench`: a table (or JSON lines) of op × size × backend × threads, median times.
 
 mod cpu;
+mod matrix;
 pub mod row;
 mod timer;
 
@@ -17,8 +18,8 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
     let ops: Vec<String> = if args.ops.is_empty() { DEFAULT_OPS.iter().map(|s| s.to_string()).collect() } else { args.ops.clone() };
     for op in &ops {
-        if !cpu::OPS.contains(&op.as_str()) {
-            return Err(format!("unknown op {op:?}; known: {}", cpu::OPS.join(" ")));
+        if !cpu::OPS.contains(&op.as_str()) && !matrix::OPS.contains(&op.as_str()) {
+            return Err(format!("unknown op {op:?}; known: {} {}", cpu::OPS.join(" "), matrix::OPS.join(" ")));
         }
     }
     let sizes = if !args.sizes.is_empty() {
@@ -46,11 +47,14 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if !args.json {
         println!("{:<14} {:>10} {:>8} {:>7} {:>12} {:>10}", "op", "n", "backend", "threads", "median", "rate");
     }
-    for &n in &sizes {
-        for op in &ops {
+    for op in &ops {
+        let is_matrix = matrix::OPS.contains(&op.as_str());
+        let op_sizes = if is_matrix && args.sizes.is_empty() { matrix::default_sizes(args.quick) } else { sizes.clone() };
+        for &n in &op_sizes {
             for &b in &backends {
                 for &t in &threads {
-                    if let Some(row) = cpu::run(op, n, b, t, plan) {
+                    let rows = if is_matrix { matrix::run(op, n, b, t, plan) } else { cpu::run(op, n, b, t, plan).into_iter().collect() };
+                    for row in rows {
                         emit(&row, args.json);
                     }
                 }

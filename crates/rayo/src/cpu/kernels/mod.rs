@@ -4,3 +4,5 @@ pub mod elementwise;
 pub mod functions;
 pub mod reduce;
 pub mod softmax;
+pub mod transpose;
+pub mod conv;

@@ -1,0 +1,162 @@
+//! The blocked GEMM loops (Goto / BLIS order): for each NC-wide column block and KC-deep
+//! slice, pack B once; split the rows over the threads; each thread packs MC-row blocks of A
+//! into its own buffer and runs the micro-kernel over every (MR × NR) tile. The B strip in
+//! use stays in L1, the A block in L2, the B block in L3; sizes come from `Caches`.
+
+use super::kernel::{store, tile};
+use super::pack::{pack_a, pack_b};
+use crate::cpu::caches::Caches;
+use crate::cpu::parallel::both;
+use crate::cpu::simd::Simd;
+use crate::matrix::{MatMut, MatRef};
+use std::cell::RefCell;
+
+/// Block sizes for one call.
+#[derive(Clone, Copy, Debug)]
+pub struct Blocks {
+    pub kc: usize,
+    pub mc: usize,
+    pub nc: usize,
+}
+
+/// `n` split into the fewest blocks of at most `max`, evenly, each a multiple of `unit`.
+fn even(n: usize, max: usize, unit: usize) -> usize {
+    let parts = n.div_ceil(max.max(unit));
+    n.div_ceil(parts).div_ceil(unit) * unit
+}
+
+impl Blocks {
+    /// KC: the B strip (KC × NR) fills half of L1. MC: the A block (MC × KC) half of L2.
+    /// NC: the B block (KC × NC) a quarter of L3 (shared with the other cores).
+    pub fn for_shape(m: usize, n: usize, k: usize, mr: usize, nr: usize) -> Blocks {
+        let c = Caches::get();
+        let kc_max = (c.l1d / 2 / (nr * 4)).clamp(64, 512);
+        let kc = even(k, kc_max, 8).min(k.div_ceil(8) * 8);
+        let mc_max = (c.l2 / 2 / (kc * 4)).max(mr);
+        let mc = even(m, mc_max, mr);
+        let nc_max = (c.l3 / 4 / (kc * 4)).clamp(nr, 8192);
+        let nc = even(n, nc_max, nr);
+        Blocks { kc, mc, nc }
+    }
+}
+
+thread_local! {
+    static PACK_A: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    static PACK_B: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on a 64-byte-aligned scratch slice of `len` floats from `cell` (reused across
+/// calls; a fresh one if this thread is already using it, e.g. a nested call).
+fn with_scratch<R>(cell: &'static std::thread::LocalKey<RefCell<Vec<f32>>>, len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    fn aligned(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
+        if v.len() < len + 16 {
+            v.resize(len + 16, 0.0);
+        }
+        let off = (16 - (v.as_ptr() as usize / 4) % 16) % 16;
+        &mut v[off..off + len]
+    }
+    cell.with(|c| match c.try_borrow_mut() {
+        Ok(mut v) => f(aligned(&mut v, len)),
+        Err(_) => f(aligned(&mut Vec::new(), len)),
+    })
+}
+
+/// `C = alpha·A·B + beta·C` with C row-major-like (`rs > (n-1)·cs`), `k > 0`, shapes checked.
+#[allow(clippy::too_many_arguments)]
+pub fn run<S: Simd, const MR: usize, const NV: usize>(
+    s: S,
+    alpha: f32,
+    a: MatRef,
+    b: MatRef,
+    beta: f32,
+    c: MatMut,
+    threads: usize,
+) {
+    let nr = NV * S::LANES;
+    let (m, n, k) = (a.rows, b.cols, a.cols);
+    let bl = Blocks::for_shape(m.div_ceil(threads), n, k, MR, nr);
+    let (rs, cs) = (c.rs, c.cs);
+    let cdata = c.data;
+    with_scratch(&PACK_B, bl.kc * bl.nc.div_ceil(nr) * nr, |bpack| {
+        for jc in (0..n).step_by(bl.nc) {
+            let ncb = bl.nc.min(n - jc);
+            for pc in (0..k).step_by(bl.kc) {
+                let kcb = bl.kc.min(k - pc);
+                s.vectorize(
+                    #[inline(always)]
+                    || pack_b(&b, pc, kcb, jc, ncb, nr, bpack),
+                );
+                let bpack = &*bpack;
+                let beta = if pc == 0 { beta } else { 1.0 };
+                let job = |r0: usize, r1: usize, cpart: &mut [f32]| {
+                    with_scratch(&PACK_A, bl.kc * bl.mc.div_ceil(MR) * MR, |apack| {
+                        for ic in (r0..r1).step_by(bl.mc) {
+                            let mcb = bl.mc.min(r1 - ic);
+                            let cblock = &mut cpart[(ic - r0) * rs + jc * cs..];
+                            s.vectorize(
+                                #[inline(always)]
+                                || {
+                                    pack_a::<MR>(&a, ic, mcb, pc, kcb, apack);
+                                    block::<S, MR, NV>(s, apack, bpack, cblock, rs, cs, mcb, ncb, kcb, alpha, beta)
+                                },
+                            );
+                        }
+                    })
+                };
+                split_rows(cdata, 0, m, rs, threads, MR, &job);
+            }
+        }
+    })
+}
+
+/// Splits rows `r0..r1` (whose C data starts at `data[0]`) into `parts` ranges, multiples
+/// of `unit` rows, and runs `job` on each, in parallel.
+fn split_rows(
+    data: &mut [f32],
+    r0: usize,
+    r1: usize,
+    rs: usize,
+    parts: usize,
+    unit: usize,
+    job: &(impl Fn(usize, usize, &mut [f32]) + Sync),
+) {
+    let rows = r1 - r0;
+    if parts <= 1 || rows <= unit {
+        return job(r0, r1, data);
+    }
+    let left = parts / 2;
+    let mid = r0 + (rows * left / parts).div_ceil(unit) * unit;
+    if mid >= r1 {
+        return job(r0, r1, data);
+    }
+    let (d0, d1) = data.split_at_mut((mid - r0) * rs);
+    both(|| split_rows(d0, r0, mid, rs, left, unit, job), || split_rows(d1, mid, r1, rs, parts - left, unit, job));
+}
+
+/// Every tile of one packed A block times one packed B block: B strips outer (each stays in
+/// L1 while the A strips stream past it).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn block<S: Simd, const MR: usize, const NV: usize>(
+    s: S,
+    apack: &[f32],
+    bpack: &[f32],
+    c: &mut [f32],
+    rs: usize,
+    cs: usize,
+    mc: usize,
+    nc: usize,
+    kc: usize,
+    alpha: f32,
+    beta: f32,
+) {
+    let nr = NV * S::LANES;
+    for (jr, bstrip) in bpack.chunks_exact(kc * nr).take(nc.div_ceil(nr)).enumerate() {
+        let cols = nr.min(nc - jr * nr);
+        for (ir, astrip) in apack.chunks_exact(kc * MR).take(mc.div_ceil(MR)).enumerate() {
+            let rows = MR.min(mc - ir * MR);
+            let acc = tile::<S, MR, NV>(s, kc, astrip, bstrip);
+            store::<S, MR, NV>(s, &acc, &mut c[ir * MR * rs + jr * nr * cs..], rs, cs, rows, cols, alpha, beta);
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! The register-blocked micro-kernel: an `MR × NR` tile of C (NR = NV·LANES) held in
+//! `MR·NV` vector registers while k runs over packed panels of A and B. Written once over
+//! `Simd`; each instruction set picks the tile that fills its register file (`GemmTile`).
+
+use crate::cpu::simd::Simd;
+
+/// Largest tile any instruction set uses (elements); sizes the stack buffer of edge tiles.
+pub const MAX_TILE: usize = 16 * 64;
+
+/// `Σ_k a[k][i] · b[k][j]` for one tile. `ap` holds `kc` steps of MR values (one per row),
+/// `bp` holds `kc` steps of NR values (one per column), both as packed by `pack`.
+#[inline(always)]
+pub fn tile<S: Simd, const MR: usize, const NV: usize>(s: S, kc: usize, ap: &[f32], bp: &[f32]) -> [[S::V; NV]; MR] {
+    let nr = NV * S::LANES;
+    let mut acc = [[s.splat(0.0); NV]; MR];
+    let (ap, bp) = (&ap[..kc * MR], &bp[..kc * nr]);
+    for (a, b) in ap.chunks_exact(MR).zip(bp.chunks_exact(nr)) {
+        let bv: [S::V; NV] = core::array::from_fn(|v| s.load(&b[v * S::LANES..]));
+        for i in 0..MR {
+            let ai = s.splat(a[i]);
+            for v in 0..NV {
+                acc[i][v] = s.mul_add(ai, bv[v], acc[i][v]);
+            }
+        }
+    }
+    acc
+}
+
+/// `C = alpha·acc + beta·C` for the top-left `rows × cols` of a tile, C row-major-like with
+/// row stride `rs` and column stride `cs`. With `beta == 0` C is only written (a NaN
+/// there does not survive), as BLAS does.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn store<S: Simd, const MR: usize, const NV: usize>(
+    s: S,
+    acc: &[[S::V; NV]; MR],
+    c: &mut [f32],
+    rs: usize,
+    cs: usize,
+    rows: usize,
+    cols: usize,
+    alpha: f32,
+    beta: f32,
+) {
+    let l = S::LANES;
+    let nr = NV * l;
+    let va = s.splat(alpha);
+    if cs == 1 && rows == MR && cols == nr {
+        let vb = s.splat(beta);
+        for (i, row) in acc.iter().enumerate() {
+            let dst = &mut c[i * rs..i * rs + nr];
+            for (v, &x) in row.iter().enumerate() {
+                let d = &mut dst[v * l..];
+                let r = if beta == 0.0 { s.mul(x, va) } else { s.mul_add(s.load(d), vb, s.mul(x, va)) };
+                s.store(d, r);
+            }
+        }
+        return;
+    }
+    // Edge tile or strided C: through a buffer, element by element.
+    let mut buf = [0.0f32; MAX_TILE];
+    for (i, row) in acc.iter().enumerate().take(rows) {
+        for (v, &x) in row.iter().enumerate() {
+            s.store(&mut buf[(i * NV + v) * l..], s.mul(x, va));
+        }
+    }
+    for i in 0..rows {
+        for j in 0..cols {
+            let d = &mut c[i * rs + j * cs];
+            let r = buf[i * nr + j];
+            *d = if beta == 0.0 { r } else { r + beta * *d };
+        }
+    }
+}

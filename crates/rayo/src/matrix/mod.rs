@@ -1,0 +1,129 @@
+//! `Matrix`: a dense row-major f32 matrix, and the strided views GEMM works on.
+
+mod conv;
+mod gemm;
+mod ops;
+mod view;
+
+pub use gemm::{gemm, gemm_with};
+pub use view::{MatMut, MatRef};
+
+use crate::{Backend, Error, Result};
+
+/// A dense `rows × cols` f32 matrix, row-major. Its ops run on the backend it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    rows: usize,
+    cols: usize,
+    data: Vec<f32>,
+    backend: Backend,
+}
+
+impl Matrix {
+    /// Copies `data` (row-major); an error unless `data.len() == rows·cols`.
+    pub fn from_slice(rows: usize, cols: usize, data: &[f32]) -> Result<Matrix> {
+        Matrix::from_vec(rows, cols, data.to_vec())
+    }
+
+    /// Takes `data` (row-major); an error unless `data.len() == rows·cols`.
+    pub fn from_vec(rows: usize, cols: usize, data: Vec<f32>) -> Result<Matrix> {
+        match rows.checked_mul(cols) {
+            Some(n) if n == data.len() => Ok(Matrix { rows, cols, data, backend: Backend::selected() }),
+            _ => Err(Error::SizeMismatch { op: "Matrix::from_vec", shape: vec![rows, cols], len: data.len() }),
+        }
+    }
+
+    /// A `rows × cols` matrix of zeros (panics only if `rows·cols` overflows memory, as `vec!`).
+    pub fn zeros(rows: usize, cols: usize) -> Matrix {
+        Matrix { rows, cols, data: vec![0.0; rows * cols], backend: Backend::selected() }
+    }
+
+    /// The `n × n` identity.
+    pub fn identity(n: usize) -> Matrix {
+        let mut m = Matrix::zeros(n, n);
+        for i in 0..n {
+            m.data[i * n + i] = 1.0;
+        }
+        m
+    }
+
+    /// The same matrix, running its ops on `backend` (an error if this CPU lacks it).
+    pub fn with_backend(mut self, backend: Backend) -> Result<Matrix> {
+        self.backend = backend.require()?;
+        Ok(self)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// (rows, cols).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    pub fn as_slice(&self) -> &[f32] {
+        &self.data
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [f32] {
+        &mut self.data
+    }
+
+    pub fn into_vec(self) -> Vec<f32> {
+        self.data
+    }
+
+    /// Element (i, j), or `None` out of range.
+    pub fn get(&self, i: usize, j: usize) -> Option<f32> {
+        (i < self.rows && j < self.cols).then(|| self.data[i * self.cols + j])
+    }
+
+    /// Sets element (i, j); an error out of range.
+    pub fn set(&mut self, i: usize, j: usize, value: f32) -> Result<()> {
+        if i >= self.rows || j >= self.cols {
+            return Err(Error::IndexOutOfBounds { index: i * self.cols + j, len: self.data.len() });
+        }
+        self.data[i * self.cols + j] = value;
+        Ok(())
+    }
+
+    /// Row `i` as a slice (panics out of range, like a slice).
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.data[i * self.cols..(i + 1) * self.cols]
+    }
+
+    /// This matrix as a GEMM view.
+    pub fn view(&self) -> MatRef<'_> {
+        MatRef { data: &self.data, rows: self.rows, cols: self.cols, rs: self.cols, cs: 1 }
+    }
+
+    /// This matrix as a mutable GEMM view.
+    pub fn view_mut(&mut self) -> MatMut<'_> {
+        MatMut { data: &mut self.data, rows: self.rows, cols: self.cols, rs: self.cols, cs: 1 }
+    }
+}
+
+impl core::ops::Index<(usize, usize)> for Matrix {
+    type Output = f32;
+    /// Panics out of range, like a slice.
+    fn index(&self, (i, j): (usize, usize)) -> &f32 {
+        assert!(i < self.rows && j < self.cols, "index ({i}, {j}) out of range for a {}x{} matrix", self.rows, self.cols);
+        &self.data[i * self.cols + j]
+    }
+}
+
+impl core::ops::IndexMut<(usize, usize)> for Matrix {
+    fn index_mut(&mut self, (i, j): (usize, usize)) -> &mut f32 {
+        assert!(i < self.rows && j < self.cols, "index ({i}, {j}) out of range for a {}x{} matrix", self.rows, self.cols);
+        &mut self.data[i * self.cols + j]
+    }
+}

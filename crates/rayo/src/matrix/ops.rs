@@ -1,0 +1,89 @@
+//! Matrix ops: products (through GEMM), transpose, element-wise arithmetic.
+
+use super::{gemm_with, MatMut, MatRef, Matrix};
+use crate::backend::dispatch;
+use crate::cpu::kernels::transpose;
+use crate::{slice, Error, Result, Vector};
+
+impl Matrix {
+    /// `self · other` (m×k times k×n); a shape error names both shapes.
+    pub fn matmul(&self, other: &Matrix) -> Result<Matrix> {
+        if self.cols != other.rows {
+            return Err(Error::ShapeMismatch { op: "Matrix::matmul", left: vec![self.rows, self.cols], right: vec![other.rows, other.cols] });
+        }
+        let mut out = Matrix::zeros(self.rows, other.cols).with_backend(self.backend)?;
+        gemm_with(self.backend, 1.0, self.view(), other.view(), 0.0, out.view_mut())?;
+        Ok(out)
+    }
+
+    /// `self · other` into `out` (must be m×n); nothing allocates.
+    pub fn matmul_into(&self, other: &Matrix, out: &mut Matrix) -> Result<()> {
+        if self.cols != other.rows {
+            return Err(Error::ShapeMismatch { op: "Matrix::matmul", left: vec![self.rows, self.cols], right: vec![other.rows, other.cols] });
+        }
+        if out.shape() != (self.rows, other.cols) {
+            return Err(Error::ShapeMismatch { op: "Matrix::matmul_into (out)", left: vec![self.rows, other.cols], right: vec![out.rows, out.cols] });
+        }
+        gemm_with(self.backend, 1.0, self.view(), other.view(), 0.0, out.view_mut())
+    }
+
+    /// `self · v` (m×n times n); an error unless `v.len() == cols`.
+    pub fn matvec(&self, v: &Vector) -> Result<Vector> {
+        let mut out = vec![0.0; self.rows];
+        self.matvec_into(v.as_slice(), &mut out)?;
+        Ok(Vector::from_vec(out))
+    }
+
+    /// `out = self · v`; lengths must be `cols` and `rows`.
+    pub fn matvec_into(&self, v: &[f32], out: &mut [f32]) -> Result<()> {
+        if v.len() != self.cols {
+            return Err(Error::ShapeMismatch { op: "Matrix::matvec", left: vec![self.rows, self.cols], right: vec![v.len()] });
+        }
+        crate::error::check_len("Matrix::matvec (out)", self.rows, out.len())?;
+        let x = MatRef { data: v, rows: v.len(), cols: 1, rs: 1, cs: 1 };
+        let y = MatMut { data: out, rows: self.rows, cols: 1, rs: 1, cs: 1 };
+        gemm_with(self.backend, 1.0, self.view(), x, 0.0, y)
+    }
+
+    /// The transpose (a blocked kernel, near copy bandwidth).
+    pub fn transpose(&self) -> Matrix {
+        let mut out = Matrix { rows: self.cols, cols: self.rows, data: vec![0.0; self.data.len()], backend: self.backend };
+        let backend = self.backend;
+        transpose::transpose_parallel(&self.data, self.rows, self.cols, &mut out.data, &|src, rows, cols, lda, dst, ldb| {
+            dispatch!(backend, |s| transpose::transpose_block(s, src, rows, cols, lda, dst, ldb))
+        });
+        out
+    }
+
+    fn zip(&self, other: &Matrix, op: &'static str, f: fn(crate::Backend, &[f32], &[f32], &mut [f32]) -> Result<()>) -> Result<Matrix> {
+        if self.shape() != other.shape() {
+            return Err(Error::ShapeMismatch { op, left: vec![self.rows, self.cols], right: vec![other.rows, other.cols] });
+        }
+        let mut out = Matrix { rows: self.rows, cols: self.cols, data: vec![0.0; self.data.len()], backend: self.backend };
+        f(self.backend, &self.data, &other.data, &mut out.data)?;
+        Ok(out)
+    }
+
+    /// Element-wise sum; shapes must agree.
+    pub fn add(&self, other: &Matrix) -> Result<Matrix> {
+        self.zip(other, "Matrix::add", slice::add)
+    }
+
+    /// Element-wise difference; shapes must agree.
+    pub fn sub(&self, other: &Matrix) -> Result<Matrix> {
+        self.zip(other, "Matrix::sub", slice::sub)
+    }
+
+    /// Element-wise (Hadamard) product; shapes must agree.
+    pub fn mul(&self, other: &Matrix) -> Result<Matrix> {
+        self.zip(other, "Matrix::mul", slice::mul)
+    }
+
+    /// Every element times `k`.
+    pub fn scale(&self, k: f32) -> Matrix {
+        let mut out = Matrix { rows: self.rows, cols: self.cols, data: vec![0.0; self.data.len()], backend: self.backend };
+        let r = slice::scale(self.backend, &self.data, k, &mut out.data);
+        debug_assert!(r.is_ok());
+        out
+    }
+}
