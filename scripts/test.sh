@@ -30,6 +30,14 @@ cargo test --workspace --release --exclude rayo-bench
 # ---- section: wgpu (lavapipe) ----
 
 # ---- section: ptx (ptxas from PyPI) ----
+echo "== PTX: every rayo-ptx kernel through NVIDIA's ptxas (PyPI wheel in .venv-cuda)"
+if [ ! -x .venv-cuda/bin/python ]; then python3 -m venv .venv-cuda; fi
+if ! .venv-cuda/bin/python -c "import nvidia, os, sys; p = os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin', 'ptxas'); sys.exit(0 if os.path.exists(p) else 1)" 2>/dev/null; then
+  .venv-cuda/bin/pip install -q --no-deps nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37
+fi
+CUDA_BIN=$(.venv-cuda/bin/python -c "import nvidia,os;print(os.path.join(list(nvidia.__path__)[0],'cu13','bin'))")
+export RAYO_PTXAS="$CUDA_BIN/ptxas" RAYO_CUOBJDUMP="$CUDA_BIN/cuobjdump" RAYO_REQUIRE_PTXAS=1
+cargo test -p rayo-ptx --release -- --nocapture
 
 # ---- section: aarch64 NEON under qemu ----
 echo "== aarch64 tests under qemu (scalar, neon)"

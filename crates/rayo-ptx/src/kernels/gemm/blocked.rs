@@ -1,0 +1,152 @@
+//! The register-blocked, vectorized, double-buffered SIMT GEMM (see the module docs in mod.rs).
+//!
+//! 256 threads, block tile 128×128, slice depth BK. Thread (ty, tx) = (tid/16, tid%16) owns rows
+//! {ty*4+i, 64+ty*4+i} and columns {tx*4+j, 64+tx*4+j} (i, j < 4): its A and B fragments are two
+//! 16-byte shared loads each, and a warp's B loads cover 64 consecutive floats (no bank
+//! conflicts). Shared memory: As[2][BK][128] (A transposed), Bs[2][BK][128].
+
+use crate::kernels::common::*;
+use crate::ptx::*;
+
+pub(super) const THREADS: u32 = 256;
+const BM: u32 = 128;
+const BN: u32 = 128;
+const U64: PtxType = PtxType::U64;
+
+struct Frag {
+    /// shared read bases (u32), before the buffer offset
+    sa_rd: Reg,
+    sb_rd: Reg,
+}
+
+fn compute(k: &mut PtxKernel, f: &Frag, boff: Reg, bk: u32, acc: &[Reg]) {
+    let ra = k.add(U, f.sa_rd, boff);
+    let rb = k.add(U, f.sb_rd, boff);
+    for kk in 0..bk as i64 {
+        let row = kk * BM as i64 * 4;
+        let mut a = k.ld_v(Space::Shared, F, 4, Addr::at(ra, row));
+        a.extend(k.ld_v(Space::Shared, F, 4, Addr::at(ra, row + 64 * 4)));
+        let mut b = k.ld_v(Space::Shared, F, 4, Addr::at(rb, row));
+        b.extend(k.ld_v(Space::Shared, F, 4, Addr::at(rb, row + 64 * 4)));
+        for i in 0..8 {
+            for j in 0..8 {
+                let c = acc[i * 8 + j];
+                k.fma_to(c, a[i], b[j], c);
+            }
+        }
+    }
+}
+
+pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32) {
+    let _ = m;
+    k.launch_bounds((THREADS, 1, 1), Some(2));
+    let buf_floats = bk * BM;
+    let buf_bytes = buf_floats * 4;
+    let sa = k.shared_array("gemm_as", F, 2 * buf_floats, 16);
+    let sb = k.shared_array("gemm_bs", F, 2 * buf_floats, 16);
+    let a = k.ld_param_ptr("a");
+    let b = k.ld_param_ptr("b");
+    let c = k.ld_param_ptr("c");
+    let tid = k.special(Special::TidX);
+    let bx = k.special(Special::CtaidX);
+    let by = k.special(Special::CtaidY);
+    let ty = k.bin(BinOp::Shr, U, tid, 4u32);
+    let tx = k.bin(BinOp::And, PtxType::B32, tid, 15u32);
+    let sa0 = k.mov(U, Operand::Symbol(sa));
+    let sb0 = k.mov(U, Operand::Symbol(sb));
+
+    // Global → register loads. A: rows of BK floats, BK/4 float4s per row.
+    let a_per_row = bk / 4;
+    let a_rows_per_pass = THREADS / a_per_row;
+    let a_passes = BM / a_rows_per_pass;
+    let arow = k.bin(BinOp::Shr, U, tid, a_per_row.trailing_zeros());
+    let amod = k.bin(BinOp::And, PtxType::B32, tid, a_per_row - 1);
+    let acol = k.mul(U, amod, 4u32);
+    let grow = k.fma(U, by, BM, arow);
+    let ai = k.fma(U, grow, kd, acol);
+    let ga = k.elem_addr(a, ai, 4);
+    // B: rows of 128 floats, 32 float4s per row, 8 rows per pass.
+    let b_passes = bk / 8;
+    let brow = k.bin(BinOp::Shr, U, tid, 5u32);
+    let bmod = k.bin(BinOp::And, PtxType::B32, tid, 31u32);
+    let bcol = k.mul(U, bmod, 4u32);
+    let gcol = k.fma(U, bx, BN, bcol);
+    let bi = k.fma(U, brow, n, gcol);
+    let gb = k.elem_addr(b, bi, 4);
+    // Register → shared stores: A transposed (As[acol+i][arow]), B as is (Bs[brow][bcol..]).
+    let sa_idx = k.fma(U, acol, BM, arow);
+    let sa_st = k.fma(U, sa_idx, 4u32, sa0);
+    let sb_idx = k.fma(U, brow, BN, bcol);
+    let sb_st = k.fma(U, sb_idx, 4u32, sb0);
+    // Fragment reads.
+    let ty16 = k.mul(U, ty, 16u32);
+    let tx16 = k.mul(U, tx, 16u32);
+    let frag = Frag { sa_rd: k.add(U, sa0, ty16), sb_rd: k.add(U, sb0, tx16) };
+
+    let ra: Vec<Vec<Reg>> = (0..a_passes).map(|_| (0..4).map(|_| k.reg(F)).collect()).collect();
+    let rb: Vec<Vec<Reg>> = (0..b_passes).map(|_| (0..4).map(|_| k.reg(F)).collect()).collect();
+    let a_pass_bytes = (a_rows_per_pass * kd * 4) as i64;
+    let b_pass_bytes = (8 * n * 4) as i64;
+    let load = |k: &mut PtxKernel| {
+        for (p, r) in ra.iter().enumerate() {
+            k.push(Op::Ld { space: Space::Global, ty: F, dst: r.clone(), addr: Addr::at(ga, p as i64 * a_pass_bytes), nc: true });
+        }
+        for (p, r) in rb.iter().enumerate() {
+            k.push(Op::Ld { space: Space::Global, ty: F, dst: r.clone(), addr: Addr::at(gb, p as i64 * b_pass_bytes), nc: true });
+        }
+        k.bin_to(BinOp::Add, ga, ga, Operand::Int(bk as i64 * 4));
+        k.bin_to(BinOp::Add, gb, gb, Operand::Int(bk as i64 * n as i64 * 4));
+    };
+    let store = |k: &mut PtxKernel, off: Reg| {
+        let pa = k.add(U, sa_st, off);
+        for (p, r) in ra.iter().enumerate() {
+            for (i, &v) in r.iter().enumerate() {
+                let o = (i as u32 * BM * 4 + p as u32 * a_rows_per_pass * 4) as i64;
+                k.st(Space::Shared, F, Addr::at(pa, o), v);
+            }
+        }
+        let pb = k.add(U, sb_st, off);
+        for (p, r) in rb.iter().enumerate() {
+            k.st_v(Space::Shared, F, Addr::at(pb, p as i64 * 8 * BN as i64 * 4), r);
+        }
+    };
+
+    let acc: Vec<Reg> = (0..64).map(|_| k.mov(F, 0.0f32)).collect();
+    let boff = k.mov(U, 0u32);
+    load(k);
+    store(k, boff);
+    k.bar_sync();
+    let tiles = kd / bk;
+    if tiles > 1 {
+        let cnt = k.mov(U, tiles - 1);
+        let top = k.new_label("slice");
+        k.label(&top);
+        load(k);
+        compute(k, &frag, boff, bk, &acc);
+        let woff = k.bin(BinOp::Xor, PtxType::B32, boff, buf_bytes);
+        store(k, woff);
+        k.bar_sync();
+        k.mov_to(boff, woff);
+        k.bin_to(BinOp::Sub, cnt, cnt, 1u32);
+        let more = k.setp(Cmp::Ne, U, cnt, 0u32);
+        k.bra_if(more, false, &top);
+    }
+    compute(k, &frag, boff, bk, &acc);
+
+    // C rows by*128 + {ty*4+i, 64+ty*4+i}, columns bx*128 + {tx*4, 64+tx*4} (+0..4).
+    let r0 = k.mul(U, ty, 4u32);
+    let crow = k.fma(U, by, BM, r0);
+    let c0 = k.mul(U, tx, 4u32);
+    let ccol = k.fma(U, bx, BN, c0);
+    let ci = k.fma(U, crow, n, ccol);
+    let gc = k.elem_addr(c, ci, 4);
+    for i in 0..8u32 {
+        let r = if i < 4 { i } else { 64 + i - 4 };
+        let row_off = (r as u64 * n as u64 * 4) as i64;
+        let pr = k.add(U64, gc, Operand::Int(row_off));
+        let base = (i * 8) as usize;
+        k.st_v(Space::Global, F, Addr::reg(pr), &acc[base..base + 4]);
+        k.st_v(Space::Global, F, Addr::at(pr, 64 * 4), &acc[base + 4..base + 8]);
+    }
+    k.ret();
+}

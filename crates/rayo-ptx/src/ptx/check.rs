@@ -1,0 +1,332 @@
+//! The checker: rejects ill-typed instructions, registers read before any write, registers from
+//! another kernel, unknown parameters, shared arrays and labels — before an assembler sees them.
+
+use super::emit;
+use super::instr::*;
+use super::kernel::PtxKernel;
+use super::types::{PtxType, Space, TypeClass};
+use core::fmt;
+use std::collections::HashSet;
+
+/// Why a program was rejected: the kernel, the instruction index and its text, and the reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckError {
+    pub kernel: String,
+    /// Index into the kernel's instruction list (`None` for module/kernel-level problems).
+    pub index: Option<usize>,
+    pub instruction: String,
+    pub message: String,
+}
+
+impl CheckError {
+    pub(crate) fn module(message: String) -> CheckError {
+        CheckError { kernel: String::new(), index: None, instruction: String::new(), message }
+    }
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "kernel {}, instruction {i} `{}`: {}", self.kernel, self.instruction, self.message),
+            None if self.kernel.is_empty() => write!(f, "module: {}", self.message),
+            None => write!(f, "kernel {}: {}", self.kernel, self.message),
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
+
+struct Ctx<'a> {
+    k: &'a PtxKernel,
+    defined: HashSet<u32>,
+}
+
+type R = Result<(), String>;
+
+impl Ctx<'_> {
+    fn own(&self, r: Reg) -> R {
+        if r.kernel != self.k.id || r.id == 0 || r.id > self.k.next_reg {
+            return Err(format!("register {} was not declared by this kernel", r.name()));
+        }
+        Ok(())
+    }
+    fn read(&self, r: Reg) -> R {
+        self.own(r)?;
+        if !self.defined.contains(&r.id) {
+            return Err(format!("register {} is read before any instruction writes it", r.name()));
+        }
+        Ok(())
+    }
+    /// A read operand of instruction type `ty`.
+    fn src(&self, o: &Operand, ty: PtxType) -> R {
+        match o {
+            Operand::Reg(r) => {
+                self.read(*r)?;
+                if !ty.accepts(r.ty) {
+                    return Err(format!("operand {} has type .{} where .{ty} is needed", r.name(), r.ty));
+                }
+            }
+            Operand::Int(_) => {
+                if !(ty.is_int() || ty.class() == TypeClass::Bits) {
+                    return Err(format!("integer immediate where .{ty} is needed"));
+                }
+            }
+            Operand::F32(_) => {
+                if ty != PtxType::F32 && ty != PtxType::B32 {
+                    return Err(format!("f32 immediate where .{ty} is needed"));
+                }
+            }
+            Operand::F64(_) => {
+                if ty != PtxType::F64 && ty != PtxType::B64 {
+                    return Err(format!("f64 immediate where .{ty} is needed"));
+                }
+            }
+            Operand::Special(s) => {
+                if !ty.accepts(s.ty()) {
+                    return Err(format!("{} is .{} where .{ty} is needed", s.name(), s.ty()));
+                }
+            }
+            Operand::Symbol(name) => {
+                if !self.k.shared.iter().any(|s| &s.name == name) {
+                    return Err(format!("unknown symbol {name}"));
+                }
+                if !(ty.is_int() || ty.class() == TypeClass::Bits) || ty.bits() < 32 {
+                    return Err(format!("address of {name} needs a 32/64-bit integer type, not .{ty}"));
+                }
+            }
+        }
+        Ok(())
+    }
+    fn dst(&self, d: Reg, ty: PtxType) -> R {
+        self.own(d)?;
+        if !ty.accepts(d.ty) {
+            return Err(format!("destination {} has type .{} where .{ty} is needed", d.name(), d.ty));
+        }
+        Ok(())
+    }
+    fn addr(&self, a: &Addr, space: Space) -> R {
+        match &a.base {
+            Operand::Reg(r) => {
+                self.read(*r)?;
+                let ok = r.ty.class() != TypeClass::Float
+                    && r.ty != PtxType::Pred
+                    && (r.ty.bits() == 64 || (r.ty.bits() == 32 && space == Space::Shared));
+                if !ok {
+                    return Err(format!("address register {} is .{}: needs a 64-bit integer (32-bit for shared)", r.name(), r.ty));
+                }
+            }
+            Operand::Symbol(name) => {
+                if space != Space::Shared || !self.k.shared.iter().any(|s| &s.name == name) {
+                    return Err(format!("unknown {} symbol {name}", space.name()));
+                }
+            }
+            _ => return Err("an address must be a register or a symbol".into()),
+        }
+        Ok(())
+    }
+    fn mem_width(&self, ty: PtxType, n: usize) -> R {
+        if !matches!(n, 1 | 2 | 4) || ty.bits() as usize * n > 128 || ty == PtxType::Pred {
+            return Err(format!("a .v{n}.{ty} access is not allowed"));
+        }
+        Ok(())
+    }
+
+    fn op(&self, op: &Op, labels: &HashSet<&str>) -> R {
+        match op {
+            Op::Mov { ty, d, a } => {
+                self.dst(*d, *ty)?;
+                self.src(a, *ty)
+            }
+            Op::Un { op, ty, d, a } => {
+                if !op.allows(*ty) {
+                    return Err(format!("{:?} is not defined for .{ty}", op));
+                }
+                self.dst(*d, *ty)?;
+                self.src(a, *ty)
+            }
+            Op::Bin { op, ty, d, a, b } => {
+                if !op.allows(*ty) {
+                    return Err(format!("{:?} is not defined for .{ty}", op));
+                }
+                match op {
+                    BinOp::MulWide => {
+                        let w = ty.widened().ok_or_else(|| format!("mul.wide needs a 16/32-bit type, not .{ty}"))?;
+                        self.dst(*d, w)?;
+                        self.src(a, *ty)?;
+                        self.src(b, *ty)
+                    }
+                    BinOp::Shl | BinOp::Shr => {
+                        self.dst(*d, *ty)?;
+                        self.src(a, *ty)?;
+                        self.src(b, PtxType::U32)
+                    }
+                    _ => {
+                        self.dst(*d, *ty)?;
+                        self.src(a, *ty)?;
+                        self.src(b, *ty)
+                    }
+                }
+            }
+            Op::Fma { ty, d, a, b, c } => {
+                if !(ty.is_float() || ty.is_int()) {
+                    return Err(format!("fma/mad is not defined for .{ty}"));
+                }
+                self.dst(*d, *ty)?;
+                self.src(a, *ty)?;
+                self.src(b, *ty)?;
+                self.src(c, *ty)
+            }
+            Op::MadWide { ty, d, a, b, c } => {
+                let w = ty.widened().filter(|_| ty.is_int()).ok_or_else(|| format!("mad.wide needs a 16/32-bit integer, not .{ty}"))?;
+                self.dst(*d, w)?;
+                self.src(a, *ty)?;
+                self.src(b, *ty)?;
+                self.src(c, w)
+            }
+            Op::Setp { ty, d, a, b, .. } => {
+                if *ty == PtxType::Pred {
+                    return Err("setp cannot compare predicates".into());
+                }
+                self.dst(*d, PtxType::Pred)?;
+                self.src(a, *ty)?;
+                self.src(b, *ty)
+            }
+            Op::Selp { ty, d, a, b, p } => {
+                self.dst(*d, *ty)?;
+                self.src(a, *ty)?;
+                self.src(b, *ty)?;
+                self.src(&Operand::Reg(*p), PtxType::Pred)
+            }
+            Op::Cvt { dty, sty, d, a, .. } => {
+                if *dty == PtxType::Pred || *sty == PtxType::Pred {
+                    return Err("cvt does not convert predicates".into());
+                }
+                self.dst(*d, *dty)?;
+                self.src(a, *sty)
+            }
+            Op::CvtaTo { d, a, .. } => {
+                self.dst(*d, PtxType::U64)?;
+                self.src(&Operand::Reg(*a), PtxType::U64)
+            }
+            Op::Ld { space, ty, dst, addr, .. } => {
+                self.mem_width(*ty, dst.len())?;
+                self.addr(addr, *space)?;
+                dst.iter().try_for_each(|d| self.dst(*d, *ty))
+            }
+            Op::LdParam { ty, d, name } => {
+                let p = self.k.params.iter().find(|p| &p.name == name).ok_or_else(|| format!("unknown parameter {name}"))?;
+                if p.ty != *ty {
+                    return Err(format!("parameter {name} is .{} but is loaded as .{ty}", p.ty));
+                }
+                self.dst(*d, *ty)
+            }
+            Op::St { space, ty, src, addr } => {
+                if *space == Space::Param || *space == Space::Const {
+                    return Err(format!("cannot store to .{}", space.name()));
+                }
+                self.mem_width(*ty, src.len())?;
+                self.addr(addr, *space)?;
+                src.iter().try_for_each(|s| self.src(s, *ty))
+            }
+            Op::Atom { space, op, ty, d, addr, b } => {
+                self.atom_type(*op, *ty, *space)?;
+                self.dst(*d, *ty)?;
+                self.addr(addr, *space)?;
+                self.src(b, *ty)
+            }
+            Op::Red { space, op, ty, addr, b } => {
+                self.atom_type(*op, *ty, *space)?;
+                self.addr(addr, *space)?;
+                self.src(b, *ty)
+            }
+            Op::Shfl { d, a, b, c, .. } => {
+                if *c > 0x1f1f {
+                    return Err(format!("shfl clamp/mask operand {c:#x} out of range"));
+                }
+                self.dst(*d, PtxType::B32)?;
+                self.src(a, PtxType::B32)?;
+                self.src(b, PtxType::U32)
+            }
+            Op::Vote { mode, d, a, .. } => {
+                let dty = if *mode == VoteMode::Ballot { PtxType::B32 } else { PtxType::Pred };
+                self.dst(*d, dty)?;
+                self.src(&Operand::Reg(*a), PtxType::Pred)
+            }
+            Op::Bra { target, .. } => {
+                if !labels.contains(target.as_str()) {
+                    return Err(format!("branch to undefined label {target}"));
+                }
+                Ok(())
+            }
+            Op::Label(_) | Op::BarSync(_) | Op::MembarGl | Op::Ret => Ok(()),
+        }
+    }
+
+    fn atom_type(&self, op: AtomOp, ty: PtxType, space: Space) -> R {
+        if space != Space::Global && space != Space::Shared {
+            return Err(format!("atomics need .global or .shared, not .{}", space.name()));
+        }
+        let ok = match op {
+            AtomOp::Add => ty.is_int() || ty == PtxType::F32 || ty == PtxType::F64,
+            AtomOp::Min | AtomOp::Max => ty.is_int(),
+            AtomOp::And | AtomOp::Or => ty.class() == TypeClass::Bits,
+            AtomOp::Exch => ty.bits() >= 32 && ty != PtxType::F64 || ty == PtxType::B64,
+        };
+        if !ok || ty.bits() < 32 {
+            return Err(format!("atom {op:?} is not defined for .{ty}"));
+        }
+        Ok(())
+    }
+}
+
+/// Checks one kernel; the first problem found is returned.
+pub fn check_kernel(k: &PtxKernel) -> Result<(), CheckError> {
+    let fail = |index: Option<usize>, message: String| CheckError {
+        kernel: k.name.clone(),
+        index,
+        instruction: index.map(|i| emit::inst(&k.insts[i])).unwrap_or_default(),
+        message,
+    };
+    if k.name.is_empty() || !k.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(fail(None, format!("kernel name {:?} is not an identifier", k.name)));
+    }
+    let mut seen = HashSet::new();
+    for p in &k.params {
+        if !seen.insert(p.name.as_str()) {
+            return Err(fail(None, format!("parameter {} declared twice", p.name)));
+        }
+        if p.ty == PtxType::Pred {
+            return Err(fail(None, format!("parameter {} cannot be a predicate", p.name)));
+        }
+    }
+    for s in &k.shared {
+        if !seen.insert(s.name.as_str()) {
+            return Err(fail(None, format!("name {} declared twice", s.name)));
+        }
+        if s.count == 0 || !s.align.is_power_of_two() {
+            return Err(fail(None, format!("shared array {} has count {} and align {}", s.name, s.count, s.align)));
+        }
+    }
+    if k.shared_bytes() > 48 * 1024 {
+        return Err(fail(None, format!("static shared memory {} bytes exceeds 49152", k.shared_bytes())));
+    }
+    let mut labels = HashSet::new();
+    for (i, inst) in k.insts.iter().enumerate() {
+        if let Op::Label(l) = &inst.op {
+            if !labels.insert(l.as_str()) {
+                return Err(fail(Some(i), format!("label {l} defined twice")));
+            }
+        }
+    }
+    let mut cx = Ctx { k, defined: HashSet::new() };
+    for (i, inst) in k.insts.iter().enumerate() {
+        if let Some((p, _)) = inst.guard {
+            cx.src(&Operand::Reg(p), PtxType::Pred).map_err(|m| fail(Some(i), format!("guard: {m}")))?;
+        }
+        cx.op(&inst.op, &labels).map_err(|m| fail(Some(i), m))?;
+        for d in inst.op.defs() {
+            cx.defined.insert(d.id);
+        }
+    }
+    Ok(())
+}

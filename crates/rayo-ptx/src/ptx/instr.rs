@@ -1,0 +1,350 @@
+//! Virtual registers, operands and the instruction set the builder records.
+
+use super::types::{PtxType, Space, Special};
+
+/// A typed virtual register of one kernel. Created only by [`super::PtxKernel::reg`] and the
+/// builder methods; `kernel` ties it to the kernel that declared it, so the checker can reject a
+/// register that wandered in from another kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Reg {
+    pub(crate) kernel: u32,
+    pub(crate) id: u32,
+    pub(crate) index: u32,
+    pub(crate) ty: PtxType,
+}
+
+impl Reg {
+    pub fn ty(self) -> PtxType {
+        self.ty
+    }
+    /// The register's PTX name, e.g. `%f12`.
+    pub fn name(self) -> String {
+        format!("%{}{}", self.ty.reg_prefix(), self.index)
+    }
+}
+
+/// An instruction operand.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    Reg(Reg),
+    /// An integer immediate (also usable with bit types).
+    Int(i64),
+    /// A 32-bit float immediate, written exactly as `0fXXXXXXXX`.
+    F32(f32),
+    /// A 64-bit float immediate, written exactly as `0dXXXXXXXXXXXXXXXX`.
+    F64(f64),
+    Special(Special),
+    /// The address of a module- or kernel-level variable (a shared-memory array).
+    Symbol(String),
+}
+
+impl From<Reg> for Operand {
+    fn from(r: Reg) -> Self {
+        Operand::Reg(r)
+    }
+}
+impl From<&Reg> for Operand {
+    fn from(r: &Reg) -> Self {
+        Operand::Reg(*r)
+    }
+}
+impl From<i64> for Operand {
+    fn from(v: i64) -> Self {
+        Operand::Int(v)
+    }
+}
+impl From<i32> for Operand {
+    fn from(v: i32) -> Self {
+        Operand::Int(v as i64)
+    }
+}
+impl From<u32> for Operand {
+    fn from(v: u32) -> Self {
+        Operand::Int(v as i64)
+    }
+}
+impl From<f32> for Operand {
+    fn from(v: f32) -> Self {
+        Operand::F32(v)
+    }
+}
+impl From<Special> for Operand {
+    fn from(s: Special) -> Self {
+        Operand::Special(s)
+    }
+}
+
+/// A memory address `[base+offset]`: base is a register or a symbol.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Addr {
+    pub base: Operand,
+    pub offset: i64,
+}
+
+impl Addr {
+    pub fn reg(r: Reg) -> Addr {
+        Addr { base: Operand::Reg(r), offset: 0 }
+    }
+    pub fn at(r: Reg, offset: i64) -> Addr {
+        Addr { base: Operand::Reg(r), offset }
+    }
+    pub fn sym(name: &str, offset: i64) -> Addr {
+        Addr { base: Operand::Symbol(name.to_string()), offset }
+    }
+}
+
+/// Arithmetic with one source. The string is the opcode with its modifiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Abs,
+    Not,
+    /// `sqrt.rn` (floats)
+    Sqrt,
+    /// `rcp.rn` (floats)
+    Rcp,
+    /// `rsqrt.approx` (f32)
+    Rsqrt,
+    /// `ex2.approx.ftz` (f32): 2^x
+    Ex2,
+    /// `lg2.approx.ftz` (f32): log2 x
+    Lg2,
+    /// `tanh.approx` (f32, sm_75+)
+    Tanh,
+}
+
+impl UnOp {
+    pub fn opcode(self, ty: PtxType) -> &'static str {
+        match self {
+            UnOp::Neg => "neg",
+            UnOp::Abs => "abs",
+            UnOp::Not => "not",
+            UnOp::Sqrt => "sqrt.rn",
+            UnOp::Rcp => "rcp.rn",
+            UnOp::Rsqrt => "rsqrt.approx",
+            UnOp::Ex2 if ty == PtxType::F32 => "ex2.approx.ftz",
+            UnOp::Ex2 => "ex2.approx",
+            UnOp::Lg2 if ty == PtxType::F32 => "lg2.approx.ftz",
+            UnOp::Lg2 => "lg2.approx",
+            UnOp::Tanh => "tanh.approx",
+        }
+    }
+    /// Whether the op exists for this type.
+    pub fn allows(self, ty: PtxType) -> bool {
+        match self {
+            UnOp::Neg | UnOp::Abs => ty.is_float() || ty.class() == super::types::TypeClass::Signed,
+            UnOp::Not => matches!(ty.class(), super::types::TypeClass::Bits | super::types::TypeClass::Pred),
+            UnOp::Sqrt | UnOp::Rcp => ty == PtxType::F32 || ty == PtxType::F64,
+            UnOp::Rsqrt | UnOp::Ex2 | UnOp::Lg2 | UnOp::Tanh => ty == PtxType::F32,
+        }
+    }
+}
+
+/// Arithmetic with two sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    /// `mul` for floats, `mul.lo` for integers
+    Mul,
+    /// `mul.hi` (integers)
+    MulHi,
+    /// `mul.wide`: the destination is twice as wide as the sources
+    MulWide,
+    /// `div.rn` for floats, `div` for integers
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    /// shifts: the amount is a u32
+    Shl,
+    Shr,
+}
+
+impl BinOp {
+    pub fn opcode(self, ty: PtxType) -> &'static str {
+        let float = ty.is_float();
+        match self {
+            BinOp::Add if float => "add.rn",
+            BinOp::Add => "add",
+            BinOp::Sub if float => "sub.rn",
+            BinOp::Sub => "sub",
+            BinOp::Mul if float => "mul.rn",
+            BinOp::Mul => "mul.lo",
+            BinOp::MulHi => "mul.hi",
+            BinOp::MulWide => "mul.wide",
+            BinOp::Div if float => "div.rn",
+            BinOp::Div => "div",
+            BinOp::Rem => "rem",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Xor => "xor",
+            BinOp::Shl => "shl",
+            BinOp::Shr => "shr",
+        }
+    }
+    pub fn allows(self, ty: PtxType) -> bool {
+        use super::types::TypeClass::*;
+        match self {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Min | BinOp::Max => {
+                ty.is_float() || ty.is_int()
+            }
+            BinOp::MulHi | BinOp::Rem => ty.is_int(),
+            BinOp::MulWide => ty.is_int() && ty.bits() <= 32,
+            BinOp::And | BinOp::Or | BinOp::Xor => matches!(ty.class(), Bits | Pred),
+            BinOp::Shl => ty.class() == Bits,
+            BinOp::Shr => ty.class() != Float && ty.class() != Pred,
+        }
+    }
+}
+
+/// Comparison for `setp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cmp::Eq => "eq",
+            Cmp::Ne => "ne",
+            Cmp::Lt => "lt",
+            Cmp::Le => "le",
+            Cmp::Gt => "gt",
+            Cmp::Ge => "ge",
+        }
+    }
+}
+
+/// `shfl.sync` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// `vote.sync` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteMode {
+    All,
+    Any,
+    Ballot,
+}
+
+/// Atomic operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomOp {
+    Add,
+    Min,
+    Max,
+    Exch,
+    And,
+    Or,
+}
+
+/// One instruction, optionally guarded by a predicate (`@%p` or `@!%p`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inst {
+    pub guard: Option<(Reg, bool)>,
+    pub op: Op,
+}
+
+/// The instructions the builder can record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Mov { ty: PtxType, d: Reg, a: Operand },
+    Un { op: UnOp, ty: PtxType, d: Reg, a: Operand },
+    Bin { op: BinOp, ty: PtxType, d: Reg, a: Operand, b: Operand },
+    /// `fma.rn` (floats) or `mad.lo` (integers): d = a*b + c
+    Fma { ty: PtxType, d: Reg, a: Operand, b: Operand, c: Operand },
+    /// `mad.wide`: d (2x wide) = a*b + c
+    MadWide { ty: PtxType, d: Reg, a: Operand, b: Operand, c: Operand },
+    Setp { cmp: Cmp, ty: PtxType, d: Reg, a: Operand, b: Operand },
+    Selp { ty: PtxType, d: Reg, a: Operand, b: Operand, p: Reg },
+    /// `cvt[.rnd].dty.sty`
+    Cvt { rnd: Option<&'static str>, dty: PtxType, sty: PtxType, d: Reg, a: Operand },
+    /// `cvta.to.global.u64` and friends: generic address to a state space
+    CvtaTo { space: Space, d: Reg, a: Reg },
+    /// `ld.space[.vN].ty`; `dst.len()` is the vector width (1, 2 or 4)
+    Ld { space: Space, ty: PtxType, dst: Vec<Reg>, addr: Addr, nc: bool },
+    /// `ld.param.ty d, [name]`
+    LdParam { ty: PtxType, d: Reg, name: String },
+    St { space: Space, ty: PtxType, src: Vec<Operand>, addr: Addr },
+    Atom { space: Space, op: AtomOp, ty: PtxType, d: Reg, addr: Addr, b: Operand },
+    Red { space: Space, op: AtomOp, ty: PtxType, addr: Addr, b: Operand },
+    Shfl { mode: ShflMode, d: Reg, a: Operand, b: Operand, c: u32, mask: u32 },
+    Vote { mode: VoteMode, d: Reg, a: Reg, mask: u32 },
+    Label(String),
+    Bra { target: String, uni: bool },
+    BarSync(u32),
+    MembarGl,
+    Ret,
+}
+
+impl Op {
+    /// Registers this instruction writes.
+    pub fn defs(&self) -> Vec<Reg> {
+        match self {
+            Op::Mov { d, .. }
+            | Op::Un { d, .. }
+            | Op::Bin { d, .. }
+            | Op::Fma { d, .. }
+            | Op::MadWide { d, .. }
+            | Op::Setp { d, .. }
+            | Op::Selp { d, .. }
+            | Op::Cvt { d, .. }
+            | Op::CvtaTo { d, .. }
+            | Op::LdParam { d, .. }
+            | Op::Atom { d, .. }
+            | Op::Shfl { d, .. }
+            | Op::Vote { d, .. } => vec![*d],
+            Op::Ld { dst, .. } => dst.clone(),
+            _ => vec![],
+        }
+    }
+
+    /// Operands this instruction reads (addresses included).
+    pub fn uses(&self) -> Vec<&Operand> {
+        fn addr(a: &Addr) -> &Operand {
+            &a.base
+        }
+        match self {
+            Op::Mov { a, .. } | Op::Un { a, .. } | Op::Cvt { a, .. } => vec![a],
+            Op::Bin { a, b, .. } | Op::Setp { a, b, .. } => vec![a, b],
+            Op::Fma { a, b, c, .. } | Op::MadWide { a, b, c, .. } => vec![a, b, c],
+            Op::Selp { a, b, .. } => vec![a, b],
+            Op::Ld { addr: ad, .. } => vec![addr(ad)],
+            Op::St { src, addr: ad, .. } => {
+                let mut v: Vec<&Operand> = src.iter().collect();
+                v.push(addr(ad));
+                v
+            }
+            Op::Atom { addr: ad, b, .. } | Op::Red { addr: ad, b, .. } => vec![addr(ad), b],
+            Op::Shfl { a, b, .. } => vec![a, b],
+            _ => vec![],
+        }
+    }
+
+    /// Register reads that are not operands (selp's predicate, vote's source, cvta's source).
+    pub fn extra_uses(&self) -> Vec<Reg> {
+        match self {
+            Op::Selp { p, .. } => vec![*p],
+            Op::Vote { a, .. } => vec![*a],
+            Op::CvtaTo { a, .. } => vec![*a],
+            _ => vec![],
+        }
+    }
+}

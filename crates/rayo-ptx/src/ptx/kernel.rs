@@ -1,0 +1,305 @@
+//! `PtxKernel`: an entry function being built: parameters, shared memory, launch bounds, typed
+//! virtual registers and the instruction list. Builder methods return fresh registers (`add`),
+//! or write into an existing one (`*_to`) for loop-carried values.
+
+use super::instr::*;
+use super::types::{PtxType, Space, Special};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static NEXT_KERNEL: AtomicU32 = AtomicU32::new(1);
+
+/// A kernel parameter (`.param .u64 name`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub ty: PtxType,
+}
+
+/// A shared-memory array declared inside the kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedDecl {
+    pub name: String,
+    pub ty: PtxType,
+    pub count: u32,
+    pub align: u32,
+}
+
+/// An entry function under construction.
+#[derive(Debug, Clone)]
+pub struct PtxKernel {
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    pub(crate) params: Vec<Param>,
+    pub(crate) shared: Vec<SharedDecl>,
+    pub(crate) max_ntid: Option<(u32, u32, u32)>,
+    pub(crate) min_ctas: Option<u32>,
+    /// Registers declared so far, per type (index = position in `PtxType::ALL`).
+    pub(crate) reg_counts: [u32; 13],
+    pub(crate) next_reg: u32,
+    pub(crate) insts: Vec<Inst>,
+    guard: Option<(Reg, bool)>,
+    labels: u32,
+}
+
+fn type_slot(ty: PtxType) -> usize {
+    PtxType::ALL.iter().position(|&t| t == ty).unwrap_or(0)
+}
+
+impl PtxKernel {
+    pub fn new(name: &str) -> PtxKernel {
+        PtxKernel {
+            id: NEXT_KERNEL.fetch_add(1, Ordering::Relaxed),
+            name: name.to_string(),
+            params: vec![],
+            shared: vec![],
+            max_ntid: None,
+            min_ctas: None,
+            reg_counts: [0; 13],
+            next_reg: 0,
+            insts: vec![],
+            guard: None,
+            labels: 0,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn params(&self) -> &[Param] {
+        &self.params
+    }
+
+    pub fn instructions(&self) -> &[Inst] {
+        &self.insts
+    }
+
+    /// Declares a parameter (builder style).
+    pub fn param(mut self, name: &str, ty: PtxType) -> Self {
+        self.add_param(name, ty);
+        self
+    }
+
+    pub fn add_param(&mut self, name: &str, ty: PtxType) {
+        self.params.push(Param { name: name.to_string(), ty });
+    }
+
+    /// `.maxntid x, y, z` and optionally `.minnctapersm`.
+    pub fn launch_bounds(&mut self, threads: (u32, u32, u32), min_blocks_per_sm: Option<u32>) {
+        self.max_ntid = Some(threads);
+        self.min_ctas = min_blocks_per_sm;
+    }
+
+    /// Declares `.shared .align A .ty name[count]` and returns its name.
+    pub fn shared_array(&mut self, name: &str, ty: PtxType, count: u32, align: u32) -> String {
+        self.shared.push(SharedDecl { name: name.to_string(), ty, count, align });
+        name.to_string()
+    }
+
+    /// Total static shared memory in bytes.
+    pub fn shared_bytes(&self) -> u32 {
+        self.shared.iter().map(|s| s.count * s.ty.bytes()).sum()
+    }
+
+    /// A fresh virtual register.
+    pub fn reg(&mut self, ty: PtxType) -> Reg {
+        let slot = type_slot(ty);
+        let index = self.reg_counts[slot];
+        self.reg_counts[slot] += 1;
+        self.next_reg += 1;
+        Reg { kernel: self.id, id: self.next_reg, index, ty }
+    }
+
+    /// A fresh label name, unique in this kernel.
+    pub fn new_label(&mut self, hint: &str) -> String {
+        self.labels += 1;
+        format!("$L_{hint}_{}", self.labels)
+    }
+
+    /// Appends an instruction (guarded if inside [`PtxKernel::when`]).
+    pub fn push(&mut self, op: Op) {
+        self.insts.push(Inst { guard: self.guard, op });
+    }
+
+    /// Appends an instruction with an explicit guard `@p` (or `@!p` when `negate`).
+    pub fn push_guarded(&mut self, p: Reg, negate: bool, op: Op) {
+        self.insts.push(Inst { guard: Some((p, negate)), op });
+    }
+
+    /// Every instruction emitted inside `f` runs only where `p` (or `!p`) holds.
+    pub fn when(&mut self, p: Reg, negate: bool, f: impl FnOnce(&mut Self)) {
+        let saved = self.guard.replace((p, negate));
+        f(self);
+        self.guard = saved;
+    }
+
+    // ---- moves, arithmetic ----
+
+    pub fn mov(&mut self, ty: PtxType, a: impl Into<Operand>) -> Reg {
+        let d = self.reg(ty);
+        self.mov_to(d, a);
+        d
+    }
+    pub fn mov_to(&mut self, d: Reg, a: impl Into<Operand>) {
+        self.push(Op::Mov { ty: d.ty, d, a: a.into() });
+    }
+    pub fn special(&mut self, s: Special) -> Reg {
+        self.mov(s.ty(), s)
+    }
+    pub fn un(&mut self, op: UnOp, ty: PtxType, a: impl Into<Operand>) -> Reg {
+        let d = self.reg(ty);
+        self.push(Op::Un { op, ty, d, a: a.into() });
+        d
+    }
+    pub fn un_to(&mut self, op: UnOp, d: Reg, a: impl Into<Operand>) {
+        self.push(Op::Un { op, ty: d.ty, d, a: a.into() });
+    }
+    pub fn bin(&mut self, op: BinOp, ty: PtxType, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        let dty = if op == BinOp::MulWide { ty.widened().unwrap_or(ty) } else { ty };
+        let d = self.reg(dty);
+        self.push(Op::Bin { op, ty, d, a: a.into(), b: b.into() });
+        d
+    }
+    pub fn bin_to(&mut self, op: BinOp, d: Reg, a: impl Into<Operand>, b: impl Into<Operand>) {
+        self.push(Op::Bin { op, ty: d.ty, d, a: a.into(), b: b.into() });
+    }
+    pub fn add(&mut self, ty: PtxType, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.bin(BinOp::Add, ty, a, b)
+    }
+    pub fn sub(&mut self, ty: PtxType, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.bin(BinOp::Sub, ty, a, b)
+    }
+    pub fn mul(&mut self, ty: PtxType, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        self.bin(BinOp::Mul, ty, a, b)
+    }
+    /// `fma.rn` for floats, `mad.lo` for integers: a*b + c in a fresh register.
+    pub fn fma(&mut self, ty: PtxType, a: impl Into<Operand>, b: impl Into<Operand>, c: impl Into<Operand>) -> Reg {
+        let d = self.reg(ty);
+        self.fma_to(d, a, b, c);
+        d
+    }
+    pub fn fma_to(&mut self, d: Reg, a: impl Into<Operand>, b: impl Into<Operand>, c: impl Into<Operand>) {
+        self.push(Op::Fma { ty: d.ty, d, a: a.into(), b: b.into(), c: c.into() });
+    }
+    /// `mad.wide.ty`: a*b + c with c and the result twice as wide as `ty`.
+    pub fn mad_wide(&mut self, ty: PtxType, a: impl Into<Operand>, b: impl Into<Operand>, c: impl Into<Operand>) -> Reg {
+        let d = self.reg(ty.widened().unwrap_or(ty));
+        self.push(Op::MadWide { ty, d, a: a.into(), b: b.into(), c: c.into() });
+        d
+    }
+    pub fn setp(&mut self, cmp: Cmp, ty: PtxType, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
+        let d = self.reg(PtxType::Pred);
+        self.push(Op::Setp { cmp, ty, d, a: a.into(), b: b.into() });
+        d
+    }
+    pub fn selp(&mut self, ty: PtxType, a: impl Into<Operand>, b: impl Into<Operand>, p: Reg) -> Reg {
+        let d = self.reg(ty);
+        self.push(Op::Selp { ty, d, a: a.into(), b: b.into(), p });
+        d
+    }
+    pub fn cvt(&mut self, dty: PtxType, sty: PtxType, a: impl Into<Operand>) -> Reg {
+        let rnd = match (dty.is_float(), sty.is_float()) {
+            (true, false) => Some("rn"),
+            (false, true) => Some("rzi"),
+            (true, true) if dty.bits() < sty.bits() => Some("rn"),
+            _ => None,
+        };
+        let d = self.reg(dty);
+        self.push(Op::Cvt { rnd, dty, sty, d, a: a.into() });
+        d
+    }
+    /// Generic → global address (`cvta.to.global.u64`).
+    pub fn to_global(&mut self, a: Reg) -> Reg {
+        let d = self.reg(PtxType::U64);
+        self.push(Op::CvtaTo { space: Space::Global, d, a });
+        d
+    }
+
+    // ---- memory ----
+
+    pub fn ld_param(&mut self, name: &str) -> Reg {
+        let ty = self.params.iter().find(|p| p.name == name).map(|p| p.ty).unwrap_or(PtxType::U64);
+        let d = self.reg(ty);
+        self.push(Op::LdParam { ty, d, name: name.to_string() });
+        d
+    }
+    /// A 64-bit global pointer parameter, converted to a global address.
+    pub fn ld_param_ptr(&mut self, name: &str) -> Reg {
+        let p = self.ld_param(name);
+        self.to_global(p)
+    }
+    pub fn ld(&mut self, space: Space, ty: PtxType, addr: Addr) -> Reg {
+        let d = self.reg(ty);
+        self.push(Op::Ld { space, ty, dst: vec![d], addr, nc: false });
+        d
+    }
+    pub fn ld_to(&mut self, space: Space, d: Reg, addr: Addr) {
+        self.push(Op::Ld { space, ty: d.ty, dst: vec![d], addr, nc: false });
+    }
+    /// A vector load of `width` (2 or 4) elements into fresh registers.
+    pub fn ld_v(&mut self, space: Space, ty: PtxType, width: usize, addr: Addr) -> Vec<Reg> {
+        let dst: Vec<Reg> = (0..width).map(|_| self.reg(ty)).collect();
+        self.push(Op::Ld { space, ty, dst: dst.clone(), addr, nc: false });
+        dst
+    }
+    /// A vector load into existing registers.
+    pub fn ld_v_to(&mut self, space: Space, dst: &[Reg], addr: Addr) {
+        let ty = dst.first().map(|r| r.ty).unwrap_or(PtxType::F32);
+        self.push(Op::Ld { space, ty, dst: dst.to_vec(), addr, nc: false });
+    }
+    /// A read-only global vector load through the non-coherent cache (`ld.global.nc`).
+    pub fn ld_nc_v(&mut self, ty: PtxType, width: usize, addr: Addr) -> Vec<Reg> {
+        let dst: Vec<Reg> = (0..width).map(|_| self.reg(ty)).collect();
+        self.push(Op::Ld { space: Space::Global, ty, dst: dst.clone(), addr, nc: true });
+        dst
+    }
+    pub fn st(&mut self, space: Space, ty: PtxType, addr: Addr, v: impl Into<Operand>) {
+        self.push(Op::St { space, ty, src: vec![v.into()], addr });
+    }
+    pub fn st_v(&mut self, space: Space, ty: PtxType, addr: Addr, vs: &[Reg]) {
+        self.push(Op::St { space, ty, src: vs.iter().map(|&r| Operand::Reg(r)).collect(), addr });
+    }
+    pub fn atom(&mut self, space: Space, op: AtomOp, ty: PtxType, addr: Addr, b: impl Into<Operand>) -> Reg {
+        let d = self.reg(ty);
+        self.push(Op::Atom { space, op, ty, d, addr, b: b.into() });
+        d
+    }
+    pub fn red(&mut self, space: Space, op: AtomOp, ty: PtxType, addr: Addr, b: impl Into<Operand>) {
+        self.push(Op::Red { space, op, ty, addr, b: b.into() });
+    }
+
+    // ---- warps, control ----
+
+    /// `shfl.sync.mode.b32 d, a, b, c, mask` on a 32-bit value (f32 or integer).
+    pub fn shfl(&mut self, mode: ShflMode, a: Reg, b: impl Into<Operand>, c: u32) -> Reg {
+        let d = self.reg(a.ty);
+        self.push(Op::Shfl { mode, d, a: Operand::Reg(a), b: b.into(), c, mask: 0xffff_ffff });
+        d
+    }
+    pub fn vote(&mut self, mode: VoteMode, p: Reg) -> Reg {
+        let d = self.reg(if mode == VoteMode::Ballot { PtxType::B32 } else { PtxType::Pred });
+        self.push(Op::Vote { mode, d, a: p, mask: 0xffff_ffff });
+        d
+    }
+    pub fn label(&mut self, name: &str) {
+        self.insts.push(Inst { guard: None, op: Op::Label(name.to_string()) });
+    }
+    pub fn bra(&mut self, target: &str) {
+        self.push(Op::Bra { target: target.to_string(), uni: false });
+    }
+    /// Branch when `p` holds (or when it does not, with `negate`).
+    pub fn bra_if(&mut self, p: Reg, negate: bool, target: &str) {
+        self.push_guarded(p, negate, Op::Bra { target: target.to_string(), uni: false });
+    }
+    pub fn bar_sync(&mut self) {
+        self.push(Op::BarSync(0));
+    }
+    pub fn ret(&mut self) {
+        self.push(Op::Ret);
+    }
+
+    /// `base + index * elem_bytes` as a 64-bit address (index a u32 register or immediate).
+    pub fn elem_addr(&mut self, base: Reg, index: impl Into<Operand>, elem_bytes: u32) -> Reg {
+        self.mad_wide(PtxType::U32, index, elem_bytes, base)
+    }
+}

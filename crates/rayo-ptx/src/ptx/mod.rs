@@ -1,0 +1,14 @@
+//! The PTX builder: types, registers, instructions, kernels, modules, the checker and the emitter.
+
+mod check;
+mod emit;
+mod instr;
+mod kernel;
+mod module;
+mod types;
+
+pub use check::{check_kernel, CheckError};
+pub use instr::{Addr, AtomOp, BinOp, Cmp, Inst, Op, Operand, Reg, ShflMode, UnOp, VoteMode};
+pub use kernel::{Param, PtxKernel, SharedDecl};
+pub use module::PtxModule;
+pub use types::{PtxType, Space, Special, TypeClass};
