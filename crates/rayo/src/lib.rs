@@ -22,6 +22,8 @@
 
 mod backend;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod error;
 mod matrix;
 mod tensor;

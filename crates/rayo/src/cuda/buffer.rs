@@ -1,0 +1,81 @@
+//! `DeviceBuffer`: f32 data resident on the GPU.
+
+use super::device::CudaDevice;
+use super::ffi::drv;
+use crate::error::{check_len, Error, Result};
+use cudarc::driver::CudaSlice;
+
+/// A device-resident f32 buffer (allocations are 256-byte aligned, as the vector kernels need).
+pub struct DeviceBuffer {
+    pub(crate) slice: CudaSlice<f32>,
+    len: usize,
+}
+
+impl std::fmt::Debug for DeviceBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceBuffer({} f32)", self.len)
+    }
+}
+
+impl DeviceBuffer {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl CudaDevice {
+    fn check_size(&self, op: &'static str, len: usize) -> Result<()> {
+        let bytes = (len as u64).saturating_mul(4);
+        if bytes > self.info().total_memory || len > u32::MAX as usize {
+            let limit = self.info().total_memory.min(u32::MAX as u64 * 4);
+            return Err(Error::BufferTooLarge { op, bytes, limit });
+        }
+        Ok(())
+    }
+
+    /// Copies `data` to a new device buffer.
+    pub fn upload(&self, data: &[f32]) -> Result<DeviceBuffer> {
+        self.check_size("cuda upload", data.len())?;
+        if data.is_empty() {
+            return self.zeros(0);
+        }
+        let slice = self.stream.clone_htod(data).map_err(drv)?;
+        Ok(DeviceBuffer { slice, len: data.len() })
+    }
+
+    /// A new buffer of `len` zeros.
+    pub fn zeros(&self, len: usize) -> Result<DeviceBuffer> {
+        self.check_size("cuda alloc", len)?;
+        // cudarc cannot allocate 0 bytes; keep one element and remember the length.
+        let slice = self.stream.alloc_zeros::<f32>(len.max(1)).map_err(drv)?;
+        Ok(DeviceBuffer { slice, len })
+    }
+
+    /// Overwrites `buf` with `data` (lengths must agree).
+    pub fn write(&self, buf: &mut DeviceBuffer, data: &[f32]) -> Result<()> {
+        check_len("cuda write", buf.len, data.len())?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.stream.memcpy_htod(data, &mut buf.slice).map_err(drv)
+    }
+
+    /// Copies the buffer back to the host (waits for queued work).
+    pub fn download(&self, buf: &DeviceBuffer) -> Result<Vec<f32>> {
+        let mut v = vec![0.0f32; buf.len];
+        self.download_into(buf, &mut v)?;
+        Ok(v)
+    }
+
+    pub fn download_into(&self, buf: &DeviceBuffer, out: &mut [f32]) -> Result<()> {
+        check_len("cuda download", buf.len, out.len())?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.stream.memcpy_dtoh(&buf.slice.slice(0..buf.len), out).map_err(drv)?;
+        self.synchronize()
+    }
+}

@@ -1,0 +1,27 @@
+//! NVIDIA GPUs through the CUDA driver (feature `cuda`): kernels written by `rayo-ptx`, loaded as
+//! PTX (the driver JIT-compiles them for the chip), run on device-resident buffers.
+//!
+//! The driver library is loaded at run time (cudarc's dynamic loading): rayo builds with no CUDA
+//! toolkit, and on a machine with no driver every entry point returns
+//! [`Error::NoDevice`](crate::Error::NoDevice) instead of panicking.
+//!
+//! ```no_run
+//! use rayo::cuda::{CudaDevice, Expr};
+//! let dev = CudaDevice::new()?;                     // Err(NoDevice) without a driver
+//! let x = dev.upload(&[1.0, 2.0, 3.0, 4.0])?;
+//! let y = dev.upload(&[5.0, 6.0, 7.0, 8.0])?;
+//! let mut out = dev.zeros(4)?;
+//! let e = Expr::input(0).mul(Expr::input(1)).add(Expr::input(0)).sigmoid(); // one fused kernel
+//! dev.elementwise(&e, &[&x, &y], &mut out)?;
+//! println!("{:?}", dev.download(&out)?);
+//! # Ok::<(), rayo::Error>(())
+//! ```
+
+mod buffer;
+mod device;
+mod ffi;
+mod ops;
+
+pub use buffer::DeviceBuffer;
+pub use device::{is_available, CudaDevice, DeviceInfo};
+pub use rayo_ptx::kernels::{Expr, GemmKernel, GemmVariant, Kernel, ReduceOp};

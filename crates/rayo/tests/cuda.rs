@@ -1,0 +1,254 @@
+//! The CUDA runtime. Without a driver: every entry point is an error value (never a panic).
+//! With a device: every kernel against an f64 CPU reference on awkward shapes, outputs poisoned
+//! with NaN before each launch. `RAYO_REQUIRE_CUDA=1` turns "no device" into a failure.
+#![cfg(feature = "cuda")]
+
+use rayo::cuda::{CudaDevice, DeviceBuffer, Expr, GemmKernel, ReduceOp};
+use rayo::Error;
+
+fn device() -> Option<&'static CudaDevice> {
+    match CudaDevice::global() {
+        Ok(d) => {
+            println!("cuda device: {}", d.info());
+            Some(d)
+        }
+        Err(e) => {
+            let required = std::env::var("RAYO_REQUIRE_CUDA").map(|v| v == "1").unwrap_or(false);
+            assert!(!required, "RAYO_REQUIRE_CUDA=1 but no CUDA device: {e}");
+            println!("skip: no CUDA device: {e}");
+            None
+        }
+    }
+}
+
+/// xorshift: reproducible inputs without a dependency; a fresh seed per call site.
+struct Rng(u64);
+impl Rng {
+    fn f(&mut self, lo: f32, hi: f32) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        lo + (hi - lo) * ((self.0 >> 40) as f32 / (1u64 << 24) as f32)
+    }
+    fn vec(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+        (0..n).map(|_| self.f(lo, hi)).collect()
+    }
+}
+
+const LENS: &[usize] = &[1, 7, 8, 15, 16, 17, 31, 33, 1000, 4097, 1_000_003];
+
+fn poisoned(dev: &CudaDevice, n: usize) -> DeviceBuffer {
+    dev.upload(&vec![f32::NAN; n]).unwrap()
+}
+
+fn close(what: &str, got: &[f32], want: &[f64], rel: f64, abs: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let mut worst = 0.0f64;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let err = (g as f64 - w).abs();
+        let tol = rel * w.abs() + abs;
+        assert!(err <= tol, "{what}: element {i}: got {g}, want {w} (err {err:e} > tol {tol:e})");
+        worst = worst.max(err / (w.abs() + abs));
+    }
+    println!("ok {what}: worst scaled error {worst:.2e}");
+}
+
+#[test]
+fn no_driver_is_an_error_not_a_panic() {
+    match CudaDevice::new() {
+        Ok(d) => println!("device present: {}", d.info()),
+        Err(Error::NoDevice { api, reason }) => {
+            assert_eq!(api, "cuda");
+            assert!(!reason.is_empty());
+            assert!(!rayo::cuda::is_available());
+            println!("no device, as an error: {reason}");
+        }
+        Err(other) => panic!("expected NoDevice, got {other}"),
+    }
+    let _ = device();
+}
+
+#[test]
+fn elementwise_matches_f64() {
+    let Some(dev) = device() else { return };
+    let x = || Expr::input(0);
+    let y = || Expr::input(1);
+    let cases: Vec<(&str, Expr, (f32, f32))> = vec![
+        ("add", x().add(y()), (-4.0, 4.0)),
+        ("sub", x().sub(y()), (-4.0, 4.0)),
+        ("mul", x().mul(y()), (-4.0, 4.0)),
+        ("div", x().div(y()), (0.5, 4.0)),
+        ("scale", x().scale(2.5), (-4.0, 4.0)),
+        ("relu", x().relu(), (-4.0, 4.0)),
+        ("sigmoid", x().sigmoid(), (-8.0, 8.0)),
+        ("tanh", x().tanh(), (-5.0, 5.0)),
+        ("tanh_small", x().tanh(), (-0.1, 0.1)),
+        ("exp", x().exp(), (-10.0, 10.0)),
+        ("ln", x().ln(), (0.01, 100.0)),
+        ("sqrt", x().sqrt(), (0.0, 100.0)),
+        ("abs", x().abs(), (-4.0, 4.0)),
+        ("fused3", x().mul(y()).add(x()).sigmoid().mul(Expr::input(2)), (-2.0, 2.0)),
+    ];
+    let mut rng = Rng(0x9E3779B97F4A7C15);
+    for (name, e, (lo, hi)) in &cases {
+        for &n in LENS {
+            let ins: Vec<Vec<f32>> = (0..e.arity()).map(|_| rng.vec(n, *lo, *hi)).collect();
+            let bufs: Vec<DeviceBuffer> = ins.iter().map(|v| dev.upload(v).unwrap()).collect();
+            let refs: Vec<&DeviceBuffer> = bufs.iter().collect();
+            let mut out = poisoned(dev, n);
+            dev.elementwise(e, &refs, &mut out).unwrap();
+            let got = dev.download(&out).unwrap();
+            let want: Vec<f64> =
+                (0..n).map(|i| e.eval_f64(&ins.iter().map(|v| v[i] as f64).collect::<Vec<_>>())).collect();
+            close(&format!("{name} n={n}"), &got, &want, 2e-6, 2e-6);
+        }
+    }
+}
+
+#[test]
+fn reductions_match_f64() {
+    let Some(dev) = device() else { return };
+    let mut rng = Rng(0xD1B54A32D192ED03);
+    for &n in LENS.iter().chain(&[10_000_000usize]) {
+        let xs = rng.vec(n, -1.0, 1.0);
+        let ys = rng.vec(n, -1.0, 1.0);
+        let (x, y) = (dev.upload(&xs).unwrap(), dev.upload(&ys).unwrap());
+        let abs: f64 = xs.iter().map(|v| v.abs() as f64).sum();
+        let sum: f64 = xs.iter().map(|&v| v as f64).sum();
+        let g = dev.reduce(ReduceOp::Sum, &x, None).unwrap() as f64;
+        assert!((g - sum).abs() <= 1e-6 * abs + 1e-6, "sum n={n}: {g} vs {sum}");
+        let dot: f64 = xs.iter().zip(&ys).map(|(&a, &b)| a as f64 * b as f64).sum();
+        let dabs: f64 = xs.iter().zip(&ys).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
+        let g = dev.reduce(ReduceOp::Dot, &x, Some(&y)).unwrap() as f64;
+        assert!((g - dot).abs() <= 1e-6 * dabs + 1e-6, "dot n={n}: {g} vs {dot}");
+        let mx = xs.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let mn = xs.iter().cloned().fold(f32::INFINITY, f32::min);
+        assert_eq!(dev.reduce(ReduceOp::Max, &x, None).unwrap(), mx, "max n={n}");
+        assert_eq!(dev.reduce(ReduceOp::Min, &x, None).unwrap(), mn, "min n={n}");
+        println!("ok sum/dot/max/min n={n}");
+    }
+    let empty = dev.zeros(0).unwrap();
+    assert_eq!(dev.reduce(ReduceOp::Sum, &empty, None).unwrap(), 0.0);
+    assert!(matches!(dev.reduce(ReduceOp::Max, &empty, None), Err(Error::EmptyInput { .. })));
+}
+
+const ROWS_COLS: &[(usize, usize)] = &[(1, 1), (3, 7), (5, 33), (2, 1000), (4, 4096), (7, 4097), (64, 1024), (3, 20000)];
+
+#[test]
+fn softmax_and_log_softmax_match_f64() {
+    let Some(dev) = device() else { return };
+    let mut rng = Rng(0x2545F4914F6CDD1D);
+    for &(rows, cols) in ROWS_COLS {
+        let xs = rng.vec(rows * cols, -10.0, 10.0);
+        let x = dev.upload(&xs).unwrap();
+        for log in [false, true] {
+            let mut out = poisoned(dev, rows * cols);
+            dev.softmax(&x, rows, cols, log, &mut out).unwrap();
+            let got = dev.download(&out).unwrap();
+            let mut want = Vec::with_capacity(rows * cols);
+            for r in xs.chunks(cols) {
+                let m = r.iter().map(|&v| v as f64).fold(f64::NEG_INFINITY, f64::max);
+                let s: f64 = r.iter().map(|&v| (v as f64 - m).exp()).sum();
+                want.extend(r.iter().map(|&v| if log { v as f64 - m - s.ln() } else { (v as f64 - m).exp() / s }));
+            }
+            let (rel, abs) = if log { (2e-6, 1e-5) } else { (2e-5, 1e-9) };
+            close(&format!("{} {rows}x{cols}", if log { "log_softmax" } else { "softmax" }), &got, &want, rel, abs);
+        }
+    }
+}
+
+#[test]
+fn layernorm_and_rmsnorm_match_f64() {
+    let Some(dev) = device() else { return };
+    let mut rng = Rng(0x7F4A7C159E3779B9);
+    let eps = 1e-5f32;
+    for &(rows, cols) in ROWS_COLS {
+        let xs = rng.vec(rows * cols, -3.0, 5.0);
+        let g = rng.vec(cols, 0.5, 1.5);
+        let b = rng.vec(cols, -1.0, 1.0);
+        let (x, gb, bb) = (dev.upload(&xs).unwrap(), dev.upload(&g).unwrap(), dev.upload(&b).unwrap());
+        let mut out = poisoned(dev, rows * cols);
+        dev.layernorm(&x, &gb, &bb, rows, cols, eps, &mut out).unwrap();
+        let got = dev.download(&out).unwrap();
+        let mut want = vec![];
+        for r in xs.chunks(cols) {
+            let mean = r.iter().map(|&v| v as f64).sum::<f64>() / cols as f64;
+            let var = r.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / cols as f64;
+            let rstd = 1.0 / (var + eps as f64).sqrt();
+            want.extend(r.iter().enumerate().map(|(j, &v)| (v as f64 - mean) * rstd * g[j] as f64 + b[j] as f64));
+        }
+        close(&format!("layernorm {rows}x{cols}"), &got, &want, 1e-5, 2e-5);
+        let mut out = poisoned(dev, rows * cols);
+        dev.rmsnorm(&x, &gb, rows, cols, eps, &mut out).unwrap();
+        let got = dev.download(&out).unwrap();
+        let mut want = vec![];
+        for r in xs.chunks(cols) {
+            let ms = r.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / cols as f64;
+            let rstd = 1.0 / (ms + eps as f64).sqrt();
+            want.extend(r.iter().enumerate().map(|(j, &v)| v as f64 * rstd * g[j] as f64));
+        }
+        close(&format!("rmsnorm {rows}x{cols}"), &got, &want, 1e-5, 2e-5);
+    }
+}
+
+fn gemm_check(dev: &CudaDevice, g: GemmKernel, rng: &mut Rng, samples: Option<usize>) {
+    let (m, n, k) = (g.m as usize, g.n as usize, g.k as usize);
+    let a = rng.vec(m * k, -1.0, 1.0);
+    let b = rng.vec(k * n, -1.0, 1.0);
+    let (ab, bb) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
+    let mut c = poisoned(dev, m * n);
+    dev.gemm_with(g, &ab, &bb, &mut c).unwrap();
+    let got = dev.download(&c).unwrap();
+    let cells: Vec<(usize, usize)> = match samples {
+        None => (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect(),
+        Some(s) => (0..s).map(|t| ((t * 7919 + 13) % m, (t * 104729 + 7) % n)).chain([(0, 0), (m - 1, n - 1)]).collect(),
+    };
+    let mut worst = 0.0f64;
+    for (i, j) in cells {
+        let (mut s, mut sa) = (0.0f64, 0.0f64);
+        for p in 0..k {
+            let t = a[i * k + p] as f64 * b[p * n + j] as f64;
+            s += t;
+            sa += t.abs();
+        }
+        let err = (got[i * n + j] as f64 - s).abs();
+        assert!(err <= 1e-5 * sa + 1e-6, "gemm {g:?} at ({i},{j}): got {}, want {s}", got[i * n + j]);
+        worst = worst.max(err / (sa + 1e-6));
+    }
+    assert!(got.iter().all(|v| v.is_finite()), "gemm {g:?}: unwritten (NaN) outputs");
+    println!("ok gemm {:?} {m}x{n}x{k}: worst error / sum|ab| {worst:.2e}", g.variant);
+}
+
+#[test]
+fn gemm_matches_f64() {
+    let Some(dev) = device() else { return };
+    let mut rng = Rng(0x94D049BB133111EB);
+    for (m, n, k) in [(1, 1, 1), (33, 17, 9), (100, 70, 33), (129, 65, 257), (64, 64, 0)] {
+        gemm_check(dev, GemmKernel::naive(m, n, k), &mut rng, None);
+        gemm_check(dev, GemmKernel::tiled(m, n, k, 16), &mut rng, None);
+        gemm_check(dev, GemmKernel::tiled(m, n, k, 32), &mut rng, None);
+    }
+    for (m, n, k) in [(128, 128, 16), (256, 384, 144), (512, 512, 512)] {
+        gemm_check(dev, GemmKernel::blocked_bk(m, n, k, 8).unwrap(), &mut rng, None);
+        gemm_check(dev, GemmKernel::blocked_bk(m, n, k, 16).unwrap(), &mut rng, None);
+    }
+    gemm_check(dev, GemmKernel::auto(1000, 1000, 1000), &mut rng, Some(2000));
+    gemm_check(dev, GemmKernel::blocked_bk(4096, 4096, 4096, 8).unwrap(), &mut rng, Some(2000));
+    gemm_check(dev, GemmKernel::blocked_bk(4096, 4096, 4096, 16).unwrap(), &mut rng, Some(2000));
+}
+
+#[test]
+fn bad_sizes_are_errors_with_numbers() {
+    let Some(dev) = device() else { return };
+    let x = dev.upload(&[1.0; 10]).unwrap();
+    let y = dev.upload(&[1.0; 11]).unwrap();
+    let mut out = dev.zeros(10).unwrap();
+    let e = Expr::input(0).add(Expr::input(1));
+    assert_eq!(dev.elementwise(&e, &[&x, &y], &mut out), Err(Error::LengthMismatch { op: "cuda elementwise", expected: 10, actual: 11 }));
+    assert!(matches!(dev.elementwise(&e, &[&x], &mut out), Err(Error::LengthMismatch { expected: 2, actual: 1, .. })));
+    assert!(matches!(dev.reduce(ReduceOp::Dot, &x, Some(&y)), Err(Error::LengthMismatch { .. })));
+    assert!(matches!(dev.softmax(&x, 3, 4, false, &mut out), Err(Error::SizeMismatch { .. })));
+    let mut c = dev.zeros(4).unwrap();
+    assert!(matches!(dev.gemm(&x, &x, &mut c, 2, 2, 5), Err(Error::ShapeMismatch { .. })));
+    assert!(matches!(dev.layernorm(&x, &x, &x, 2, 5, f32::NAN, &mut out), Err(Error::LengthMismatch { .. }) | Err(Error::InvalidParameter { .. })));
+}
