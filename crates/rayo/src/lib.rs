@@ -25,6 +25,8 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
+#[cfg(any(feature = "gpu", feature = "gpu-wasm"))]
+pub mod gpu;
 mod matrix;
 mod tensor;
 pub mod slice;

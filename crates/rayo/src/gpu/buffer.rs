@@ -1,0 +1,214 @@
+//! [`GpuBuffer`]: f32 data that stays on the device, so chains of ops cost one upload and one
+//! download. Ops on buffers are recorded and submitted without waiting; only reads wait.
+
+use super::device::GpuDevice;
+use super::elementwise::{encode_chain, BinaryOp, Chain, UnaryOp};
+use super::encoder::{Encoder, Span};
+use super::kernels::{encode_matmul, encode_reduce, encode_softmax, ReduceOp};
+use super::pool::Pooled;
+use super::readback::submit_and_read;
+use crate::error::check_len;
+use crate::{Error, Result};
+
+/// f32 values in a (pooled) device buffer. Dropping it returns the memory to the pool.
+pub struct GpuBuffer {
+    pub(crate) pooled: Pooled,
+    pub(crate) len: usize,
+    pub(crate) device: GpuDevice,
+}
+
+impl std::fmt::Debug for GpuBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuBuffer").field("len", &self.len).finish()
+    }
+}
+
+impl GpuBuffer {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub(crate) fn span(&self) -> Span {
+        Span::whole(self.pooled.buffer(), self.len)
+    }
+
+    /// Copies the values back to the host (waits for the work that writes them).
+    pub async fn read_async(&self) -> Result<Vec<f32>> {
+        let mut out = vec![0.0; self.len];
+        self.read_into_async(&mut out).await?;
+        Ok(out)
+    }
+
+    /// Copies the values into `out` (`out.len() == self.len()`).
+    pub async fn read_into_async(&self, out: &mut [f32]) -> Result<()> {
+        check_len("GpuBuffer::read_into", self.len, out.len())?;
+        let enc = Encoder::new(&self.device)?;
+        submit_and_read(enc, &self.span(), out).await
+    }
+
+    /// Copies the values back to the host. Native only.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read(&self) -> Result<Vec<f32>> {
+        pollster::block_on(self.read_async())
+    }
+}
+
+fn same_device(op: &'static str, dev: &GpuDevice, bufs: &[&GpuBuffer]) -> Result<()> {
+    for b in bufs {
+        if !std::sync::Arc::ptr_eq(&dev.inner, &b.device.inner) {
+            return Err(Error::Device { api: "wgpu", message: format!("{op}: buffer belongs to another device") });
+        }
+    }
+    Ok(())
+}
+
+macro_rules! blocking {
+    ($(#[$m:meta])* $name:ident => $async_name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty) => {
+        $(#[$m])*
+        #[cfg(not(target_arch = "wasm32"))]
+        pub fn $name(&self, $($arg: $ty),*) -> $ret {
+            pollster::block_on(self.$async_name($($arg),*))
+        }
+    };
+}
+pub(crate) use blocking;
+
+impl GpuDevice {
+    /// Copies `data` into a new device-resident buffer.
+    pub fn upload(&self, data: &[f32]) -> Result<GpuBuffer> {
+        self.check()?;
+        Ok(GpuBuffer { pooled: self.upload_pooled(data)?, len: data.len(), device: self.clone() })
+    }
+
+    /// A device-resident buffer of `len` zeros.
+    pub fn zeros(&self, len: usize) -> Result<GpuBuffer> {
+        let b = GpuBuffer { pooled: self.storage(len)?, len, device: self.clone() };
+        let mut enc = Encoder::new(self)?;
+        if len > 0 {
+            enc.enc.clear_buffer(b.pooled.buffer(), 0, Some(len as u64 * 4));
+        }
+        enc.submit()?;
+        Ok(b)
+    }
+
+    /// `out = op(x)` on the device; submitted, not waited for.
+    pub async fn apply_async(&self, op: UnaryOp, x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()> {
+        op.validate()?;
+        check_len(op.name(), x.len, out.len)?;
+        same_device(op.name(), self, &[x, out])?;
+        let mut enc = Encoder::new(self)?;
+        encode_chain(&mut enc, &Chain::unary(op), &[&x.span()], &[&out.span()], x.len).await?;
+        enc.submit().map(drop)
+    }
+
+    /// `out = a op b` on the device; submitted, not waited for.
+    pub async fn apply_binary_async(&self, op: BinaryOp, a: &GpuBuffer, b: &GpuBuffer, out: &mut GpuBuffer) -> Result<()> {
+        check_len(op.name(), a.len, b.len)?;
+        check_len(op.name(), a.len, out.len)?;
+        same_device(op.name(), self, &[a, b, out])?;
+        let mut enc = Encoder::new(self)?;
+        encode_chain(&mut enc, &Chain::binary(op), &[&a.span(), &b.span()], &[&out.span()], a.len).await?;
+        enc.submit().map(drop)
+    }
+
+    /// A one-element device buffer holding the reduction of `x`.
+    pub async fn reduce_resident_async(&self, op: ReduceOp, x: &GpuBuffer) -> Result<GpuBuffer> {
+        same_device("reduce", self, &[x])?;
+        let out = GpuBuffer { pooled: self.storage(1)?, len: 1, device: self.clone() };
+        let mut enc = Encoder::new(self)?;
+        if x.len == 0 {
+            if op != ReduceOp::Sum {
+                return Err(Error::EmptyInput { op: reduce_name(op) });
+            }
+            enc.enc.clear_buffer(out.pooled.buffer(), 0, Some(4));
+        } else {
+            encode_reduce(&mut enc, op, &x.span(), None, &out.span(), 0).await?;
+        }
+        enc.submit()?;
+        Ok(out)
+    }
+
+    /// A one-element device buffer holding a · b.
+    pub async fn dot_resident_async(&self, a: &GpuBuffer, b: &GpuBuffer) -> Result<GpuBuffer> {
+        check_len("dot", a.len, b.len)?;
+        same_device("dot", self, &[a, b])?;
+        let out = GpuBuffer { pooled: self.storage(1)?, len: 1, device: self.clone() };
+        let mut enc = Encoder::new(self)?;
+        if a.len == 0 {
+            enc.enc.clear_buffer(out.pooled.buffer(), 0, Some(4));
+        } else {
+            encode_reduce(&mut enc, ReduceOp::Sum, &a.span(), Some(&b.span()), &out.span(), 0).await?;
+        }
+        enc.submit()?;
+        Ok(out)
+    }
+
+    /// `out = softmax(x)` (or log_softmax) on the device.
+    pub async fn softmax_resident_async(&self, x: &GpuBuffer, out: &mut GpuBuffer, log: bool) -> Result<()> {
+        let op = if log { "log_softmax" } else { "softmax" };
+        if x.len == 0 {
+            return Err(Error::EmptyInput { op });
+        }
+        check_len(op, x.len, out.len)?;
+        same_device(op, self, &[x, out])?;
+        let mut enc = Encoder::new(self)?;
+        encode_softmax(&mut enc, &x.span(), &out.span(), log).await?;
+        enc.submit().map(drop)
+    }
+
+    /// `c (m×n) = a (m×k) · b (k×n)` on the device.
+    pub async fn matmul_resident_async(&self, a: &GpuBuffer, b: &GpuBuffer, c: &mut GpuBuffer, m: usize, k: usize, n: usize) -> Result<()> {
+        check_matmul(a.len, b.len, c.len, m, k, n)?;
+        same_device("matmul", self, &[a, b, c])?;
+        let mut enc = Encoder::new(self)?;
+        encode_matmul(&mut enc, &a.span(), &b.span(), &c.span(), m, k, n).await?;
+        enc.submit().map(drop)
+    }
+
+    blocking!(
+        /// `out = op(x)` on the device; submitted, not waited for.
+        apply => apply_async(op: UnaryOp, x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()>);
+    blocking!(
+        /// `out = a op b` on the device.
+        apply_binary => apply_binary_async(op: BinaryOp, a: &GpuBuffer, b: &GpuBuffer, out: &mut GpuBuffer) -> Result<()>);
+    blocking!(
+        /// A one-element device buffer holding the reduction of `x`.
+        reduce_resident => reduce_resident_async(op: ReduceOp, x: &GpuBuffer) -> Result<GpuBuffer>);
+    blocking!(
+        /// A one-element device buffer holding a · b.
+        dot_resident => dot_resident_async(a: &GpuBuffer, b: &GpuBuffer) -> Result<GpuBuffer>);
+    blocking!(
+        /// softmax (or log_softmax) on the device.
+        softmax_resident => softmax_resident_async(x: &GpuBuffer, out: &mut GpuBuffer, log: bool) -> Result<()>);
+    blocking!(
+        /// matmul on the device.
+        matmul_resident => matmul_resident_async(a: &GpuBuffer, b: &GpuBuffer, c: &mut GpuBuffer, m: usize, k: usize, n: usize) -> Result<()>);
+}
+
+pub(crate) fn reduce_name(op: ReduceOp) -> &'static str {
+    match op {
+        ReduceOp::Sum => "sum",
+        ReduceOp::Max => "max",
+        ReduceOp::Min => "min",
+    }
+}
+
+/// Shape checks of matmul: a is m×k, b is k×n, c is m×n.
+pub(crate) fn check_matmul(a: usize, b: usize, c: usize, m: usize, k: usize, n: usize) -> Result<()> {
+    let mul = |x: usize, y: usize| {
+        x.checked_mul(y).ok_or(Error::InvalidParameter { op: "matmul", name: "m*k*n", value: x as f64 * y as f64, reason: "overflows usize" })
+    };
+    let shape = |len: usize, r: usize, cc: usize| -> Result<()> {
+        let want = mul(r, cc)?;
+        if want == len {
+            Ok(())
+        } else {
+            Err(Error::SizeMismatch { op: "matmul", shape: vec![r, cc], len })
+        }
+    };
+    shape(a, m, k)?;
+    shape(b, k, n)?;
+    shape(c, m, n)
+}

@@ -1,0 +1,46 @@
+//! The wgpu backend (feature `gpu` natively, `gpu-wasm` for wasm32): Vulkan, Metal, DX12 and
+//! WebGPU through one API.
+//!
+//! ```no_run
+//! # fn main() -> rayo::Result<()> {
+//! use rayo::gpu::{GpuCommandBatch, GpuDevice};
+//! if GpuDevice::is_available() {
+//!     let device = GpuDevice::new()?; // the process's one device, created on first use
+//!     let x = [1.0f32, -2.0, 3.0];
+//!     let mut y = [0.0f32; 3];
+//!     device.relu(&x, &mut y)?;
+//!     assert_eq!(y, [1.0, 0.0, 3.0]);
+//!     assert_eq!(device.sum(&x)?, 2.0);
+//!
+//!     let mut batch = GpuCommandBatch::new(device);
+//!     let input = batch.upload(&[1.0, 2.0, -3.0, 4.0]);
+//!     let a = batch.relu(input);
+//!     let b = batch.scale(a, 2.0);
+//!     let c = batch.add(b, input); // relu, scale, add: one fused kernel, one submit
+//!     batch.execute_blocking()?;                  // or batch.execute().await
+//!     assert_eq!(batch.read_blocking(c)?, vec![3.0, 6.0, -3.0, 12.0]);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Costs: pipelines are compiled once per kernel and cached; storage, uniform and staging
+//! buffers come from a pool; every op is one submit and, for host slices, one readback through
+//! the reused staging buffer. Ops on [`GpuBuffer`]s stay on the device.
+
+mod batch;
+mod buffer;
+mod device;
+mod elementwise;
+mod encoder;
+mod kernels;
+mod oneshot;
+mod ops;
+mod pipelines;
+mod pool;
+mod readback;
+
+pub use batch::{BatchStats, BufferId, GpuCommandBatch};
+pub use buffer::GpuBuffer;
+pub use device::{AdapterInfo, GpuDevice, GpuLimits};
+pub use elementwise::{BinaryOp, UnaryOp};
+pub use kernels::ReduceOp;

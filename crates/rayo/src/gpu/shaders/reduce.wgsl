@@ -1,0 +1,49 @@
+// One stage of a tiled reduction. Each workgroup folds a grid-strided share of the input into
+// one value per thread, then a tree in workgroup memory folds the 256 values into one partial.
+// The host runs further stages over the partials until one value is left.
+// Placeholders filled in by gpu/kernels.rs (upper case): the load of element i, the combining
+// function, the accumulator's start (max and min start from element 0) and extra bindings.
+
+struct Meta {
+    n: u32,
+    out_offset: u32,
+    u2: u32, u3: u32, u4: u32, u5: u32, u6: u32, u7: u32,
+    p: array<vec4<f32>, 4>,
+}
+
+@group(0) @binding(0) var<uniform> prm: Meta;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+EXTRA
+
+var<workgroup> sdata: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let n = prm.n;
+    let stride = nwg.x * 256u;
+    var i = wid.x * 256u + lid.x;
+    var a0: f32 = INIT;
+    var a1: f32 = a0;
+    // Two accumulators: two independent loads in flight per thread.
+    loop {
+        if (i + stride >= n) { break; }
+        a0 = COMBINE(a0, LOAD(i));
+        a1 = COMBINE(a1, LOAD(i + stride));
+        i = i + 2u * stride;
+    }
+    if (i < n) { a0 = COMBINE(a0, LOAD(i)); }
+    sdata[lid.x] = COMBINE(a0, a1);
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (lid.x < s) {
+            sdata[lid.x] = COMBINE(sdata[lid.x], sdata[lid.x + s]);
+        }
+        workgroupBarrier();
+    }
+    if (lid.x == 0u) {
+        out[prm.out_offset + wid.x] = sdata[0];
+    }
+}
