@@ -119,6 +119,19 @@ pub trait Simd: Copy + Send + Sync + 'static {
         self.div(self.splat(1.0), a)
     }
 
+    /// Transposes the `LANES × LANES` tile whose rows start `lda` apart in `src` into `dst`
+    /// (rows `ldb` apart): `dst[j·ldb + i] = src[i·lda + j]`. Overridden with in-register
+    /// shuffles where the instruction set has them, so each cache line is touched once.
+    #[inline(always)]
+    fn transpose_tile(self, src: &[f32], lda: usize, dst: &mut [f32], ldb: usize) {
+        let l = Self::LANES;
+        for i in 0..l {
+            for j in 0..l {
+                dst[j * ldb + i] = src[i * lda + j];
+            }
+        }
+    }
+
     // ---- horizontal ----
     fn reduce_add(self, a: Self::V) -> f32;
     /// Largest lane by `max` semantics (NaN handling is the caller's).

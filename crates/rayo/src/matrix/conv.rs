@@ -39,7 +39,7 @@ impl Matrix {
     /// if the kernel is empty or larger than the image.
     pub fn convolve2d(&self, kernel: &Matrix) -> Result<Matrix> {
         let (oh, ow) = out_dims("Matrix::convolve2d", self.rows, self.cols, kernel.rows, kernel.cols)?;
-        let mut out = Matrix::zeros(oh, ow).with_backend(self.backend)?;
+        let mut out = Matrix::uninit(oh, ow, self.backend);
         conv_channel(self.backend, &self.data, self.cols, &kernel.data, kernel.rows, kernel.cols, &mut out.data, oh, false);
         Ok(out)
     }

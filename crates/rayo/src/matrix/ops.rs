@@ -11,7 +11,7 @@ impl Matrix {
         if self.cols != other.rows {
             return Err(Error::ShapeMismatch { op: "Matrix::matmul", left: vec![self.rows, self.cols], right: vec![other.rows, other.cols] });
         }
-        let mut out = Matrix::zeros(self.rows, other.cols).with_backend(self.backend)?;
+        let mut out = Matrix::uninit(self.rows, other.cols, self.backend);
         gemm_with(self.backend, 1.0, self.view(), other.view(), 0.0, out.view_mut())?;
         Ok(out)
     }
@@ -45,21 +45,34 @@ impl Matrix {
         gemm_with(self.backend, 1.0, self.view(), x, 0.0, y)
     }
 
-    /// The transpose (a blocked kernel, near copy bandwidth).
+    /// The transpose (register-tile kernel, near copy bandwidth).
     pub fn transpose(&self) -> Matrix {
-        let mut out = Matrix { rows: self.cols, cols: self.rows, data: vec![0.0; self.data.len()], backend: self.backend };
+        let mut out = Matrix::uninit(self.cols, self.rows, self.backend);
+        self.transpose_write(&mut out.data);
+        out
+    }
+
+    /// The transpose into `out`, which must be `cols × rows`; nothing allocates.
+    pub fn transpose_into(&self, out: &mut Matrix) -> Result<()> {
+        if out.shape() != (self.cols, self.rows) {
+            return Err(Error::ShapeMismatch { op: "Matrix::transpose_into", left: vec![self.cols, self.rows], right: vec![out.rows, out.cols] });
+        }
+        self.transpose_write(&mut out.data);
+        Ok(())
+    }
+
+    fn transpose_write(&self, out: &mut [f32]) {
         let backend = self.backend;
-        transpose::transpose_parallel(&self.data, self.rows, self.cols, &mut out.data, &|src, rows, cols, lda, dst, ldb| {
+        transpose::transpose_parallel(&self.data, self.rows, self.cols, out, &|src, rows, cols, lda, dst, ldb| {
             dispatch!(backend, |s| transpose::transpose_block(s, src, rows, cols, lda, dst, ldb))
         });
-        out
     }
 
     fn zip(&self, other: &Matrix, op: &'static str, f: fn(crate::Backend, &[f32], &[f32], &mut [f32]) -> Result<()>) -> Result<Matrix> {
         if self.shape() != other.shape() {
             return Err(Error::ShapeMismatch { op, left: vec![self.rows, self.cols], right: vec![other.rows, other.cols] });
         }
-        let mut out = Matrix { rows: self.rows, cols: self.cols, data: vec![0.0; self.data.len()], backend: self.backend };
+        let mut out = Matrix::uninit(self.rows, self.cols, self.backend);
         f(self.backend, &self.data, &other.data, &mut out.data)?;
         Ok(out)
     }
@@ -81,7 +94,7 @@ impl Matrix {
 
     /// Every element times `k`.
     pub fn scale(&self, k: f32) -> Matrix {
-        let mut out = Matrix { rows: self.rows, cols: self.cols, data: vec![0.0; self.data.len()], backend: self.backend };
+        let mut out = Matrix::uninit(self.rows, self.cols, self.backend);
         let r = slice::scale(self.backend, &self.data, k, &mut out.data);
         debug_assert!(r.is_ok());
         out

@@ -30,9 +30,10 @@ impl Blocks {
     /// NC: the B block (KC × NC) a quarter of L3 (shared with the other cores).
     pub fn for_shape(m: usize, n: usize, k: usize, mr: usize, nr: usize) -> Blocks {
         let c = Caches::get();
-        let kc_max = (c.l1d / 2 / (nr * 4)).clamp(64, 512);
+        let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+        let kc_max = env("KC", (c.l1d / 2 / (nr * 4)).clamp(64, 512));
         let kc = even(k, kc_max, 8).min(k.div_ceil(8) * 8);
-        let mc_max = (c.l2 / 2 / (kc * 4)).max(mr);
+        let mc_max = env("MC", (c.l2 / 2 / (kc * 4)).max(mr));
         let mc = even(m, mc_max, mr);
         let nc_max = (c.l3 / 4 / (kc * 4)).clamp(nr, 8192);
         let nc = even(n, nc_max, nr);
@@ -61,6 +62,10 @@ fn with_scratch<R>(cell: &'static std::thread::LocalKey<RefCell<Vec<f32>>>, len:
     })
 }
 
+/// B with at most this many elements, row-major, is read in place by the kernel: packing it
+/// would cost more than the strided rows do (small products).
+const B_IN_PLACE_MAX: usize = 64 * 1024;
+
 /// `C = alpha·A·B + beta·C` with C row-major-like (`rs > (n-1)·cs`), `k > 0`, shapes checked.
 #[allow(clippy::too_many_arguments)]
 pub fn run<S: Simd, const MR: usize, const NV: usize>(
@@ -77,6 +82,7 @@ pub fn run<S: Simd, const MR: usize, const NV: usize>(
     let bl = Blocks::for_shape(m.div_ceil(threads), n, k, MR, nr);
     let (rs, cs) = (c.rs, c.cs);
     let cdata = c.data;
+    let b_in_place = b.cs == 1 && k * n <= B_IN_PLACE_MAX;
     with_scratch(&PACK_B, bl.kc * bl.nc.div_ceil(nr) * nr, |bpack| {
         for jc in (0..n).step_by(bl.nc) {
             let ncb = bl.nc.min(n - jc);
@@ -84,21 +90,28 @@ pub fn run<S: Simd, const MR: usize, const NV: usize>(
                 let kcb = bl.kc.min(k - pc);
                 s.vectorize(
                     #[inline(always)]
-                    || pack_b(&b, pc, kcb, jc, ncb, nr, bpack),
+                    || {
+                        if b_in_place {
+                            // Only a partial last strip needs a (zero-padded) copy.
+                            let full = ncb / nr * nr;
+                            if full < ncb {
+                                pack_b(&b, pc, kcb, jc + full, ncb - full, nr, &mut bpack[full / nr * kcb * nr..]);
+                            }
+                        } else {
+                            pack_b(&b, pc, kcb, jc, ncb, nr, bpack);
+                        }
+                    },
                 );
-                let bpack = &*bpack;
+                let bsrc = BSource { b: &b, pack: &*bpack, in_place: b_in_place, pc, jc };
                 let beta = if pc == 0 { beta } else { 1.0 };
                 let job = |r0: usize, r1: usize, cpart: &mut [f32]| {
-                    with_scratch(&PACK_A, bl.kc * bl.mc.div_ceil(MR) * MR, |apack| {
+                    with_scratch(&PACK_A, kcb * bl.mc.div_ceil(MR) * MR, |apack| {
                         for ic in (r0..r1).step_by(bl.mc) {
                             let mcb = bl.mc.min(r1 - ic);
                             let cblock = &mut cpart[(ic - r0) * rs + jc * cs..];
                             s.vectorize(
                                 #[inline(always)]
-                                || {
-                                    pack_a::<MR>(&a, ic, mcb, pc, kcb, apack);
-                                    block::<S, MR, NV>(s, apack, bpack, cblock, rs, cs, mcb, ncb, kcb, alpha, beta)
-                                },
+                                || block::<S, MR, NV>(s, &a, ic, pc, apack, &bsrc, cblock, rs, cs, mcb, ncb, kcb, alpha, beta),
                             );
                         }
                     })
@@ -107,6 +120,15 @@ pub fn run<S: Simd, const MR: usize, const NV: usize>(
             }
         }
     })
+}
+
+/// Where the kernel reads B from: the packed block, or B itself (small row-major B).
+struct BSource<'a> {
+    b: &'a MatRef<'a>,
+    pack: &'a [f32],
+    in_place: bool,
+    pc: usize,
+    jc: usize,
 }
 
 /// Splits rows `r0..r1` (whose C data starts at `data[0]`) into `parts` ranges, multiples
@@ -133,14 +155,18 @@ fn split_rows(
     both(|| split_rows(d0, r0, mid, rs, left, unit, job), || split_rows(d1, mid, r1, rs, parts - left, unit, job));
 }
 
-/// Every tile of one packed A block times one packed B block: B strips outer (each stays in
-/// L1 while the A strips stream past it).
+/// Every tile of one block of A (rows `ic..ic+mc`, depth `pc..pc+kc`) times one block of B:
+/// B strips outer, so each stays in cache while the A strips stream past it. A is read in
+/// place when row-major; other layouts and the edge strip are packed first.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn block<S: Simd, const MR: usize, const NV: usize>(
     s: S,
-    apack: &[f32],
-    bpack: &[f32],
+    a: &MatRef,
+    ic: usize,
+    pc: usize,
+    apack: &mut [f32],
+    bsrc: &BSource,
     c: &mut [f32],
     rs: usize,
     cs: usize,
@@ -151,12 +177,27 @@ fn block<S: Simd, const MR: usize, const NV: usize>(
     beta: f32,
 ) {
     let nr = NV * S::LANES;
-    for (jr, bstrip) in bpack.chunks_exact(kc * nr).take(nc.div_ceil(nr)).enumerate() {
+    let strips = mc.div_ceil(MR);
+    let in_place = |t: usize| a.cs == 1 && (t + 1) * MR <= mc;
+    for t in 0..strips {
+        if !in_place(t) {
+            pack_a::<MR>(a, ic + t * MR, MR.min(mc - t * MR), pc, kc, &mut apack[t * MR * kc..(t + 1) * MR * kc]);
+        }
+    }
+    let apack = &*apack;
+    for jr in 0..nc.div_ceil(nr) {
         let cols = nr.min(nc - jr * nr);
-        for (ir, astrip) in apack.chunks_exact(kc * MR).take(mc.div_ceil(MR)).enumerate() {
-            let rows = MR.min(mc - ir * MR);
-            let acc = tile::<S, MR, NV>(s, kc, astrip, bstrip);
-            store::<S, MR, NV>(s, &acc, &mut c[ir * MR * rs + jr * nr * cs..], rs, cs, rows, cols, alpha, beta);
+        let (bs, brs) = if bsrc.in_place && cols == nr {
+            (&bsrc.b.data[bsrc.pc * bsrc.b.rs + bsrc.jc + jr * nr..], bsrc.b.rs)
+        } else {
+            (&bsrc.pack[jr * kc * nr..(jr + 1) * kc * nr], nr)
+        };
+        for t in 0..strips {
+            let rows = MR.min(mc - t * MR);
+            let (as_, ars) =
+                if in_place(t) { (&a.data[(ic + t * MR) * a.rs + pc..], a.rs) } else { (&apack[t * MR * kc..], kc) };
+            let acc = tile::<S, MR, NV>(s, kc, as_, ars, bs, brs);
+            store::<S, MR, NV>(s, &acc, &mut c[t * MR * rs + jr * nr * cs..], rs, cs, rows, cols, alpha, beta);
         }
     }
 }

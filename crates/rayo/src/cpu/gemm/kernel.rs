@@ -7,17 +7,26 @@ use crate::cpu::simd::Simd;
 /// Largest tile any instruction set uses (elements); sizes the stack buffer of edge tiles.
 pub const MAX_TILE: usize = 16 * 64;
 
-/// `Σ_k a[k][i] · b[k][j]` for one tile. `ap` holds `kc` steps of MR values (one per row),
-/// `bp` holds `kc` steps of NR values (one per column), both as packed by `pack`.
+/// `Σ_k a[i][k] · b[k][j]` for one tile. Row `i` of A is `a[i·ars..][..kc]` (A read in
+/// place when it is row-major, else a packed copy); row `k` of B is `b[k·brs..][..NR]`
+/// (a packed strip, or B itself when it is small and row-major).
 #[inline(always)]
-pub fn tile<S: Simd, const MR: usize, const NV: usize>(s: S, kc: usize, ap: &[f32], bp: &[f32]) -> [[S::V; NV]; MR] {
+pub fn tile<S: Simd, const MR: usize, const NV: usize>(
+    s: S,
+    kc: usize,
+    a: &[f32],
+    ars: usize,
+    b: &[f32],
+    brs: usize,
+) -> [[S::V; NV]; MR] {
     let nr = NV * S::LANES;
     let mut acc = [[s.splat(0.0); NV]; MR];
-    let (ap, bp) = (&ap[..kc * MR], &bp[..kc * nr]);
-    for (a, b) in ap.chunks_exact(MR).zip(bp.chunks_exact(nr)) {
-        let bv: [S::V; NV] = core::array::from_fn(|v| s.load(&b[v * S::LANES..]));
+    let rows: [&[f32]; MR] = core::array::from_fn(|i| &a[i * ars..i * ars + kc]);
+    for k in 0..kc {
+        let bk = &b[k * brs..k * brs + nr];
+        let bv: [S::V; NV] = core::array::from_fn(|v| s.load(&bk[v * S::LANES..]));
         for i in 0..MR {
-            let ai = s.splat(a[i]);
+            let ai = s.splat(rows[i][k]);
             for v in 0..NV {
                 acc[i][v] = s.mul_add(ai, bv[v], acc[i][v]);
             }

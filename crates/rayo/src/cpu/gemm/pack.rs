@@ -1,35 +1,21 @@
-//! Packing: copies a block of A (or B) into the order the micro-kernel reads it, in strips
-//! of MR rows (NR columns), one k step after another, zero-padded past the matrix edge so
-//! the kernel never needs a slow path.
+//! Packing: copies a block of B (or a strip of A) into the order the micro-kernel reads
+//! it, zero-padded past the matrix edge so the kernel never needs a slow path.
 
 use crate::matrix::MatRef;
 
-/// Packs rows `i0..i0+mc`, columns `p0..p0+kc` of `a` into `dst` as `ceil(mc/MR)` strips of
-/// `kc × MR` (k-major: the MR values of one k step are adjacent).
+/// Copies rows `i0..i0+rows`, columns `p0..p0+kc` of `a` into `dst` as a dense row-major
+/// `MR × kc` strip, zero rows past `rows` (A that is not row-major, and edge strips).
 #[inline(always)]
-pub fn pack_a<const MR: usize>(a: &MatRef, i0: usize, mc: usize, p0: usize, kc: usize, dst: &mut [f32]) {
-    for (strip, out) in dst.chunks_exact_mut(kc * MR).take(mc.div_ceil(MR)).enumerate() {
-        let r0 = i0 + strip * MR;
-        let rows = MR.min(i0 + mc - r0);
-        if a.cs == 1 && rows == MR {
-            // Row-major A: MR row streams, interleaved.
-            let base: [usize; MR] = core::array::from_fn(|i| (r0 + i) * a.rs + p0);
-            for (k, o) in out.chunks_exact_mut(MR).enumerate() {
-                for i in 0..MR {
-                    o[i] = a.data[base[i] + k];
-                }
-            }
-        } else if a.rs == 1 && rows == MR {
-            // Column-major A (a transposed row-major one): each k step is contiguous.
-            for (k, o) in out.chunks_exact_mut(MR).enumerate() {
-                let s = r0 + (p0 + k) * a.cs;
-                o.copy_from_slice(&a.data[s..s + MR]);
-            }
+pub fn pack_a<const MR: usize>(a: &MatRef, i0: usize, rows: usize, p0: usize, kc: usize, dst: &mut [f32]) {
+    for (i, out) in dst.chunks_exact_mut(kc).take(MR).enumerate() {
+        if i >= rows {
+            out.fill(0.0);
+        } else if a.cs == 1 {
+            let s = (i0 + i) * a.rs + p0;
+            out.copy_from_slice(&a.data[s..s + kc]);
         } else {
-            for (k, o) in out.chunks_exact_mut(MR).enumerate() {
-                for (i, x) in o.iter_mut().enumerate() {
-                    *x = if i < rows { a.at(r0 + i, p0 + k) } else { 0.0 };
-                }
+            for (k, x) in out.iter_mut().enumerate() {
+                *x = a.at(i0 + i, p0 + k);
             }
         }
     }

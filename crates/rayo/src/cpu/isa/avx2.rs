@@ -207,4 +207,27 @@ impl Simd for Avx2 {
             _mm_cvtss_f32(_mm_min_ss(s, _mm_shuffle_ps::<0b01>(s, s)))
         }
     }
+    #[inline(always)]
+    fn transpose_tile(self, src: &[f32], lda: usize, dst: &mut [f32], ldb: usize) {
+        let r: [__m256; 8] = core::array::from_fn(|i| self.load(&src[i * lda..]));
+        let mut t = r;
+        // SAFETY (each block): register-only shuffles; the token proves avx2.
+        for p in 0..4 {
+            t[2 * p] = unsafe { _mm256_unpacklo_ps(r[2 * p], r[2 * p + 1]) };
+            t[2 * p + 1] = unsafe { _mm256_unpackhi_ps(r[2 * p], r[2 * p + 1]) };
+        }
+        let mut u = t;
+        for q in [0, 4] {
+            u[q] = unsafe { _mm256_shuffle_ps::<0x44>(t[q], t[q + 2]) };
+            u[q + 1] = unsafe { _mm256_shuffle_ps::<0xEE>(t[q], t[q + 2]) };
+            u[q + 2] = unsafe { _mm256_shuffle_ps::<0x44>(t[q + 1], t[q + 3]) };
+            u[q + 3] = unsafe { _mm256_shuffle_ps::<0xEE>(t[q + 1], t[q + 3]) };
+        }
+        for j in 0..4 {
+            let lo = unsafe { _mm256_permute2f128_ps::<0x20>(u[j], u[j + 4]) };
+            let hi = unsafe { _mm256_permute2f128_ps::<0x31>(u[j], u[j + 4]) };
+            self.store(&mut dst[j * ldb..], lo);
+            self.store(&mut dst[(j + 4) * ldb..], hi);
+        }
+    }
 }

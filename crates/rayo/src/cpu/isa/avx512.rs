@@ -220,4 +220,33 @@ impl Simd for Avx512 {
     fn reduce_min(self, a: __m512) -> f32 {
         unsafe { _mm512_reduce_min_ps(a) }
     }
+    #[inline(always)]
+    fn transpose_tile(self, src: &[f32], lda: usize, dst: &mut [f32], ldb: usize) {
+        let mut r: [__m512; 16] = core::array::from_fn(|i| self.load(&src[i * lda..]));
+        let mut t = r;
+        // SAFETY (each block): register-only shuffles; the token proves avx512f.
+        for p in 0..8 {
+            t[2 * p] = unsafe { _mm512_unpacklo_ps(r[2 * p], r[2 * p + 1]) };
+            t[2 * p + 1] = unsafe { _mm512_unpackhi_ps(r[2 * p], r[2 * p + 1]) };
+        }
+        for q in (0..16).step_by(4) {
+            r[q] = unsafe { _mm512_shuffle_ps::<0x44>(t[q], t[q + 2]) };
+            r[q + 1] = unsafe { _mm512_shuffle_ps::<0xEE>(t[q], t[q + 2]) };
+            r[q + 2] = unsafe { _mm512_shuffle_ps::<0x44>(t[q + 1], t[q + 3]) };
+            r[q + 3] = unsafe { _mm512_shuffle_ps::<0xEE>(t[q + 1], t[q + 3]) };
+        }
+        for h in [0, 8] {
+            for j in 0..4 {
+                t[h + j] = unsafe { _mm512_shuffle_f32x4::<0x88>(r[h + j], r[h + j + 4]) };
+                t[h + j + 4] = unsafe { _mm512_shuffle_f32x4::<0xDD>(r[h + j], r[h + j + 4]) };
+            }
+        }
+        for j in 0..8 {
+            r[j] = unsafe { _mm512_shuffle_f32x4::<0x88>(t[j], t[j + 8]) };
+            r[j + 8] = unsafe { _mm512_shuffle_f32x4::<0xDD>(t[j], t[j + 8]) };
+        }
+        for (j, v) in r.iter().enumerate() {
+            self.store(&mut dst[j * ldb..], *v);
+        }
+    }
 }
