@@ -28,6 +28,21 @@ echo "== native tests (x86-64: scalar, sse2, avx2, avx512 where present)"
 cargo test --workspace --release --exclude rayo-bench
 
 # ---- section: wgpu (lavapipe) ----
+# Mesa's software Vulkan driver (lavapipe): every GPU test runs for real, and fails (not skips)
+# without an adapter because RAYO_REQUIRE_GPU=1.
+if ! dpkg -s mesa-vulkan-drivers libvulkan1 >/dev/null 2>&1; then
+  echo "== installing: mesa-vulkan-drivers libvulkan1"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+fi
+echo "== wgpu tests on lavapipe"
+(
+  export WGPU_BACKEND=vulkan RAYO_REQUIRE_GPU=1 XDG_RUNTIME_DIR="$(mktemp -d)"
+  lvp=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+  [ -f "$lvp" ] && export VK_ICD_FILENAMES="$lvp"
+  cargo test -p rayo --features gpu --release --test gpu
+  cargo test -p rayo --features gpu --release --lib gpu::
+)
 
 # ---- section: ptx (ptxas from PyPI) ----
 echo "== PTX: every rayo-ptx kernel through NVIDIA's ptxas (PyPI wheel in .venv-cuda)"
