@@ -44,13 +44,6 @@ fn fold2<S: Simd>(s: S, a: &[f32], b: &[f32], step: impl Fn(S::V, S::V, S::V) ->
     let l = S::LANES;
     let z = s.zero();
     let mut acc = [z; 4];
-    // Align `a` to the vector width first: with two streams a split-line load on each pass
-    // costs more than the one partial step (the `b` stream keeps whatever offset it has).
-    let head = ((l - (a.as_ptr() as usize / 4) % l) % l).min(a.len());
-    if head > 0 {
-        acc[3] = step(acc[3], s.load_partial(&a[..head], 0.0), s.load_partial(&b[..head], 0.0));
-    }
-    let (a, b) = (&a[head..], &b[head..]);
     let mut ca = a.chunks_exact(4 * l);
     let mut cb = b.chunks_exact(4 * l);
     for (x, y) in (&mut ca).zip(&mut cb) {
