@@ -20,6 +20,7 @@ pub fn run() -> Result<(), String> {
         println!("caches:     {c}");
     }
     println!("force cpu:  {}", rayo::force_cpu());
+    gpu_info();
     Ok(())
 }
 
@@ -64,4 +65,33 @@ fn caches() -> Option<String> {
         out.push(format!("L{level}{tag} {size}"));
     }
     (!out.is_empty()).then(|| out.join(", "))
+}
+
+#[cfg(feature = "gpu")]
+fn gpu_info() {
+    let adapters = rayo::gpu::GpuDevice::list_adapters();
+    if adapters.is_empty() {
+        println!("wgpu:       no adapter");
+    }
+    for a in &adapters {
+        println!("wgpu:       {} ({}, {}, {} {})", a.name, a.backend, a.device_type, a.driver, a.driver_info);
+    }
+    match rayo::gpu::GpuDevice::new() {
+        Ok(d) => {
+            let l = d.limits();
+            println!(
+                "wgpu using: {} (storage binding {} MiB, buffer {} MiB, workgroup memory {} KiB)",
+                d.adapter_info().name,
+                l.max_storage_binding_bytes >> 20,
+                l.max_buffer_bytes >> 20,
+                l.max_workgroup_storage_bytes >> 10
+            );
+        }
+        Err(e) => println!("wgpu using: none ({e})"),
+    }
+}
+
+#[cfg(not(feature = "gpu"))]
+fn gpu_info() {
+    println!("wgpu:       not built (feature gpu)");
 }

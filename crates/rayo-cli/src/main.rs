@@ -10,6 +10,8 @@ const USAGE: &str = "\
 usage: rayo info
        rayo bench [--op NAME]... [--size N]... [--backend NAME]... [--threads N]... [--json] [--quick]
 
+wgpu:      rayo bench --backend wgpu [--op add|relu|gelu|sum|dot|softmax|matmul|fused3|unfused3|...]
+           (a roundtrip row and a device-resident row per op)
 bench ops: stream_copy stream_triad add sub mul div scale axpy add_alloc dot sum max min argmax
            norm_l1 norm_l2 relu leaky_relu elu selu sigmoid tanh swish gelu mish hardswish
            clip abs sqrt exp ln softmax log_softmax

@@ -1,6 +1,8 @@
 //! `rayo bench`: a table (or JSON lines) of op × size × backend × threads, median times.
 
 mod cpu;
+#[cfg(feature = "gpu")]
+mod gpu;
 mod matrix;
 pub mod row;
 mod timer;
@@ -16,6 +18,14 @@ const DEFAULT_OPS: &[&str] =
 
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
+    // `--backend wgpu`: the GPU rows (bench/gpu.rs); CPU backends named beside it run as usual.
+    let cpu_backends: Vec<String> = args.backends.iter().filter(|b| b.as_str() != "wgpu").cloned().collect();
+    if cpu_backends.len() != args.backends.len() {
+        wgpu_rows(args, plan)?;
+        if cpu_backends.is_empty() {
+            return Ok(());
+        }
+    }
     let ops: Vec<String> = if args.ops.is_empty() { DEFAULT_OPS.iter().map(|s| s.to_string()).collect() } else { args.ops.clone() };
     for op in &ops {
         if !cpu::OPS.contains(&op.as_str()) && !matrix::OPS.contains(&op.as_str()) {
@@ -33,7 +43,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         vec![Backend::selected()]
     } else {
         let mut v = Vec::new();
-        for name in &args.backends {
+        for name in &cpu_backends {
             let b = Backend::from_name(name).ok_or_else(|| format!("unknown backend {name:?}"))?;
             if b.is_supported() {
                 v.push(b);
@@ -61,6 +71,20 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             }
         }
     }
+    Ok(())
+}
+
+#[cfg(feature = "gpu")]
+fn wgpu_rows(args: &BenchArgs, plan: Plan) -> Result<(), String> {
+    if !args.json {
+        println!("{:<14} {:>10} {:>8} {:>7} {:>12} {:>10}", "op", "n", "backend", "threads", "median", "rate");
+    }
+    gpu::run(&args.ops, &args.sizes, plan, args.json, &|r| emit(r, args.json))
+}
+
+#[cfg(not(feature = "gpu"))]
+fn wgpu_rows(_: &BenchArgs, _: Plan) -> Result<(), String> {
+    eprintln!("rayo bench: this rayo was built without the wgpu backend (feature gpu)");
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! download. Ops on buffers are recorded and submitted without waiting; only reads wait.
 
 use super::device::GpuDevice;
-use super::elementwise::{encode_chain, BinaryOp, Chain, UnaryOp};
+use super::elementwise::{encode_chain, BinaryOp, Chain, Src, Step, UnaryOp, MAX_PARAMS};
 use super::encoder::{Encoder, Span};
 use super::kernels::{encode_matmul, encode_reduce, encode_softmax, ReduceOp};
 use super::pool::Pooled;
@@ -103,6 +103,29 @@ impl GpuDevice {
         enc.submit().map(drop)
     }
 
+    /// `out = ops[k-1](...ops[0](x))` as one generated kernel: one read of `x`, one write of
+    /// `out`, whatever the number of ops (at most 16 parameters in all).
+    pub async fn apply_fused_async(&self, ops: &[UnaryOp], x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()> {
+        let Some(first) = ops.first() else {
+            return Err(Error::InvalidParameter { op: "apply_fused", name: "ops", value: 0.0, reason: "no ops given" });
+        };
+        check_len(first.name(), x.len, out.len)?;
+        same_device("apply_fused", self, &[x, out])?;
+        let mut steps = Vec::with_capacity(ops.len());
+        for (j, &op) in ops.iter().enumerate() {
+            op.validate()?;
+            steps.push(Step::Unary(op, if j == 0 { Src::Input(0) } else { Src::Step(j - 1) }));
+        }
+        let chain = Chain { n_inputs: 1, steps, outputs: vec![ops.len() - 1] };
+        let np = chain.params().len();
+        if np > MAX_PARAMS {
+            return Err(Error::InvalidParameter { op: "apply_fused", name: "parameters", value: np as f64, reason: "more than 16 in one chain" });
+        }
+        let mut enc = Encoder::new(self)?;
+        encode_chain(&mut enc, &chain, &[&x.span()], &[&out.span()], x.len).await?;
+        enc.submit().map(drop)
+    }
+
     /// `out = a op b` on the device; submitted, not waited for.
     pub async fn apply_binary_async(&self, op: BinaryOp, a: &GpuBuffer, b: &GpuBuffer, out: &mut GpuBuffer) -> Result<()> {
         check_len(op.name(), a.len, b.len)?;
@@ -170,6 +193,9 @@ impl GpuDevice {
     blocking!(
         /// `out = op(x)` on the device; submitted, not waited for.
         apply => apply_async(op: UnaryOp, x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()>);
+    blocking!(
+        /// Several unary ops fused into one kernel on the device.
+        apply_fused => apply_fused_async(ops: &[UnaryOp], x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()>);
     blocking!(
         /// `out = a op b` on the device.
         apply_binary => apply_binary_async(op: BinaryOp, a: &GpuBuffer, b: &GpuBuffer, out: &mut GpuBuffer) -> Result<()>);
