@@ -21,6 +21,7 @@ pub fn run() -> Result<(), String> {
     }
     println!("force cpu:  {}", rayo::force_cpu());
     gpu_info();
+    println!("cuda:       {}", cuda_line());
     Ok(())
 }
 
@@ -65,6 +66,19 @@ fn caches() -> Option<String> {
         out.push(format!("L{level}{tag} {size}"));
     }
     (!out.is_empty()).then(|| out.join(", "))
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_line() -> String {
+    match rayo::cuda::CudaDevice::global() {
+        Ok(d) => format!("{} (kernels generated for sm_{})", d.info(), d.ptx_target()),
+        Err(e) => format!("none: {e}"),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_line() -> String {
+    "not built in (cargo build -p rayo-cli --features cuda)".into()
 }
 
 #[cfg(feature = "gpu")]

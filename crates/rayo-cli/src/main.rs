@@ -3,11 +3,13 @@
 mod args;
 mod bench;
 mod info;
+mod ptx;
 
 use std::process::ExitCode;
 
 const USAGE: &str = "\
 usage: rayo info
+       rayo ptx --out DIR [--sm 80] [--sm 90]
        rayo bench [--op NAME]... [--size N]... [--backend NAME]... [--threads N]... [--json] [--quick]
 
 wgpu:      rayo bench --backend wgpu [--op add|relu|gelu|sum|dot|softmax|matmul|fused3|unfused3|...]
@@ -15,12 +17,14 @@ wgpu:      rayo bench --backend wgpu [--op add|relu|gelu|sum|dot|softmax|matmul|
 bench ops: stream_copy stream_triad add sub mul div scale axpy add_alloc dot sum max min argmax
            norm_l1 norm_l2 relu leaky_relu elu selu sigmoid tanh swish gelu mish hardswish
            clip abs sqrt exp ln softmax log_softmax
-backends:  scalar sse2 avx2 avx512 neon simd128 (default: the best this CPU has)";
+backends:  scalar sse2 avx2 avx512 neon simd128 (default: the best this CPU has); cuda (--features cuda:
+           gemm gemm_blocked8 gemm_blocked16 gemm_tiled add sigmoid fused sum dot max softmax layernorm ...)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let result = match argv.first().map(String::as_str) {
         Some("info") => info::run(),
+        Some("ptx") => ptx::run(&argv[1..]),
         Some("bench") => args::BenchArgs::parse(&argv[1..]).and_then(|a| bench::run(&a)),
         Some("-h") | Some("--help") | Some("help") => {
             println!("{USAGE}");

@@ -3,6 +3,8 @@
 mod cpu;
 #[cfg(feature = "gpu")]
 mod gpu;
+#[cfg(feature = "cuda")]
+mod cuda;
 mod matrix;
 pub mod row;
 mod timer;
@@ -25,6 +27,12 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         if cpu_backends.is_empty() {
             return Ok(());
         }
+    }
+    if args.backends.iter().any(|b| b == "cuda") {
+        #[cfg(feature = "cuda")]
+        return cuda::run(args, plan, &|r: &Row| emit(r, args.json)).map(|()| ());
+        #[cfg(not(feature = "cuda"))]
+        return Err("backend cuda: this rayo was built without it (cargo build -p rayo-cli --features cuda)".into());
     }
     let ops: Vec<String> = if args.ops.is_empty() { DEFAULT_OPS.iter().map(|s| s.to_string()).collect() } else { args.ops.clone() };
     for op in &ops {

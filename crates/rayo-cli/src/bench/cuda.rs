@@ -1,0 +1,186 @@
+//! `rayo bench --backend cuda`: device-resident kernels timed with CUDA events (median of several
+//! samples, each many launches), host round trips timed with the host clock, and the PTX
+//! generation rate. Rows use the same table/JSON as the CPU rows.
+
+use super::row::Row;
+use super::timer::Plan;
+use crate::args::BenchArgs;
+use rayo::cuda::{CudaDevice, DeviceBuffer, Expr, GemmKernel, Kernel, ReduceOp};
+use std::time::Instant;
+
+pub const OPS: &[&str] = &[
+    "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_tiled", "gemm_naive", "add", "sigmoid", "fused", "sum", "dot", "max",
+    "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "ptxgen",
+];
+const DEFAULT: &[&str] = &["gemm", "add", "sum", "dot", "softmax", "layernorm", "roundtrip_add", "ptxgen"];
+const COLS: usize = 4096;
+
+fn err(e: rayo::Error) -> String {
+    format!("cuda: {e}")
+}
+
+/// Median device milliseconds of one call of `f`.
+fn device_ms(dev: &CudaDevice, plan: Plan, mut f: impl FnMut() -> rayo::Result<()>) -> Result<f64, String> {
+    f().map_err(err)?; // load the module, warm caches
+    let one = dev.time_ms(1, &mut f).map_err(err)?.max(1e-4);
+    let target_ms = plan.sample.as_secs_f64() * 1e3 / 4.0;
+    let reps = ((target_ms / one) as usize).clamp(1, 10_000);
+    let mut v = Vec::with_capacity(plan.samples);
+    for _ in 0..plan.samples {
+        v.push(dev.time_ms(reps, &mut f).map_err(err)?);
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    Ok(v[v.len() / 2])
+}
+
+fn row(op: &str, n: usize, mkn: Option<(usize, usize, usize)>, ms: f64, bytes: Option<f64>, flops: Option<f64>, note: &str) -> Row {
+    let ns = ms * 1e6;
+    Row {
+        op: op.to_string(),
+        n,
+        mkn,
+        backend: "cuda".into(),
+        threads: 1,
+        ns,
+        gbps: bytes.map(|b| b / ns),
+        gflops: flops.map(|f| f / ns),
+        note: Some(note.to_string()),
+    }
+}
+
+fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+pub fn run(args: &BenchArgs, plan: Plan, emit: &dyn Fn(&Row)) -> Result<(), String> {
+    let ops: Vec<String> = if args.ops.is_empty() { DEFAULT.iter().map(|s| s.to_string()).collect() } else { args.ops.clone() };
+    for op in &ops {
+        if !OPS.contains(&op.as_str()) {
+            return Err(format!("unknown cuda op {op:?}; known: {}", OPS.join(" ")));
+        }
+    }
+    let dev = CudaDevice::global().map_err(err)?;
+    eprintln!("rayo bench: cuda device {}", dev.info());
+    for op in &ops {
+        let sizes: Vec<usize> = match (args.sizes.is_empty(), op.as_str()) {
+            (false, _) => args.sizes.clone(),
+            (true, o) if o.starts_with("gemm") => vec![1024, 2048, 4096],
+            (true, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![32768 * COLS],
+            (true, "roundtrip_add") => vec![1000],
+            (true, "ptxgen") => vec![1],
+            (true, _) => vec![100_000_000],
+        };
+        for n in sizes {
+            for r in run_one(dev, op, n, plan)? {
+                emit(&r);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>, String> {
+    let up = |n: usize, seed: u64| dev.upload(&random(n, seed)).map_err(err);
+    let mut rows = vec![];
+    match op {
+        o if o.starts_with("gemm") => {
+            let d = n as u32;
+            let g = match o {
+                "gemm" => GemmKernel::auto(d, d, d),
+                "gemm_blocked8" => GemmKernel::blocked_bk(d, d, d, 8).ok_or("gemm_blocked8 needs n % 128 == 0")?,
+                "gemm_blocked16" => GemmKernel::blocked_bk(d, d, d, 16).ok_or("gemm_blocked16 needs n % 128 == 0")?,
+                "gemm_tiled" => GemmKernel::tiled(d, d, d, 32),
+                _ => GemmKernel::naive(d, d, d),
+            };
+            let (a, b) = (up(n * n, 1)?, up(n * n, 2)?);
+            let mut c = dev.zeros(n * n).map_err(err)?;
+            let ms = device_ms(dev, plan, || dev.gemm_with(g, &a, &b, &mut c))?;
+            let note = format!("resident {}", g.name().split('_').nth(1).unwrap_or(""));
+            rows.push(row(op, n, Some((n, n, n)), ms, None, Some(g.flops()), &note));
+        }
+        "add" | "sigmoid" | "fused" => {
+            let e = match op {
+                "add" => Expr::input(0).add(Expr::input(1)),
+                "sigmoid" => Expr::input(0).sigmoid(),
+                _ => Expr::input(0).mul(Expr::input(1)).add(Expr::input(0)).sigmoid().mul(Expr::input(2)),
+            };
+            let ins: Vec<DeviceBuffer> = (0..e.arity()).map(|i| up(n, 10 + i as u64)).collect::<Result<_, _>>()?;
+            let refs: Vec<&DeviceBuffer> = ins.iter().collect();
+            let mut out = dev.zeros(n).map_err(err)?;
+            let ms = device_ms(dev, plan, || dev.elementwise(&e, &refs, &mut out))?;
+            let bytes = (e.arity() + 1) as f64 * 4.0 * n as f64;
+            rows.push(row(op, n, None, ms, Some(bytes), None, "resident"));
+        }
+        "sum" | "dot" | "max" => {
+            let rop = match op {
+                "sum" => ReduceOp::Sum,
+                "dot" => ReduceOp::Dot,
+                _ => ReduceOp::Max,
+            };
+            let x = up(n, 20)?;
+            let y = if rop == ReduceOp::Dot { Some(up(n, 21)?) } else { None };
+            let ms = device_ms(dev, plan, || dev.reduce_device(rop, &x, y.as_ref()).map(|_| ()))?;
+            let bytes = if y.is_some() { 8.0 } else { 4.0 } * n as f64;
+            rows.push(row(op, n, None, ms, Some(bytes), None, "resident"));
+        }
+        "softmax" | "log_softmax" | "layernorm" | "rmsnorm" => {
+            let r = (n / COLS).max(1);
+            let x = up(r * COLS, 30)?;
+            let g = up(COLS, 31)?;
+            let b = up(COLS, 32)?;
+            let mut out = dev.zeros(r * COLS).map_err(err)?;
+            let ms = device_ms(dev, plan, || match op {
+                "softmax" => dev.softmax(&x, r, COLS, false, &mut out),
+                "log_softmax" => dev.softmax(&x, r, COLS, true, &mut out),
+                "layernorm" => dev.layernorm(&x, &g, &b, r, COLS, 1e-5, &mut out),
+                _ => dev.rmsnorm(&x, &g, r, COLS, 1e-5, &mut out),
+            })?;
+            rows.push(row(op, r * COLS, Some((r, COLS, 0)), ms, Some(8.0 * (r * COLS) as f64), None, "resident"));
+        }
+        "roundtrip_add" => {
+            let (xs, ys) = (random(n, 40), random(n, 41));
+            let mut host = vec![0.0f32; n];
+            let e = Expr::input(0).add(Expr::input(1));
+            let mut once = || -> rayo::Result<()> {
+                let x = dev.upload(&xs)?;
+                let y = dev.upload(&ys)?;
+                let mut o = dev.zeros(n)?;
+                dev.elementwise(&e, &[&x, &y], &mut o)?;
+                dev.download_into(&o, &mut host)
+            };
+            once().map_err(err)?;
+            let mut v = vec![];
+            for _ in 0..plan.samples.max(5) * 40 {
+                let t = Instant::now();
+                once().map_err(err)?;
+                v.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            v.sort_by(|a, b| a.total_cmp(b));
+            rows.push(row(op, n, None, v[v.len() / 2], Some(12.0 * n as f64), None, "roundtrip upload+add+download"));
+        }
+        "ptxgen" => {
+            let t = Instant::now();
+            let mut k = 0usize;
+            let mut bytes = 0usize;
+            while t.elapsed().as_millis() < 300 {
+                bytes += GemmKernel::tiled(1024, 1024, 1024 + (k % 7) as u32, 32).emit_ptx().len();
+                k += 1;
+            }
+            let per = t.elapsed().as_secs_f64() * 1e3 / k as f64;
+            let mut r = row(op, k, None, per, Some(bytes as f64 / k as f64), None, "tiled GEMM PTX text, CPU");
+            r.gbps = None;
+            r.backend = "cpu".into();
+            rows.push(r);
+        }
+        _ => return Err(format!("unknown cuda op {op}")),
+    }
+    Ok(rows)
+}
