@@ -3,40 +3,47 @@
 use super::instr::*;
 use super::kernel::PtxKernel;
 use super::types::PtxType;
+use core::fmt;
 use std::fmt::Write;
 
-pub(crate) fn operand(o: &Operand) -> String {
-    match o {
-        Operand::Reg(r) => r.name(),
-        Operand::Int(v) => v.to_string(),
-        Operand::F32(v) => format!("0f{:08X}", v.to_bits()),
-        Operand::F64(v) => format!("0d{:016X}", v.to_bits()),
-        Operand::Special(s) => s.name().to_string(),
-        Operand::Symbol(s) => s.clone(),
+
+impl fmt::Display for Reg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}{}", self.ty.reg_prefix(), self.index)
     }
 }
 
-fn addr(a: &Addr) -> String {
-    if a.offset == 0 {
-        format!("[{}]", operand(&a.base))
-    } else {
-        format!("[{}+{}]", operand(&a.base), a.offset)
+impl fmt::Display for Operand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Operand::Reg(r) => r.fmt(f),
+            Operand::Int(v) => write!(f, "{v}"),
+            Operand::F32(v) => write!(f, "0f{:08X}", v.to_bits()),
+            Operand::F64(v) => write!(f, "0d{:016X}", v.to_bits()),
+            Operand::Special(s) => f.write_str(s.name()),
+            Operand::Symbol(s) => f.write_str(s),
+        }
     }
 }
 
-fn vec_suffix(n: usize) -> String {
-    if n > 1 {
-        format!(".v{n}")
-    } else {
-        String::new()
+impl fmt::Display for Addr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.offset == 0 {
+            write!(f, "[{}]", self.base)
+        } else {
+            write!(f, "[{}+{}]", self.base, self.offset)
+        }
     }
 }
 
-fn reg_list(rs: &[Reg]) -> String {
-    if rs.len() == 1 {
-        rs[0].name()
-    } else {
-        format!("{{{}}}", rs.iter().map(|r| r.name()).collect::<Vec<_>>().join(", "))
+/// `{a, b, c, d}` or a single operand.
+struct List<'a, T>(&'a [T]);
+
+fn vec_suffix(n: usize) -> &'static str {
+    match n {
+        2 => ".v2",
+        4 => ".v4",
+        _ => "",
     }
 }
 
@@ -53,53 +60,169 @@ fn atom_name(op: AtomOp) -> &'static str {
 
 /// One instruction as a line of PTX (without indentation or newline).
 pub(crate) fn inst(i: &Inst) -> String {
-    let guard = match i.guard {
-        Some((p, false)) => format!("@{} ", p.name()),
-        Some((p, true)) => format!("@!{} ", p.name()),
-        None => String::new(),
-    };
-    let body = match &i.op {
-        Op::Mov { ty, d, a } => format!("mov.{ty} {}, {};", d.name(), operand(a)),
-        Op::Un { op, ty, d, a } => format!("{}.{ty} {}, {};", op.opcode(*ty), d.name(), operand(a)),
-        Op::Bin { op, ty, d, a, b } => {
-            format!("{}.{ty} {}, {}, {};", op.opcode(*ty), d.name(), operand(a), operand(b))
+    let mut s = String::new();
+    let _ = write_inst(&mut s, i);
+    s
+}
+
+/// Appends itself to PTX text without going through `fmt` (emission is the hot path of
+/// kernel generation).
+pub(crate) trait Put {
+    fn put(&self, out: &mut String);
+}
+
+impl Put for str {
+    fn put(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+impl<T: Put + ?Sized> Put for &T {
+    fn put(&self, out: &mut String) {
+        (**self).put(out)
+    }
+}
+impl Put for String {
+    fn put(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+impl Put for PtxType {
+    fn put(&self, out: &mut String) {
+        out.push_str(self.name());
+    }
+}
+impl Put for u64 {
+    fn put(&self, out: &mut String) {
+        let mut buf = [0u8; 20];
+        let mut i = buf.len();
+        let mut v = *self;
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
         }
+        for &b in &buf[i..] {
+            out.push(b as char);
+        }
+    }
+}
+impl Put for u32 {
+    fn put(&self, out: &mut String) {
+        (*self as u64).put(out)
+    }
+}
+impl Put for i64 {
+    fn put(&self, out: &mut String) {
+        if *self < 0 {
+            out.push('-');
+        }
+        self.unsigned_abs().put(out)
+    }
+}
+fn hex(out: &mut String, v: u64, digits: u32) {
+    const H: &[u8; 16] = b"0123456789ABCDEF";
+    for k in (0..digits).rev() {
+        out.push(H[((v >> (4 * k)) & 15) as usize] as char);
+    }
+}
+impl Put for Reg {
+    fn put(&self, out: &mut String) {
+        out.push('%');
+        out.push_str(self.ty.reg_prefix());
+        self.index.put(out);
+    }
+}
+impl Put for Operand {
+    fn put(&self, out: &mut String) {
+        match self {
+            Operand::Reg(r) => r.put(out),
+            Operand::Int(v) => v.put(out),
+            Operand::F32(v) => {
+                out.push_str("0f");
+                hex(out, v.to_bits() as u64, 8);
+            }
+            Operand::F64(v) => {
+                out.push_str("0d");
+                hex(out, v.to_bits(), 16);
+            }
+            Operand::Special(s) => out.push_str(s.name()),
+            Operand::Symbol(s) => out.push_str(s),
+        }
+    }
+}
+impl Put for Addr {
+    fn put(&self, out: &mut String) {
+        out.push('[');
+        self.base.put(out);
+        if self.offset != 0 {
+            out.push('+');
+            self.offset.put(out);
+        }
+        out.push(']');
+    }
+}
+impl<T: Put> Put for List<'_, T> {
+    fn put(&self, out: &mut String) {
+        if self.0.len() == 1 {
+            return self.0[0].put(out);
+        }
+        out.push('{');
+        for (i, x) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            x.put(out);
+        }
+        out.push('}');
+    }
+}
+
+macro_rules! put {
+    ($out:expr; $($x:expr),* $(,)?) => {{ $( Put::put(&$x, $out); )* }};
+}
+
+/// Writes one instruction straight into `out` (no intermediate strings, no `fmt`).
+pub(crate) fn write_inst(out: &mut String, i: &Inst) -> fmt::Result {
+    match i.guard {
+        Some((p, false)) => put!(out; "@", p, " "),
+        Some((p, true)) => put!(out; "@!", p, " "),
+        None => {}
+    }
+    match &i.op {
+        Op::Mov { ty, d, a } => put!(out; "mov.", ty, " ", d, ", ", a, ";"),
+        Op::Un { op, ty, d, a } => put!(out; op.opcode(*ty), ".", ty, " ", d, ", ", a, ";"),
+        Op::Bin { op, ty, d, a, b } => put!(out; op.opcode(*ty), ".", ty, " ", d, ", ", a, ", ", b, ";"),
         Op::Fma { ty, d, a, b, c } => {
-            let opc = if ty.is_float() { "fma.rn" } else { "mad.lo" };
-            format!("{opc}.{ty} {}, {}, {}, {};", d.name(), operand(a), operand(b), operand(c))
+            let opc = if ty.is_float() { "fma.rn." } else { "mad.lo." };
+            put!(out; opc, ty, " ", d, ", ", a, ", ", b, ", ", c, ";")
         }
-        Op::MadWide { ty, d, a, b, c } => {
-            format!("mad.wide.{ty} {}, {}, {}, {};", d.name(), operand(a), operand(b), operand(c))
-        }
-        Op::Setp { cmp, ty, d, a, b } => {
-            format!("setp.{}.{ty} {}, {}, {};", cmp.name(), d.name(), operand(a), operand(b))
-        }
-        Op::Selp { ty, d, a, b, p } => {
-            format!("selp.{ty} {}, {}, {}, {};", d.name(), operand(a), operand(b), p.name())
-        }
+        Op::MadWide { ty, d, a, b, c } => put!(out; "mad.wide.", ty, " ", d, ", ", a, ", ", b, ", ", c, ";"),
+        Op::Setp { cmp, ty, d, a, b } => put!(out; "setp.", cmp.name(), ".", ty, " ", d, ", ", a, ", ", b, ";"),
+        Op::Selp { ty, d, a, b, p } => put!(out; "selp.", ty, " ", d, ", ", a, ", ", b, ", ", p, ";"),
         Op::Cvt { rnd, dty, sty, d, a } => {
-            let r = rnd.map(|r| format!(".{r}")).unwrap_or_default();
-            format!("cvt{r}.{dty}.{sty} {}, {};", d.name(), operand(a))
+            out.push_str("cvt.");
+            if let Some(r) = rnd {
+                put!(out; r, ".");
+            }
+            put!(out; dty, ".", sty, " ", d, ", ", a, ";")
         }
-        Op::CvtaTo { space, d, a } => format!("cvta.to.{}.u64 {}, {};", space.name(), d.name(), a.name()),
-        Op::Ld { space, ty, dst, addr: ad, nc } => {
+        Op::CvtaTo { space, d, a } => put!(out; "cvta.to.", space.name(), ".u64 ", d, ", ", a, ";"),
+        Op::Ld { space, ty, dst, addr, nc } => {
             let nc = if *nc { ".nc" } else { "" };
-            format!("ld.{}{nc}{}.{ty} {}, {};", space.name(), vec_suffix(dst.len()), reg_list(dst), addr(ad))
+            put!(out; "ld.", space.name(), nc, vec_suffix(dst.len()), ".", ty, " ", List(dst), ", ", addr, ";")
         }
-        Op::LdParam { ty, d, name } => format!("ld.param.{ty} {}, [{name}];", d.name()),
-        Op::St { space, ty, src, addr: ad } => {
-            let vals = if src.len() == 1 {
-                operand(&src[0])
-            } else {
-                format!("{{{}}}", src.iter().map(operand).collect::<Vec<_>>().join(", "))
-            };
-            format!("st.{}{}.{ty} {}, {vals};", space.name(), vec_suffix(src.len()), addr(ad))
+        Op::LdParam { ty, d, name } => put!(out; "ld.param.", ty, " ", d, ", [", name, "];"),
+        Op::St { space, ty, src, addr } => {
+            put!(out; "st.", space.name(), vec_suffix(src.len()), ".", ty, " ", addr, ", ", List(src), ";")
         }
-        Op::Atom { space, op, ty, d, addr: ad, b } => {
-            format!("atom.{}.{}.{ty} {}, {}, {};", space.name(), atom_name(*op), d.name(), addr(ad), operand(b))
+        Op::Atom { space, op, ty, d, addr, b } => {
+            put!(out; "atom.", space.name(), ".", atom_name(*op), ".", ty, " ", d, ", ", addr, ", ", b, ";")
         }
-        Op::Red { space, op, ty, addr: ad, b } => {
-            format!("red.{}.{}.{ty} {}, {};", space.name(), atom_name(*op), addr(ad), operand(b))
+        Op::Red { space, op, ty, addr, b } => {
+            put!(out; "red.", space.name(), ".", atom_name(*op), ".", ty, " ", addr, ", ", b, ";")
         }
         Op::Shfl { mode, d, a, b, c, mask } => {
             let m = match mode {
@@ -108,7 +231,9 @@ pub(crate) fn inst(i: &Inst) -> String {
                 ShflMode::Bfly => "bfly",
                 ShflMode::Idx => "idx",
             };
-            format!("shfl.sync.{m}.b32 {}, {}, {}, {c}, {mask:#x};", d.name(), operand(a), operand(b))
+            put!(out; "shfl.sync.", m, ".b32 ", d, ", ", a, ", ", b, ", ", c, ", 0x");
+            hex(out, *mask as u64, 8);
+            out.push(';');
         }
         Op::Vote { mode, d, a, mask } => {
             let m = match mode {
@@ -116,15 +241,17 @@ pub(crate) fn inst(i: &Inst) -> String {
                 VoteMode::Any => "any.pred",
                 VoteMode::Ballot => "ballot.b32",
             };
-            format!("vote.sync.{m} {}, {}, {mask:#x};", d.name(), a.name())
+            put!(out; "vote.sync.", m, " ", d, ", ", a, ", 0x");
+            hex(out, *mask as u64, 8);
+            out.push(';');
         }
-        Op::Label(l) => return format!("{l}:"),
-        Op::Bra { target, uni } => format!("bra{} {target};", if *uni { ".uni" } else { "" }),
-        Op::BarSync(n) => format!("bar.sync {n};"),
-        Op::MembarGl => "membar.gl;".to_string(),
-        Op::Ret => "ret;".to_string(),
-    };
-    guard + &body
+        Op::Label(l) => put!(out; l, ":"),
+        Op::Bra { target, uni } => put!(out; "bra", if *uni { ".uni " } else { " " }, target, ";"),
+        Op::BarSync(n) => put!(out; "bar.sync ", n, ";"),
+        Op::MembarGl => out.push_str("membar.gl;"),
+        Op::Ret => out.push_str("ret;"),
+    }
+    Ok(())
 }
 
 /// The `.entry` of one kernel.
@@ -153,11 +280,11 @@ pub(crate) fn kernel(k: &PtxKernel, out: &mut String) {
     }
     out.push('\n');
     for i in &k.insts {
-        if matches!(i.op, Op::Label(_)) {
-            let _ = writeln!(out, "{}", inst(i));
-        } else {
-            let _ = writeln!(out, "\t{}", inst(i));
+        if !matches!(i.op, Op::Label(_)) {
+            out.push('\t');
         }
+        let _ = write_inst(out, i);
+        out.push('\n');
     }
     out.push_str("}\n");
 }

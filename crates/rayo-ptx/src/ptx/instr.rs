@@ -19,7 +19,7 @@ impl Reg {
     }
     /// The register's PTX name, e.g. `%f12`.
     pub fn name(self) -> String {
-        format!("%{}{}", self.ty.reg_prefix(), self.index)
+        self.to_string()
     }
 }
 

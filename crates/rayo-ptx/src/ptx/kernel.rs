@@ -56,7 +56,7 @@ impl PtxKernel {
             min_ctas: None,
             reg_counts: [0; 13],
             next_reg: 0,
-            insts: vec![],
+            insts: Vec::with_capacity(256),
             guard: None,
             labels: 0,
         }
