@@ -392,7 +392,7 @@ fn chain_by_op(d: &GpuDevice, x: &[f32], y: &[f32]) -> Vec<f32> {
 #[test]
 fn batch_equals_op_by_op_and_fused_equals_unfused() {
     let Some(d) = device() else { return };
-    for &n in &[1usize, 257, 65537] {
+    for &n in &[1usize, 257, 4096, 65537] {
         let (x, y) = (data(n, 61, 4.0), data(n, 62, 4.0));
         let want = chain_by_op(&d, &x, &y);
         let mut results = Vec::new();

@@ -83,7 +83,7 @@ impl UnaryOp {
             UnaryOp::Tanh => format!("op_tanh({x})"),
             UnaryOp::Swish => format!("op_swish({x})"),
             UnaryOp::Gelu => format!("op_gelu({x})"),
-            UnaryOp::Clip(..) => format!("clamp({x}, {}, {})", pa(p), pa(p + 1)),
+            UnaryOp::Clip(..) => format!("clamp({x}, T({}), T({}))", pa(p), pa(p + 1)),
             UnaryOp::Scale(_) => format!("({x} * {})", pa(p)),
         }
     }
@@ -146,18 +146,33 @@ impl Chain {
             .collect()
     }
 
-    /// The generated WGSL kernel.
-    pub fn wgsl(&self) -> String {
+    /// What the generated source depends on (op kinds and wiring, not parameter values): the
+    /// pipeline-cache key, so the source is generated only once per shape of chain.
+    pub fn signature(&self, vec4: bool) -> String {
+        let mut s = format!("ew{}:{}:", if vec4 { 4 } else { 1 }, self.n_inputs);
+        for st in &self.steps {
+            let _ = match *st {
+                Step::Unary(op, a) => write!(s, "{}({a:?});", op.name()),
+                Step::Binary(op, a, b) => write!(s, "{}({a:?},{b:?});", op.name()),
+            };
+        }
+        let _ = write!(s, "out{:?}", self.outputs);
+        s
+    }
+
+    /// The generated WGSL kernel; `vec4`: each invocation handles 4 consecutive elements.
+    pub fn wgsl(&self, vec4: bool) -> String {
         let mut s = String::with_capacity(FNS.len() + 1024);
+        s.push_str(if vec4 { "alias T = vec4<f32>;\n" } else { "alias T = f32;\n" });
         s.push_str(
             "struct Meta { n: u32, stride: u32, u2: u32, u3: u32, u4: u32, u5: u32, u6: u32, u7: u32, \
              p: array<vec4<f32>, 4>, }\n@group(0) @binding(0) var<uniform> prm: Meta;\n",
         );
         for i in 0..self.n_inputs {
-            let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> in{i}: array<f32>;", i + 1);
+            let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> in{i}: array<T>;", i + 1);
         }
         for (o, _) in self.outputs.iter().enumerate() {
-            let _ = writeln!(s, "@group(0) @binding({}) var<storage, read_write> out{o}: array<f32>;", self.n_inputs + o + 1);
+            let _ = writeln!(s, "@group(0) @binding({}) var<storage, read_write> out{o}: array<T>;", self.n_inputs + o + 1);
         }
         s.push_str(FNS);
         s.push_str(
@@ -200,11 +215,13 @@ pub(crate) async fn encode_chain(enc: &mut Encoder, chain: &Chain, inputs: &[&Sp
     }
     let params = chain.params();
     debug_assert!(params.len() <= MAX_PARAMS);
-    let src = chain.wgsl();
-    let kernel = enc.dev.inner.pipelines.get(&enc.dev.inner.device, &src.clone(), || src).await?;
-    let g = grid_1d(&enc.dev, n);
+    // 16-byte accesses when every binding holds whole vec4s (all spans start at offset 0).
+    let vec4 = n % 4 == 0 && inputs.iter().chain(outputs).all(|s| s.offset % 16 == 0);
+    let items = if vec4 { n / 4 } else { n };
+    let kernel = enc.dev.inner.pipelines.get(&enc.dev.inner.device, &chain.signature(vec4), || chain.wgsl(vec4)).await?;
+    let g = grid_1d(&enc.dev, items);
     let mut meta = Meta::default();
-    meta.u[0] = n as u32;
+    meta.u[0] = items as u32;
     meta.u[1] = g.0 * super::encoder::WG;
     meta.p[..params.len()].copy_from_slice(&params);
     let spans: Vec<&Span> = inputs.iter().chain(outputs.iter()).copied().collect();
@@ -227,9 +244,14 @@ mod tests {
             ],
             outputs: vec![1, 3],
         };
-        let w = c.wgsl();
+        let w = c.wgsl(false);
+        assert!(c.wgsl(true).contains("alias T = vec4<f32>;"));
+        assert_ne!(c.signature(true), c.signature(false));
+        let mut c2 = c.clone();
+        c2.steps[1] = Step::Unary(UnaryOp::Clip(-5.0, 5.0), Src::Step(0));
+        assert_eq!(c.signature(false), c2.signature(false), "parameter values do not change the kernel");
         assert!(w.contains("@binding(4) var<storage, read_write> out1"));
-        assert!(w.contains("clamp(t0, prm.p[0][0], prm.p[0][1])"));
+        assert!(w.contains("clamp(t0, T(prm.p[0][0]), T(prm.p[0][1]))"));
         assert!(w.contains("(t2 * prm.p[0][2])"));
         assert_eq!(c.params(), vec![-1.0, 1.0, 2.0]);
         assert!(w.contains("out0[i] = t1;") && w.contains("out1[i] = t3;"));

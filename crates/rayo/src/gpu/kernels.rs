@@ -10,7 +10,7 @@ const CONV2D: &str = include_str!("shaders/conv2d.wgsl");
 
 /// Workgroups of a reduction's first stage: enough to fill a large GPU, few enough that the
 /// second stage is one workgroup's work.
-const REDUCE_GROUPS: usize = 1024;
+const REDUCE_GROUPS: usize = 2048;
 
 /// A reduction to one value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,13 +45,14 @@ fn reduce_source(op: ReduceOp, load: Load) -> String {
     // Text substitution of the template's placeholders: COMBINE(a, b), LOAD(i), INIT, EXTRA.
     let mut s = REDUCE.replace("EXTRA", extra);
     s = s.replace("INIT", if init_from_first { "LOAD(0u)" } else { "0.0" });
-    s = expand_call(&s, "LOAD", |args| load_expr.replace("IDX", &format!("({})", args[0])));
-    s = expand_call(&s, "COMBINE", |args| combine.replace('A', &format!("({})", args[0])).replace('B', &format!("({})", args[1])));
+    s = expand_call(&s, "LOAD", &|args| load_expr.replace("IDX", &format!("({})", args[0])));
+    s = expand_call(&s, "COMBINE", &|args| combine.replace('A', &format!("({})", args[0])).replace('B', &format!("({})", args[1])));
     s
 }
 
-/// Replaces every `NAME(arg, ...)` in `src` with `f(args)` (balanced parentheses).
-fn expand_call(src: &str, name: &str, f: impl Fn(&[String]) -> String) -> String {
+/// Replaces every `NAME(arg, ...)` in `src` with `f(args)` (balanced parentheses; calls nested
+/// in the arguments are expanded first).
+fn expand_call(src: &str, name: &str, f: &dyn Fn(&[String]) -> String) -> String {
     let mut out = String::with_capacity(src.len());
     let mut rest = src;
     let pat = format!("{name}(");
@@ -78,6 +79,7 @@ fn expand_call(src: &str, name: &str, f: impl Fn(&[String]) -> String) -> String
                 _ => cur.push(ch),
             }
         }
+        let args: Vec<String> = args.iter().map(|a| expand_call(a, name, f)).collect();
         out.push_str(&f(&args));
         rest = &after[end..];
     }
@@ -183,5 +185,6 @@ mod tests {
         assert!(!s.contains("LOAD") && !s.contains("COMBINE") && !s.contains("INIT") && !s.contains("EXTRA"));
         assert!(s.contains("var a0: f32 = (x[(0u)] * y[(0u)]);"), "{s}");
         assert!(s.contains("a0 = max((a0), ((x[(i)] * y[(i)])));"), "{s}");
+        assert!(s.contains("a3 = max((a3), ((x[(i + 3u * stride)] * y[(i + 3u * stride)])));"), "{s}");
     }
 }

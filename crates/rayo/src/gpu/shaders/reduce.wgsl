@@ -27,15 +27,23 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
     var i = wid.x * 256u + lid.x;
     var a0: f32 = INIT;
     var a1: f32 = a0;
-    // Two accumulators: two independent loads in flight per thread.
+    var a2: f32 = a0;
+    var a3: f32 = a0;
+    // Four accumulators: four independent loads in flight per thread.
     loop {
-        if (i + stride >= n) { break; }
+        if (i + 3u * stride >= n) { break; }
         a0 = COMBINE(a0, LOAD(i));
         a1 = COMBINE(a1, LOAD(i + stride));
-        i = i + 2u * stride;
+        a2 = COMBINE(a2, LOAD(i + 2u * stride));
+        a3 = COMBINE(a3, LOAD(i + 3u * stride));
+        i = i + 4u * stride;
     }
-    if (i < n) { a0 = COMBINE(a0, LOAD(i)); }
-    sdata[lid.x] = COMBINE(a0, a1);
+    loop {
+        if (i >= n) { break; }
+        a0 = COMBINE(a0, LOAD(i));
+        i = i + stride;
+    }
+    sdata[lid.x] = COMBINE(COMBINE(a0, a1), COMBINE(a2, a3));
     workgroupBarrier();
     for (var s = 128u; s > 0u; s = s >> 1u) {
         if (lid.x < s) {
