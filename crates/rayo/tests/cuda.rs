@@ -232,6 +232,21 @@ fn gemm_small_matches_f64() {
         gemm_check(dev, GemmKernel::blocked_bk(m, n, k, 8).unwrap(), &mut rng, None);
         gemm_check(dev, GemmKernel::blocked_bk(m, n, k, 16).unwrap(), &mut rng, None);
     }
+    for (m, n, k) in [(128, 128, 32), (256, 384, 160), (512, 512, 512)] {
+        for bk in [8, 16] {
+            let g = GemmKernel::blocked_split(m, n, k, bk, 2).unwrap();
+            gemm_check(dev, g, &mut rng, None);
+            // split-K adds two halves onto zero: the same bits on every run
+            let a = dev.upload(&rng.vec(m as usize * k as usize, -1.0, 1.0)).unwrap();
+            let b = dev.upload(&rng.vec(k as usize * n as usize, -1.0, 1.0)).unwrap();
+            let mut c1 = poisoned(dev, (m * n) as usize);
+            let mut c2 = poisoned(dev, (m * n) as usize);
+            dev.gemm_with(g, &a, &b, &mut c1).unwrap();
+            dev.gemm_with(g, &a, &b, &mut c2).unwrap();
+            let (v1, v2) = (dev.download(&c1).unwrap(), dev.download(&c2).unwrap());
+            assert!(v1.iter().zip(&v2).all(|(x, y)| x.to_bits() == y.to_bits()), "split-K not deterministic");
+        }
+    }
 }
 
 #[test]
@@ -239,6 +254,8 @@ fn gemm_large_sampled_matches_f64() {
     let Some(dev) = device() else { return };
     let mut rng = Rng(0x5851F42D4C957F2D);
     gemm_check(dev, GemmKernel::auto(1000, 1000, 1000), &mut rng, Some(2000));
+    let sms = dev.info().multiprocessors;
+    gemm_check(dev, GemmKernel::for_device(1024, 1024, 1024, sms), &mut rng, Some(2000));
     gemm_check(dev, GemmKernel::blocked_bk(4096, 4096, 4096, 8).unwrap(), &mut rng, Some(2000));
     gemm_check(dev, GemmKernel::blocked_bk(4096, 4096, 4096, 16).unwrap(), &mut rng, Some(2000));
 }

@@ -9,7 +9,7 @@ use rayo::cuda::{CudaDevice, DeviceBuffer, Expr, GemmKernel, Kernel, ReduceOp};
 use std::time::Instant;
 
 pub const OPS: &[&str] = &[
-    "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_tiled", "gemm_naive", "add", "sigmoid", "fused", "sum", "dot", "max",
+    "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tiled", "gemm_naive", "add", "sigmoid", "fused", "sum", "dot", "max",
     "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "ptxgen",
 ];
 const DEFAULT: &[&str] = &["gemm", "add", "sum", "dot", "softmax", "layernorm", "roundtrip_add", "ptxgen"];
@@ -94,7 +94,9 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
         o if o.starts_with("gemm") => {
             let d = n as u32;
             let g = match o {
-                "gemm" => GemmKernel::auto(d, d, d),
+                "gemm" => GemmKernel::for_device(d, d, d, dev.info().multiprocessors),
+                "gemm_split8" => GemmKernel::blocked_split(d, d, d, 8, 2).ok_or("gemm_split8 needs n % 128 == 0")?,
+                "gemm_split16" => GemmKernel::blocked_split(d, d, d, 16, 2).ok_or("gemm_split16 needs n % 128 == 0")?,
                 "gemm_blocked8" => GemmKernel::blocked_bk(d, d, d, 8).ok_or("gemm_blocked8 needs n % 128 == 0")?,
                 "gemm_blocked16" => GemmKernel::blocked_bk(d, d, d, 16).ok_or("gemm_blocked16 needs n % 128 == 0")?,
                 "gemm_tiled" => GemmKernel::tiled(d, d, d, 32),

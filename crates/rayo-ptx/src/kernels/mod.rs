@@ -96,6 +96,9 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
         if let Some(g) = GemmKernel::blocked_bk(256, 384, 136, bk) {
             v.push(Box::new(g));
         }
+        if let Some(g) = GemmKernel::blocked_split(1024, 1024, 1024, bk, 2) {
+            v.push(Box::new(g));
+        }
     }
     v
 }

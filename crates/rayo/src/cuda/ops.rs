@@ -127,7 +127,7 @@ impl CudaDevice {
     /// for the shape.
     pub fn gemm(&self, a: &DeviceBuffer, b: &DeviceBuffer, c: &mut DeviceBuffer, m: usize, n: usize, k: usize) -> Result<()> {
         let dims = [m, n, k].map(|d| u32::try_from(d).unwrap_or(u32::MAX));
-        self.gemm_with(GemmKernel::auto(dims[0], dims[1], dims[2]), a, b, c)
+        self.gemm_with(GemmKernel::for_device(dims[0], dims[1], dims[2], self.info().multiprocessors), a, b, c)
     }
 
     /// `c = a · b` with a chosen kernel (its shape is the kernel's).
@@ -145,6 +145,9 @@ impl CudaDevice {
             return Ok(());
         }
         let f = self.function(&g)?;
+        if g.needs_zeroed_output() {
+            self.stream.memset_zeros(&mut c.slice).map_err(super::ffi::drv)?;
+        }
         launch(&self.stream, &f, g.launch(), &[&a.slice, &b.slice], &mut [&mut c.slice], &[])
     }
 }

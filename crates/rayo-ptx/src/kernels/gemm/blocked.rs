@@ -37,8 +37,8 @@ fn compute(k: &mut PtxKernel, f: &Frag, boff: Reg, bk: u32, acc: &[Reg]) {
     }
 }
 
-pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32) {
-    let _ = m;
+pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32, split: u32) {
+    let _ = m; // rows come from the grid
     k.launch_bounds((THREADS, 1, 1), Some(2));
     let buf_floats = bk * BM;
     let buf_bytes = buf_floats * 4;
@@ -65,6 +65,14 @@ pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32) {
     let grow = k.fma(U, by, BM, arow);
     let ai = k.fma(U, grow, kd, acol);
     let ga = k.elem_addr(a, ai, 4);
+    let part = kd / split;
+    if split > 1 {
+        // block z takes k in [z*part, (z+1)*part): A moves right, B moves down
+        let z = k.special(Special::CtaidZ);
+        let za = k.mul(U, z, part * 4);
+        let zw = k.cvt(U64, U, za);
+        k.bin_to(BinOp::Add, ga, ga, zw);
+    }
     // B: rows of 128 floats, 32 float4s per row, 8 rows per pass.
     let b_passes = bk / 8;
     let brow = k.bin(BinOp::Shr, U, tid, 5u32);
@@ -73,6 +81,13 @@ pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32) {
     let gcol = k.fma(U, bx, BN, bcol);
     let bi = k.fma(U, brow, n, gcol);
     let gb = k.elem_addr(b, bi, 4);
+    if split > 1 {
+        let z = k.special(Special::CtaidZ);
+        let zb = k.mul(U, z, part);
+        let zrow = k.mul(U, zb, n);
+        let zoff = k.bin(BinOp::MulWide, U, zrow, 4u32);
+        k.bin_to(BinOp::Add, gb, gb, zoff);
+    }
     // Register → shared stores: A transposed (As[acol+i][arow]), B as is (Bs[brow][bcol..]).
     let sa_idx = k.fma(U, acol, BM, arow);
     let sa_st = k.fma(U, sa_idx, 4u32, sa0);
@@ -116,7 +131,7 @@ pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32) {
     load(k);
     store(k, boff);
     k.bar_sync();
-    let tiles = kd / bk;
+    let tiles = part / bk;
     if tiles > 1 {
         let cnt = k.mov(U, tiles - 1);
         let top = k.new_label("slice");
@@ -145,8 +160,15 @@ pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32) {
         let row_off = (r as u64 * n as u64 * 4) as i64;
         let pr = k.add(U64, gc, Operand::Int(row_off));
         let base = (i * 8) as usize;
-        k.st_v(Space::Global, F, Addr::reg(pr), &acc[base..base + 4]);
-        k.st_v(Space::Global, F, Addr::at(pr, 64 * 4), &acc[base + 4..base + 8]);
+        if split > 1 {
+            for j in 0..8 {
+                let off = if j < 4 { j as i64 * 4 } else { 64 * 4 + (j as i64 - 4) * 4 };
+                k.red(Space::Global, AtomOp::Add, F, Addr::at(pr, off), acc[base + j]);
+            }
+        } else {
+            k.st_v(Space::Global, F, Addr::reg(pr), &acc[base..base + 4]);
+            k.st_v(Space::Global, F, Addr::at(pr, 64 * 4), &acc[base + 4..base + 8]);
+        }
     }
     k.ret();
 }

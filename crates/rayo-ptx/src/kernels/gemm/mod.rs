@@ -18,7 +18,9 @@ use crate::ptx::PtxKernel;
 pub enum GemmVariant {
     Naive,
     Tiled { tile: u32 },
-    Blocked { bk: u32 },
+    /// `split` = 1, or 2 for split-K: two blocks per output tile, each half of `k`, adding
+    /// into a zeroed `c` (two adds onto zero: the same bits in either order).
+    Blocked { bk: u32, split: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,8 +49,37 @@ impl GemmKernel {
 
     /// The register-blocked kernel with `bk`-deep slices (8 or 16), if the shape allows it.
     pub fn blocked_bk(m: u32, n: u32, k: u32, bk: u32) -> Option<GemmKernel> {
-        let ok = (bk == 8 || bk == 16) && m % 128 == 0 && n % 128 == 0 && k % bk == 0 && m > 0 && n > 0 && k > 0;
-        ok.then_some(GemmKernel { m, n, k, variant: GemmVariant::Blocked { bk } })
+        Self::blocked_split(m, n, k, bk, 1)
+    }
+
+    /// The register-blocked kernel with split-K (`split` 1 or 2), if the shape allows it.
+    pub fn blocked_split(m: u32, n: u32, k: u32, bk: u32, split: u32) -> Option<GemmKernel> {
+        let ok = (bk == 8 || bk == 16)
+            && (split == 1 || split == 2)
+            && m % 128 == 0
+            && n % 128 == 0
+            && k % (bk * split) == 0
+            && m > 0
+            && n > 0
+            && k > 0;
+        ok.then_some(GemmKernel { m, n, k, variant: GemmVariant::Blocked { bk, split } })
+    }
+
+    /// The fastest kernel for the shape on a chip with `sms` multiprocessors: split-K when the
+    /// 128×128 tiles alone would leave half the chip idle.
+    pub fn for_device(m: u32, n: u32, k: u32, sms: u32) -> GemmKernel {
+        let tiles = (m / 128) as u64 * (n / 128) as u64;
+        if tiles * 2 <= sms as u64 {
+            if let Some(g) = Self::blocked_split(m, n, k, 8, 2) {
+                return g;
+            }
+        }
+        Self::auto(m, n, k)
+    }
+
+    /// Whether `c` must be zeroed before the launch (split-K adds into it).
+    pub fn needs_zeroed_output(&self) -> bool {
+        matches!(self.variant, GemmVariant::Blocked { split: 2, .. })
     }
 
     /// The fastest kernel that fits the shape.
@@ -76,8 +107,8 @@ impl GemmKernel {
             GemmVariant::Tiled { tile } => {
                 LaunchConfig { grid: (n.div_ceil(tile), m.div_ceil(tile), 1), block: (tile, tile, 1), shared_bytes: 0 }
             }
-            GemmVariant::Blocked { .. } => {
-                LaunchConfig { grid: (n / 128, m / 128, 1), block: (blocked::THREADS, 1, 1), shared_bytes: 0 }
+            GemmVariant::Blocked { split, .. } => {
+                LaunchConfig { grid: (n / 128, m / 128, split), block: (blocked::THREADS, 1, 1), shared_bytes: 0 }
             }
         }
     }
@@ -88,7 +119,8 @@ impl Kernel for GemmKernel {
         let v = match self.variant {
             GemmVariant::Naive => "naive".to_string(),
             GemmVariant::Tiled { tile } => format!("tiled{tile}"),
-            GemmVariant::Blocked { bk } => format!("blocked128x128x{bk}"),
+            GemmVariant::Blocked { bk, split: 1 } => format!("blocked128x128x{bk}"),
+            GemmVariant::Blocked { bk, split } => format!("blocked128x128x{bk}s{split}"),
         };
         format!("gemm_{v}_{}x{}x{}", self.m, self.n, self.k)
     }
@@ -101,7 +133,7 @@ impl Kernel for GemmKernel {
         match self.variant {
             GemmVariant::Naive => simple::naive(&mut k, self.m, self.n, self.k),
             GemmVariant::Tiled { tile } => simple::tiled(&mut k, self.m, self.n, self.k, tile),
-            GemmVariant::Blocked { bk } => blocked::build(&mut k, self.m, self.n, self.k, bk),
+            GemmVariant::Blocked { bk, split } => blocked::build(&mut k, self.m, self.n, self.k, bk, split),
         }
         k
     }
