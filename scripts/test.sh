@@ -53,6 +53,8 @@ fi
 CUDA_BIN=$(.venv-cuda/bin/python -c "import nvidia,os;print(os.path.join(list(nvidia.__path__)[0],'cu13','bin'))")
 export RAYO_PTXAS="$CUDA_BIN/ptxas" RAYO_CUOBJDUMP="$CUDA_BIN/cuobjdump" RAYO_REQUIRE_PTXAS=1
 cargo test -p rayo-ptx --release -- --nocapture
+echo "== rayo::cuda (no-driver path here; every kernel against f64 where a GPU exists)"
+cargo test -p rayo --features cuda --release --test cuda
 
 # ---- section: aarch64 NEON under qemu ----
 echo "== aarch64 tests under qemu (scalar, neon)"
