@@ -4,6 +4,9 @@
 use super::common::*;
 use crate::ptx::*;
 
+/// Combines two per-thread tuples into a new one.
+pub(crate) type Merge = dyn Fn(&mut PtxKernel, &[Reg], &[Reg]) -> Vec<Reg>;
+
 /// Where one row lives and how it is walked.
 pub(crate) struct Row {
     pub cols: u32,
@@ -70,7 +73,7 @@ impl Row {
         k: &mut PtxKernel,
         vals: Vec<Reg>,
         smem: &[String],
-        merge: &dyn Fn(&mut PtxKernel, &[Reg], &[Reg]) -> Vec<Reg>,
+        merge: &Merge,
     ) -> Vec<Reg> {
         let mut v = vals;
         for off in [16u32, 8, 4, 2, 1] {
