@@ -43,6 +43,8 @@ echo "== wgpu tests on lavapipe"
   cargo test -p rayo --features gpu --release --test gpu
   cargo test -p rayo --features gpu --release --lib gpu::
 )
+echo "== wgpu backend for wasm32 (async API, WebGPU): build"
+cargo build -p rayo --release --target wasm32-unknown-unknown --features gpu-wasm
 
 # ---- section: ptx (ptxas from PyPI) ----
 echo "== PTX: every rayo-ptx kernel through NVIDIA's ptxas (PyPI wheel in .venv-cuda)"

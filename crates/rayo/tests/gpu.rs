@@ -508,3 +508,27 @@ fn bad_input_is_an_error_never_a_panic() {
     let _ = other.relu(r); // an id this batch never issued
     assert!(matches!(block_on(other.execute()), Err(Error::IndexOutOfBounds { .. })));
 }
+
+#[test]
+fn auto_dispatch_keeps_small_and_software_work_on_the_cpu() {
+    use rayo::gpu::dispatch::{matmul_prefers_gpu, try_matmul, MATMUL_CROSSOVER_N};
+    let mut c = vec![0.0; 4];
+    // Below the crossover: never the GPU.
+    assert!(!matmul_prefers_gpu(2, 2, 2));
+    assert_eq!(try_matmul(&[1.0; 4], &[1.0; 4], &mut c, 2, 2, 2), Ok(false));
+    // Shape errors are errors whatever the size.
+    assert!(try_matmul(&[1.0; 3], &[1.0; 4], &mut c, 2, 2, 2).is_err());
+    let n = MATMUL_CROSSOVER_N as usize;
+    let software = GpuDevice::new().map(|d| d.adapter_info().device_type == "cpu").unwrap_or(true);
+    if software {
+        // lavapipe (or no adapter): rayo's CPU code is faster, so nothing is offloaded.
+        assert!(!matmul_prefers_gpu(n, n, n));
+    } else {
+        let (a, b) = (data(n * n, 81, 1.0), data(n * n, 82, 1.0));
+        let mut c = vec![f32::NAN; n * n];
+        assert_eq!(try_matmul(&a, &b, &mut c, n, n, n), Ok(true));
+        let mut c2 = vec![0.0; n * n];
+        GpuDevice::new().unwrap().matmul(&a, &b, &mut c2, n, n, n).unwrap();
+        assert_eq!(c, c2);
+    }
+}

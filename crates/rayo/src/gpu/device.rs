@@ -81,7 +81,28 @@ impl std::fmt::Debug for GpuDevice {
     }
 }
 
+// The process's shared device. On wasm32 wgpu's objects are not Send (one thread anyway).
+#[cfg(not(target_arch = "wasm32"))]
 static SHARED: Mutex<Option<GpuDevice>> = Mutex::new(None);
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static SHARED: std::cell::RefCell<Option<GpuDevice>> = const { std::cell::RefCell::new(None) };
+}
+
+fn shared_get() -> Option<GpuDevice> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return lock(&SHARED).clone();
+    #[cfg(target_arch = "wasm32")]
+    return SHARED.with(|s| s.borrow().clone());
+}
+
+/// Stores `d` unless another caller stored one first; returns the stored one.
+fn shared_set(d: GpuDevice) -> GpuDevice {
+    #[cfg(not(target_arch = "wasm32"))]
+    return lock(&SHARED).get_or_insert(d).clone();
+    #[cfg(target_arch = "wasm32")]
+    return SHARED.with(|s| s.borrow_mut().get_or_insert(d).clone());
+}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -101,13 +122,12 @@ impl GpuDevice {
 
     /// The process's shared device, created on first call.
     pub async fn new_async() -> Result<GpuDevice> {
-        if let Some(d) = lock(&SHARED).clone() {
+        if let Some(d) = shared_get() {
             return Ok(d);
         }
         let d = Self::new_dedicated_async().await?;
-        let mut slot = lock(&SHARED);
         // Another thread may have won the race: keep the first.
-        Ok(slot.get_or_insert(d).clone())
+        Ok(shared_set(d))
     }
 
     /// A device of its own (not the shared one): its own queue, pool and pipeline cache.

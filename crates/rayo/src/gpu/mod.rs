@@ -30,6 +30,8 @@
 mod batch;
 mod buffer;
 mod device;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod dispatch;
 mod elementwise;
 mod encoder;
 mod kernels;
