@@ -189,7 +189,7 @@ fn binary_ops_match_f64_reference() {
 #[test]
 fn reductions_match_f64_reference() {
     let Some(d) = device() else { return };
-    for &n in SIZES.iter().chain(&[1024 * 256 + 1, 1024 * 256 * 3 + 17]) {
+    for &n in SIZES.iter().chain(&[1024 * 256 + 1, 1024 * 256 * 3 + 17, 1 << 20]) {
         let (x, y) = (data(n, 5 + n as u64, 3.0), data(n, 6, 3.0));
         let abs_sum: f64 = x.iter().map(|v| v.abs() as f64).sum();
         let s: f64 = x.iter().map(|&v| v as f64).sum();

@@ -31,20 +31,23 @@ enum Load {
     ExpShifted,
 }
 
-fn reduce_source(op: ReduceOp, load: Load) -> String {
-    let (combine, init_from_first) = match op {
-        ReduceOp::Sum => ("(A + B)", false),
-        ReduceOp::Max => ("max(A, B)", true),
-        ReduceOp::Min => ("min(A, B)", true),
+fn reduce_source(op: ReduceOp, load: Load, vec4: bool) -> String {
+    let (combine, init_from_first, horiz4) = match op {
+        ReduceOp::Sum => ("(A + B)", false, "return (v.x + v.y) + (v.z + v.w);"),
+        ReduceOp::Max => ("max(A, B)", true, "return max(max(v.x, v.y), max(v.z, v.w));"),
+        ReduceOp::Min => ("min(A, B)", true, "return min(min(v.x, v.y), min(v.z, v.w));"),
     };
     let (load_expr, extra) = match load {
         Load::Plain => ("x[IDX]", ""),
-        Load::Product => ("(x[IDX] * y[IDX])", "@group(0) @binding(3) var<storage, read> y: array<f32>;"),
+        Load::Product => ("(x[IDX] * y[IDX])", "@group(0) @binding(3) var<storage, read> y: array<T>;"),
         Load::ExpShifted => ("exp(x[IDX] - y[0])", "@group(0) @binding(3) var<storage, read> y: array<f32>;"),
     };
-    // Text substitution of the template's placeholders: COMBINE(a, b), LOAD(i), INIT, EXTRA.
+    // Text substitution of the template's placeholders: COMBINE(a, b), LOAD(i), INIT, EXTRA,
+    // TYPE, HORIZ_BODY.
     let mut s = REDUCE.replace("EXTRA", extra);
-    s = s.replace("INIT", if init_from_first { "LOAD(0u)" } else { "0.0" });
+    s = s.replace("TYPE", if vec4 { "vec4<f32>" } else { "f32" });
+    s = s.replace("HORIZ_BODY", if vec4 { horiz4 } else { "return v;" });
+    s = s.replace("INIT", if init_from_first { "LOAD(0u)" } else { "T(0.0)" });
     s = expand_call(&s, "LOAD", &|args| load_expr.replace("IDX", &format!("({})", args[0])));
     s = expand_call(&s, "COMBINE", &|args| combine.replace('A', &format!("({})", args[0])).replace('B', &format!("({})", args[1])));
     s
@@ -87,12 +90,26 @@ fn expand_call(src: &str, name: &str, f: &dyn Fn(&[String]) -> String) -> String
     out
 }
 
+/// Whether a first stage can read `x` (and `y` for a product) as vec4.
+fn can_vec4(load: Load, x: &Span, y: Option<&Span>) -> bool {
+    let ok = |s: &Span| s.len % 4 == 0 && s.offset % 16 == 0;
+    ok(x) && (load != Load::Product || y.is_some_and(ok))
+}
+
+/// Workgroups of one stage over `x` (read as vec4 when it can be).
+fn stage_groups(load: Load, x: &Span, y: Option<&Span>) -> usize {
+    let items = if can_vec4(load, x, y) { x.len / 4 } else { x.len };
+    items.div_ceil(WG as usize).clamp(1, REDUCE_GROUPS)
+}
+
 async fn reduce_stage(enc: &mut Encoder, op: ReduceOp, load: Load, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32) -> Result<usize> {
-    let key = format!("reduce/{op:?}/{load:?}");
-    let kernel = enc.dev.inner.pipelines.get(&enc.dev.inner.device, &key, || reduce_source(op, load)).await?;
-    let groups = x.len.div_ceil(WG as usize).clamp(1, REDUCE_GROUPS);
+    let vec4 = can_vec4(load, x, y);
+    let items = if vec4 { x.len / 4 } else { x.len };
+    let key = format!("reduce/{op:?}/{load:?}/{}", if vec4 { "vec4" } else { "f32" });
+    let kernel = enc.dev.inner.pipelines.get(&enc.dev.inner.device, &key, || reduce_source(op, load, vec4)).await?;
+    let groups = stage_groups(load, x, y);
     let mut meta = Meta::default();
-    meta.u[0] = x.len as u32;
+    meta.u[0] = items as u32;
     meta.u[1] = out_offset;
     match y {
         Some(y) => enc.dispatch(&kernel, &meta, &[x, out, y], (groups as u32, 1, 1))?,
@@ -108,7 +125,7 @@ pub(crate) async fn encode_reduce(enc: &mut Encoder, op: ReduceOp, x: &Span, y: 
 }
 
 async fn encode_reduce_load(enc: &mut Encoder, op: ReduceOp, load: Load, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32) -> Result<()> {
-    let first_groups = x.len.div_ceil(WG as usize).clamp(1, REDUCE_GROUPS);
+    let first_groups = stage_groups(load, x, y);
     if first_groups == 1 {
         reduce_stage(enc, op, load, x, y, out, out_offset).await?;
         return Ok(());
@@ -116,7 +133,7 @@ async fn encode_reduce_load(enc: &mut Encoder, op: ReduceOp, load: Load, x: &Spa
     let mut partial = enc.temp(first_groups)?;
     reduce_stage(enc, op, load, x, y, &partial, 0).await?;
     loop {
-        let groups = partial.len.div_ceil(WG as usize);
+        let groups = stage_groups(Load::Plain, &partial, None);
         if groups == 1 {
             reduce_stage(enc, op, Load::Plain, &partial, None, out, out_offset).await?;
             return Ok(());
@@ -181,9 +198,11 @@ mod tests {
 
     #[test]
     fn reduce_template_expands() {
-        let s = reduce_source(ReduceOp::Max, Load::Product);
+        let v = reduce_source(ReduceOp::Sum, Load::Product, true);
+        assert!(v.contains("alias T = vec4<f32>;") && v.contains("return (v.x + v.y) + (v.z + v.w);"), "{v}");
+        let s = reduce_source(ReduceOp::Max, Load::Product, false);
         assert!(!s.contains("LOAD") && !s.contains("COMBINE") && !s.contains("INIT") && !s.contains("EXTRA"));
-        assert!(s.contains("var a0: f32 = (x[(0u)] * y[(0u)]);"), "{s}");
+        assert!(s.contains("var a0: T = (x[(0u)] * y[(0u)]);"), "{s}");
         assert!(s.contains("a0 = max((a0), ((x[(i)] * y[(i)])));"), "{s}");
         assert!(s.contains("a3 = max((a3), ((x[(i + 3u * stride)] * y[(i + 3u * stride)])));"), "{s}");
     }

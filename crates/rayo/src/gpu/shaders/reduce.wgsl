@@ -4,6 +4,9 @@
 // Placeholders filled in by gpu/kernels.rs (upper case): the load of element i, the combining
 // function, the accumulator's start (max and min start from element 0) and extra bindings.
 
+// T is f32, or vec4<f32> for a first stage over a length divisible by 4 (16-byte loads).
+alias T = TYPE;
+
 struct Meta {
     n: u32,
     out_offset: u32,
@@ -12,11 +15,16 @@ struct Meta {
 }
 
 @group(0) @binding(0) var<uniform> prm: Meta;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<T>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 EXTRA
 
 var<workgroup> sdata: array<f32, 256>;
+
+// Folds the lanes of one accumulator into one value.
+fn horiz(v: T) -> f32 {
+    HORIZ_BODY
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
@@ -25,10 +33,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
     let n = prm.n;
     let stride = nwg.x * 256u;
     var i = wid.x * 256u + lid.x;
-    var a0: f32 = INIT;
-    var a1: f32 = a0;
-    var a2: f32 = a0;
-    var a3: f32 = a0;
+    var a0: T = INIT;
+    var a1: T = a0;
+    var a2: T = a0;
+    var a3: T = a0;
     // Four accumulators: four independent loads in flight per thread.
     loop {
         if (i + 3u * stride >= n) { break; }
@@ -43,7 +51,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
         a0 = COMBINE(a0, LOAD(i));
         i = i + stride;
     }
-    sdata[lid.x] = COMBINE(COMBINE(a0, a1), COMBINE(a2, a3));
+    sdata[lid.x] = horiz(COMBINE(COMBINE(a0, a1), COMBINE(a2, a3)));
     workgroupBarrier();
     for (var s = 128u; s > 0u; s = s >> 1u) {
         if (lid.x < s) {
