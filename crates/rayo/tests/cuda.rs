@@ -276,3 +276,62 @@ fn bad_sizes_are_errors_with_numbers() {
     assert!(dev.gemm(&x, &x, &mut c, 2, 2, 5).is_ok());
     assert!(matches!(dev.layernorm(&x, &x, &x, 2, 5, f32::NAN, &mut out), Err(Error::LengthMismatch { .. }) | Err(Error::InvalidParameter { .. })));
 }
+
+#[test]
+fn graph_replays_a_chain_of_small_launches() {
+    let Some(dev) = device() else { return };
+    let n = 4097;
+    let mut rng = Rng(0xA0761D6478BD642F);
+    let half = Expr::input(0).scale(0.5).add(Expr::input(0));
+    let sig = Expr::input(0).sigmoid();
+    let mut g = dev.graph();
+    let x = g.buffer(dev.upload(&rng.vec(n, -1.0, 1.0)).unwrap());
+    let y = g.buffer(poisoned(dev, n));
+    for _ in 0..10 {
+        g.elementwise(&half, &[x], y).unwrap();
+        g.elementwise(&sig, &[y], x).unwrap();
+    }
+    assert!(matches!(g.elementwise(&sig, &[x], x), Err(Error::InvalidParameter { .. })));
+    let mut other = dev.graph();
+    let foreign = other.buffer(dev.zeros(n).unwrap());
+    assert!(matches!(g.elementwise(&sig, &[foreign], y), Err(Error::InvalidParameter { .. })));
+    let mut graph = g.build().unwrap();
+    assert_eq!(graph.len(), 20);
+    for round in 0..3 {
+        let input = rng.vec(n, -2.0, 2.0);
+        graph.write(x, &input).unwrap();
+        graph.replay().unwrap();
+        let got = graph.download(x).unwrap();
+        let want: Vec<f64> = input
+            .iter()
+            .map(|&v| {
+                let mut v = v as f64;
+                for _ in 0..10 {
+                    v = half.eval_f64(&[v]);
+                    v = sig.eval_f64(&[v]);
+                }
+                v
+            })
+            .collect();
+        close(&format!("graph of 20 launches, replay {round}"), &got, &want, 1e-5, 1e-6);
+    }
+}
+
+#[test]
+fn pinned_buffers_round_trip() {
+    let Some(dev) = device() else { return };
+    let mut rng = Rng(0xE7037ED1A0B428DB);
+    for n in [0usize, 1, 4097, 1 << 20] {
+        let data = rng.vec(n, -1.0, 1.0);
+        let mut p = dev.alloc_pinned(n).unwrap();
+        assert!(p.as_slice().unwrap().iter().all(|&v| v == 0.0));
+        p.as_mut_slice().unwrap().copy_from_slice(&data);
+        let d = dev.upload_pinned(&p).unwrap();
+        p.as_mut_slice().unwrap().fill(f32::NAN); // waits for the upload first
+        let mut back = dev.alloc_pinned(n).unwrap();
+        dev.download_pinned(&d, &mut back).unwrap();
+        assert_eq!(back.as_slice().unwrap(), &data[..], "n={n}");
+        assert!(matches!(dev.download_pinned(&d, &mut dev.alloc_pinned(n + 1).unwrap()), Err(Error::LengthMismatch { .. })));
+    }
+    println!("ok pinned round trips");
+}

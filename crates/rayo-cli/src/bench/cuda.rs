@@ -10,7 +10,7 @@ use std::time::Instant;
 
 pub const OPS: &[&str] = &[
     "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tiled", "gemm_naive", "add", "sigmoid", "fused", "sum", "dot", "max",
-    "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "ptxgen",
+    "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "graph_chain", "transfer", "ptxgen",
 ];
 const DEFAULT: &[&str] = &["gemm", "add", "sum", "dot", "softmax", "layernorm", "roundtrip_add", "ptxgen"];
 const COLS: usize = 4096;
@@ -74,8 +74,9 @@ pub fn run(args: &BenchArgs, plan: Plan, emit: &dyn Fn(&Row)) -> Result<(), Stri
             (false, _) => args.sizes.clone(),
             (true, o) if o.starts_with("gemm") => vec![1024, 2048, 4096],
             (true, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![32768 * COLS],
-            (true, "roundtrip_add") => vec![1000],
+            (true, "roundtrip_add" | "graph_chain") => vec![1000],
             (true, "ptxgen") => vec![1],
+            (true, "transfer") => vec![64 << 20],
             (true, _) => vec![100_000_000],
         };
         for n in sizes {
@@ -167,6 +168,60 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
             }
             v.sort_by(|a, b| a.total_cmp(b));
             rows.push(row(op, n, None, v[v.len() / 2], Some(12.0 * n as f64), None, "roundtrip upload+add+download"));
+        }
+        "graph_chain" => {
+            // 20 dependent element-wise launches on n floats: eager launches vs one graph replay
+            let half = Expr::input(0).scale(0.5).add(Expr::input(0));
+            let sig = Expr::input(0).sigmoid();
+            let (x, mut y) = (up(n, 50)?, dev.zeros(n).map_err(err)?);
+            let mut x2 = up(n, 51)?;
+            let ms = device_ms(dev, plan, || {
+                for _ in 0..10 {
+                    dev.elementwise(&half, &[&x2], &mut y)?;
+                    dev.elementwise(&sig, &[&y], &mut x2)?;
+                }
+                Ok(())
+            })?;
+            rows.push(row(op, n, None, ms, None, None, "eager 20 launches"));
+            let mut g = dev.graph();
+            let gx = g.buffer(x);
+            let gy = g.buffer(y);
+            for _ in 0..10 {
+                g.elementwise(&half, &[gx], gy).map_err(err)?;
+                g.elementwise(&sig, &[gy], gx).map_err(err)?;
+            }
+            let graph = g.build().map_err(err)?;
+            let ms = device_ms(dev, plan, || graph.replay())?;
+            rows.push(row(op, n, None, ms, None, None, "graph replay 20 launches"));
+        }
+        "transfer" => {
+            // host -> device and back: from a Vec (pageable) and from pinned buffers
+            let data = random(n, 60);
+            let mut d = dev.zeros(n).map_err(err)?;
+            let mut host = vec![0.0f32; n];
+            let host_ms = |f: &mut dyn FnMut() -> rayo::Result<()>| -> Result<f64, String> {
+                f().map_err(err)?;
+                let mut v: Vec<f64> = (0..plan.samples.max(5))
+                    .map(|_| {
+                        let t = Instant::now();
+                        f().map(|()| t.elapsed().as_secs_f64() * 1e3)
+                    })
+                    .collect::<rayo::Result<_>>()
+                    .map_err(err)?;
+                v.sort_by(|a, b| a.total_cmp(b));
+                Ok(v[v.len() / 2])
+            };
+            let bytes = Some(4.0 * n as f64);
+            let ms = host_ms(&mut || dev.write(&mut d, &data).and_then(|()| dev.synchronize()))?;
+            rows.push(row(op, n, None, ms, bytes, None, "h2d pageable"));
+            let ms = host_ms(&mut || dev.download_into(&d, &mut host))?;
+            rows.push(row(op, n, None, ms, bytes, None, "d2h pageable"));
+            let mut p = dev.alloc_pinned(n).map_err(err)?;
+            p.as_mut_slice().map_err(err)?.copy_from_slice(&data);
+            let ms = host_ms(&mut || dev.write_pinned(&mut d, &p).and_then(|()| dev.synchronize()))?;
+            rows.push(row(op, n, None, ms, bytes, None, "h2d pinned"));
+            let ms = host_ms(&mut || dev.download_pinned(&d, &mut p))?;
+            rows.push(row(op, n, None, ms, bytes, None, "d2h pinned"));
         }
         "ptxgen" => {
             let t = Instant::now();

@@ -74,7 +74,8 @@ impl CudaDevice {
         }
         let ctx = CudaContext::new(ordinal).map_err(drv)?;
         ffi::single_stream_mode(&ctx);
-        let stream = ctx.default_stream();
+        // A stream of our own: the legacy default stream cannot be captured into a graph.
+        let stream = ctx.new_stream().map_err(drv)?;
         let attr = |a| ctx.attribute(a).map_err(drv);
         let cc = ctx.compute_capability().map_err(drv)?;
         let info = DeviceInfo {

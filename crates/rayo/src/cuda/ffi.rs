@@ -2,7 +2,7 @@
 //! event tracking, and kernel launches. Everything else in `rayo::cuda` is safe code.
 
 use crate::error::{Error, Result};
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use std::sync::Arc;
 
 pub(crate) fn drv(e: cudarc::driver::DriverError) -> Error {
@@ -59,4 +59,17 @@ pub(crate) fn launch(
     // the callers in ops.rs check every buffer's length against the sizes the kernel indexes.
     unsafe { b.launch(cfg) }.map_err(drv)?;
     Ok(())
+}
+
+/// A page-locked host allocation of `len` floats, zero-filled before anyone can read it.
+pub(crate) fn alloc_pinned_zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedHostSlice<f32>> {
+    // SAFETY: flags 0 = plain page-locked memory (not write-combined, so host reads stay fast);
+    // the memory is uninitialised only until the write_bytes below, and no reference to it exists
+    // before then.
+    let mut host = unsafe { ctx.alloc_pinned_with_flags::<f32>(len, 0) }.map_err(drv)?;
+    let p = host.as_mut_ptr().map_err(drv)?;
+    // SAFETY: `p` points to `len` f32s just allocated above (cudarc checked the size and
+    // alignment); all-zero bytes are a valid f32.
+    unsafe { std::ptr::write_bytes(p, 0, len) };
+    Ok(host)
 }

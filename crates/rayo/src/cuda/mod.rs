@@ -20,8 +20,12 @@
 mod buffer;
 mod device;
 mod ffi;
+mod graph;
 mod ops;
+mod pinned;
 
 pub use buffer::DeviceBuffer;
 pub use device::{is_available, CudaDevice, DeviceInfo};
+pub use graph::{BufId, CudaGraph, GraphBuilder};
+pub use pinned::PinnedBuffer;
 pub use rayo_ptx::kernels::{Expr, GemmKernel, GemmVariant, Kernel, ReduceOp};
