@@ -7,11 +7,12 @@ use crate::cpu::simd::Simd;
 /// Largest tile any instruction set uses (elements); sizes the stack buffer of edge tiles.
 pub const MAX_TILE: usize = 16 * 64;
 
-/// `Σ_k a[i][k] · b[k][j]` for one tile. Row `i` of A is `a[i·ars..][..kc]` (A read in
-/// place when it is row-major, else a packed copy); row `k` of B is `b[k·brs..][..NR]`
-/// (a packed strip, or B itself when it is small and row-major).
+/// `Σ_k a[i][k] · b[k][j]` for one tile. Row `k` of B is `b[k·brs..][..NR]` (a packed
+/// strip, or B itself when small and row-major). A is either packed k-major (`KMAJOR`: the
+/// MR values of step k at `a[k·MR..]`, so every broadcast has a constant offset) or read in
+/// place, row `i` at `a[i·ars..][..kc]` (small row-major A, where packing would cost more).
 #[inline(always)]
-pub fn tile<S: Simd, const MR: usize, const NV: usize>(
+pub fn tile<S: Simd, const MR: usize, const NV: usize, const KMAJOR: bool>(
     s: S,
     kc: usize,
     a: &[f32],
@@ -21,18 +22,29 @@ pub fn tile<S: Simd, const MR: usize, const NV: usize>(
 ) -> [[S::V; NV]; MR] {
     let nr = NV * S::LANES;
     let mut acc = [[s.splat(0.0); NV]; MR];
-    let rows: [&[f32]; MR] = core::array::from_fn(|i| &a[i * ars..i * ars + kc]);
-    for k in 0..kc {
-        let bk = &b[k * brs..k * brs + nr];
-        let bv: [S::V; NV] = core::array::from_fn(|v| s.load(&bk[v * S::LANES..]));
-        for i in 0..MR {
-            let ai = s.splat(rows[i][k]);
-            for v in 0..NV {
-                acc[i][v] = s.mul_add(ai, bv[v], acc[i][v]);
-            }
+    if KMAJOR {
+        for (k, ak) in a[..kc * MR].chunks_exact(MR).enumerate() {
+            step::<S, MR, NV>(s, &mut acc, &b[k * brs..k * brs + nr], |i| ak[i]);
+        }
+    } else {
+        let rows: [&[f32]; MR] = core::array::from_fn(|i| &a[i * ars..i * ars + kc]);
+        for k in 0..kc {
+            step::<S, MR, NV>(s, &mut acc, &b[k * brs..k * brs + nr], |i| rows[i][k]);
         }
     }
     acc
+}
+
+/// One k step: the NV vectors of B's row times each of A's MR values.
+#[inline(always)]
+fn step<S: Simd, const MR: usize, const NV: usize>(s: S, acc: &mut [[S::V; NV]; MR], bk: &[f32], ai: impl Fn(usize) -> f32) {
+    let bv: [S::V; NV] = core::array::from_fn(|v| s.load(&bk[v * S::LANES..]));
+    for (i, row) in acc.iter_mut().enumerate() {
+        let x = s.splat(ai(i));
+        for v in 0..NV {
+            row[v] = s.mul_add(x, bv[v], row[v]);
+        }
+    }
 }
 
 /// `C = alpha·acc + beta·C` for the top-left `rows × cols` of a tile, C row-major-like with

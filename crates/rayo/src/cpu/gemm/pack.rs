@@ -3,11 +3,35 @@
 
 use crate::matrix::MatRef;
 
-/// Copies rows `i0..i0+rows`, columns `p0..p0+kc` of `a` into `dst` as a dense row-major
-/// `MR × kc` strip, zero rows past `rows` (A that is not row-major, and edge strips).
+/// Copies rows `i0..i0+rows`, columns `p0..p0+kc` of `a` into `dst` as one strip in the
+/// order the kernel reads it: k-major (`KMAJOR`, the MR values of each k step adjacent) or
+/// row-major (`MR × kc`); zeros for the rows past `rows`.
 #[inline(always)]
-pub fn pack_a<const MR: usize>(a: &MatRef, i0: usize, rows: usize, p0: usize, kc: usize, dst: &mut [f32]) {
-    for (i, out) in dst.chunks_exact_mut(kc).take(MR).enumerate() {
+pub fn pack_a<const MR: usize, const KMAJOR: bool>(a: &MatRef, i0: usize, rows: usize, p0: usize, kc: usize, dst: &mut [f32]) {
+    let dst = &mut dst[..MR * kc];
+    if KMAJOR {
+        if a.cs == 1 && rows == MR {
+            let src: [&[f32]; MR] = core::array::from_fn(|i| &a.data[(i0 + i) * a.rs + p0..][..kc]);
+            for (k, o) in dst.chunks_exact_mut(MR).enumerate() {
+                for i in 0..MR {
+                    o[i] = src[i][k];
+                }
+            }
+        } else if a.rs == 1 && rows == MR {
+            for (k, o) in dst.chunks_exact_mut(MR).enumerate() {
+                let s = i0 + (p0 + k) * a.cs;
+                o.copy_from_slice(&a.data[s..s + MR]);
+            }
+        } else {
+            for (k, o) in dst.chunks_exact_mut(MR).enumerate() {
+                for (i, x) in o.iter_mut().enumerate() {
+                    *x = if i < rows { a.at(i0 + i, p0 + k) } else { 0.0 };
+                }
+            }
+        }
+        return;
+    }
+    for (i, out) in dst.chunks_exact_mut(kc).enumerate() {
         if i >= rows {
             out.fill(0.0);
         } else if a.cs == 1 {
