@@ -1,22 +1,35 @@
 //! Pinned (page-locked) host buffers: the driver copies them by DMA at full link speed and
-//! asynchronously. Reading or writing one on the host waits for the copies queued on it first,
-//! so the DMA engine and the host never touch it at the same time.
+//! asynchronously. Writing one on the host first waits for the uploads queued from it (an event
+//! recorded after each), so the DMA engine never reads memory the host is changing; downloads
+//! into one wait before they return.
 
 use super::buffer::DeviceBuffer;
 use super::device::CudaDevice;
 use super::ffi::{self, drv};
 use crate::error::{check_len, Result};
-use cudarc::driver::PinnedHostSlice;
+use cudarc::driver::{CudaEvent, PinnedHostSlice};
+use std::sync::Mutex;
 
 /// A page-locked host buffer of f32.
 pub struct PinnedBuffer {
     pub(crate) host: PinnedHostSlice<f32>,
     len: usize,
+    /// Recorded after the last upload queued from this buffer.
+    pending: Mutex<Option<CudaEvent>>,
 }
 
 impl std::fmt::Debug for PinnedBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "PinnedBuffer({} f32)", self.len)
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        // The DMA engine may still be reading this memory: wait before it is freed.
+        if let Some(ev) = self.pending.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = ev.synchronize();
+        }
     }
 }
 
@@ -27,12 +40,16 @@ impl PinnedBuffer {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-    /// The contents, after every copy queued on this buffer has finished.
+    /// The contents (uploads still in flight only read it too).
     pub fn as_slice(&self) -> Result<&[f32]> {
         Ok(&self.host.as_slice().map_err(drv)?[..self.len])
     }
-    /// The contents for writing, after every copy queued on this buffer has finished.
+    /// The contents for writing, after every upload queued from this buffer has finished.
     pub fn as_mut_slice(&mut self) -> Result<&mut [f32]> {
+        let pending = self.pending.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(ev) = pending {
+            ev.synchronize().map_err(drv)?;
+        }
         let len = self.len;
         Ok(&mut self.host.as_mut_slice().map_err(drv)?[..len])
     }
@@ -42,7 +59,7 @@ impl CudaDevice {
     /// A zero-filled pinned host buffer of `len` floats.
     pub fn alloc_pinned(&self, len: usize) -> Result<PinnedBuffer> {
         let host = ffi::alloc_pinned_zeroed(&self.ctx, len.max(1))?;
-        Ok(PinnedBuffer { host, len })
+        Ok(PinnedBuffer { host, len, pending: Mutex::new(None) })
     }
 
     /// Queues a copy of `src` into `dst` (same length) and returns without waiting.
@@ -51,7 +68,10 @@ impl CudaDevice {
         if src.is_empty() {
             return Ok(());
         }
-        self.stream.memcpy_htod(&src.host, &mut dst.slice).map_err(drv)
+        self.stream.memcpy_htod(&src.host, &mut dst.slice).map_err(drv)?;
+        let ev = self.stream.record_event(None).map_err(drv)?;
+        *src.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(ev);
+        Ok(())
     }
 
     /// A new device buffer holding a copy of `src` (queued, not waited for).
