@@ -33,7 +33,7 @@ macro_rules! tile_for {
 
 // 32 zmm registers: 24 accumulators, 2 B vectors, broadcasts.
 #[cfg(target_arch = "x86_64")]
-tile_for!(crate::cpu::isa::avx512::Avx512, 12, 2);
+tile_for!(crate::cpu::isa::avx512::Avx512, 6, 4);
 // 16 ymm registers: 12 accumulators, 2 B vectors, 1 broadcast.
 #[cfg(target_arch = "x86_64")]
 tile_for!(crate::cpu::isa::avx2::Avx2, 6, 2);
