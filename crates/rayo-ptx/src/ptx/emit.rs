@@ -86,9 +86,10 @@ impl Put for String {
         out.push_str(self);
     }
 }
+/// A type written with its leading dot (`.f32`).
 impl Put for PtxType {
     fn put(&self, out: &mut String) {
-        out.push_str(self.name());
+        out.push_str(self.dotted());
     }
 }
 impl Put for u64 {
@@ -130,8 +131,7 @@ fn hex(out: &mut String, v: u64, digits: u32) {
 }
 impl Put for Reg {
     fn put(&self, out: &mut String) {
-        out.push('%');
-        out.push_str(self.ty.reg_prefix());
+        out.push_str(self.ty.reg_sigil());
         self.index.put(out);
     }
 }
@@ -192,37 +192,37 @@ pub(crate) fn write_inst(out: &mut String, i: &Inst) -> fmt::Result {
         None => {}
     }
     match &i.op {
-        Op::Mov { ty, d, a } => put!(out; "mov.", ty, " ", d, ", ", a, ";"),
-        Op::Un { op, ty, d, a } => put!(out; op.opcode(*ty), ".", ty, " ", d, ", ", a, ";"),
-        Op::Bin { op, ty, d, a, b } => put!(out; op.opcode(*ty), ".", ty, " ", d, ", ", a, ", ", b, ";"),
+        Op::Mov { ty, d, a } => put!(out; "mov", ty, " ", d, ", ", a, ";"),
+        Op::Un { op, ty, d, a } => put!(out; op.opcode(*ty), ty, " ", d, ", ", a, ";"),
+        Op::Bin { op, ty, d, a, b } => put!(out; op.opcode(*ty), ty, " ", d, ", ", a, ", ", b, ";"),
         Op::Fma { ty, d, a, b, c } => {
-            let opc = if ty.is_float() { "fma.rn." } else { "mad.lo." };
+            let opc = if ty.is_float() { "fma.rn" } else { "mad.lo" };
             put!(out; opc, ty, " ", d, ", ", a, ", ", b, ", ", c, ";")
         }
-        Op::MadWide { ty, d, a, b, c } => put!(out; "mad.wide.", ty, " ", d, ", ", a, ", ", b, ", ", c, ";"),
-        Op::Setp { cmp, ty, d, a, b } => put!(out; "setp.", cmp.name(), ".", ty, " ", d, ", ", a, ", ", b, ";"),
-        Op::Selp { ty, d, a, b, p } => put!(out; "selp.", ty, " ", d, ", ", a, ", ", b, ", ", p, ";"),
+        Op::MadWide { ty, d, a, b, c } => put!(out; "mad.wide", ty, " ", d, ", ", a, ", ", b, ", ", c, ";"),
+        Op::Setp { cmp, ty, d, a, b } => put!(out; "setp.", cmp.name(), ty, " ", d, ", ", a, ", ", b, ";"),
+        Op::Selp { ty, d, a, b, p } => put!(out; "selp", ty, " ", d, ", ", a, ", ", b, ", ", p, ";"),
         Op::Cvt { rnd, dty, sty, d, a } => {
-            out.push_str("cvt.");
+            out.push_str("cvt");
             if let Some(r) = rnd {
-                put!(out; r, ".");
+                put!(out; ".", r);
             }
-            put!(out; dty, ".", sty, " ", d, ", ", a, ";")
+            put!(out; dty, sty, " ", d, ", ", a, ";")
         }
         Op::CvtaTo { space, d, a } => put!(out; "cvta.to.", space.name(), ".u64 ", d, ", ", a, ";"),
         Op::Ld { space, ty, dst, addr, nc } => {
             let nc = if *nc { ".nc" } else { "" };
-            put!(out; "ld.", space.name(), nc, vec_suffix(dst.len()), ".", ty, " ", List(dst), ", ", addr, ";")
+            put!(out; "ld.", space.name(), nc, vec_suffix(dst.len()), ty, " ", List(&dst[..]), ", ", addr, ";")
         }
-        Op::LdParam { ty, d, name } => put!(out; "ld.param.", ty, " ", d, ", [", name, "];"),
+        Op::LdParam { ty, d, name } => put!(out; "ld.param", ty, " ", d, ", [", name, "];"),
         Op::St { space, ty, src, addr } => {
-            put!(out; "st.", space.name(), vec_suffix(src.len()), ".", ty, " ", addr, ", ", List(src), ";")
+            put!(out; "st.", space.name(), vec_suffix(src.len()), ty, " ", addr, ", ", List(src), ";")
         }
         Op::Atom { space, op, ty, d, addr, b } => {
-            put!(out; "atom.", space.name(), ".", atom_name(*op), ".", ty, " ", d, ", ", addr, ", ", b, ";")
+            put!(out; "atom.", space.name(), ".", atom_name(*op), ty, " ", d, ", ", addr, ", ", b, ";")
         }
         Op::Red { space, op, ty, addr, b } => {
-            put!(out; "red.", space.name(), ".", atom_name(*op), ".", ty, " ", addr, ", ", b, ";")
+            put!(out; "red.", space.name(), ".", atom_name(*op), ty, " ", addr, ", ", b, ";")
         }
         Op::Shfl { mode, d, a, b, c, mask } => {
             let m = match mode {

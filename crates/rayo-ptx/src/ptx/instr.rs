@@ -255,6 +255,29 @@ pub enum AtomOp {
     Or,
 }
 
+/// The destination registers of a load: one (no allocation) or a vector.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Regs {
+    One(Reg),
+    Many(Vec<Reg>),
+}
+
+impl core::ops::Deref for Regs {
+    type Target = [Reg];
+    fn deref(&self) -> &[Reg] {
+        match self {
+            Regs::One(r) => core::slice::from_ref(r),
+            Regs::Many(v) => v,
+        }
+    }
+}
+
+impl From<Vec<Reg>> for Regs {
+    fn from(v: Vec<Reg>) -> Regs {
+        Regs::Many(v)
+    }
+}
+
 /// One instruction, optionally guarded by a predicate (`@%p` or `@!%p`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inst {
@@ -279,7 +302,7 @@ pub enum Op {
     /// `cvta.to.global.u64` and friends: generic address to a state space
     CvtaTo { space: Space, d: Reg, a: Reg },
     /// `ld.space[.vN].ty`; `dst.len()` is the vector width (1, 2 or 4)
-    Ld { space: Space, ty: PtxType, dst: Vec<Reg>, addr: Addr, nc: bool },
+    Ld { space: Space, ty: PtxType, dst: Regs, addr: Addr, nc: bool },
     /// `ld.param.ty d, [name]`
     LdParam { ty: PtxType, d: Reg, name: String },
     St { space: Space, ty: PtxType, src: Vec<Operand>, addr: Addr },
@@ -311,7 +334,7 @@ impl Op {
             | Op::Atom { d, .. }
             | Op::Shfl { d, .. }
             | Op::Vote { d, .. } => vec![*d],
-            Op::Ld { dst, .. } => dst.clone(),
+            Op::Ld { dst, .. } => dst.to_vec(),
             _ => vec![],
         }
     }

@@ -230,27 +230,27 @@ impl PtxKernel {
     }
     pub fn ld(&mut self, space: Space, ty: PtxType, addr: Addr) -> Reg {
         let d = self.reg(ty);
-        self.push(Op::Ld { space, ty, dst: vec![d], addr, nc: false });
+        self.push(Op::Ld { space, ty, dst: Regs::One(d), addr, nc: false });
         d
     }
     pub fn ld_to(&mut self, space: Space, d: Reg, addr: Addr) {
-        self.push(Op::Ld { space, ty: d.ty, dst: vec![d], addr, nc: false });
+        self.push(Op::Ld { space, ty: d.ty, dst: Regs::One(d), addr, nc: false });
     }
     /// A vector load of `width` (2 or 4) elements into fresh registers.
     pub fn ld_v(&mut self, space: Space, ty: PtxType, width: usize, addr: Addr) -> Vec<Reg> {
         let dst: Vec<Reg> = (0..width).map(|_| self.reg(ty)).collect();
-        self.push(Op::Ld { space, ty, dst: dst.clone(), addr, nc: false });
+        self.push(Op::Ld { space, ty, dst: Regs::Many(dst.clone()), addr, nc: false });
         dst
     }
     /// A vector load into existing registers.
     pub fn ld_v_to(&mut self, space: Space, dst: &[Reg], addr: Addr) {
         let ty = dst.first().map(|r| r.ty).unwrap_or(PtxType::F32);
-        self.push(Op::Ld { space, ty, dst: dst.to_vec(), addr, nc: false });
+        self.push(Op::Ld { space, ty, dst: Regs::Many(dst.to_vec()), addr, nc: false });
     }
     /// A read-only global vector load through the non-coherent cache (`ld.global.nc`).
     pub fn ld_nc_v(&mut self, ty: PtxType, width: usize, addr: Addr) -> Vec<Reg> {
         let dst: Vec<Reg> = (0..width).map(|_| self.reg(ty)).collect();
-        self.push(Op::Ld { space: Space::Global, ty, dst: dst.clone(), addr, nc: true });
+        self.push(Op::Ld { space: Space::Global, ty, dst: Regs::Many(dst.clone()), addr, nc: true });
         dst
     }
     pub fn st(&mut self, space: Space, ty: PtxType, addr: Addr, v: impl Into<Operand>) {

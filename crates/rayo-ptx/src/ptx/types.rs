@@ -103,6 +103,46 @@ impl PtxType {
         }
     }
 
+    /// The spelling with its dot: `.f32`.
+    pub fn dotted(self) -> &'static str {
+        use PtxType::*;
+        match self {
+            Pred => ".pred",
+            B16 => ".b16",
+            B32 => ".b32",
+            B64 => ".b64",
+            U16 => ".u16",
+            U32 => ".u32",
+            U64 => ".u64",
+            S16 => ".s16",
+            S32 => ".s32",
+            S64 => ".s64",
+            F16 => ".f16",
+            F32 => ".f32",
+            F64 => ".f64",
+        }
+    }
+
+    /// `%` and the register prefix, e.g. `%rd`.
+    pub(crate) fn reg_sigil(self) -> &'static str {
+        use PtxType::*;
+        match self {
+            Pred => "%p",
+            B16 => "%bh",
+            B32 => "%b",
+            B64 => "%bd",
+            U16 => "%uh",
+            U32 => "%r",
+            U64 => "%rd",
+            S16 => "%sh",
+            S32 => "%s",
+            S64 => "%sd",
+            F16 => "%h",
+            F32 => "%f",
+            F64 => "%fd",
+        }
+    }
+
     /// Register-name prefix for virtual registers of this type (`%f7`, `%rd3`, ...).
     pub(crate) fn reg_prefix(self) -> &'static str {
         use PtxType::*;

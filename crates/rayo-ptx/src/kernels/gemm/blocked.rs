@@ -104,10 +104,10 @@ pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32, split: 
     let b_pass_bytes = (8 * n * 4) as i64;
     let load = |k: &mut PtxKernel| {
         for (p, r) in ra.iter().enumerate() {
-            k.push(Op::Ld { space: Space::Global, ty: F, dst: r.clone(), addr: Addr::at(ga, p as i64 * a_pass_bytes), nc: true });
+            k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::Many(r.clone()), addr: Addr::at(ga, p as i64 * a_pass_bytes), nc: true });
         }
         for (p, r) in rb.iter().enumerate() {
-            k.push(Op::Ld { space: Space::Global, ty: F, dst: r.clone(), addr: Addr::at(gb, p as i64 * b_pass_bytes), nc: true });
+            k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::Many(r.clone()), addr: Addr::at(gb, p as i64 * b_pass_bytes), nc: true });
         }
         k.bin_to(BinOp::Add, ga, ga, Operand::Int(bk as i64 * 4));
         k.bin_to(BinOp::Add, gb, gb, Operand::Int(bk as i64 * n as i64 * 4));
