@@ -362,7 +362,9 @@ fn resident_buffers_chain_without_host_copies() {
 
 #[test]
 fn pipelines_are_compiled_once_and_buffers_pooled() {
-    let Some(d) = device() else { return };
+    let Some(_) = device() else { return };
+    // A device of its own: tests on the shared one compile pipelines concurrently.
+    let d = block_on(GpuDevice::new_dedicated_async()).unwrap();
     let x = data(1000, 51, 2.0);
     let mut out = vec![0.0; 1000];
     d.elu(&x, 0.5, &mut out).unwrap();
