@@ -21,7 +21,11 @@ fn rows_cols(op: &'static str, x: &DeviceBuffer, rows: usize, cols: usize) -> Re
     if rows > i32::MAX as usize {
         return Err(Error::InvalidParameter { op, name: "rows", value: rows as f64, reason: "more rows than the grid allows" });
     }
-    Ok((rows as u32, n_u32(op, cols)?))
+    // the kernels address a row with a 32-bit byte offset
+    if cols > (u32::MAX / 4) as usize {
+        return Err(Error::BufferTooLarge { op, bytes: cols as u64 * 4, limit: u32::MAX as u64 });
+    }
+    Ok((rows as u32, cols as u32))
 }
 
 impl CudaDevice {
