@@ -260,3 +260,32 @@ fn multichannel_conv2d() {
     let bad = Tensor::from_vec(vec![co, 2, kh, kw], vec![0.0; co * 2 * kh * kw]).unwrap();
     assert!(Tensor::from_vec(vec![ci, h, w], img).unwrap().conv2d(&bad).is_err());
 }
+
+#[test]
+fn batched_tensor_matmul() {
+    let mut rng = Rng::new(7);
+    for &(batch, m, k, n) in &[(1, 1, 1, 1), (3, 5, 7, 9), (4, 33, 17, 65), (2, 128, 64, 96), (0, 3, 4, 5)] {
+        let a = rng.data(batch * m * k, -1.0, 1.0);
+        let b = rng.data(batch * k * n, -1.0, 1.0);
+        let w = rng.data(k * n, -1.0, 1.0);
+        let ta = Tensor::from_vec(vec![batch, m, k], a.clone()).unwrap();
+        let per = ta.matmul(&Tensor::from_vec(vec![batch, k, n], b.clone()).unwrap()).unwrap();
+        let shared = ta.matmul(&Tensor::from_vec(vec![k, n], w.clone()).unwrap()).unwrap();
+        assert_eq!(per.shape(), &[batch, m, n]);
+        for i in 0..batch {
+            let av = MatRef::row_major(&a[i * m * k..(i + 1) * m * k], m, k).unwrap();
+            for (bs, got) in [(&b[i * k * n..(i + 1) * k * n], &per), (&w[..], &shared)] {
+                let (want, mag) = reference(1.0, &av, &MatRef::row_major(bs, k, n).unwrap(), 0.0, &[]);
+                let g = got.matrix(i).unwrap();
+                check(&format!("batch {i} of {batch}x{m}x{k}x{n}"), |r, c| g.get(r, c).unwrap(), &want, &mag, m, n, k);
+            }
+        }
+    }
+    let t = Tensor::from_vec(vec![2, 3, 4], vec![0.0; 24]).unwrap();
+    assert!(t.matmul(&Tensor::from_vec(vec![3, 4, 2], vec![0.0; 24]).unwrap()).is_err(), "batch dims differ");
+    assert!(t.matmul(&Tensor::from_vec(vec![5, 2], vec![0.0; 10]).unwrap()).is_err(), "inner dims differ");
+    assert!(t.matmul(&Tensor::from_vec(vec![4], vec![0.0; 4]).unwrap()).is_err(), "rank 1");
+    assert!(t.as_matrix().is_err());
+    assert!(t.matrix(2).is_err());
+    assert_eq!(Tensor::from_vec(vec![2, 2], vec![1.0, 2.0, 3.0, 4.0]).unwrap().as_matrix().unwrap().get(1, 0), Some(3.0));
+}

@@ -1,5 +1,6 @@
 //! `Matrix`: a dense row-major f32 matrix, and the strided views GEMM works on.
 
+mod batched;
 mod conv;
 mod gemm;
 mod ops;
