@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# What ran on the lent GPU for docs/perf/wgpu-*.md, from the repository root, with x86-64 release
+# builds in .devbin-gpu/ (rayo, gpu-tests: the tests/gpu.rs binary) and libvulkan1 in .gl/*.deb.
+set -uo pipefail
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export WGPU_BACKEND=vulkan PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=$(mktemp -d)
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+B=.devbin-gpu
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+if ! $B/rayo info 2>/dev/null | grep -q "NVIDIA"; then
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+fi
+$B/rayo info | grep -E "^(cpu|threads|wgpu)"
+echo "== correctness (tests/gpu.rs on this GPU)"
+RAYO_REQUIRE_GPU=1 $B/gpu-tests 2>&1 | grep -E "^test |test result" | tee "$OUT/tests.txt"
+echo "== wgpu rows"
+$B/rayo bench --backend wgpu --json --quick --op add --op gelu --op sum \
+  --size 1000 --size 10000 --size 100000 --size 1000000 --size 10000000 --size 100000000 | tee "$OUT/wgpu.jsonl"
+$B/rayo bench --backend wgpu --json --quick --op relu --op dot --op softmax --op fused3 --op unfused3 \
+  --size 1000 --size 1000000 --size 100000000 | tee -a "$OUT/wgpu.jsonl"
+$B/rayo bench --backend wgpu --json --quick --op matmul --size 128 --size 256 --size 512 --size 1024 --size 2048 --size 4096 | tee -a "$OUT/wgpu.jsonl"
+echo "== headline: 1K add round trip, full plan (7 samples of 0.2 s)"
+$B/rayo bench --backend wgpu --json --op add --size 1000 | tee -a "$OUT/wgpu.jsonl"
+echo "== torch rows"
+python3 docs/perf/wgpu_torch.py --quick | tee "$OUT/torch.jsonl"
+[ "${SKIP_CPU:-0}" = 1 ] && exit 0
+echo "== cpu rows (for crossovers), all cores"
+T=$(nproc)
+$B/rayo bench --json --quick --op add --op gelu --op sum --threads "$T" \
+  --size 1000 --size 10000 --size 100000 --size 1000000 --size 10000000 --size 100000000 | tee "$OUT/cpu.jsonl"
+$B/rayo bench --json --quick --op matmul --threads "$T" --size 128 --size 256 --size 512 --size 1024 --size 2048 | tee -a "$OUT/cpu.jsonl"
