@@ -228,7 +228,7 @@ impl GpuCommandBatch {
     /// `a (m×k) · b (k×n)`.
     pub fn matmul(&mut self, a: BufferId, b: BufferId, m: usize, k: usize, n: usize) -> BufferId {
         let (la, lb) = (self.operand(a), self.operand(b));
-        let out = m.checked_mul(n).unwrap_or(usize::MAX);
+        let out = m.saturating_mul(n);
         if let Err(e) = super::buffer::check_matmul(la, lb, out, m, k, n) {
             self.fail(e);
         }

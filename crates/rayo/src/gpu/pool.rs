@@ -11,9 +11,12 @@ use std::sync::{Arc, Mutex};
 /// Free buffers kept per (size class, usage); more are dropped.
 const KEEP_PER_CLASS: usize = 8;
 
+/// Free buffers by (size class, usage bits).
+type FreeLists = Arc<Mutex<HashMap<(u64, u32), Vec<wgpu::Buffer>>>>;
+
 #[derive(Default)]
 pub(crate) struct BufferPool {
-    free: Arc<Mutex<HashMap<(u64, u32), Vec<wgpu::Buffer>>>>,
+    free: FreeLists,
 }
 
 /// Rounds `bytes` up to a size class: multiples of 1/16 of the enclosing power of two
@@ -29,7 +32,7 @@ pub(crate) fn size_class(bytes: u64) -> u64 {
 pub(crate) struct Pooled {
     buf: Option<wgpu::Buffer>,
     key: (u64, u32),
-    free: Arc<Mutex<HashMap<(u64, u32), Vec<wgpu::Buffer>>>>,
+    free: FreeLists,
 }
 
 impl Pooled {
