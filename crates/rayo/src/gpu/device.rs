@@ -261,11 +261,7 @@ impl GpuDevice {
     /// Waits until all submitted work has finished (native: blocks).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn synchronize(&self) -> Result<()> {
-        self.inner
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Device { api: "wgpu", message: e.to_string() })?;
-        self.check()
+        pollster::block_on(self.synchronize_async())
     }
 
     /// Waits until all submitted work has finished.
@@ -273,10 +269,7 @@ impl GpuDevice {
         let (tx, rx) = super::oneshot::channel();
         self.inner.queue.on_submitted_work_done(move || tx.send(()));
         #[cfg(not(target_arch = "wasm32"))]
-        self.inner
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Device { api: "wgpu", message: e.to_string() })?;
+        super::readback::wait_for(&self.inner.device, || rx.is_ready())?;
         rx.await.ok_or_else(|| Error::Device { api: "wgpu", message: "work-done callback dropped".into() })?;
         self.check()
     }

@@ -51,6 +51,15 @@ impl<T> Drop for Sender<T> {
     }
 }
 
+impl<T> Receiver<T> {
+    /// Whether awaiting would complete now (a value was sent, or the sender is gone).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    pub fn is_ready(&self) -> bool {
+        let s = lock(&self.0);
+        s.value.is_some() || s.closed
+    }
+}
+
 /// Resolves to `Some(value)`, or `None` if the sender was dropped unsent.
 impl<T> Future for Receiver<T> {
     type Output = Option<T>;

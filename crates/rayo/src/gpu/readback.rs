@@ -5,6 +5,32 @@ use super::oneshot;
 use super::pool::size_class;
 use crate::{Error, Result};
 
+/// How long a native readback polls the device in a loop before it blocks in the driver
+/// (`RAYO_WGPU_SPIN_US`, default 200): a blocking wait wakes up late, a short spin does not.
+#[cfg(not(target_arch = "wasm32"))]
+fn spin_limit() -> std::time::Duration {
+    static US: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let us = *US.get_or_init(|| std::env::var("RAYO_WGPU_SPIN_US").ok().and_then(|v| v.parse().ok()).unwrap_or(200));
+    std::time::Duration::from_micros(us)
+}
+
+/// Drives the device until `done()`: non-blocking polls for up to [`spin_limit`], then a
+/// blocking wait for all submitted work.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn wait_for(device: &wgpu::Device, done: impl Fn() -> bool) -> Result<()> {
+    let start = std::time::Instant::now();
+    let limit = spin_limit();
+    while start.elapsed() < limit {
+        device.poll(wgpu::PollType::Poll).map_err(|e| dev_err(e.to_string()))?;
+        if done() {
+            return Ok(());
+        }
+        std::hint::spin_loop();
+    }
+    device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| dev_err(e.to_string()))?;
+    Ok(())
+}
+
 fn dev_err(message: String) -> Error {
     Error::Device { api: "wgpu", message }
 }
@@ -35,7 +61,7 @@ pub(crate) async fn submit_and_read(mut enc: Encoder, src: &Span, out: &mut [f32
     let (tx, rx) = oneshot::channel();
     staging.slice(0..bytes).map_async(wgpu::MapMode::Read, move |r| tx.send(r));
     #[cfg(not(target_arch = "wasm32"))]
-    inner.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| dev_err(e.to_string()))?;
+    wait_for(&inner.device, || rx.is_ready())?;
     match rx.await {
         Some(Ok(())) => {}
         Some(Err(e)) => return Err(dev_err(format!("mapping the staging buffer failed: {e}"))),
