@@ -12,7 +12,7 @@ impl Matrix {
             return Err(Error::ShapeMismatch { op: "Matrix::matmul", left: vec![self.rows, self.cols], right: vec![other.rows, other.cols] });
         }
         let mut out = Matrix::uninit(self.rows, other.cols, self.backend);
-        gemm_with(self.backend, 1.0, self.view(), other.view(), 0.0, out.view_mut())?;
+        self.product(other, &mut out)?;
         Ok(out)
     }
 
@@ -23,6 +23,17 @@ impl Matrix {
         }
         if out.shape() != (self.rows, other.cols) {
             return Err(Error::ShapeMismatch { op: "Matrix::matmul_into (out)", left: vec![self.rows, other.cols], right: vec![out.rows, out.cols] });
+        }
+        self.product(other, out)
+    }
+
+    /// `out = self · other` (shapes checked): on a GPU above the measured crossover when a
+    /// GPU feature is on and a real device is there (`RAYO_FORCE_CPU=1` keeps it here),
+    /// else the CPU GEMM.
+    fn product(&self, other: &Matrix, out: &mut Matrix) -> Result<()> {
+        #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+        if crate::gpu::dispatch::try_matmul(&self.data, &other.data, &mut out.data, self.rows, self.cols, other.cols)? {
+            return Ok(());
         }
         gemm_with(self.backend, 1.0, self.view(), other.view(), 0.0, out.view_mut())
     }
