@@ -67,7 +67,8 @@ fn every_variant_assembles_for_sm80_and_sm90() {
                     let sass = Command::new(cuobjdump).arg("-sass").arg(&cubin).output().expect("run cuobjdump");
                     assert!(sass.status.success(), "cuobjdump failed on {}", kern.name());
                     let sass = String::from_utf8_lossy(&sass.stdout);
-                    assert!(sass.contains("FFMA"), "{}: no FFMA in SASS", kern.name());
+                    let unit = if kern.name().contains("tf32mma") { "HMMA" } else { "FFMA" };
+                    assert!(sass.contains(unit), "{}: no {unit} in SASS", kern.name());
                     assert!(!sass.contains("LDL") && !sass.contains("STL"), "{}: local memory in SASS", kern.name());
                 }
                 let regs = log.lines().find(|l| l.contains("registers")).unwrap_or("").trim().to_string();

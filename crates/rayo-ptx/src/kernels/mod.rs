@@ -89,6 +89,8 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.push(Box::new(GemmKernel::naive(33, 17, 9)));
     v.push(Box::new(GemmKernel::tiled(1024, 1024, 1024, 32)));
     v.push(Box::new(GemmKernel::tiled(100, 70, 33, 16)));
+    v.push(Box::new(GemmKernel::tensor_core(4096, 4096, 4096)));
+    v.push(Box::new(GemmKernel::tensor_core(256, 384, 136)));
     for bk in [8, 16] {
         if let Some(g) = GemmKernel::blocked_bk(4096, 4096, 4096, bk) {
             v.push(Box::new(g));

@@ -258,6 +258,15 @@ impl Ctx<'_> {
                 }
                 Ok(())
             }
+            Op::CvtTf32 { d, a } => {
+                self.dst(*d, PtxType::B32)?;
+                self.src(&Operand::Reg(*a), PtxType::F32)
+            }
+            Op::MmaTf32 { d, a, b, c } => {
+                d.iter().try_for_each(|r| self.dst(*r, PtxType::F32))?;
+                a.iter().chain(b).try_for_each(|r| self.src(&Operand::Reg(*r), PtxType::B32))?;
+                c.iter().try_for_each(|r| self.src(&Operand::Reg(*r), PtxType::F32))
+            }
             Op::Label(_) | Op::BarSync(_) | Op::MembarGl | Op::Ret => Ok(()),
         }
     }

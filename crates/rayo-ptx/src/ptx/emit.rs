@@ -245,6 +245,9 @@ pub(crate) fn write_inst(out: &mut String, i: &Inst) -> fmt::Result {
             hex(out, *mask as u64, 8);
             out.push(';');
         }
+        Op::CvtTf32 { d, a } => put!(out; "cvt.rna.tf32.f32 ", d, ", ", a, ";"),
+        Op::MmaTf32 { d, a, b, c } => put!(out; "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ",
+            List(&d[..]), ", ", List(&a[..]), ", ", List(&b[..]), ", ", List(&c[..]), ";"),
         Op::Label(l) => put!(out; l, ":"),
         Op::Bra { target, uni } => put!(out; "bra", if *uni { ".uni " } else { " " }, target, ";"),
         Op::BarSync(n) => put!(out; "bar.sync ", n, ";"),

@@ -310,6 +310,11 @@ pub enum Op {
     Red { space: Space, op: AtomOp, ty: PtxType, addr: Addr, b: Operand },
     Shfl { mode: ShflMode, d: Reg, a: Operand, b: Operand, c: u32, mask: u32 },
     Vote { mode: VoteMode, d: Reg, a: Reg, mask: u32 },
+    /// `cvt.rna.tf32.f32 d, a`: round an f32 to TF32 (the result is a .b32 bit pattern).
+    CvtTf32 { d: Reg, a: Reg },
+    /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}`:
+    /// one warp multiplies a 16×8 TF32 tile by an 8×8 one and adds a 16×8 f32 tile.
+    MmaTf32 { d: [Reg; 4], a: [Reg; 4], b: [Reg; 2], c: [Reg; 4] },
     Label(String),
     Bra { target: String, uni: bool },
     BarSync(u32),
@@ -333,7 +338,9 @@ impl Op {
             | Op::LdParam { d, .. }
             | Op::Atom { d, .. }
             | Op::Shfl { d, .. }
-            | Op::Vote { d, .. } => vec![*d],
+            | Op::Vote { d, .. }
+            | Op::CvtTf32 { d, .. } => vec![*d],
+            Op::MmaTf32 { d, .. } => d.to_vec(),
             Op::Ld { dst, .. } => dst.to_vec(),
             _ => vec![],
         }
@@ -367,6 +374,8 @@ impl Op {
             Op::Selp { p, .. } => vec![*p],
             Op::Vote { a, .. } => vec![*a],
             Op::CvtaTo { a, .. } => vec![*a],
+            Op::CvtTf32 { a, .. } => vec![*a],
+            Op::MmaTf32 { a, b, c, .. } => a.iter().chain(b).chain(c).copied().collect(),
             _ => vec![],
         }
     }

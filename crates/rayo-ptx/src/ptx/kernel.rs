@@ -281,6 +281,16 @@ impl PtxKernel {
         self.push(Op::Vote { mode, d, a: p, mask: 0xffff_ffff });
         d
     }
+    /// `cvt.rna.tf32.f32`: an f32 rounded to TF32, as a .b32 register.
+    pub fn cvt_tf32(&mut self, a: Reg) -> Reg {
+        let d = self.reg(PtxType::B32);
+        self.push(Op::CvtTf32 { d, a });
+        d
+    }
+    /// `d = a·b + c` on one warp's m16n8k8 TF32 fragments (d and c may be the same registers).
+    pub fn mma_tf32(&mut self, d: [Reg; 4], a: [Reg; 4], b: [Reg; 2], c: [Reg; 4]) {
+        self.push(Op::MmaTf32 { d, a, b, c });
+    }
     pub fn label(&mut self, name: &str) {
         self.insts.push(Inst { guard: None, op: Op::Label(name.to_string()) });
     }
