@@ -148,8 +148,8 @@ impl Chain {
 
     /// What the generated source depends on (op kinds and wiring, not parameter values): the
     /// pipeline-cache key, so the source is generated only once per shape of chain.
-    pub fn signature(&self, vec4: bool) -> String {
-        let mut s = format!("ew{}:{}:", if vec4 { 4 } else { 1 }, self.n_inputs);
+    pub fn signature(&self, vec4: bool, per_thread: u32) -> String {
+        let mut s = format!("ew{}x{per_thread}:{}:", if vec4 { 4 } else { 1 }, self.n_inputs);
         for st in &self.steps {
             let _ = match *st {
                 Step::Unary(op, a) => write!(s, "{}({a:?});", op.name()),
@@ -160,12 +160,13 @@ impl Chain {
         s
     }
 
-    /// The generated WGSL kernel; `vec4`: each invocation handles 4 consecutive elements.
-    pub fn wgsl(&self, vec4: bool) -> String {
+    /// The generated WGSL kernel; `vec4`: each item is 4 consecutive elements; each invocation
+    /// handles `per_thread` items, `prm.total` apart (all loads first, then all stores).
+    pub fn wgsl(&self, vec4: bool, per_thread: u32) -> String {
         let mut s = String::with_capacity(FNS.len() + 1024);
         s.push_str(if vec4 { "alias T = vec4<f32>;\n" } else { "alias T = f32;\n" });
         s.push_str(
-            "struct Meta { n: u32, stride: u32, u2: u32, u3: u32, u4: u32, u5: u32, u6: u32, u7: u32, \
+            "struct Meta { n: u32, stride: u32, total: u32, u3: u32, u4: u32, u5: u32, u6: u32, u7: u32, \
              p: array<vec4<f32>, 4>, }\n@group(0) @binding(0) var<uniform> prm: Meta;\n",
         );
         for i in 0..self.n_inputs {
@@ -177,33 +178,49 @@ impl Chain {
         s.push_str(FNS);
         s.push_str(
             "\n@compute @workgroup_size(256)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n    \
-             let i = gid.x + gid.y * prm.stride;\n    if (i >= prm.n) { return; }\n",
+             let i0 = gid.x + gid.y * prm.stride;\n",
         );
-        for i in 0..self.n_inputs {
-            let _ = writeln!(s, "    let x{i} = in{i}[i];");
-        }
-        let name = |src: Src| match src {
-            Src::Input(i) => format!("x{i}"),
-            Src::Step(j) => format!("t{j}"),
+        let name = |src: Src, u: u32| match src {
+            Src::Input(i) => format!("x{i}_{u}"),
+            Src::Step(j) => format!("t{j}_{u}"),
         };
-        let mut p = 0;
-        for (j, st) in self.steps.iter().enumerate() {
-            let e = match *st {
-                Step::Unary(op, a) => {
-                    let e = op.wgsl(&name(a), p);
-                    p += op.params().len();
-                    e
-                }
-                Step::Binary(op, a, b) => op.wgsl(&name(a), &name(b)),
-            };
-            let _ = writeln!(s, "    let t{j} = {e};");
+        for u in 0..per_thread {
+            let _ = writeln!(s, "    let i_{u} = i0 + {u}u * prm.total;\n    let ok_{u} = i_{u} < prm.n;");
+            for i in 0..self.n_inputs {
+                let _ = writeln!(s, "    var x{i}_{u}: T = T(0.0);\n    if (ok_{u}) {{ x{i}_{u} = in{i}[i_{u}]; }}");
+            }
         }
-        for (o, &j) in self.outputs.iter().enumerate() {
-            let _ = writeln!(s, "    out{o}[i] = t{j};");
+        for u in 0..per_thread {
+            let mut p = 0;
+            for (j, st) in self.steps.iter().enumerate() {
+                let e = match *st {
+                    Step::Unary(op, a) => {
+                        let e = op.wgsl(&name(a, u), p);
+                        p += op.params().len();
+                        e
+                    }
+                    Step::Binary(op, a, b) => op.wgsl(&name(a, u), &name(b, u)),
+                };
+                let _ = writeln!(s, "    let t{j}_{u} = {e};");
+            }
+        }
+        for u in 0..per_thread {
+            for (o, &j) in self.outputs.iter().enumerate() {
+                let _ = writeln!(s, "    if (ok_{u}) {{ out{o}[i_{u}] = t{j}_{u}; }}");
+            }
         }
         s.push_str("}\n");
         s
     }
+}
+
+/// Items per invocation of element-wise kernels (`RAYO_WGPU_EW_ITEMS`: 1, 2 or 4; default 1).
+fn per_thread() -> u32 {
+    static P: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *P.get_or_init(|| match std::env::var("RAYO_WGPU_EW_ITEMS").ok().and_then(|v| v.parse().ok()) {
+        Some(p @ (1 | 2 | 4)) => p,
+        _ => 1,
+    })
 }
 
 /// Records `chain` over `inputs` (each `n` long) writing `outputs` (each `n` long).
@@ -218,11 +235,13 @@ pub(crate) async fn encode_chain(enc: &mut Encoder, chain: &Chain, inputs: &[&Sp
     // 16-byte accesses when every binding holds whole vec4s (all spans start at offset 0).
     let vec4 = n % 4 == 0 && inputs.iter().chain(outputs).all(|s| s.offset % 16 == 0);
     let items = if vec4 { n / 4 } else { n };
-    let kernel = enc.dev.inner.pipelines.get(&enc.dev.inner.device, &chain.signature(vec4), || chain.wgsl(vec4)).await?;
-    let g = grid_1d(&enc.dev, items);
+    let per = per_thread();
+    let kernel = enc.dev.inner.pipelines.get(&enc.dev.inner.device, &chain.signature(vec4, per), || chain.wgsl(vec4, per)).await?;
+    let g = grid_1d(&enc.dev, items.div_ceil(per as usize));
     let mut meta = Meta::default();
     meta.u[0] = items as u32;
     meta.u[1] = g.0 * super::encoder::WG;
+    meta.u[2] = g.0 * g.1 * super::encoder::WG;
     meta.p[..params.len()].copy_from_slice(&params);
     let spans: Vec<&Span> = inputs.iter().chain(outputs.iter()).copied().collect();
     enc.dispatch(&kernel, &meta, &spans, g)
@@ -244,17 +263,19 @@ mod tests {
             ],
             outputs: vec![1, 3],
         };
-        let w = c.wgsl(false);
-        assert!(c.wgsl(true).contains("alias T = vec4<f32>;"));
-        assert_ne!(c.signature(true), c.signature(false));
+        let w = c.wgsl(false, 1);
+        assert!(c.wgsl(true, 1).contains("alias T = vec4<f32>;"));
+        assert_ne!(c.signature(true, 1), c.signature(false, 1));
+        let w2 = c.wgsl(false, 2);
+        assert!(w2.contains("if (ok_1) { out1[i_1] = t3_1; }") && w2.contains("let t2_1 = (t1_1 + x1_1);"), "{w2}");
         let mut c2 = c.clone();
         c2.steps[1] = Step::Unary(UnaryOp::Clip(-5.0, 5.0), Src::Step(0));
-        assert_eq!(c.signature(false), c2.signature(false), "parameter values do not change the kernel");
+        assert_eq!(c.signature(false, 1), c2.signature(false, 1), "parameter values do not change the kernel");
         assert!(w.contains("@binding(4) var<storage, read_write> out1"));
-        assert!(w.contains("clamp(t0, T(prm.p[0][0]), T(prm.p[0][1]))"));
-        assert!(w.contains("(t2 * prm.p[0][2])"));
+        assert!(w.contains("clamp(t0_0, T(prm.p[0][0]), T(prm.p[0][1]))"), "{w}");
+        assert!(w.contains("(t2_0 * prm.p[0][2])"));
         assert_eq!(c.params(), vec![-1.0, 1.0, 2.0]);
-        assert!(w.contains("out0[i] = t1;") && w.contains("out1[i] = t3;"));
+        assert!(w.contains("if (ok_0) { out0[i_0] = t1_0; }") && w.contains("if (ok_0) { out1[i_0] = t3_0; }"), "{w}");
     }
 
     #[test]

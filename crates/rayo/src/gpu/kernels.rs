@@ -8,9 +8,15 @@ const SOFTMAX: &str = include_str!("shaders/softmax.wgsl");
 const MATMUL: &str = include_str!("shaders/matmul.wgsl");
 const CONV2D: &str = include_str!("shaders/conv2d.wgsl");
 
-/// Workgroups of a reduction's first stage: enough to fill a large GPU, few enough that the
-/// second stage is one workgroup's work.
-const REDUCE_GROUPS: usize = 2048;
+/// Most workgroups of a reduction stage: enough to fill a large GPU, few enough that the later
+/// stages are a few workgroups' work. `RAYO_WGPU_REDUCE_GROUPS` (64..=65535) overrides it.
+fn reduce_groups() -> usize {
+    static G: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *G.get_or_init(|| match std::env::var("RAYO_WGPU_REDUCE_GROUPS").ok().and_then(|v| v.parse().ok()) {
+        Some(g @ 64..=65535) => g,
+        _ => 2048,
+    })
+}
 
 /// A reduction to one value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -99,7 +105,7 @@ fn can_vec4(load: Load, x: &Span, y: Option<&Span>) -> bool {
 /// Workgroups of one stage over `x` (read as vec4 when it can be).
 fn stage_groups(load: Load, x: &Span, y: Option<&Span>) -> usize {
     let items = if can_vec4(load, x, y) { x.len / 4 } else { x.len };
-    items.div_ceil(WG as usize).clamp(1, REDUCE_GROUPS)
+    items.div_ceil(WG as usize).clamp(1, reduce_groups())
 }
 
 async fn reduce_stage(enc: &mut Encoder, op: ReduceOp, load: Load, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32) -> Result<usize> {
