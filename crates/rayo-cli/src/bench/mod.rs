@@ -16,7 +16,7 @@ use timer::Plan;
 
 /// What a bare `rayo bench` measures: the headline rows.
 const DEFAULT_OPS: &[&str] =
-    &["stream_copy", "stream_triad", "add", "add_alloc", "dot", "sum", "max", "sigmoid", "tanh", "gelu", "exp", "softmax"];
+    &["stream_copy", "stream_triad", "add", "add_alloc", "dot", "sum", "max", "sigmoid", "tanh", "gelu", "exp", "softmax", "matmul"];
 
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
@@ -63,7 +63,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     };
     let threads = if args.threads.is_empty() { vec![1] } else { args.threads.clone() };
     if !args.json {
-        println!("{:<14} {:>10} {:>8} {:>7} {:>12} {:>10}", "op", "n", "backend", "threads", "median", "rate");
+        println!("{:<16} {:>16} {:>8} {:>7} {:>12} {:>14}", "op", "n", "backend", "threads", "median", "rate");
     }
     for op in &ops {
         let is_matrix = matrix::OPS.contains(&op.as_str());
@@ -85,7 +85,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
 #[cfg(feature = "gpu")]
 fn wgpu_rows(args: &BenchArgs, plan: Plan) -> Result<(), String> {
     if !args.json {
-        println!("{:<14} {:>10} {:>8} {:>7} {:>12} {:>10}", "op", "n", "backend", "threads", "median", "rate");
+        println!("{:<16} {:>16} {:>8} {:>7} {:>12} {:>14}", "op", "n", "backend", "threads", "median", "rate");
     }
     gpu::run(&args.ops, &args.sizes, plan, args.json, &|r| emit(r, args.json))
 }
@@ -114,7 +114,7 @@ fn emit(row: &Row, json: bool) {
         Some(note) => format!("{} ({note})", row.op),
         None => row.op.clone(),
     };
-    println!("{:<14} {:>10} {:>8} {:>7} {:>12} {:>10}", op, n, row.backend, row.threads, fmt_ns(row.ns), rate);
+    println!("{:<16} {:>16} {:>8} {:>7} {:>12} {:>14}", op, n, row.backend, row.threads, fmt_ns(row.ns), rate);
 }
 
 fn fmt_ns(ns: f64) -> String {

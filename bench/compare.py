@@ -1,0 +1,41 @@
+"""Runs `rayo bench --json` and the numpy/OpenBLAS references in one go and prints a markdown
+table of rayo vs reference with the ratio, for docs/perf/.  Usage:
+    python3 bench/compare.py [--quick] [--rayo target/release/rayo]
+The matmul reference is OpenBLAS with its AVX-512 (SkylakeX) kernels on 1 and 2 threads;
+the vector reference is numpy on 1 thread."""
+import json, os, subprocess, sys
+
+def run(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=True).stdout
+    return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+
+def main():
+    args = sys.argv[1:]
+    quick = ["--quick"] if "--quick" in args else []
+    rayo = args[args.index("--rayo") + 1] if "--rayo" in args else "target/release/rayo"
+    here = os.path.dirname(os.path.abspath(__file__))
+    vec_ops = ["add", "dot", "sum", "max", "sigmoid", "tanh", "gelu", "exp", "softmax"]
+    sizes = ["64", "256", "1024", "2048"]
+    rows = []
+    # Vector ops at 100K (numpy, 1 thread).
+    ours = run([rayo, "bench", "--json", "--size", "100000", *quick] + sum([["--op", o] for o in vec_ops], []))
+    ref = run([sys.executable, os.path.join(here, "numpy_vec.py"), "--size", "100000", *quick], {"OPENBLAS_NUM_THREADS": "1"})
+    refs = {r["op"]: r for r in ref}
+    for r in ours:
+        if r["op"] in refs:
+            rows.append((r["op"], "100000", 1, r["gbps"], refs[r["op"]]["gbps"], "GB/s", "numpy"))
+    # matmul on 1 and 2 threads (OpenBLAS AVX-512 kernels).
+    for t in (1, 2):
+        ours = run([rayo, "bench", "--json", "--op", "matmul", "--threads", str(t), *quick] + sum([["--size", s] for s in sizes], []))
+        ref = run([sys.executable, os.path.join(here, "numpy_matmul.py"), *quick] + sum([["--size", s] for s in sizes], []),
+                  {"OPENBLAS_CORETYPE": "SkylakeX", "OPENBLAS_NUM_THREADS": str(t)})
+        refs = {r["n"]: r for r in ref}
+        for r in ours:
+            rows.append(("matmul", str(r["n"]), t, r["gflops"], refs[r["n"]]["gflops"], "GFLOP/s", "OpenBLAS"))
+    print("| op | n | threads | rayo | reference | ratio |")
+    print("|---|---|---|---|---|---|")
+    for op, n, t, a, b, unit, name in rows:
+        print(f"| {op} | {n} | {t} | {a:.1f} {unit} | {b:.1f} {unit} ({name}) | {a / b:.2f} |")
+
+if __name__ == "__main__":
+    main()
