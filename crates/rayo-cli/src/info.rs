@@ -78,7 +78,7 @@ fn cuda_line() -> String {
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_line() -> String {
-    "not built in (cargo build -p rayo-cli --features cuda)".into()
+    "not built in (feature cuda of rayo-cli)".into()
 }
 
 #[cfg(feature = "gpu")]

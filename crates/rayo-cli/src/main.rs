@@ -17,8 +17,9 @@ wgpu:      rayo bench --backend wgpu [--op add|relu|gelu|sum|dot|softmax|matmul|
 bench ops: stream_copy stream_triad add sub mul div scale axpy add_alloc dot sum max min argmax
            norm_l1 norm_l2 relu leaky_relu elu selu sigmoid tanh swish gelu mish hardswish
            clip abs sqrt exp ln softmax log_softmax
-backends:  scalar sse2 avx2 avx512 neon simd128 (default: the best this CPU has); cuda (--features cuda:
-           gemm gemm_blocked8 gemm_blocked16 gemm_tiled add sigmoid fused sum dot max softmax layernorm ...)";
+backends:  scalar sse2 avx2 avx512 neon simd128 (default: the best this CPU has); cuda (ops:
+           gemm gemm_tf32 gemm_blocked8 gemm_split8 gemm_tiled add sigmoid fused sum dot max softmax
+           log_softmax layernorm rmsnorm roundtrip_add graph_chain transfer ptxgen)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();

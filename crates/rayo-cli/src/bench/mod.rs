@@ -32,7 +32,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         #[cfg(feature = "cuda")]
         return cuda::run(args, plan, &|r: &Row| emit(r, args.json)).map(|()| ());
         #[cfg(not(feature = "cuda"))]
-        return Err("backend cuda: this rayo was built without it (cargo build -p rayo-cli --features cuda)".into());
+        return Err("backend cuda: this rayo was built without it (feature cuda of rayo-cli)".into());
     }
     let ops: Vec<String> = if args.ops.is_empty() { DEFAULT_OPS.iter().map(|s| s.to_string()).collect() } else { args.ops.clone() };
     for op in &ops {
