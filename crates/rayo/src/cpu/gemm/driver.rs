@@ -32,15 +32,24 @@ impl Blocks {
     /// (shared with the other cores).
     pub fn for_shape(m: usize, n: usize, k: usize, mr: usize, nr: usize) -> Blocks {
         let c = Caches::get();
-        let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-        let kc_max = env("KC", (c.l2 / 8 / (nr * 4)).clamp(128, 512));
+        let (kc_env, mc_env) = tuning();
+        let kc_max = kc_env.unwrap_or((c.l2 / 8 / (nr * 4)).clamp(128, 512));
         let kc = even(k, kc_max, 8).min(k.div_ceil(8) * 8);
-        let mc_max = env("MC", (c.l2 / 2 / (kc * 4)).max(mr));
+        let mc_max = mc_env.unwrap_or((c.l2 / 2 / (kc * 4)).max(mr)).max(mr);
         let mc = even(m, mc_max, mr);
         let nc_max = (c.l3 / 4 / (kc * 4)).clamp(nr, 8192);
         let nc = even(n, nc_max, nr);
         Blocks { kc, mc, nc }
     }
+}
+
+/// `RAYO_GEMM_KC` / `RAYO_GEMM_MC`: block-size overrides for tuning on a new CPU (read once).
+fn tuning() -> (Option<usize>, Option<usize>) {
+    static T: std::sync::OnceLock<(Option<usize>, Option<usize>)> = std::sync::OnceLock::new();
+    *T.get_or_init(|| {
+        let read = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok()).filter(|&v| v >= 8);
+        (read("RAYO_GEMM_KC"), read("RAYO_GEMM_MC"))
+    })
 }
 
 thread_local! {
