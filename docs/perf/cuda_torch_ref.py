@@ -41,7 +41,7 @@ def torch_rows(rayo_rows):
         if op.startswith("gemm"):
             a, b = rnd(n, n), rnd(n, n)
             c = torch.empty(n, n, device=dev)
-            torch.backends.cuda.matmul.allow_tf32 = op == "gemm_tf32"  # compare TF32 with TF32
+            torch.backends.cuda.matmul.allow_tf32 = op.startswith("gemm_tf32")  # compare TF32 with TF32
             ms = device_ms(lambda: torch.mm(a, b, out=c))
             torch.backends.cuda.matmul.allow_tf32 = False
         elif op in ("add", "sigmoid", "fused"):

@@ -9,7 +9,7 @@ use rayo::cuda::{CudaDevice, DeviceBuffer, Expr, GemmKernel, Kernel, ReduceOp};
 use std::time::Instant;
 
 pub const OPS: &[&str] = &[
-    "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tiled", "gemm_naive", "add", "sigmoid", "fused", "sum", "dot", "max",
+    "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tf32_bk8", "gemm_tiled", "gemm_naive", "add", "sigmoid", "fused", "sum", "dot", "max",
     "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "graph_chain", "transfer", "ptxgen",
 ];
 const DEFAULT: &[&str] = &["gemm", "add", "sum", "dot", "softmax", "layernorm", "roundtrip_add", "ptxgen"];
@@ -102,6 +102,7 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
                 "gemm_blocked16" => GemmKernel::blocked_bk(d, d, d, 16).ok_or("gemm_blocked16 needs n % 128 == 0")?,
                 "gemm_tiled" => GemmKernel::tiled(d, d, d, 32),
                 "gemm_tf32" => GemmKernel::tensor_core(d, d, d),
+                "gemm_tf32_bk8" => GemmKernel::tensor_core_bk(d, d, d, 8).ok_or("gemm_tf32_bk8 needs n % 128 == 0")?,
                 _ => GemmKernel::naive(d, d, d),
             };
             let (a, b) = (up(n * n, 1)?, up(n * n, 2)?);

@@ -90,6 +90,9 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.push(Box::new(GemmKernel::tiled(1024, 1024, 1024, 32)));
     v.push(Box::new(GemmKernel::tiled(100, 70, 33, 16)));
     v.push(Box::new(GemmKernel::tensor_core(4096, 4096, 4096)));
+    if let Some(g) = GemmKernel::tensor_core_bk(4096, 4096, 4096, 8) {
+        v.push(Box::new(g));
+    }
     v.push(Box::new(GemmKernel::tensor_core(256, 384, 136)));
     for bk in [8, 16] {
         if let Some(g) = GemmKernel::blocked_bk(4096, 4096, 4096, bk) {

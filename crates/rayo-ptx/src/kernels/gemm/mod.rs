@@ -22,8 +22,9 @@ pub enum GemmVariant {
     /// `split` = 1, or 2 for split-K: two blocks per output tile, each half of `k`, adding
     /// into a zeroed `c` (two adds onto zero: the same bits in either order).
     Blocked { bk: u32, split: u32 },
-    /// TF32 tensor cores (`mma.sync`), 128×128 tiles: products rounded to TF32.
-    TensorCore,
+    /// TF32 tensor cores (`mma.sync`), 128×128 tiles, `bk`-deep slices (8 or 16): products
+    /// rounded to TF32.
+    TensorCore { bk: u32 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,11 +49,14 @@ impl GemmKernel {
     /// TF32 tensor-core GEMM (fp32 in and out, products with a 10-bit mantissa) when
     /// `m % 128 == 0`, `n % 128 == 0`, `k % 8 == 0`; other shapes get the exact fp32 tiled kernel.
     pub fn tensor_core(m: u32, n: u32, k: u32) -> GemmKernel {
-        if m % 128 == 0 && n % 128 == 0 && k % 8 == 0 && m > 0 && n > 0 && k > 0 {
-            GemmKernel { m, n, k, variant: GemmVariant::TensorCore }
-        } else {
-            Self::tiled(m, n, k, 16)
-        }
+        let bk = if k % 16 == 0 { 16 } else { 8 };
+        Self::tensor_core_bk(m, n, k, bk).unwrap_or_else(|| Self::tiled(m, n, k, 16))
+    }
+
+    /// The TF32 kernel with `bk`-deep slices (8 or 16), if the shape allows it.
+    pub fn tensor_core_bk(m: u32, n: u32, k: u32, bk: u32) -> Option<GemmKernel> {
+        let ok = (bk == 8 || bk == 16) && m % 128 == 0 && n % 128 == 0 && k % bk == 0 && m > 0 && n > 0 && k > 0;
+        ok.then_some(GemmKernel { m, n, k, variant: GemmVariant::TensorCore { bk } })
     }
 
     /// The register-blocked kernel with 8-deep slices, if the shape allows it.
@@ -120,7 +124,7 @@ impl GemmKernel {
             GemmVariant::Tiled { tile } => {
                 LaunchConfig { grid: (n.div_ceil(tile), m.div_ceil(tile), 1), block: (tile, tile, 1), shared_bytes: 0 }
             }
-            GemmVariant::TensorCore => {
+            GemmVariant::TensorCore { .. } => {
                 LaunchConfig { grid: (n / 128, m / 128, 1), block: (tensor_core::THREADS, 1, 1), shared_bytes: 0 }
             }
             GemmVariant::Blocked { split, .. } => {
@@ -137,7 +141,7 @@ impl Kernel for GemmKernel {
             GemmVariant::Tiled { tile } => format!("tiled{tile}"),
             GemmVariant::Blocked { bk, split: 1 } => format!("blocked128x128x{bk}"),
             GemmVariant::Blocked { bk, split } => format!("blocked128x128x{bk}s{split}"),
-            GemmVariant::TensorCore => "tf32mma128x128x8".to_string(),
+            GemmVariant::TensorCore { bk } => format!("tf32mma128x128x{bk}"),
         };
         format!("gemm_{v}_{}x{}x{}", self.m, self.n, self.k)
     }
@@ -151,7 +155,7 @@ impl Kernel for GemmKernel {
             GemmVariant::Naive => simple::naive(&mut k, self.m, self.n, self.k),
             GemmVariant::Tiled { tile } => simple::tiled(&mut k, self.m, self.n, self.k, tile),
             GemmVariant::Blocked { bk, split } => blocked::build(&mut k, self.m, self.n, self.k, bk, split),
-            GemmVariant::TensorCore => tensor_core::build(&mut k, self.n, self.k),
+            GemmVariant::TensorCore { bk } => tensor_core::build(&mut k, self.n, self.k, bk),
         }
         k
     }

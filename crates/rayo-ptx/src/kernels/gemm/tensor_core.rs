@@ -1,7 +1,7 @@
 //! TF32 tensor-core GEMM (`mma.sync.m16n8k8`, sm_80+): fp32 in and out, products rounded to
 //! TF32 (10-bit mantissa) — relative error near 1e-3 of Σ|a·b|, like cuBLAS with TF32 on.
 //!
-//! 256 threads (8 warps), block tile 128×128, 8-deep slices, double-buffered like the SIMT
+//! 256 threads (8 warps), block tile 128×128, 8- or 16-deep slices, double-buffered like the SIMT
 //! kernel. Warp w owns rows (w/2)·32.. +32 and columns (w%2)·64.. +64: 2×8 mma tiles, 64 f32
 //! accumulators per thread. Shared rows are 136 words apart, so the fragment loads (lane =
 //! 4·g + t reads row t, column g) fall in 32 different banks. Elements are rounded to TF32 once,
@@ -13,14 +13,13 @@ use crate::ptx::*;
 pub(super) const THREADS: u32 = 256;
 const BM: u32 = 128;
 const BN: u32 = 128;
-const BK: u32 = 8;
 const STRIDE: u32 = 136;
 const B32: PtxType = PtxType::B32;
 const U64: PtxType = PtxType::U64;
 
-pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32) {
+pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32, bk: u32) {
     k.launch_bounds((THREADS, 1, 1), Some(2));
-    let buf_words = BK * STRIDE;
+    let buf_words = bk * STRIDE;
     let buf_bytes = buf_words * 4;
     let sa = k.shared_array("tc_as", B32, 2 * buf_words, 16);
     let sb = k.shared_array("tc_bs", B32, 2 * buf_words, 16);
@@ -33,9 +32,13 @@ pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32) {
     let sa0 = k.mov(U, Operand::Symbol(sa));
     let sb0 = k.mov(U, Operand::Symbol(sb));
 
-    // global loads: A rows of 8 floats (two float4 per row), B rows of 128 (32 float4 per row)
-    let arow = k.bin(BinOp::Shr, U, tid, 1u32);
-    let amod = k.bin(BinOp::And, B32, tid, 1u32);
+    // global loads: A rows of bk floats (bk/4 float4 per row), B rows of 128 (32 float4 per row)
+    let a_per_row = bk / 4;
+    let a_rows_per_pass = THREADS / a_per_row;
+    let a_passes = BM / a_rows_per_pass;
+    let b_passes = bk / 8;
+    let arow = k.bin(BinOp::Shr, U, tid, a_per_row.trailing_zeros());
+    let amod = k.bin(BinOp::And, B32, tid, a_per_row - 1);
     let acol = k.mul(U, amod, 4u32);
     let grow = k.fma(U, by, BM, arow);
     let ai = k.fma(U, grow, kd, acol);
@@ -66,47 +69,85 @@ pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32) {
     let fb_idx = k.add(U, tstride, bn);
     let fb = k.fma(U, fb_idx, 4u32, sb0);
 
-    let ra: Vec<Reg> = (0..4).map(|_| k.reg(F)).collect();
-    let rb: Vec<Reg> = (0..4).map(|_| k.reg(F)).collect();
+    let ra: Vec<Vec<Reg>> = (0..a_passes)
+        .map(|_| (0..4).map(|_| k.reg(F)).collect())
+        .collect();
+    let rb: Vec<Vec<Reg>> = (0..b_passes)
+        .map(|_| (0..4).map(|_| k.reg(F)).collect())
+        .collect();
+    let a_pass_bytes = (a_rows_per_pass * kd * 4) as i64;
+    let b_pass_bytes = (8 * n * 4) as i64;
     let load = |k: &mut PtxKernel| {
-        k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::Many(ra.clone()), addr: Addr::reg(ga), nc: true });
-        k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::Many(rb.clone()), addr: Addr::reg(gb), nc: true });
-        k.bin_to(BinOp::Add, ga, ga, Operand::Int(BK as i64 * 4));
-        k.bin_to(BinOp::Add, gb, gb, Operand::Int(BK as i64 * n as i64 * 4));
+        for (p, r) in ra.iter().enumerate() {
+            let addr = Addr::at(ga, p as i64 * a_pass_bytes);
+            k.push(Op::Ld {
+                space: Space::Global,
+                ty: F,
+                dst: Regs::Many(r.clone()),
+                addr,
+                nc: true,
+            });
+        }
+        for (p, r) in rb.iter().enumerate() {
+            let addr = Addr::at(gb, p as i64 * b_pass_bytes);
+            k.push(Op::Ld {
+                space: Space::Global,
+                ty: F,
+                dst: Regs::Many(r.clone()),
+                addr,
+                nc: true,
+            });
+        }
+        k.bin_to(BinOp::Add, ga, ga, Operand::Int(bk as i64 * 4));
+        k.bin_to(BinOp::Add, gb, gb, Operand::Int(bk as i64 * n as i64 * 4));
     };
     let store = |k: &mut PtxKernel, off: Reg| {
         let pa = k.add(U, sa_st, off);
-        for (i, &v) in ra.iter().enumerate() {
-            let tv = k.cvt_tf32(v);
-            k.st(Space::Shared, B32, Addr::at(pa, (i as u32 * STRIDE * 4) as i64), tv);
+        for (p, r) in ra.iter().enumerate() {
+            for (i, &v) in r.iter().enumerate() {
+                let tv = k.cvt_tf32(v);
+                let o = (i as u32 * STRIDE * 4 + p as u32 * a_rows_per_pass * 4) as i64;
+                k.st(Space::Shared, B32, Addr::at(pa, o), tv);
+            }
         }
         let pb = k.add(U, sb_st, off);
-        let tb: Vec<Reg> = rb.iter().map(|&v| k.cvt_tf32(v)).collect();
-        k.st_v(Space::Shared, B32, Addr::reg(pb), &tb);
+        for (p, r) in rb.iter().enumerate() {
+            let tb: Vec<Reg> = r.iter().map(|&v| k.cvt_tf32(v)).collect();
+            k.st_v(
+                Space::Shared,
+                B32,
+                Addr::at(pb, p as i64 * 8 * STRIDE as i64 * 4),
+                &tb,
+            );
+        }
     };
     // acc[(mi * 8 + ni) * 4 + r]
     let acc: Vec<Reg> = (0..64).map(|_| k.mov(F, 0.0f32)).collect();
     let compute = |k: &mut PtxKernel, boff: Reg| {
         let pa = k.add(U, fa, boff);
         let pb = k.add(U, fb, boff);
-        let k4 = (4 * STRIDE * 4) as i64;
-        let af: Vec<[Reg; 4]> = (0..2)
-            .map(|mi| {
-                let o = mi as i64 * 16 * 4;
-                [0, 8 * 4, k4, k4 + 8 * 4].map(|d| k.ld(Space::Shared, B32, Addr::at(pa, o + d)))
-            })
-            .collect();
-        let bf: Vec<[Reg; 2]> = (0..8)
-            .map(|ni| {
-                let o = ni as i64 * 8 * 4;
-                [0, k4].map(|d| k.ld(Space::Shared, B32, Addr::at(pb, o + d)))
-            })
-            .collect();
-        for (mi, a4) in af.iter().enumerate() {
-            for (ni, b2) in bf.iter().enumerate() {
-                let base = (mi * 8 + ni) * 4;
-                let d = [acc[base], acc[base + 1], acc[base + 2], acc[base + 3]];
-                k.mma_tf32(d, *a4, *b2, d);
+        for ks in 0..(bk / 8) as i64 {
+            let k4 = (4 * STRIDE * 4) as i64;
+            let kso = ks * 8 * STRIDE as i64 * 4;
+            let af: Vec<[Reg; 4]> = (0..2)
+                .map(|mi| {
+                    let o = kso + mi as i64 * 16 * 4;
+                    [0, 8 * 4, k4, k4 + 8 * 4]
+                        .map(|d| k.ld(Space::Shared, B32, Addr::at(pa, o + d)))
+                })
+                .collect();
+            let bf: Vec<[Reg; 2]> = (0..8)
+                .map(|ni| {
+                    let o = kso + ni as i64 * 8 * 4;
+                    [0, k4].map(|d| k.ld(Space::Shared, B32, Addr::at(pb, o + d)))
+                })
+                .collect();
+            for (mi, a4) in af.iter().enumerate() {
+                for (ni, b2) in bf.iter().enumerate() {
+                    let base = (mi * 8 + ni) * 4;
+                    let d = [acc[base], acc[base + 1], acc[base + 2], acc[base + 3]];
+                    k.mma_tf32(d, *a4, *b2, d);
+                }
             }
         }
     };
@@ -115,7 +156,7 @@ pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32) {
     load(k);
     store(k, boff);
     k.bar_sync();
-    let tiles = kd / BK;
+    let tiles = kd / bk;
     if tiles > 1 {
         let cnt = k.mov(U, tiles - 1);
         let top = k.new_label("slice");
