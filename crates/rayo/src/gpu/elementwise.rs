@@ -214,12 +214,13 @@ impl Chain {
     }
 }
 
-/// Items per invocation of element-wise kernels (`RAYO_WGPU_EW_ITEMS`: 1, 2 or 4; default 1).
+/// Items per invocation of element-wise kernels (`RAYO_WGPU_EW_ITEMS`: 1, 2 or 4; default 2,
+/// measured best on an H100 by 3–5% at 100M floats: docs/perf/wgpu-h100.md).
 fn per_thread() -> u32 {
     static P: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *P.get_or_init(|| match std::env::var("RAYO_WGPU_EW_ITEMS").ok().and_then(|v| v.parse().ok()) {
         Some(p @ (1 | 2 | 4)) => p,
-        _ => 1,
+        _ => 2,
     })
 }
 
