@@ -4,7 +4,8 @@ two ways, printed as the same JSON lines (backend "torch").
   roundtrip: host tensors in, host tensor out (upload, op, download), wall clock per call
   resident:  data already on the GPU, CUDA events around many calls, per call
 
-Usage: python3 docs/perf/wgpu_torch.py [--quick]
+Usage: python3 docs/perf/wgpu_torch.py [--quick] [--sizes 1000,100000000] [--matmul 1024,4096]
+                                       [--min-time SECONDS]   (per row, default 0.2)
 """
 import json
 import statistics
@@ -14,6 +15,13 @@ import time
 import torch
 
 quick = "--quick" in sys.argv
+
+
+def arg(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+MIN_TIME = float(arg("--min-time", "0.2"))
 dev = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False  # fp32 matmul, as rayo's kernel computes
 torch.backends.cudnn.allow_tf32 = False
@@ -32,7 +40,7 @@ def emit(op, n, ns, note, bytes_=None, flops=None, mkn=None):
     print(json.dumps(row, separators=(",", ":")), flush=True)
 
 
-def resident(fn, min_time=0.2):
+def resident(fn, min_time=MIN_TIME):
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -53,7 +61,7 @@ def resident(fn, min_time=0.2):
     return statistics.median(samples)
 
 
-def roundtrip(fn, min_time=0.2):
+def roundtrip(fn, min_time=MIN_TIME):
     fn()
     t = time.perf_counter()
     fn()
@@ -75,7 +83,7 @@ def data(n, seed):
 
 BYTES = {"sum": 4, "max": 4, "min": 4, "dot": 8, "add": 12, "sub": 12, "mul": 12}
 
-vec_sizes = [1000, 1_000_000, 100_000_000]
+vec_sizes = [int(v) for v in arg("--sizes", "1000,1000000,100000000").split(",")]
 print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}), flush=True)
 for n in vec_sizes:
     ha, hb = data(n, 1), data(n, 2)
@@ -97,7 +105,7 @@ for n in vec_sizes:
         emit(op, n, resident(res), "resident", bytes_=nb)
     del a, b, out
 
-for n in [256, 1024, 4096] if not quick else [1024, 4096]:
+for n in [int(v) for v in arg("--matmul", "1024,4096" if quick else "256,1024,4096").split(",")]:
     ha, hb = data(n * n, 1).reshape(n, n), data(n * n, 2).reshape(n, n)
     a, b = ha.to(dev), hb.to(dev)
     c = torch.empty_like(a)
