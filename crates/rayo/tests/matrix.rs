@@ -238,7 +238,14 @@ fn convolve2d_all_backends() {
 #[test]
 fn multichannel_conv2d() {
     let mut rng = Rng::new(6);
-    let (ci, h, w, co, kh, kw) = (3, 17, 40, 4, 3, 5);
+    // Depth c_in·kh·kw 45 goes through im2col + GEMM, 18 through the direct kernel.
+    for (ci, h, w, co, kh, kw) in [(3, 17, 40, 4, 3, 5), (2, 9, 33, 3, 3, 3), (1, 8, 8, 1, 2, 2)] {
+        multichannel_case(&mut rng, ci, h, w, co, kh, kw);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn multichannel_case(rng: &mut Rng, ci: usize, h: usize, w: usize, co: usize, kh: usize, kw: usize) {
     let img = rng.data(ci * h * w, -1.0, 1.0);
     let ker = rng.data(co * ci * kh * kw, -1.0, 1.0);
     let out = Tensor::from_vec(vec![ci, h, w], img.clone()).unwrap().conv2d(&Tensor::from_vec(vec![co, ci, kh, kw], ker.clone()).unwrap()).unwrap();
@@ -257,7 +264,7 @@ fn multichannel_conv2d() {
             assert!((g - r).abs() <= 1e-4, "channel {o} at {i}: {g} vs {r}");
         }
     }
-    let bad = Tensor::from_vec(vec![co, 2, kh, kw], vec![0.0; co * 2 * kh * kw]).unwrap();
+    let bad = Tensor::from_vec(vec![co, ci + 1, kh, kw], vec![0.0; co * (ci + 1) * kh * kw]).unwrap();
     assert!(Tensor::from_vec(vec![ci, h, w], img).unwrap().conv2d(&bad).is_err());
 }
 

@@ -5,7 +5,7 @@ use super::timer::{median_ns, Plan};
 use rayo::{Backend, Matrix};
 use std::hint::black_box;
 
-pub const OPS: &[&str] = &["matmul", "matvec", "transpose", "conv2d"];
+pub const OPS: &[&str] = &["matmul", "matvec", "transpose", "conv2d", "conv2d_c64"];
 
 /// Sizes when none are given (n: n×n matrices, or an n×n image for conv2d).
 pub fn default_sizes(quick: bool) -> Vec<usize> {
@@ -74,6 +74,19 @@ pub fn run(op: &str, n: usize, backend: Backend, threads: usize, plan: Plan) -> 
                     let o = (n - k + 1) as f64;
                     rows.push(row(&format!("conv2d_k{k}"), Some((n, n, k)), ns, None, Some(2.0 * (k * k) as f64 * o * o / ns)));
                 }
+            }
+        }
+        "conv2d_c64" => {
+            // A CNN layer: [64, n, n] ⋆ [64, 64, 3, 3].
+            let (c, k) = (64, 3);
+            let img = rayo::Tensor::from_vec(vec![c, n, n], (0..c * n * n).map(|i| (i % 97) as f32 / 97.0 - 0.5).collect());
+            let ker = rayo::Tensor::from_vec(vec![c, c, k, k], (0..c * c * k * k).map(|i| (i % 89) as f32 / 89.0 - 0.5).collect());
+            if let (Ok(img), Ok(ker), true) = (img, ker, n >= k) {
+                let ns = median_ns(plan, || {
+                    let _ = black_box(img.conv2d(&ker));
+                });
+                let o = (n - k + 1) as f64;
+                rows.push(row(op, Some((n, n, k)), ns, None, Some(2.0 * (c * c * k * k) as f64 * o * o / ns)));
             }
         }
         _ => {}

@@ -57,14 +57,46 @@ impl Tensor {
         }
         let (oh, ow) = out_dims("Tensor::conv2d", h, w, kh, kw)?;
         let backend = crate::Backend::selected();
-        let mut out = vec![0.0f32; co * oh * ow];
         let (img, ker) = (self.as_slice(), kernel.as_slice());
-        for (o, dst) in out.chunks_exact_mut(oh * ow).enumerate() {
-            for c in 0..ci {
-                let k = &ker[(o * ci + c) * kh * kw..(o * ci + c + 1) * kh * kw];
-                conv_channel(backend, &img[c * h * w..(c + 1) * h * w], w, k, kh, kw, dst, oh, c > 0);
+        let out = if ci * kh * kw >= IM2COL_MIN_DEPTH && co > 1 {
+            conv_im2col(backend, img, ci, h, w, ker, co, kh, kw)?
+        } else {
+            let mut out = vec![0.0f32; co * oh * ow];
+            for (o, dst) in out.chunks_exact_mut(oh * ow).enumerate() {
+                for c in 0..ci {
+                    let k = &ker[(o * ci + c) * kh * kw..(o * ci + c + 1) * kh * kw];
+                    conv_channel(backend, &img[c * h * w..(c + 1) * h * w], w, k, kh, kw, dst, oh, c > 0);
+                }
             }
-        }
+            out
+        };
         Tensor::from_vec(vec![co, oh, ow], out)
     }
+}
+
+/// From this reduction depth (c_in·kh·kw) on, multi-channel convolution goes through one GEMM
+/// (weights `[c_out, c_in·kh·kw]` times the unfolded image `[c_in·kh·kw, oh·ow]`), which runs
+/// near the FMA peak; below it the direct kernel, which needs no unfolded copy.
+const IM2COL_MIN_DEPTH: usize = 32;
+
+/// im2col + GEMM: row (c, u, v) of the unfolded image holds every output position's input
+/// under kernel tap (u, v) of channel c.
+#[allow(clippy::too_many_arguments)]
+fn conv_im2col(backend: Backend, img: &[f32], ci: usize, h: usize, w: usize, ker: &[f32], co: usize, kh: usize, kw: usize) -> Result<Vec<f32>> {
+    let (oh, ow) = (h - kh + 1, w - kw + 1);
+    let (depth, positions) = (ci * kh * kw, oh * ow);
+    let mut cols = crate::cpu::pool::take(depth * positions);
+    for (r, row) in cols.chunks_exact_mut(positions).enumerate() {
+        let (c, u, v) = (r / (kh * kw), r / kw % kh, r % kw);
+        for (i, dst) in row.chunks_exact_mut(ow).enumerate() {
+            let s = c * h * w + (i + u) * w + v;
+            dst.copy_from_slice(&img[s..s + ow]);
+        }
+    }
+    let mut out = vec![0.0f32; co * positions];
+    let a = super::MatRef::row_major(ker, co, depth)?;
+    let b = super::MatRef::row_major(&cols, depth, positions)?;
+    super::gemm_with(backend, 1.0, a, b, 0.0, super::MatMut::row_major(&mut out, co, positions)?)?;
+    crate::cpu::pool::give(cols);
+    Ok(out)
 }
