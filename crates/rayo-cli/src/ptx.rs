@@ -41,3 +41,34 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     println!("wrote {files} PTX files to {} in {:.1} ms", out.display(), t.elapsed().as_secs_f64() * 1e3);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::run;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn writes_every_variant_for_each_target() {
+        let dir = std::env::temp_dir().join(format!("rayo-ptx-cli-{}", std::process::id()));
+        let d = dir.to_str().unwrap();
+        run(&args(&["--out", d, "--sm", "sm_80", "--sm", "90"])).unwrap();
+        let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).collect();
+        let n = rayo_ptx::kernels::all_variants().len();
+        assert_eq!(files.len(), 2 * n);
+        let gemm = std::fs::read_to_string(dir.join("gemm_tiled32_1024x1024x1024.sm_90.ptx")).unwrap();
+        assert!(gemm.contains(".target sm_90") && gemm.contains(".entry gemm_tiled32_1024x1024x1024("));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_flags_are_errors() {
+        assert!(run(&args(&[])).unwrap_err().contains("--out"));
+        assert!(run(&args(&["--out"])).unwrap_err().contains("needs a value"));
+        assert!(run(&args(&["--out", "/tmp/x", "--sm", "abc"])).unwrap_err().contains("not a target"));
+        assert!(run(&args(&["--out", "/tmp/x", "--sm", "20"])).unwrap_err().contains("outside"));
+        assert!(run(&args(&["--bogus"])).unwrap_err().contains("unknown flag"));
+    }
+}
