@@ -262,7 +262,8 @@ impl Ctx<'_> {
                 self.dst(*d, PtxType::B32)?;
                 self.src(&Operand::Reg(*a), PtxType::F32)
             }
-            Op::MmaTf32 { d, a, b, c } => {
+            Op::MmaTf32(m) => {
+                let (d, a, b, c) = (&m.d, &m.a, &m.b, &m.c);
                 d.iter().try_for_each(|r| self.dst(*r, PtxType::F32))?;
                 a.iter().chain(b).try_for_each(|r| self.src(&Operand::Reg(*r), PtxType::B32))?;
                 c.iter().try_for_each(|r| self.src(&Operand::Reg(*r), PtxType::F32))

@@ -93,24 +93,36 @@ impl Put for PtxType {
     }
 }
 impl Put for u64 {
+    #[inline(always)]
     fn put(&self, out: &mut String) {
-        let mut buf = [0u8; 20];
-        let mut i = buf.len();
-        let mut v = *self;
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        for &b in &buf[i..] {
-            out.push(b as char);
+        let v = *self;
+        if v < 10 {
+            out.push((b'0' + v as u8) as char);
+        } else if v < 100 {
+            out.push((b'0' + (v / 10) as u8) as char);
+            out.push((b'0' + (v % 10) as u8) as char);
+        } else {
+            put_long(out, v);
         }
     }
 }
+
+#[inline(never)]
+fn put_long(out: &mut String, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut v = v;
+    while v > 0 {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    for &b in &buf[i..] {
+        out.push(b as char);
+    }
+}
 impl Put for u32 {
+    #[inline(always)]
     fn put(&self, out: &mut String) {
         (*self as u64).put(out)
     }
@@ -130,6 +142,7 @@ fn hex(out: &mut String, v: u64, digits: u32) {
     }
 }
 impl Put for Reg {
+    #[inline(always)]
     fn put(&self, out: &mut String) {
         out.push_str(self.ty.reg_sigil());
         self.index.put(out);
@@ -246,8 +259,8 @@ pub(crate) fn write_inst(out: &mut String, i: &Inst) -> fmt::Result {
             out.push(';');
         }
         Op::CvtTf32 { d, a } => put!(out; "cvt.rna.tf32.f32 ", d, ", ", a, ";"),
-        Op::MmaTf32 { d, a, b, c } => put!(out; "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ",
-            List(&d[..]), ", ", List(&a[..]), ", ", List(&b[..]), ", ", List(&c[..]), ";"),
+        Op::MmaTf32(m) => put!(out; "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ",
+            List(&m.d[..]), ", ", List(&m.a[..]), ", ", List(&m.b[..]), ", ", List(&m.c[..]), ";"),
         Op::Label(l) => put!(out; l, ":"),
         Op::Bra { target, uni } => put!(out; "bra", if *uni { ".uni " } else { " " }, target, ";"),
         Op::BarSync(n) => put!(out; "bar.sync ", n, ";"),

@@ -278,6 +278,15 @@ impl From<Vec<Reg>> for Regs {
     }
 }
 
+/// The register fragments of one `mma.sync.m16n8k8` (TF32): `d = a·b + c`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mma {
+    pub d: [Reg; 4],
+    pub a: [Reg; 4],
+    pub b: [Reg; 2],
+    pub c: [Reg; 4],
+}
+
 /// One instruction, optionally guarded by a predicate (`@%p` or `@!%p`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inst {
@@ -314,7 +323,8 @@ pub enum Op {
     CvtTf32 { d: Reg, a: Reg },
     /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}`:
     /// one warp multiplies a 16×8 TF32 tile by an 8×8 one and adds a 16×8 f32 tile.
-    MmaTf32 { d: [Reg; 4], a: [Reg; 4], b: [Reg; 2], c: [Reg; 4] },
+    /// (Boxed: the fragments would make every instruction three times larger.)
+    MmaTf32(Box<Mma>),
     Label(String),
     Bra { target: String, uni: bool },
     BarSync(u32),
@@ -340,7 +350,7 @@ impl Op {
             | Op::Shfl { d, .. }
             | Op::Vote { d, .. }
             | Op::CvtTf32 { d, .. } => vec![*d],
-            Op::MmaTf32 { d, .. } => d.to_vec(),
+            Op::MmaTf32(m) => m.d.to_vec(),
             Op::Ld { dst, .. } => dst.to_vec(),
             _ => vec![],
         }
@@ -375,7 +385,7 @@ impl Op {
             Op::Vote { a, .. } => vec![*a],
             Op::CvtaTo { a, .. } => vec![*a],
             Op::CvtTf32 { a, .. } => vec![*a],
-            Op::MmaTf32 { a, b, c, .. } => a.iter().chain(b).chain(c).copied().collect(),
+            Op::MmaTf32(m) => m.a.iter().chain(&m.b).chain(&m.c).copied().collect(),
             _ => vec![],
         }
     }

@@ -289,7 +289,7 @@ impl PtxKernel {
     }
     /// `d = a·b + c` on one warp's m16n8k8 TF32 fragments (d and c may be the same registers).
     pub fn mma_tf32(&mut self, d: [Reg; 4], a: [Reg; 4], b: [Reg; 2], c: [Reg; 4]) {
-        self.push(Op::MmaTf32 { d, a, b, c });
+        self.push(Op::MmaTf32(Box::new(Mma { d, a, b, c })));
     }
     pub fn label(&mut self, name: &str) {
         self.insts.push(Inst { guard: None, op: Op::Label(name.to_string()) });

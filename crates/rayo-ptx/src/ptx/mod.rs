@@ -8,7 +8,7 @@ mod module;
 mod types;
 
 pub use check::{check_kernel, CheckError};
-pub use instr::{Addr, AtomOp, BinOp, Cmp, Inst, Op, Operand, Reg, Regs, ShflMode, UnOp, VoteMode};
+pub use instr::{Addr, AtomOp, BinOp, Cmp, Inst, Mma, Op, Operand, Reg, Regs, ShflMode, UnOp, VoteMode};
 pub use kernel::{Param, PtxKernel, SharedDecl};
 pub use module::PtxModule;
 pub use types::{PtxType, Space, Special, TypeClass};
