@@ -534,3 +534,25 @@ fn auto_dispatch_keeps_small_and_software_work_on_the_cpu() {
         assert_eq!(c, c2);
     }
 }
+
+#[test]
+fn a_lost_device_is_an_error_and_the_shared_one_survives() {
+    let Some(_) = device() else { return };
+    let d = block_on(GpuDevice::new_dedicated_async()).unwrap();
+    let x = d.upload(&[1.0, -1.0]).unwrap();
+    d.destroy();
+    assert!(d.is_lost());
+    let mut out = vec![0.0; 2];
+    assert!(matches!(d.relu(&[1.0, -1.0], &mut out), Err(Error::Device { api: "wgpu", .. })));
+    assert!(matches!(d.sum(&[1.0]), Err(Error::Device { .. })));
+    assert!(matches!(x.read(), Err(Error::Device { .. })));
+    assert!(matches!(d.upload(&[1.0]), Err(Error::Device { .. })));
+    let mut batch = GpuCommandBatch::new(d.clone());
+    let i = batch.upload(&[1.0]);
+    let _ = batch.relu(i);
+    assert!(matches!(block_on(batch.execute()), Err(Error::Device { .. })));
+    // The process's shared device is another device and still works.
+    let shared = GpuDevice::new().unwrap();
+    assert!(!shared.is_lost());
+    assert_eq!(shared.sum(&[1.0, 2.0]).unwrap(), 3.0);
+}

@@ -96,12 +96,18 @@ fn shared_get() -> Option<GpuDevice> {
     return SHARED.with(|s| s.borrow().clone());
 }
 
-/// Stores `d` unless another caller stored one first; returns the stored one.
+/// Stores `d` unless another caller stored a live one first; returns the stored one.
 fn shared_set(d: GpuDevice) -> GpuDevice {
+    let keep = |slot: &mut Option<GpuDevice>| {
+        if slot.as_ref().is_none_or(|s| s.is_lost()) {
+            *slot = Some(d);
+        }
+        slot.clone().expect("slot was just filled")
+    };
     #[cfg(not(target_arch = "wasm32"))]
-    return lock(&SHARED).get_or_insert(d).clone();
+    return keep(&mut lock(&SHARED));
     #[cfg(target_arch = "wasm32")]
-    return SHARED.with(|s| s.borrow_mut().get_or_insert(d).clone());
+    return SHARED.with(|s| keep(&mut s.borrow_mut()));
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -122,7 +128,8 @@ impl GpuDevice {
 
     /// The process's shared device, created on first call.
     pub async fn new_async() -> Result<GpuDevice> {
-        if let Some(d) = shared_get() {
+        // A lost shared device is replaced, not handed out again.
+        if let Some(d) = shared_get().filter(|d| !d.is_lost()) {
             return Ok(d);
         }
         let d = Self::new_dedicated_async().await?;
@@ -245,6 +252,18 @@ impl GpuDevice {
     /// Bytes held in the buffer pool's free lists.
     pub fn pooled_bytes(&self) -> u64 {
         self.inner.pool.free_bytes()
+    }
+
+    /// Whether the device was lost (driver reset, [`Self::destroy`]): every op then returns
+    /// [`Error::Device`]; [`Self::new`] replaces a lost shared device.
+    pub fn is_lost(&self) -> bool {
+        lock(&self.inner.lost).is_some()
+    }
+
+    /// Releases the GPU device now (for every handle on it). Later ops return [`Error::Device`].
+    pub fn destroy(&self) {
+        lock(&self.inner.lost).get_or_insert_with(|| "device destroyed by GpuDevice::destroy".into());
+        self.inner.device.destroy();
     }
 
     /// An error if the device was lost or wgpu reported an error since the last check.

@@ -123,6 +123,7 @@ pub(crate) fn grid_1d(dev: &GpuDevice, n: usize) -> (u32, u32, u32) {
 impl GpuDevice {
     /// A pooled storage buffer for `len` f32, or [`Error::BufferTooLarge`] naming the limit.
     pub(crate) fn storage(&self, len: usize) -> Result<Pooled> {
+        self.check()?;
         let bytes = len as u64 * 4;
         if bytes > self.binding_bytes {
             return Err(Error::BufferTooLarge { op: "gpu buffer", bytes, limit: self.binding_bytes });
