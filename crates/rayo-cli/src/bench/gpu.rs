@@ -109,6 +109,15 @@ pub fn run(ops: &[String], sizes: &[usize], plan: Plan, json: bool, emit: &dyn F
             _ => sizes.to_vec(),
         };
         for &n in &op_sizes {
+            let len = if op == "matmul" { n * n } else { n };
+            if len as u64 * 4 > dev.max_binding_bytes() {
+                eprintln!(
+                    "rayo bench: wgpu {op} n={n}: {} bytes exceed this adapter's storage-binding limit of {} bytes; skipped",
+                    len as u64 * 4,
+                    dev.max_binding_bytes()
+                );
+                continue;
+            }
             for (note, ns) in measure(&dev, op, n, plan)? {
                 let matmul = op == "matmul";
                 emit(&Row {
