@@ -5,6 +5,9 @@ use crate::backend::dispatch;
 use crate::cpu::kernels::transpose;
 use crate::{slice, Error, Result, Vector};
 
+/// A two-input slice op of `rayo::slice` (add, sub, mul).
+type SliceOp2 = fn(crate::Backend, &[f32], &[f32], &mut [f32]) -> Result<()>;
+
 impl Matrix {
     /// `self · other` (m×k times k×n); a shape error names both shapes.
     pub fn matmul(&self, other: &Matrix) -> Result<Matrix> {
@@ -79,7 +82,7 @@ impl Matrix {
         });
     }
 
-    fn zip(&self, other: &Matrix, op: &'static str, f: fn(crate::Backend, &[f32], &[f32], &mut [f32]) -> Result<()>) -> Result<Matrix> {
+    fn zip(&self, other: &Matrix, op: &'static str, f: SliceOp2) -> Result<Matrix> {
         if self.shape() != other.shape() {
             return Err(Error::ShapeMismatch { op, left: vec![self.rows, self.cols], right: vec![other.rows, other.cols] });
         }

@@ -99,8 +99,8 @@ impl<'a> MatMut<'a> {
         let (rs, cs) = (row_stride, col_stride);
         let distinct = rows <= 1 && (cols <= 1 || cs >= 1)
             || cols <= 1 && rs >= 1
-            || cs >= 1 && rs >= (cols - 1) * cs + 1
-            || rs >= 1 && cs >= (rows - 1) * rs + 1;
+            || cs >= 1 && rs > (cols - 1) * cs
+            || rs >= 1 && cs > (rows - 1) * rs;
         if !distinct {
             return Err(Error::ViewOutOfBounds { op: "MatMut::new (overlapping)", rows, cols, row_stride: rs, col_stride: cs, len: data.len() });
         }
