@@ -2,7 +2,7 @@
 //! A caller such as `Matrix::matmul` asks [`try_matmul`]; `Ok(false)` means "do it on the CPU".
 
 use super::device::GpuDevice;
-use crate::Result;
+use crate::{Error, Result};
 use std::sync::OnceLock;
 
 /// Smallest m·k·n sent to the GPU by [`try_matmul`] (host slices in and out, so the upload and
@@ -37,13 +37,18 @@ pub fn matmul_prefers_gpu(m: usize, k: usize, n: usize) -> bool {
 }
 
 /// Runs `c = a · b` on the GPU when [`matmul_prefers_gpu`] says so and returns `Ok(true)`;
-/// otherwise does nothing and returns `Ok(false)`. Shape errors are errors either way.
+/// otherwise does nothing and returns `Ok(false)`. Shape errors are errors either way; a device
+/// failure (lost device, out of memory) returns `Ok(false)` so that the caller computes on the
+/// CPU instead of failing a product it can do.
 pub fn try_matmul(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) -> Result<bool> {
     super::buffer::check_matmul(a.len(), b.len(), c.len(), m, k, n)?;
     if !matmul_prefers_gpu(m, k, n) {
         return Ok(false);
     }
-    let Some(dev) = offload_device() else { return Ok(false) };
-    dev.matmul(a, b, c, m, k, n)?;
-    Ok(true)
+    let Some(dev) = offload_device().filter(|d| !d.is_lost()) else { return Ok(false) };
+    match dev.matmul(a, b, c, m, k, n) {
+        Ok(()) => Ok(true),
+        Err(Error::Device { .. } | Error::BufferTooLarge { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
