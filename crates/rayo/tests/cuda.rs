@@ -345,3 +345,20 @@ fn pinned_buffers_round_trip() {
     }
     println!("ok pinned round trips");
 }
+
+#[test]
+fn matrix_matmul_offloads_above_the_crossover_and_agrees_with_the_cpu() {
+    let Some(_dev) = device() else { return };
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let (m, k, n) = (600, 513, 517); // above MATMUL_MIN_MKN, not multiples of any tile
+    assert!(rayo::cuda::dispatch::matmul_prefers_cuda(m, k, n));
+    assert!(!rayo::cuda::dispatch::matmul_prefers_cuda(256, 256, 256));
+    let a = rayo::Matrix::from_vec(m, k, rng.vec(m * k, -1.0, 1.0)).unwrap();
+    let b = rayo::Matrix::from_vec(k, n, rng.vec(k * n, -1.0, 1.0)).unwrap();
+    let gpu = a.matmul(&b).unwrap();
+    let mut cpu = vec![0.0f32; m * n];
+    rayo::gemm(1.0, a.view(), b.view(), 0.0, rayo::MatMut::row_major(&mut cpu, m, n).unwrap()).unwrap();
+    for (i, (&g, &c)) in gpu.as_slice().iter().zip(&cpu).enumerate() {
+        assert!((g - c).abs() <= 1e-4 * k as f32, "element {i}: device {g}, cpu {c}");
+    }
+}

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 pub const OPS: &[&str] = &[
     "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tf32_bk8", "gemm_tiled", "gemm_naive", "add", "sigmoid", "fused", "sum", "dot", "max",
-    "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "graph_chain", "transfer", "ptxgen",
+    "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "roundtrip_matmul", "graph_chain", "transfer", "ptxgen",
 ];
 const DEFAULT: &[&str] = &["gemm", "add", "sum", "dot", "softmax", "layernorm", "roundtrip_add", "ptxgen"];
 const COLS: usize = 4096;
@@ -75,6 +75,7 @@ pub fn run(args: &BenchArgs, plan: Plan, emit: &dyn Fn(&Row)) -> Result<(), Stri
             (true, o) if o.starts_with("gemm") => vec![1024, 2048, 4096],
             (true, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![32768 * COLS],
             (true, "roundtrip_add" | "graph_chain") => vec![1000],
+            (true, "roundtrip_matmul") => vec![64, 128, 256, 512, 1024],
             (true, "ptxgen") => vec![1],
             (true, "transfer") => vec![64 << 20],
             (true, _) => vec![100_000_000],
@@ -170,6 +171,27 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
             }
             v.sort_by(|a, b| a.total_cmp(b));
             rows.push(row(op, n, None, v[v.len() / 2], Some(12.0 * n as f64), None, "roundtrip upload+add+download"));
+        }
+        "roundtrip_matmul" => {
+            // What Matrix::matmul pays when it offloads an n×n product: upload, GEMM, download.
+            let (a, b) = (random(n * n, 60), random(n * n, 61));
+            let mut host = vec![0.0f32; n * n];
+            let mut once = || -> rayo::Result<()> {
+                let (da, db) = (dev.upload(&a)?, dev.upload(&b)?);
+                let mut dc = dev.zeros(n * n)?;
+                dev.gemm(&da, &db, &mut dc, n, n, n)?;
+                dev.download_into(&dc, &mut host)
+            };
+            once().map_err(err)?;
+            let mut v = vec![];
+            for _ in 0..plan.samples.max(5) * 8 {
+                let t = Instant::now();
+                once().map_err(err)?;
+                v.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            v.sort_by(|a, b| a.total_cmp(b));
+            let flops = 2.0 * (n as f64).powi(3);
+            rows.push(row(op, n, Some((n, n, n)), v[v.len() / 2], None, Some(flops), "roundtrip upload+gemm+download"));
         }
         "graph_chain" => {
             // 20 dependent element-wise launches on n floats: eager launches vs one graph replay

@@ -19,6 +19,7 @@
 
 mod buffer;
 mod device;
+pub mod dispatch;
 mod ffi;
 mod graph;
 mod ops;

@@ -30,10 +30,14 @@ impl Matrix {
         self.product(other, out)
     }
 
-    /// `out = self · other` (shapes checked): on a GPU above the measured crossover when a
-    /// GPU feature is on and a real device is there (`RAYO_FORCE_CPU=1` keeps it here),
-    /// else the CPU GEMM.
+    /// `out = self · other` (shapes checked): on an NVIDIA GPU (feature `cuda`) or another
+    /// GPU (feature `gpu`, software adapters excluded) above the measured crossover when a
+    /// device is there (`RAYO_FORCE_CPU=1` keeps it here), else the CPU GEMM.
     fn product(&self, other: &Matrix, out: &mut Matrix) -> Result<()> {
+        #[cfg(feature = "cuda")]
+        if crate::cuda::dispatch::try_matmul(&self.data, &other.data, &mut out.data, self.rows, self.cols, other.cols)? {
+            return Ok(());
+        }
         #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
         if crate::gpu::dispatch::try_matmul(&self.data, &other.data, &mut out.data, self.rows, self.cols, other.cols)? {
             return Ok(());
