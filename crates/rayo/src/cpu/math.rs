@@ -4,26 +4,12 @@
 //! [-88, 88] and the special values): see each function. Coefficients of `expm1` and `gelu`
 //! come from `tools/fit_poly.py`; `exp`, `ln` and the small-|x| `tanh` are Cephes' (S. Moshier).
 
-use super::simd::{Simd, SimdExt, ROUND_MAGIC};
+use super::simd::{Simd, SimdExt};
 
 const LOG2E: f32 = core::f32::consts::LOG2_E;
 // ln 2 split so that n * LN2_HI is exact for |n| < 2^15 (Cody–Waite reduction).
 const LN2_HI: f32 = 0.693_359_4;
 const LN2_LO: f32 = -2.121_944_4e-4;
-
-/// Rounds `x` to the nearest integer; returns it as a float and as an i32 lane.
-#[inline(always)]
-fn round_to_int<S: Simd>(s: S, x: S::V) -> (S::V, S::I) {
-    let magic = s.splat(ROUND_MAGIC);
-    let t = s.add(x, magic);
-    (s.sub(t, magic), s.isub(s.to_bits(t), s.to_bits(magic)))
-}
-
-/// 2^n for integer lanes `n` in [-126, 127].
-#[inline(always)]
-fn pow2i<S: Simd>(s: S, n: S::I) -> S::V {
-    s.from_bits(s.ishl(s.iadd(n, s.isplat(127)), 23))
-}
 
 /// `p(x)` by Horner's rule, `coeffs` from the highest power down.
 #[inline(always)]
@@ -69,7 +55,7 @@ fn exp_split<S: Simd>(s: S, x: S::V, lo: Option<S::V>) -> S::V {
 #[inline(always)]
 pub fn expm1_nonpositive<S: Simd>(s: S, x: S::V) -> S::V {
     let xc = s.max(s.splat(-87.0), x); // below this the answer is -1 to f32 precision
-    let (n, ni) = round_to_int(s, s.mul(xc, s.splat(LOG2E)));
+    let n = s.round(s.mul(xc, s.splat(LOG2E)));
     let r = s.mul_add(n, s.splat(-LN2_HI), xc);
     let r = s.mul_add(n, s.splat(-LN2_LO), r);
     // expm1(r) = r + r^2/2 + r^3 q(r), |r| <= ln2/2
@@ -80,7 +66,7 @@ pub fn expm1_nonpositive<S: Simd>(s: S, x: S::V) -> S::V {
     );
     let em1r = s.mul_add(s.mul(r, r), s.mul_add(r, q, s.splat(0.5)), r);
     // expm1(x) = 2^n expm1(r) + (2^n - 1); 2^n - 1 is exact for n >= -24.
-    let p2 = pow2i(s, ni);
+    let p2 = s.pow2n(n);
     let y = s.mul_add(p2, em1r, s.sub(p2, s.splat(1.0)));
     s.select(s.eq(x, s.zero()), x, y)
 }

@@ -113,6 +113,13 @@ pub trait Simd: Copy + Send + Sync + 'static {
         let p = |k| self.from_bits(self.ishl(self.iadd(k, self.isplat(127)), 23));
         self.mul(self.mul(y, p(n1)), p(n2))
     }
+    /// `2^n` for integral `n` in [-126, 127] (exact; one instruction where the ISA scales).
+    #[inline(always)]
+    fn pow2n(self, n: Self::V) -> Self::V {
+        let magic = self.splat(ROUND_MAGIC);
+        let ni = self.isub(self.to_bits(self.add(n, magic)), self.to_bits(magic));
+        self.from_bits(self.ishl(self.iadd(ni, self.isplat(127)), 23))
+    }
     /// `1 / a` for finite nonzero `a`, within 1 ULP (0 and ±inf inputs may give NaN).
     #[inline(always)]
     fn recip(self, a: Self::V) -> Self::V {

@@ -201,6 +201,11 @@ impl Simd for Avx512 {
         unsafe { _mm512_scalef_ps(y, n) }
     }
     #[inline(always)]
+    fn pow2n(self, n: __m512) -> __m512 {
+        // SAFETY: register-only; the token proves avx512f.
+        unsafe { _mm512_scalef_ps(_mm512_set1_ps(1.0), n) }
+    }
+    #[inline(always)]
     fn recip(self, a: __m512) -> __m512 {
         // 14-bit estimate and one Newton step: r + r(1 − a·r), relative error < 2^-23.
         unsafe {
