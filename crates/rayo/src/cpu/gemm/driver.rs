@@ -73,14 +73,15 @@ fn with_scratch<R>(cell: &'static std::thread::LocalKey<RefCell<Vec<f32>>>, len:
     })
 }
 
-/// A or B with at most this many elements, row-major, is read in place by the kernel:
-/// packing would cost more than the strided rows do. Larger operands are packed, since rows
-/// a power-of-two stride apart fall into the same cache sets.
+/// A or B with at most this many elements, row-major, is read in place by the kernel (when
+/// the ISA's tile has the registers for it, `IN_PLACE`): packing would cost more than the
+/// strided rows do. Larger operands are packed, since rows a power-of-two stride apart fall
+/// into the same cache sets.
 const IN_PLACE_MAX: usize = 64 * 1024;
 
 /// `C = alpha·A·B + beta·C` with C row-major-like (`rs > (n-1)·cs`), `k > 0`, shapes checked.
 #[allow(clippy::too_many_arguments)]
-pub fn run<S: Simd, const MR: usize, const NV: usize>(
+pub fn run<S: Simd, const MR: usize, const NV: usize, const IN_PLACE: bool>(
     s: S,
     alpha: f32,
     a: MatRef,
@@ -96,7 +97,7 @@ pub fn run<S: Simd, const MR: usize, const NV: usize>(
     let cdata = c.data;
     // Small products read row-major operands in place and keep A strips row-major; large
     // ones pack both, A k-major (constant offsets for the broadcasts).
-    let small = m * k <= IN_PLACE_MAX && k * n <= IN_PLACE_MAX;
+    let small = IN_PLACE && m * k <= IN_PLACE_MAX && k * n <= IN_PLACE_MAX;
     let b_in_place = small && b.cs == 1;
     with_scratch(&PACK_B, bl.kc * bl.nc.div_ceil(nr) * nr, |bpack| {
         for jc in (0..n).step_by(bl.nc) {

@@ -22,7 +22,13 @@ pub fn tile<S: Simd, const MR: usize, const NV: usize, const KMAJOR: bool>(
 ) -> [[S::V; NV]; MR] {
     let nr = NV * S::LANES;
     let mut acc = [[s.splat(0.0); NV]; MR];
-    if KMAJOR {
+    if KMAJOR && brs == nr {
+        // Both packed: exact chunks, so the loop carries no bounds checks (their registers
+        // would push an accumulator out to the stack on 16-register ISAs).
+        for (ak, bk) in a[..kc * MR].chunks_exact(MR).zip(b[..kc * nr].chunks_exact(nr)) {
+            step::<S, MR, NV>(s, &mut acc, bk, |i| ak[i]);
+        }
+    } else if KMAJOR {
         for (k, ak) in a[..kc * MR].chunks_exact(MR).enumerate() {
             step::<S, MR, NV>(s, &mut acc, &b[k * brs..k * brs + nr], |i| ak[i]);
         }
