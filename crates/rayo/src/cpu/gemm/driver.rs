@@ -113,11 +113,12 @@ pub fn run<S: Simd, const MR: usize, const NV: usize, const IN_PLACE: bool>(
                             if full < ncb {
                                 pack_b(&b, pc, kcb, jc + full, ncb - full, nr, &mut bpack[full / nr * kcb * nr..]);
                             }
-                        } else {
-                            pack_b(&b, pc, kcb, jc, ncb, nr, bpack);
                         }
                     },
                 );
+                if !b_in_place {
+                    pack_b_parallel(s, &b, pc, kcb, jc, ncb, nr, bpack, threads);
+                }
                 let bsrc = BSource { b: &b, pack: &*bpack, in_place: b_in_place, pc, jc };
                 let beta = if pc == 0 { beta } else { 1.0 };
                 let job = |r0: usize, r1: usize, cpart: &mut [f32]| {
@@ -145,6 +146,25 @@ struct BSource<'a> {
     in_place: bool,
     pc: usize,
     jc: usize,
+}
+
+/// [`pack_b`] with the strips split over `parts` threads (packing is a serial step between
+/// the parallel row blocks otherwise).
+#[allow(clippy::too_many_arguments)]
+fn pack_b_parallel<S: Simd>(s: S, b: &MatRef, pc: usize, kc: usize, j0: usize, nc: usize, nr: usize, dst: &mut [f32], parts: usize) {
+    let strips = nc.div_ceil(nr);
+    if parts <= 1 || strips < 2 {
+        return s.vectorize(
+            #[inline(always)]
+            || pack_b(b, pc, kc, j0, nc, nr, dst),
+        );
+    }
+    let left = strips / 2;
+    let (d0, d1) = dst.split_at_mut(left * kc * nr);
+    both(
+        || pack_b_parallel(s, b, pc, kc, j0, left * nr, nr, d0, parts / 2),
+        || pack_b_parallel(s, b, pc, kc, j0 + left * nr, nc - left * nr, nr, d1, parts - parts / 2),
+    );
 }
 
 /// Splits rows `r0..r1` (whose C data starts at `data[0]`) into `parts` ranges, multiples
