@@ -128,7 +128,14 @@ pub fn run<S: Simd, const MR: usize, const NV: usize, const IN_PLACE: bool>(
                             let cblock = &mut cpart[(ic - r0) * rs + jc * cs..];
                             s.vectorize(
                                 #[inline(always)]
-                                || block::<S, MR, NV>(s, &a, small, ic, pc, apack, &bsrc, cblock, rs, cs, mcb, ncb, kcb, alpha, beta),
+                                || {
+                                    if small {
+                                        let a_in_place = a.cs == 1;
+                                        block::<S, MR, NV, false>(s, &a, a_in_place, ic, pc, apack, &bsrc, cblock, rs, cs, mcb, ncb, kcb, alpha, beta)
+                                    } else {
+                                        block::<S, MR, NV, true>(s, &a, false, ic, pc, apack, &bsrc, cblock, rs, cs, mcb, ncb, kcb, alpha, beta)
+                                    }
+                                },
                             );
                         }
                     })
@@ -192,39 +199,12 @@ fn split_rows(
 }
 
 /// Every tile of one block of A (rows `ic..ic+mc`, depth `pc..pc+kc`) times one block of B:
-/// B strips outer, so each stays in cache while the A strips stream past it. A is read in
-/// place when small and row-major; otherwise (and the edge strip) packed first.
+/// B strips outer, so each stays in cache while the A strips stream past it. A strips are
+/// packed k-major (`KMAJOR`, large products) or read row-major: in place when `a_in_place`
+/// (small products), else (and the edge strip) from a row-major copy.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn block<S: Simd, const MR: usize, const NV: usize>(
-    s: S,
-    a: &MatRef,
-    small: bool,
-    ic: usize,
-    pc: usize,
-    apack: &mut [f32],
-    bsrc: &BSource,
-    c: &mut [f32],
-    rs: usize,
-    cs: usize,
-    mc: usize,
-    nc: usize,
-    kc: usize,
-    alpha: f32,
-    beta: f32,
-) {
-    let a_in_place = small && a.cs == 1;
-    if small {
-        block_with::<S, MR, NV, false>(s, a, a_in_place, ic, pc, apack, bsrc, c, rs, cs, mc, nc, kc, alpha, beta)
-    } else {
-        block_with::<S, MR, NV, true>(s, a, false, ic, pc, apack, bsrc, c, rs, cs, mc, nc, kc, alpha, beta)
-    }
-}
-
-/// [`block`] with A strips read k-major (packed) or row-major (in place, or the packed edge).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn block_with<S: Simd, const MR: usize, const NV: usize, const KMAJOR: bool>(
+fn block<S: Simd, const MR: usize, const NV: usize, const KMAJOR: bool>(
     s: S,
     a: &MatRef,
     a_in_place: bool,
