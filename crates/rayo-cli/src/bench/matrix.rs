@@ -21,7 +21,15 @@ fn filled(rows: usize, cols: usize, seed: usize, backend: Backend) -> Option<Mat
     Matrix::from_vec(rows, cols, data).ok()?.with_backend(backend).ok()
 }
 
+/// Largest n (n×n matrices) a matrix row is run for: `--size` applies to every op, and a
+/// vector size such as 100000 would otherwise ask for a 100000² product (120 GB, hours).
+pub const MAX_N: usize = 16384;
+
 pub fn run(op: &str, n: usize, backend: Backend, threads: usize, plan: Plan) -> Vec<Row> {
+    if n > MAX_N {
+        eprintln!("rayo bench: skipping {op} at n = {n}: matrix ops take n×n, at most {MAX_N}");
+        return Vec::new();
+    }
     let prev = rayo::set_max_threads(threads);
     let row = |op: &str, mkn: Option<(usize, usize, usize)>, ns: f64, gbps: Option<f64>, gflops: Option<f64>| Row {
         op: op.to_string(),
