@@ -7,8 +7,8 @@
 
 use crate::kernels::common::*;
 use crate::ptx::*;
+use super::prologue::{load_passes, prologue, Prologue, THREADS};
 
-pub(super) const THREADS: u32 = 256;
 const BM: u32 = 128;
 const BN: u32 = 128;
 const U64: PtxType = PtxType::U64;
@@ -39,17 +39,9 @@ fn compute(k: &mut PtxKernel, f: &Frag, boff: Reg, bk: u32, acc: &[Reg]) {
 
 pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32, split: u32) {
     let _ = m; // rows come from the grid
-    k.launch_bounds((THREADS, 1, 1), Some(2));
     let buf_floats = bk * BM;
     let buf_bytes = buf_floats * 4;
-    let sa = k.shared_array("gemm_as", F, 2 * buf_floats, 16);
-    let sb = k.shared_array("gemm_bs", F, 2 * buf_floats, 16);
-    let a = k.ld_param_ptr("a");
-    let b = k.ld_param_ptr("b");
-    let c = k.ld_param_ptr("c");
-    let tid = k.special(Special::TidX);
-    let bx = k.special(Special::CtaidX);
-    let by = k.special(Special::CtaidY);
+    let Prologue { sa, sb, a, b, c, tid, bx, by } = prologue(k, "gemm", F, buf_floats);
     let ty = k.bin(BinOp::Shr, U, tid, 4u32);
     let tx = k.bin(BinOp::And, PtxType::B32, tid, 15u32);
     let sa0 = k.mov(U, Operand::Symbol(sa));
@@ -103,12 +95,8 @@ pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32, split: 
     let a_pass_bytes = (a_rows_per_pass * kd * 4) as i64;
     let b_pass_bytes = (8 * n * 4) as i64;
     let load = |k: &mut PtxKernel| {
-        for (p, r) in ra.iter().enumerate() {
-            k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::Many(r.clone()), addr: Addr::at(ga, p as i64 * a_pass_bytes), nc: true });
-        }
-        for (p, r) in rb.iter().enumerate() {
-            k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::Many(r.clone()), addr: Addr::at(gb, p as i64 * b_pass_bytes), nc: true });
-        }
+        load_passes(k, &ra, ga, a_pass_bytes);
+        load_passes(k, &rb, gb, b_pass_bytes);
         k.bin_to(BinOp::Add, ga, ga, Operand::Int(bk as i64 * 4));
         k.bin_to(BinOp::Add, gb, gb, Operand::Int(bk as i64 * n as i64 * 4));
     };

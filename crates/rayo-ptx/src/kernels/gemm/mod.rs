@@ -9,6 +9,7 @@
 //!   `m % 128 == 0`, `n % 128 == 0`, `k % BK == 0`; [`GemmKernel::auto`] falls back to `tiled`.
 
 mod blocked;
+mod prologue;
 mod simple;
 mod tensor_core;
 
@@ -125,10 +126,10 @@ impl GemmKernel {
                 LaunchConfig { grid: (n.div_ceil(tile), m.div_ceil(tile), 1), block: (tile, tile, 1), shared_bytes: 0 }
             }
             GemmVariant::TensorCore { .. } => {
-                LaunchConfig { grid: (n / 128, m / 128, 1), block: (tensor_core::THREADS, 1, 1), shared_bytes: 0 }
+                LaunchConfig { grid: (n / 128, m / 128, 1), block: (prologue::THREADS, 1, 1), shared_bytes: 0 }
             }
             GemmVariant::Blocked { split, .. } => {
-                LaunchConfig { grid: (n / 128, m / 128, split), block: (blocked::THREADS, 1, 1), shared_bytes: 0 }
+                LaunchConfig { grid: (n / 128, m / 128, split), block: (prologue::THREADS, 1, 1), shared_bytes: 0 }
             }
         }
     }

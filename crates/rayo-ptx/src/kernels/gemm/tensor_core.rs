@@ -9,8 +9,8 @@
 
 use crate::kernels::common::*;
 use crate::ptx::*;
+use super::prologue::{load_passes, prologue, Prologue, THREADS};
 
-pub(super) const THREADS: u32 = 256;
 const BM: u32 = 128;
 const BN: u32 = 128;
 const STRIDE: u32 = 136;
@@ -18,17 +18,9 @@ const B32: PtxType = PtxType::B32;
 const U64: PtxType = PtxType::U64;
 
 pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32, bk: u32) {
-    k.launch_bounds((THREADS, 1, 1), Some(2));
     let buf_words = bk * STRIDE;
     let buf_bytes = buf_words * 4;
-    let sa = k.shared_array("tc_as", B32, 2 * buf_words, 16);
-    let sb = k.shared_array("tc_bs", B32, 2 * buf_words, 16);
-    let a = k.ld_param_ptr("a");
-    let b = k.ld_param_ptr("b");
-    let c = k.ld_param_ptr("c");
-    let tid = k.special(Special::TidX);
-    let bx = k.special(Special::CtaidX);
-    let by = k.special(Special::CtaidY);
+    let Prologue { sa, sb, a, b, c, tid, bx, by } = prologue(k, "tc", B32, buf_words);
     let sa0 = k.mov(U, Operand::Symbol(sa));
     let sb0 = k.mov(U, Operand::Symbol(sb));
 
@@ -78,26 +70,8 @@ pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32, bk: u32) {
     let a_pass_bytes = (a_rows_per_pass * kd * 4) as i64;
     let b_pass_bytes = (8 * n * 4) as i64;
     let load = |k: &mut PtxKernel| {
-        for (p, r) in ra.iter().enumerate() {
-            let addr = Addr::at(ga, p as i64 * a_pass_bytes);
-            k.push(Op::Ld {
-                space: Space::Global,
-                ty: F,
-                dst: Regs::Many(r.clone()),
-                addr,
-                nc: true,
-            });
-        }
-        for (p, r) in rb.iter().enumerate() {
-            let addr = Addr::at(gb, p as i64 * b_pass_bytes);
-            k.push(Op::Ld {
-                space: Space::Global,
-                ty: F,
-                dst: Regs::Many(r.clone()),
-                addr,
-                nc: true,
-            });
-        }
+        load_passes(k, &ra, ga, a_pass_bytes);
+        load_passes(k, &rb, gb, b_pass_bytes);
         k.bin_to(BinOp::Add, ga, ga, Operand::Int(bk as i64 * 4));
         k.bin_to(BinOp::Add, gb, gb, Operand::Int(bk as i64 * n as i64 * 4));
     };
