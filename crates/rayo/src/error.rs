@@ -20,6 +20,8 @@ pub enum Error {
     IndexOutOfBounds { index: usize, len: usize },
     /// A strided matrix view that reaches past its data (or overlaps itself, for a mutable one).
     ViewOutOfBounds { op: &'static str, rows: usize, cols: usize, row_stride: usize, col_stride: usize, len: usize },
+    /// A mutable matrix view whose strides would give two elements the same place.
+    OverlappingView { op: &'static str, rows: usize, cols: usize, row_stride: usize, col_stride: usize },
     /// A buffer is larger than the device allows.
     BufferTooLarge { op: &'static str, bytes: u64, limit: u64 },
     /// A requested CPU backend is not supported by this CPU or target.
@@ -58,6 +60,10 @@ impl fmt::Display for Error {
             Error::ViewOutOfBounds { op, rows, cols, row_stride, col_stride, len } => write!(
                 f,
                 "{op}: a {rows}x{cols} view with strides ({row_stride}, {col_stride}) does not fit data of length {len}"
+            ),
+            Error::OverlappingView { op, rows, cols, row_stride, col_stride } => write!(
+                f,
+                "{op}: a {rows}x{cols} view with strides ({row_stride}, {col_stride}) would write some elements twice"
             ),
             Error::BufferTooLarge { op, bytes, limit } => {
                 write!(f, "{op}: buffer of {bytes} bytes exceeds the device limit of {limit} bytes")

@@ -102,7 +102,7 @@ impl<'a> MatMut<'a> {
             || cs >= 1 && rs > (cols - 1) * cs
             || rs >= 1 && cs > (rows - 1) * rs;
         if !distinct {
-            return Err(Error::ViewOutOfBounds { op: "MatMut::new (overlapping)", rows, cols, row_stride: rs, col_stride: cs, len: data.len() });
+            return Err(Error::OverlappingView { op: "MatMut::new", rows, cols, row_stride: rs, col_stride: cs });
         }
         Ok(MatMut { data, rows, cols, rs, cs })
     }
@@ -161,7 +161,7 @@ mod tests {
         let mut m = [0.0f32; 12];
         assert!(MatMut::new(&mut m, 3, 4, 4, 1).is_ok());
         assert!(MatMut::new(&mut m, 3, 4, 1, 3).is_ok());
-        assert!(MatMut::new(&mut m, 3, 4, 2, 1).is_err(), "rows overlap");
+        assert!(matches!(MatMut::new(&mut m, 3, 4, 2, 1), Err(Error::OverlappingView { row_stride: 2, .. })), "rows overlap");
         assert!(MatMut::new(&mut m, 3, 4, 0, 1).is_err(), "rows alias");
     }
 }
