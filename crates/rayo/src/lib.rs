@@ -28,6 +28,7 @@ mod error;
 #[cfg(any(feature = "gpu", feature = "gpu-wasm"))]
 pub mod gpu;
 mod matrix;
+pub mod ops;
 mod tensor;
 pub mod slice;
 mod vector;
