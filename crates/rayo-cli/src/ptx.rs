@@ -1,7 +1,7 @@
 //! `rayo ptx --out DIR [--sm 80] [--sm 90]`: writes the PTX of every rayo-ptx kernel variant, one
 //! file per kernel and target, after the checker has accepted it.
 
-use rayo_ptx::kernels::all_variants;
+use rayo_ptx::kernels::Kernel;
 use std::path::PathBuf;
 
 pub fn run(argv: &[String]) -> Result<(), String> {
@@ -30,7 +30,7 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let t = std::time::Instant::now();
     let mut files = 0;
-    for k in all_variants() {
+    for k in variants() {
         for &sm in &sms {
             let text = k.module(sm).emit_checked().map_err(|e| format!("checker rejected {}: {e}", k.name()))?;
             let path = out.join(format!("{}.sm_{sm}.ptx", k.name()));
@@ -40,6 +40,15 @@ pub fn run(argv: &[String]) -> Result<(), String> {
     }
     println!("wrote {files} PTX files to {} in {:.1} ms", out.display(), t.elapsed().as_secs_f64() * 1e3);
     Ok(())
+}
+
+/// rayo-ptx's kernels, and (with CUDA support) the fused element-wise kernel of every op.
+fn variants() -> Vec<Box<dyn Kernel>> {
+    #[allow(unused_mut)]
+    let mut v = rayo_ptx::kernels::all_variants();
+    #[cfg(feature = "cuda")]
+    v.extend(rayo::cuda::elementwise_variants().into_iter().map(|k| Box::new(k) as Box<dyn Kernel>));
+    v
 }
 
 #[cfg(test)]
@@ -56,7 +65,7 @@ mod tests {
         let d = dir.to_str().unwrap();
         run(&args(&["--out", d, "--sm", "sm_80", "--sm", "90"])).unwrap();
         let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).collect();
-        let n = rayo_ptx::kernels::all_variants().len();
+        let n = super::variants().len();
         assert_eq!(files.len(), 2 * n);
         let gemm = std::fs::read_to_string(dir.join("gemm_tiled32_1024x1024x1024.sm_90.ptx")).unwrap();
         assert!(gemm.contains(".target sm_90") && gemm.contains(".entry gemm_tiled32_1024x1024x1024("));

@@ -2,23 +2,35 @@
 
 use super::row::Row;
 use super::timer::{median_ns, Plan};
+use rayo::ops::{BinaryOp, ReduceOp, UnaryOp};
 use rayo::{slice, Backend, Vector};
 use std::hint::black_box;
 
-/// Every CPU op `rayo bench` knows.
-pub const OPS: &[&str] = &[
-    "stream_copy", "stream_triad", "add", "sub", "mul", "div", "scale", "axpy", "add_alloc", "dot", "sum", "max", "min",
-    "argmax", "norm_l1", "norm_l2", "relu", "leaky_relu", "elu", "selu", "sigmoid", "tanh", "swish", "gelu", "mish",
-    "hardswish", "clip", "abs", "sqrt", "exp", "ln", "softmax", "log_softmax",
-];
+/// Rows that are not ops of the registry: the STREAM ceiling, the allocating form, argmax and
+/// the softmaxes.
+const EXTRA: &[&str] = &["stream_copy", "stream_triad", "add_alloc", "argmax", "softmax", "log_softmax"];
+
+/// Every CPU op `rayo bench` knows: the registry's element-wise ops and reductions, and the
+/// extra rows.
+pub fn ops() -> Vec<&'static str> {
+    let mut v = EXTRA[..3].to_vec();
+    v.extend(BinaryOp::all().into_iter().map(BinaryOp::name));
+    v.extend(ReduceOp::ALL.into_iter().map(ReduceOp::name));
+    v.extend(UnaryOp::all().into_iter().map(UnaryOp::name));
+    v.extend(&EXTRA[3..]);
+    v
+}
 
 /// Bytes one call moves through memory (for GB/s): inputs read + outputs written.
 fn bytes(op: &str, n: usize) -> f64 {
-    let per = match op {
-        "sum" | "max" | "min" | "argmax" | "norm_l1" | "norm_l2" => 4,
-        "dot" => 8,
-        "add" | "sub" | "mul" | "div" | "axpy" | "add_alloc" | "stream_triad" => 12,
-        _ => 8,
+    let per = if let Some(r) = ReduceOp::from_name(op) {
+        4 * r.arity()
+    } else if BinaryOp::from_name(op).is_some() || matches!(op, "add_alloc" | "stream_triad") {
+        12
+    } else if op == "argmax" {
+        4
+    } else {
+        8
     };
     (per * n) as f64
 }
@@ -43,40 +55,23 @@ pub fn run(op: &str, n: usize, backend: Backend, threads: usize, plan: Plan) -> 
         match op {
             "stream_copy" => t!(o.copy_from_slice(a)),
             "stream_triad" => t!(slice::axpy(bk, 3.0, b, a, o)),
-            "add" => t!(slice::add(bk, a, b, o)),
-            "sub" => t!(slice::sub(bk, a, b, o)),
-            "mul" => t!(slice::mul(bk, a, b, o)),
-            "div" => t!(slice::div(bk, a, b, o)),
-            "scale" => t!(slice::scale(bk, a, 1.5, o)),
-            "axpy" => t!(slice::axpy(bk, 1.5, a, b, o)),
             "add_alloc" => t!(va.add(&vb)),
-            "dot" => t!(slice::dot(bk, a, b)),
-            "sum" => t!(slice::sum(bk, a)),
-            "max" => t!(slice::max(bk, a)),
-            "min" => t!(slice::min(bk, a)),
             "argmax" => t!(slice::argmax(bk, a)),
-            "norm_l1" => t!(slice::norm_l1(bk, a)),
-            "norm_l2" => t!(slice::norm_l2(bk, a)),
-            "relu" => t!(slice::relu(bk, a, o)),
-            "leaky_relu" => t!(slice::leaky_relu(bk, a, 0.01, o)),
-            "elu" => t!(slice::elu(bk, a, 1.0, o)),
-            "selu" => t!(slice::selu(bk, a, o)),
-            "sigmoid" => t!(slice::sigmoid(bk, a, o)),
-            "tanh" => t!(slice::tanh(bk, a, o)),
-            "swish" => t!(slice::swish(bk, a, o)),
-            "gelu" => t!(slice::gelu(bk, a, o)),
-            "mish" => t!(slice::mish(bk, a, o)),
-            "hardswish" => t!(slice::hardswish(bk, a, o)),
-            "clip" => t!(slice::clip(bk, a, -1.0, 1.0, o)),
-            "abs" => t!(slice::abs(bk, a, o)),
-            "sqrt" => t!(slice::sqrt(bk, b, o)),
-            "exp" => t!(slice::exp(bk, a, o)),
-            "ln" => t!(slice::ln(bk, b, o)),
             "softmax" => t!(slice::softmax(bk, a, o)),
             "log_softmax" => t!(slice::log_softmax(bk, a, o)),
-            _ => {
-                rayo::set_max_threads(prev);
-                return None;
+            name => {
+                if let Some(u) = UnaryOp::from_name(name) {
+                    // sqrt and ln of positive inputs (b), the rest over [-5, 5) (a).
+                    let x = if matches!(u, UnaryOp::Sqrt | UnaryOp::Ln) { b } else { a };
+                    t!(slice::unary(bk, u, x, o))
+                } else if let Some(op) = BinaryOp::from_name(name) {
+                    t!(slice::binary(bk, op, a, b, o))
+                } else if let Some(r) = ReduceOp::from_name(name) {
+                    t!(slice::reduce(bk, r, a, (r.arity() == 2).then_some(b)))
+                } else {
+                    rayo::set_max_threads(prev);
+                    return None;
+                }
             }
         }
     };

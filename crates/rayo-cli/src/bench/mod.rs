@@ -36,8 +36,8 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     }
     let ops: Vec<String> = if args.ops.is_empty() { DEFAULT_OPS.iter().map(|s| s.to_string()).collect() } else { args.ops.clone() };
     for op in &ops {
-        if !cpu::OPS.contains(&op.as_str()) && !matrix::OPS.contains(&op.as_str()) {
-            return Err(format!("unknown op {op:?}; known: {} {}", cpu::OPS.join(" "), matrix::OPS.join(" ")));
+        if !cpu::ops().contains(&op.as_str()) && !matrix::OPS.contains(&op.as_str()) {
+            return Err(format!("unknown op {op:?}; known: {} {}", cpu::ops().join(" "), matrix::OPS.join(" ")));
         }
     }
     let sizes = if !args.sizes.is_empty() {

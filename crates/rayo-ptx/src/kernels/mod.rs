@@ -2,14 +2,12 @@
 //! builds a checked [`PtxKernel`](crate::ptx::PtxKernel) for a target SM.
 
 mod common;
-mod elementwise;
 mod gemm;
 mod norm;
 mod reduce;
 mod rowloop;
 mod softmax;
 
-pub use elementwise::{ElementwiseKernel, Expr};
 pub use gemm::{GemmKernel, GemmVariant};
 pub use norm::{NormKernel, NormKind};
 pub use reduce::{ReduceKernel, ReduceOp};
@@ -54,28 +52,10 @@ pub trait Kernel {
     }
 }
 
-/// One representative of every kernel variant (used by `rayo ptx` and the ptxas tests).
+/// One representative of every kernel variant of this crate (used by `rayo ptx` and the ptxas
+/// tests; the fused element-wise kernels are built from rayo's op registry, in `rayo::cuda`).
 pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     let mut v: Vec<Box<dyn Kernel>> = vec![];
-    let x = || Expr::input(0);
-    let y = || Expr::input(1);
-    for e in [
-        x().add(y()),
-        x().sub(y()),
-        x().mul(y()),
-        x().div(y()),
-        x().scale(2.5),
-        x().relu(),
-        x().sigmoid(),
-        x().tanh(),
-        x().exp(),
-        x().ln(),
-        x().sqrt(),
-        x().abs(),
-        x().mul(y()).add(x()).sigmoid().mul(Expr::input(2)), // a fused chain of three inputs
-    ] {
-        v.push(Box::new(ElementwiseKernel::new(e)));
-    }
     for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Dot] {
         v.push(Box::new(ReduceKernel::new(op)));
     }

@@ -73,3 +73,35 @@ pub(crate) fn alloc_pinned_zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<
     unsafe { std::ptr::write_bytes(p, 0, len) };
     Ok(host)
 }
+
+/// [`launch`] followed by f32 scalars: the parameter order of the fused element-wise kernels
+/// (`ins`, `outs`, the u32 length, then the f32 op parameters and constants).
+pub(crate) fn launch_scalars(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    cfg: rayo_ptx::kernels::LaunchConfig,
+    ins: &[&CudaSlice<f32>],
+    outs: &mut [&mut CudaSlice<f32>],
+    scalars: &[u32],
+    floats: &[f32],
+) -> Result<()> {
+    let cfg = LaunchConfig { grid_dim: cfg.grid, block_dim: cfg.block, shared_mem_bytes: cfg.shared_bytes };
+    let mut b = stream.launch_builder(f);
+    for x in ins {
+        b.arg(*x);
+    }
+    for o in outs.iter_mut() {
+        b.arg(&mut **o);
+    }
+    for s in scalars {
+        b.arg(s);
+    }
+    for v in floats {
+        b.arg(v);
+    }
+    // SAFETY: the fused kernel's parameter list is exactly ins (u64), outs (u64), scalars (u32),
+    // floats (f32), in that order (FusedKernel::build declares them from the same expression
+    // whose scalars are passed here); the caller checked every buffer against the length `n`.
+    unsafe { b.launch(cfg) }.map_err(drv)?;
+    Ok(())
+}

@@ -23,7 +23,8 @@ use super::device::CudaDevice;
 use super::ffi::drv;
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
-use rayo_ptx::kernels::{Expr, GemmKernel};
+use super::Expr;
+use rayo_ptx::kernels::GemmKernel;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 static NEXT_GRAPH: AtomicU32 = AtomicU32::new(1);

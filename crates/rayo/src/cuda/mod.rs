@@ -20,6 +20,7 @@
 mod buffer;
 mod device;
 pub mod dispatch;
+mod elementwise;
 mod ffi;
 mod graph;
 mod ops;
@@ -27,6 +28,7 @@ mod pinned;
 
 pub use buffer::DeviceBuffer;
 pub use device::{is_available, CudaDevice, DeviceInfo};
+pub use elementwise::{variants as elementwise_variants, Expr, FusedKernel, MAX_INPUTS, MAX_SCALARS};
 pub use graph::{BufId, CudaGraph, GraphBuilder};
 pub use pinned::PinnedBuffer;
-pub use rayo_ptx::kernels::{Expr, GemmKernel, GemmVariant, Kernel, ReduceOp};
+pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel, ReduceOp};

@@ -3,9 +3,10 @@
 
 use super::buffer::DeviceBuffer;
 use super::device::CudaDevice;
-use super::ffi::launch;
+use super::elementwise::{Expr, FusedKernel};
+use super::ffi::{launch, launch_scalars};
 use crate::error::{check_len, Error, Result};
-use rayo_ptx::kernels::{ElementwiseKernel, Expr, GemmKernel, NormKernel, NormKind, ReduceKernel, ReduceOp, SoftmaxKernel};
+use rayo_ptx::kernels::{GemmKernel, NormKernel, NormKind, ReduceKernel, ReduceOp, SoftmaxKernel};
 
 fn n_u32(op: &'static str, n: usize) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::BufferTooLarge { op, bytes: n as u64 * 4, limit: u32::MAX as u64 * 4 })
@@ -36,14 +37,15 @@ impl CudaDevice {
         for x in inputs {
             check_len(OP, out.len(), x.len())?;
         }
+        let k = FusedKernel::new(expr)?;
         let n = n_u32(OP, out.len())?;
         if n == 0 {
             return Ok(());
         }
-        let k = ElementwiseKernel::new(expr.clone());
         let f = self.function(&k)?;
         let ins: Vec<_> = inputs.iter().map(|b| &b.slice).collect();
-        launch(&self.stream, &f, k.launch(n as usize, self.info().multiprocessors), &ins, &mut [&mut out.slice], &[n])
+        let cfg = k.launch(n as usize, self.info().multiprocessors);
+        launch_scalars(&self.stream, &f, cfg, &ins, &mut [&mut out.slice], &[n], &expr.scalars())
     }
 
     /// Reduces `x` (and `y` for `Dot`) on the device; the result stays there (one element).

@@ -143,6 +143,9 @@ impl GpuCommandBatch {
 
     /// Records `a op b`.
     pub fn binary(&mut self, op: BinaryOp, a: BufferId, b: BufferId) -> BufferId {
+        if let Err(e) = op.validate() {
+            self.fail(e);
+        }
         let (la, lb) = (self.operand(a), self.operand(b));
         if la != lb {
             self.fail(Error::LengthMismatch { op: op.name(), expected: la, actual: lb });

@@ -128,6 +128,7 @@ impl GpuDevice {
 
     /// `out = a op b` on the device; submitted, not waited for.
     pub async fn apply_binary_async(&self, op: BinaryOp, a: &GpuBuffer, b: &GpuBuffer, out: &mut GpuBuffer) -> Result<()> {
+        op.validate()?;
         check_len(op.name(), a.len, b.len)?;
         check_len(op.name(), a.len, out.len)?;
         same_device(op.name(), self, &[a, b, out])?;

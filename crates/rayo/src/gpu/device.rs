@@ -115,8 +115,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn instance() -> wgpu::Instance {
-    // WGPU_BACKEND (e.g. vulkan) narrows the backends probed, as wgpu documents.
-    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+    // WGPU_BACKEND (e.g. vulkan) chooses the backends probed, as wgpu documents. Without it, the
+    // primary ones (Vulkan, Metal, DX12, WebGPU): wgpu's GL backend serialises every call on one
+    // EGL context, and tests running on several threads deadlock on it.
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    if wgpu::Backends::from_env().is_none() {
+        desc.backends = wgpu::Backends::PRIMARY;
+    }
+    wgpu::Instance::new(desc)
 }
 
 impl GpuDevice {

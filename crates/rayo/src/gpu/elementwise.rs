@@ -5,106 +5,26 @@
 //! the shape of the chain.
 
 use super::encoder::{grid_1d, Encoder, Meta, Span};
-use crate::{Error, Result};
+use crate::Result;
 use std::fmt::Write;
 
-const FNS: &str = include_str!("shaders/elementwise_fns.wgsl");
 
 /// Parameters one generated kernel can carry.
 pub(crate) const MAX_PARAMS: usize = 16;
 
-/// An element-wise function of one input.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum UnaryOp {
-    Relu,
-    LeakyRelu(f32),
-    Elu(f32),
-    Sigmoid,
-    Tanh,
-    Swish,
-    Gelu,
-    /// `clamp(x, lo, hi)`; `lo <= hi` required.
-    Clip(f32, f32),
-    /// `x * s`.
-    Scale(f32),
+pub use crate::ops::{BinaryOp, UnaryOp};
+
+/// The parameters of an op that the kernel reads from the uniform block.
+fn op_params(names: &[&str], p: [f32; 2]) -> Vec<f32> {
+    p[..names.len()].to_vec()
 }
 
-/// An element-wise function of two inputs of equal length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-}
-
-impl UnaryOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Relu => "relu",
-            UnaryOp::LeakyRelu(_) => "leaky_relu",
-            UnaryOp::Elu(_) => "elu",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Swish => "swish",
-            UnaryOp::Gelu => "gelu",
-            UnaryOp::Clip(..) => "clip",
-            UnaryOp::Scale(_) => "scale",
-        }
-    }
-
-    fn params(self) -> Vec<f32> {
-        match self {
-            UnaryOp::LeakyRelu(a) | UnaryOp::Elu(a) | UnaryOp::Scale(a) => vec![a],
-            UnaryOp::Clip(lo, hi) => vec![lo, hi],
-            _ => vec![],
-        }
-    }
-
-    /// Rejects parameters the op is undefined for.
-    pub(crate) fn validate(self) -> Result<()> {
-        let bad = |name, value: f32, reason| Err(Error::InvalidParameter { op: self.name(), name, value: value as f64, reason });
-        match self {
-            UnaryOp::Clip(lo, _) if lo.is_nan() => bad("min", lo, "NaN"),
-            UnaryOp::Clip(_, hi) if hi.is_nan() => bad("max", hi, "NaN"),
-            UnaryOp::Clip(lo, hi) if lo > hi => bad("min", lo, "greater than max"),
-            UnaryOp::LeakyRelu(a) | UnaryOp::Elu(a) if !a.is_finite() => bad("alpha", a, "not finite"),
-            _ => Ok(()),
-        }
-    }
-
-    /// WGSL for the op applied to `x`, parameters starting at slot `p`.
-    fn wgsl(self, x: &str, p: usize) -> String {
-        let pa = |k: usize| format!("prm.p[{}][{}]", k / 4, k % 4);
-        match self {
-            UnaryOp::Relu => format!("op_relu({x})"),
-            UnaryOp::LeakyRelu(_) => format!("op_leaky_relu({x}, {})", pa(p)),
-            UnaryOp::Elu(_) => format!("op_elu({x}, {})", pa(p)),
-            UnaryOp::Sigmoid => format!("op_sigmoid({x})"),
-            UnaryOp::Tanh => format!("op_tanh({x})"),
-            UnaryOp::Swish => format!("op_swish({x})"),
-            UnaryOp::Gelu => format!("op_gelu({x})"),
-            UnaryOp::Clip(..) => format!("clamp({x}, T({}), T({}))", pa(p), pa(p + 1)),
-            UnaryOp::Scale(_) => format!("({x} * {})", pa(p)),
-        }
-    }
-}
-
-impl BinaryOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "vec_add",
-            BinaryOp::Sub => "vec_sub",
-            BinaryOp::Mul => "vec_mul",
-        }
-    }
-    fn wgsl(self, a: &str, b: &str) -> String {
-        let o = match self {
-            BinaryOp::Add => "+",
-            BinaryOp::Sub => "-",
-            BinaryOp::Mul => "*",
-        };
-        format!("({a} {o} {b})")
-    }
+/// WGSL for `op` applied to `args`, its parameters starting at slot `p`.
+fn call(name: &str, args: &[&str], n_params: usize, p: usize) -> String {
+    let pa = |k: usize| format!("prm.p[{}][{}]", k / 4, k % 4);
+    let a = if n_params > 0 { pa(p) } else { "0.0".to_string() };
+    let b = if n_params > 1 { pa(p + 1) } else { "0.0".to_string() };
+    format!("op_{name}({}, {a}, {b})", args.join(", "))
 }
 
 /// Where a step reads a value: a kernel input or an earlier step.
@@ -140,8 +60,8 @@ impl Chain {
         self.steps
             .iter()
             .flat_map(|s| match s {
-                Step::Unary(op, _) => op.params(),
-                Step::Binary(..) => vec![],
+                Step::Unary(op, _) => op_params(op.param_names(), op.params()),
+                Step::Binary(op, ..) => op_params(op.param_names(), op.params()),
             })
             .collect()
     }
@@ -163,8 +83,13 @@ impl Chain {
     /// The generated WGSL kernel; `vec4`: each item is 4 consecutive elements; each invocation
     /// handles `per_thread` items, `prm.total` apart (all loads first, then all stores).
     pub fn wgsl(&self, vec4: bool, per_thread: u32) -> String {
-        let mut s = String::with_capacity(FNS.len() + 1024);
-        s.push_str(if vec4 { "alias T = vec4<f32>;\n" } else { "alias T = f32;\n" });
+        let lib = crate::ops::wgsl_library();
+        let mut s = String::with_capacity(lib.len() + 1024);
+        s.push_str(if vec4 {
+            "alias T = vec4<f32>;\nalias U = vec4<u32>;\nalias I = vec4<i32>;\nalias B = vec4<bool>;\n"
+        } else {
+            "alias T = f32;\nalias U = u32;\nalias I = i32;\nalias B = bool;\n"
+        });
         s.push_str(
             "struct Meta { n: u32, stride: u32, total: u32, u3: u32, u4: u32, u5: u32, u6: u32, u7: u32, \
              p: array<vec4<f32>, 4>, }\n@group(0) @binding(0) var<uniform> prm: Meta;\n",
@@ -175,7 +100,7 @@ impl Chain {
         for (o, _) in self.outputs.iter().enumerate() {
             let _ = writeln!(s, "@group(0) @binding({}) var<storage, read_write> out{o}: array<T>;", self.n_inputs + o + 1);
         }
-        s.push_str(FNS);
+        s.push_str(&lib);
         s.push_str(
             "\n@compute @workgroup_size(256)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n    \
              let i0 = gid.x + gid.y * prm.stride;\n",
@@ -195,11 +120,17 @@ impl Chain {
             for (j, st) in self.steps.iter().enumerate() {
                 let e = match *st {
                     Step::Unary(op, a) => {
-                        let e = op.wgsl(&name(a, u), p);
-                        p += op.params().len();
+                        let n = op.param_names().len();
+                        let e = call(op.name(), &[&name(a, u)], n, p);
+                        p += n;
                         e
                     }
-                    Step::Binary(op, a, b) => op.wgsl(&name(a, u), &name(b, u)),
+                    Step::Binary(op, a, b) => {
+                        let n = op.param_names().len();
+                        let e = call(op.name(), &[&name(a, u), &name(b, u)], n, p);
+                        p += n;
+                        e
+                    }
                 };
                 let _ = writeln!(s, "    let t{j}_{u} = {e};");
             }
@@ -268,13 +199,13 @@ mod tests {
         assert!(c.wgsl(true, 1).contains("alias T = vec4<f32>;"));
         assert_ne!(c.signature(true, 1), c.signature(false, 1));
         let w2 = c.wgsl(false, 2);
-        assert!(w2.contains("if (ok_1) { out1[i_1] = t3_1; }") && w2.contains("let t2_1 = (t1_1 + x1_1);"), "{w2}");
+        assert!(w2.contains("if (ok_1) { out1[i_1] = t3_1; }") && w2.contains("let t2_1 = op_add(t1_1, x1_1, 0.0, 0.0);"), "{w2}");
         let mut c2 = c.clone();
         c2.steps[1] = Step::Unary(UnaryOp::Clip(-5.0, 5.0), Src::Step(0));
         assert_eq!(c.signature(false, 1), c2.signature(false, 1), "parameter values do not change the kernel");
         assert!(w.contains("@binding(4) var<storage, read_write> out1"));
-        assert!(w.contains("clamp(t0_0, T(prm.p[0][0]), T(prm.p[0][1]))"), "{w}");
-        assert!(w.contains("(t2_0 * prm.p[0][2])"));
+        assert!(w.contains("let t1_0 = op_clip(t0_0, prm.p[0][0], prm.p[0][1]);"), "{w}");
+        assert!(w.contains("let t3_0 = op_scale(t2_0, prm.p[0][2], 0.0);"), "{w}");
         assert_eq!(c.params(), vec![-1.0, 1.0, 2.0]);
         assert!(w.contains("if (ok_0) { out0[i_0] = t1_0; }") && w.contains("if (ok_0) { out1[i_0] = t3_0; }"), "{w}");
     }

@@ -43,6 +43,7 @@ impl GpuDevice {
 
     /// `out[i] = a[i] op b[i]`, in chunks of the binding limit.
     pub async fn binary_async(&self, op: BinaryOp, a: &[f32], b: &[f32], out: &mut [f32]) -> Result<()> {
+        op.validate()?;
         check_len(op.name(), a.len(), b.len())?;
         check_len(op.name(), a.len(), out.len())?;
         let chain = Chain::binary(op);

@@ -1,65 +1,62 @@
 //! Activations: relu leaky_relu elu selu sigmoid tanh swish gelu mish hardswish softmax
 //! log_softmax. Each bound below is measured by `tests/accuracy.rs` on every instruction set.
 
-use super::{apply, unary_op, GRAIN_MATH, GRAIN_REDUCE, GRAIN_STREAM};
+use super::{apply, named_unary, unary, GRAIN_MATH, GRAIN_REDUCE, GRAIN_STREAM};
 use crate::backend::dispatch;
 use crate::cpu::kernels::functions as f;
 use crate::cpu::kernels::{elementwise::map, reduce, softmax as sm};
+use crate::ops::UnaryOp;
 use crate::cpu::parallel::{for_each_mut, map_reduce, parts, zip_map};
 use crate::error::check_len;
 use crate::{Backend, Error, Result};
 
-pub use crate::cpu::kernels::functions::{SELU_ALPHA, SELU_LAMBDA};
+pub use crate::ops::{SELU_ALPHA, SELU_LAMBDA};
 
-unary_op!(
+named_unary!(
     /// `max(0, x)`: 0 for x ≤ 0 (including −0), NaN for NaN. Exact.
-    relu, GRAIN_STREAM, f::Relu
+    relu, UnaryOp::Relu
 );
-unary_op!(
+named_unary!(
     /// `1 / (1 + e^−x)`. Max error 3 ULP; 0 and 1 at ∓inf; NaN for NaN.
-    sigmoid, GRAIN_MATH, f::Sigmoid
+    sigmoid, UnaryOp::Sigmoid
 );
-unary_op!(
+named_unary!(
     /// tanh. Max error 2 ULP; odd, ±1 at ±inf; NaN for NaN.
-    tanh, GRAIN_MATH, f::Tanh
+    tanh, UnaryOp::Tanh
 );
-unary_op!(
+named_unary!(
     /// `x · sigmoid(x)` (SiLU). Max error 4 ULP; −0 at −inf; NaN for NaN.
-    swish, GRAIN_MATH, f::Swish
+    swish, UnaryOp::Swish
 );
-unary_op!(
+named_unary!(
     /// Exact GELU `x · Φ(x)` (erf form, not the tanh approximation). Max error 4 ULP where
     /// |result| ≥ 1e−30 (measured: 2.3 ULP with FMA, 2.7 without), absolute error ≤ 1e−37 below
     /// that (1.5e−37 on scalar/SSE2/SIMD128, which lack FMA); −0 at −inf; NaN for NaN.
-    gelu, GRAIN_MATH, f::Gelu
+    gelu, UnaryOp::Gelu
 );
-unary_op!(
+named_unary!(
     /// `x · tanh(ln(1 + e^x))`. Max error 4 ULP where |result| ≥ 1e−30, absolute error ≤ 1e−37
     /// below; −0 at −inf; NaN for NaN.
-    mish, GRAIN_MATH, f::Mish
+    mish, UnaryOp::Mish
 );
-unary_op!(
+named_unary!(
     /// SELU: `λ·x` for x > 0, `λ·α·(e^x − 1)` otherwise (expm1, accurate near 0).
     /// Max error 3 ULP; keeps −0; NaN for NaN.
-    selu, GRAIN_MATH, f::Selu
+    selu, UnaryOp::Selu
 );
-unary_op!(
+named_unary!(
     /// Hard swish: 0 for x ≤ −3, x for x ≥ 3, `x·(x+3)/6` between. Max error 2 ULP.
-    hardswish, GRAIN_STREAM, f::Hardswish
+    hardswish, UnaryOp::Hardswish
 );
 
 /// `x` for x > 0, `alpha·x` otherwise. Exact up to the product's rounding.
 pub fn leaky_relu(backend: Backend, x: &[f32], alpha: f32, out: &mut [f32]) -> Result<()> {
-    apply("leaky_relu", x, out, GRAIN_STREAM, |x, o| {
-        dispatch!(backend, |s| map(s, x, o, f::LeakyRelu { alpha }))
-    })
+    unary(backend, UnaryOp::LeakyRelu(alpha), x, out)
 }
 
 /// ELU: `x` for x > 0, `alpha·(e^x − 1)` otherwise (expm1). Max error 3 ULP; keeps −0.
 pub fn elu(backend: Backend, x: &[f32], alpha: f32, out: &mut [f32]) -> Result<()> {
-    apply("elu", x, out, GRAIN_MATH, |x, o| {
-        dispatch!(backend, |s| map(s, x, o, f::Elu { alpha }))
-    })
+    unary(backend, UnaryOp::Elu(alpha), x, out)
 }
 
 /// `e^(x_i − max) / Σ e^(x_j − max)`: stable for large inputs. Relative error ≤ 1e−6 per

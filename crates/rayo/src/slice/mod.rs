@@ -4,10 +4,12 @@
 
 mod activation;
 mod arith;
+mod elementwise;
 mod reduce;
 
 pub use activation::*;
 pub use arith::*;
+pub use elementwise::{binary, unary};
 pub use reduce::*;
 
 use crate::cpu::parallel;
@@ -44,15 +46,24 @@ fn apply2(
     Ok(())
 }
 
-/// Defines `pub fn name(backend, x, out) -> Result<()>` applying the function struct `$f`.
-macro_rules! unary_op {
-    ($(#[$doc:meta])* $name:ident, $grain:expr, $f:expr) => {
+/// Defines `pub fn name(backend, x, out) -> Result<()>`: [`unary`] with the op fixed.
+macro_rules! named_unary {
+    ($(#[$doc:meta])* $name:ident, $op:expr) => {
         $(#[$doc])*
         pub fn $name(backend: $crate::Backend, x: &[f32], out: &mut [f32]) -> $crate::Result<()> {
-            super::apply(stringify!($name), x, out, $grain, |x, o| {
-                $crate::backend::dispatch!(backend, |s| $crate::cpu::kernels::elementwise::map(s, x, o, $f))
-            })
+            super::unary(backend, $op, x, out)
         }
     };
 }
-use unary_op;
+use named_unary;
+
+/// Defines `pub fn name(backend, a, b, out) -> Result<()>`: [`binary`] with the op fixed.
+macro_rules! named_binary {
+    ($(#[$doc:meta])* $name:ident, $op:expr) => {
+        $(#[$doc])*
+        pub fn $name(backend: $crate::Backend, a: &[f32], b: &[f32], out: &mut [f32]) -> $crate::Result<()> {
+            super::binary(backend, $op, a, b, out)
+        }
+    };
+}
+use named_binary;

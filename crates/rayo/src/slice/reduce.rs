@@ -89,3 +89,21 @@ pub fn norm_l2(backend: Backend, x: &[f32]) -> f32 {
 pub fn norm_inf(backend: Backend, x: &[f32]) -> f32 {
     map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::max_abs(s, x)), &max_nan)
 }
+
+/// Any reduction of the registry ([`ReduceOp`](crate::ops::ReduceOp)): `y` is the second
+/// input of `Dot` and must be absent otherwise. Errors: the lengths differ, `y` is missing or
+/// extra, or `Max`/`Min` of an empty slice.
+pub fn reduce(backend: Backend, op: crate::ops::ReduceOp, x: &[f32], y: Option<&[f32]>) -> Result<f32> {
+    use crate::ops::ReduceOp as R;
+    match (op, y) {
+        (R::Dot, Some(y)) => dot(backend, x, y),
+        (R::Dot, None) => Err(Error::LengthMismatch { op: "dot", expected: x.len(), actual: 0 }),
+        (_, Some(y)) => Err(Error::InvalidParameter { op: op.name(), name: "y", value: y.len() as f64, reason: "only dot takes a second input" }),
+        (R::Sum, None) => Ok(sum(backend, x)),
+        (R::Max, None) => max(backend, x),
+        (R::Min, None) => min(backend, x),
+        (R::NormL1, None) => Ok(norm_l1(backend, x)),
+        (R::NormL2, None) => Ok(norm_l2(backend, x)),
+        (R::NormInf, None) => Ok(norm_inf(backend, x)),
+    }
+}

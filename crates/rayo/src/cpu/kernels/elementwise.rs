@@ -50,22 +50,6 @@ macro_rules! unary_fn {
 }
 pub(crate) use unary_fn;
 
-/// Defines a struct implementing [`BinaryFn`] for every ISA.
-macro_rules! binary_fn {
-    ($name:ident $({ $($field:ident: $ty:ty),* })?, |$self_:ident, $s:ident, $a:ident, $b:ident| $body:expr) => {
-        $crate::cpu::kernels::elementwise::fn_struct!($name $({ $($field: $ty),* })?);
-        impl<S: $crate::cpu::simd::Simd> $crate::cpu::kernels::elementwise::BinaryFn<S> for $name {
-            #[inline(always)]
-            #[allow(unused_variables)]
-            fn apply($self_, $s: S, $a: S::V, $b: S::V) -> S::V {
-                #[allow(unused_imports)]
-                use $crate::cpu::simd::SimdExt as _;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use binary_fn;
 
 /// How many leading elements to process separately so that `out` is vector-aligned after them
 /// (split-line stores cost more than the short head).
