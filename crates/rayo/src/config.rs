@@ -84,14 +84,13 @@ impl Config {
     /// The configuration of this process: the environment, read on first use and then fixed.
     /// Each value that is not understood is logged once (warn level) and its default used.
     pub fn get() -> &'static Config {
-        static CONFIG: OnceLock<Config> = OnceLock::new();
-        CONFIG.get_or_init(|| {
-            let (config, problems) = Config::from_lookup(read);
-            for e in &problems {
-                log::warn!("rayo: {e}; using the default");
-            }
-            config
-        })
+        &parsed().0
+    }
+
+    /// The values of this process's environment that [`Config::get`] did not understand
+    /// (and replaced by their defaults), for a program that shows them without a logger.
+    pub fn problems() -> &'static [Error] {
+        &parsed().1
     }
 
     /// Parses a configuration from `lookup(name)` (the value of each variable, `None` when
@@ -157,6 +156,18 @@ impl fmt::Display for Config {
         writeln!(f, "RAYO_WGPU_EW_ITEMS={}", self.wgpu_ew_items)?;
         write!(f, "RAYO_WGPU_REDUCE_GROUPS={}", self.wgpu_reduce_groups)
     }
+}
+
+/// The environment parsed once; each problem logged once.
+fn parsed() -> &'static (Config, Vec<Error>) {
+    static CONFIG: OnceLock<(Config, Vec<Error>)> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let (config, problems) = Config::from_lookup(read);
+        for e in &problems {
+            log::warn!("rayo: {e}; using the default");
+        }
+        (config, problems)
+    })
 }
 
 /// The process environment's value of `var` (a value that is not UTF-8 is passed on lossily,

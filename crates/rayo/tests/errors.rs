@@ -92,6 +92,12 @@ fn rayo_backend_values() {
     assert_eq!((c.backend, problems.len()), (None, 1));
     let (c, problems) = Config::from_lookup(|k| (k == "RAYO_BACKEND").then(|| "scalar".to_string()));
     assert_eq!((c.backend, problems.len()), (Some(Backend::Scalar), 0));
+    // This process's configuration, as parsed once: every variable is shown.
+    let shown = Config::get().to_string();
+    for var in Config::VARS {
+        assert!(shown.contains(&format!("{}=", var.name)), "{shown}");
+    }
+    assert!(Config::problems().iter().all(|e| matches!(e, Error::InvalidEnv { .. } | Error::UnsupportedBackend { .. })));
 }
 
 #[test]

@@ -15,8 +15,12 @@ const MIN_POOLED: usize = 1 << 16;
 /// At most this many buffers are kept.
 const MAX_BUFFERS: usize = 16;
 
-/// The byte budget: 0 (the default) turns reuse off.
-static BUDGET: AtomicUsize = AtomicUsize::new(0);
+/// The budget a process starts with: 0, reuse off. (Measured on a 2-core VM, 10M floats:
+/// `add` allocating 29-47 ms with reuse off, 4.4-5.4 ms with it on, `add_into` 4.3-5.3 ms.)
+const DEFAULT_BUDGET: usize = 0;
+
+/// The byte budget: 0 turns reuse off.
+static BUDGET: AtomicUsize = AtomicUsize::new(DEFAULT_BUDGET);
 static POOL: Mutex<Vec<Vec<f32>>> = Mutex::new(Vec::new());
 
 /// Lets rayo keep up to `bytes` of dropped output buffers (of 256 KiB and more) for reuse
@@ -83,6 +87,7 @@ mod tests {
         // An odd size no other test of this binary allocates.
         let n = 3 * MIN_POOLED + 7;
         assert_eq!(buffer_reuse(), 0, "off by default");
+        assert_eq!(DEFAULT_BUDGET, 0);
         give(vec![0.0; n]);
         assert!(POOL.lock().unwrap().is_empty(), "nothing kept while reuse is off");
         assert_eq!(set_buffer_reuse(n * 4), 0);
