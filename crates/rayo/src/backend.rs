@@ -71,33 +71,35 @@ impl Backend {
         })
     }
 
-    /// The backend `RAYO_BACKEND` asks for, if set: an error when it names no backend or one
-    /// this CPU lacks.
+    /// The backend `RAYO_BACKEND` asks for, read from the environment now: `None` when it is
+    /// unset, empty or `auto`; an error when it names no backend or one this CPU lacks. See
+    /// [`Backend::parse_env_value`]; what the process uses is [`crate::Config::get`].
     pub fn from_env() -> Result<Option<Backend>> {
-        let Ok(value) = std::env::var("RAYO_BACKEND") else { return Ok(None) };
-        if value.trim().is_empty() || value.eq_ignore_ascii_case("auto") {
-            return Ok(None);
-        }
-        let b = Backend::from_name(&value).ok_or(Error::InvalidEnv { var: "RAYO_BACKEND", value })?;
-        if b.is_supported() {
-            Ok(Some(b))
-        } else {
-            Err(Error::UnsupportedBackend { backend: b.name() })
+        match crate::config::read("RAYO_BACKEND") {
+            Some(value) => Backend::parse_env_value(&value),
+            None => Ok(None),
         }
     }
 
-    /// What new vectors use: `RAYO_BACKEND` when it is valid, else [`Backend::detect`].
-    /// An invalid `RAYO_BACKEND` is reported once on stderr and ignored.
+    /// Parses a value of `RAYO_BACKEND`: `None` for empty or `auto`, the backend it names
+    /// (any case), [`Error::InvalidEnv`] for a name that is no backend, and
+    /// [`Error::UnsupportedBackend`] for one this CPU lacks.
+    pub fn parse_env_value(value: &str) -> Result<Option<Backend>> {
+        if value.trim().is_empty() || value.trim().eq_ignore_ascii_case("auto") {
+            return Ok(None);
+        }
+        let b = Backend::from_name(value).ok_or_else(|| Error::InvalidEnv {
+            var: "RAYO_BACKEND",
+            value: value.to_string(),
+            expected: "scalar|sse2|avx2|avx512|neon|simd128|auto",
+        })?;
+        b.require().map(Some)
+    }
+
+    /// What new vectors use: `RAYO_BACKEND` when it is valid, else [`Backend::detect`]
+    /// (through [`crate::Config::get`], which logs an invalid value once and ignores it).
     pub fn selected() -> Backend {
-        static SELECTED: OnceLock<Backend> = OnceLock::new();
-        *SELECTED.get_or_init(|| match Backend::from_env() {
-            Ok(Some(b)) => b,
-            Ok(None) => Backend::detect(),
-            Err(e) => {
-                eprintln!("rayo: ignoring RAYO_BACKEND: {e}");
-                Backend::detect()
-            }
-        })
+        crate::Config::get().backend.unwrap_or_else(Backend::detect)
     }
 
     /// Checks that the backend can run here.
@@ -116,9 +118,10 @@ impl core::fmt::Display for Backend {
     }
 }
 
-/// `RAYO_FORCE_CPU=1` (or `true`): every op stays on the CPU even when a GPU feature is on.
+/// `RAYO_FORCE_CPU=1` (or `true`, `yes`, `on`): every op stays on the CPU even when a GPU
+/// feature is on. Read once per process, with the rest of [`crate::Config`].
 pub fn force_cpu() -> bool {
-    matches!(std::env::var("RAYO_FORCE_CPU").as_deref(), Ok("1") | Ok("true") | Ok("TRUE") | Ok("yes"))
+    crate::Config::get().force_cpu
 }
 
 /// Runs `$body` with `$s` bound to the token of `$backend`, inside that instruction set's

@@ -14,9 +14,11 @@ pub enum Error {
     SizeMismatch { op: &'static str, shape: Vec<usize>, len: usize },
     /// The result is undefined for an empty input (max, argmax, softmax, ...).
     EmptyInput { op: &'static str },
-    /// A parameter is outside its domain (e.g. `clip` with min > max).
+    /// A floating-point parameter is outside its domain (e.g. `clip` with min > max, a NaN
+    /// `eps`). Integer and flag parameters are [`Error::InvalidArgument`].
     InvalidParameter { op: &'static str, name: &'static str, value: f64, reason: &'static str },
-    /// An index is outside `0..len`.
+    /// An index is outside `0..len` (one dimension; a matrix index is
+    /// [`Error::MatrixIndexOutOfBounds`]).
     IndexOutOfBounds { index: usize, len: usize },
     /// A strided matrix view that reaches past its data (or overlaps itself, for a mutable one).
     ViewOutOfBounds { op: &'static str, rows: usize, cols: usize, row_stride: usize, col_stride: usize, len: usize },
@@ -26,12 +28,54 @@ pub enum Error {
     BufferTooLarge { op: &'static str, bytes: u64, limit: u64 },
     /// A requested CPU backend is not supported by this CPU or target.
     UnsupportedBackend { backend: &'static str },
-    /// An environment variable holds a value rayo does not understand.
-    InvalidEnv { var: &'static str, value: String },
+    /// An environment variable holds a value rayo does not understand (`expected` says what
+    /// it accepts).
+    InvalidEnv { var: &'static str, value: String, expected: &'static str },
     /// No device for the named API (wgpu, cuda) is present: no driver, no adapter.
     NoDevice { api: &'static str, reason: String },
     /// The device or driver reported a failure (lost device, mapping failure, launch error).
     Device { api: &'static str, message: String },
+    /// A size computed from the given dimensions (an element count, a byte count, an offset)
+    /// does not fit in `usize`.
+    SizeOverflow { op: &'static str, dims: Vec<usize> },
+    /// A matrix index `(row, col)` outside a `rows × cols` matrix.
+    MatrixIndexOutOfBounds { row: usize, col: usize, rows: usize, cols: usize },
+    /// A parameter that is not a float (a count, an index, a flag) is outside its domain.
+    InvalidArgument { op: &'static str, name: &'static str, value: ArgValue, reason: &'static str },
+    /// The system could not provide a buffer of this many bytes (a size that fits `usize`
+    /// but not in memory).
+    OutOfMemory { op: &'static str, bytes: u64 },
+}
+
+/// The value of a non-float parameter in [`Error::InvalidArgument`], in its own type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgValue {
+    /// A count, size or index.
+    Usize(usize),
+    /// A flag (e.g. whether an optional input was given).
+    Bool(bool),
+}
+
+impl From<usize> for ArgValue {
+    fn from(v: usize) -> ArgValue {
+        ArgValue::Usize(v)
+    }
+}
+
+impl From<bool> for ArgValue {
+    fn from(v: bool) -> ArgValue {
+        ArgValue::Bool(v)
+    }
+}
+
+impl fmt::Display for ArgValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgValue::Usize(v) => write!(f, "{v}"),
+            ArgValue::Bool(v) => write!(f, "{v}"),
+        }
+    }
 }
 
 /// `Result` with [`Error`].
@@ -46,10 +90,10 @@ impl fmt::Display for Error {
             Error::ShapeMismatch { op, left, right } => {
                 write!(f, "{op}: shape mismatch: {left:?} vs {right:?}")
             }
-            Error::SizeMismatch { op, shape, len } => {
-                let want: usize = shape.iter().product();
-                write!(f, "{op}: shape {shape:?} needs {want} elements, got {len}")
-            }
+            Error::SizeMismatch { op, shape, len } => match product(shape) {
+                Some(want) => write!(f, "{op}: shape {shape:?} needs {want} elements, got {len}"),
+                None => write!(f, "{op}: the element count of shape {shape:?} overflows usize (got {len} elements)"),
+            },
             Error::EmptyInput { op } => write!(f, "{op}: input is empty"),
             Error::InvalidParameter { op, name, value, reason } => {
                 write!(f, "{op}: invalid {name} = {value}: {reason}")
@@ -71,9 +115,15 @@ impl fmt::Display for Error {
             Error::UnsupportedBackend { backend } => {
                 write!(f, "backend {backend} is not supported on this CPU/target")
             }
-            Error::InvalidEnv { var, value } => write!(f, "{var}={value:?} is not understood"),
+            Error::InvalidEnv { var, value, expected } => write!(f, "{var}={value:?} is not understood (expected {expected})"),
             Error::NoDevice { api, reason } => write!(f, "no {api} device: {reason}"),
             Error::Device { api, message } => write!(f, "{api} device error: {message}"),
+            Error::SizeOverflow { op, dims } => write!(f, "{op}: a size computed from {dims:?} overflows usize"),
+            Error::MatrixIndexOutOfBounds { row, col, rows, cols } => {
+                write!(f, "index ({row}, {col}) out of bounds for a {rows}x{cols} matrix")
+            }
+            Error::InvalidArgument { op, name, value, reason } => write!(f, "{op}: invalid {name} = {value}: {reason}"),
+            Error::OutOfMemory { op, bytes } => write!(f, "{op}: could not allocate {bytes} bytes"),
         }
     }
 }
@@ -90,6 +140,42 @@ pub(crate) fn check_len(op: &'static str, expected: usize, actual: usize) -> Res
     }
 }
 
+/// The product of `dims` (an element count), or [`Error::SizeOverflow`] naming them.
+#[inline]
+pub(crate) fn checked_product(op: &'static str, dims: &[usize]) -> Result<usize> {
+    product(dims).ok_or_else(|| Error::SizeOverflow { op, dims: dims.to_vec() })
+}
+
+/// The product of `dims`: 0 when any of them is 0 (whatever the others), `None` when it
+/// overflows.
+pub(crate) fn product(dims: &[usize]) -> Option<usize> {
+    if dims.contains(&0) {
+        return Some(0);
+    }
+    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+}
+
+/// The element count of a buffer of shape `dims`: [`Error::SizeOverflow`] unless the count,
+/// and its size in bytes as f32, fit (`isize::MAX` bytes is what an allocation may hold).
+#[inline]
+pub(crate) fn checked_len(op: &'static str, dims: &[usize]) -> Result<usize> {
+    match checked_product(op, dims)? {
+        n if n <= isize::MAX as usize / 4 => Ok(n),
+        _ => Err(Error::SizeOverflow { op, dims: dims.to_vec() }),
+    }
+}
+
+/// `n` zeros (`n` from [`checked_len`]), or [`Error::OutOfMemory`] when the system cannot
+/// provide them: for the constructors users call with sizes of their choosing (`zeros`).
+pub(crate) fn zeroed(op: &'static str, n: usize) -> Result<Vec<f32>> {
+    // A probe allocation, freed at once, tells whether the memory is there; `vec!` then takes
+    // zeroed pages from the system (calloc) instead of writing n zeros.
+    let mut probe: Vec<f32> = Vec::new();
+    probe.try_reserve_exact(n).map_err(|_| Error::OutOfMemory { op, bytes: (n as u64).saturating_mul(4) })?;
+    drop(probe);
+    Ok(vec![0.0; n])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +186,8 @@ mod tests {
         assert_eq!(e.to_string(), "add: length mismatch: expected 3, got 4");
         let e = Error::SizeMismatch { op: "Tensor::from_vec", shape: vec![2, 3], len: 5 };
         assert_eq!(e.to_string(), "Tensor::from_vec: shape [2, 3] needs 6 elements, got 5");
+        let e = Error::SizeMismatch { op: "Tensor::zeros", shape: vec![usize::MAX, 2], len: 0 };
+        assert!(e.to_string().contains("overflows usize"), "{e}");
         fn assert_send_sync<T: Send + Sync + std::error::Error>() {}
         assert_send_sync::<Error>();
     }

@@ -17,11 +17,19 @@
 //! ```
 //!
 //! Every op runs on the instruction set chosen once per process ([`Backend::detect`], or
-//! `RAYO_BACKEND=scalar|sse2|avx2|avx512|neon|simd128`), uses both cores above a measured
+//! `RAYO_BACKEND=scalar|sse2|avx2|avx512|neon|simd128`), uses the cores above a measured
 //! size, and has an `_into` twin that writes into a caller's buffer without allocating.
+//!
+//! State that reaches across calls is explicit, and there are three pieces of it:
+//! - threads: [`set_max_threads`] is the process-wide limit (default: all of rayon's pool);
+//!   [`gemm_par`] takes a [`Par`] for one call instead;
+//! - buffer reuse: off unless [`set_buffer_reuse`] gives it a byte budget;
+//! - the environment (`RAYO_*`): read once, in one place, and shown by [`Config::get`]; a
+//!   value rayo does not understand is logged (the `log` crate, warn level) and ignored.
 
 mod backend;
-pub mod cpu;
+mod config;
+pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
@@ -34,8 +42,10 @@ pub mod slice;
 mod vector;
 
 pub use backend::{force_cpu, Backend};
-pub use cpu::parallel::{max_threads, set_max_threads};
-pub use error::{Error, Result};
-pub use matrix::{gemm, gemm_with, MatMut, MatRef, Matrix};
+pub use config::{Config, EnvVar};
+pub use cpu::parallel::{max_threads, set_max_threads, Par};
+pub use cpu::pool::{buffer_reuse, set_buffer_reuse};
+pub use error::{ArgValue, Error, Result};
+pub use matrix::{gemm, gemm_par, gemm_with, MatMut, MatRef, Matrix};
 pub use tensor::Tensor;
 pub use vector::Vector;

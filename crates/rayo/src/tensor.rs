@@ -19,10 +19,11 @@ impl Tensor {
         }
     }
 
-    /// A tensor of zeros; an error if the element count overflows `usize`.
+    /// A tensor of zeros: [`Error::SizeOverflow`] when the element count (or its size in
+    /// bytes) overflows, [`Error::OutOfMemory`] when the system cannot provide it.
     pub fn zeros(shape: Vec<usize>) -> Result<Tensor> {
-        let n = checked_size(&shape).ok_or(Error::SizeMismatch { op: "Tensor::zeros", shape: shape.clone(), len: 0 })?;
-        Ok(Tensor { shape, data: vec![0.0; n] })
+        let n = crate::error::checked_len("Tensor::zeros", &shape)?;
+        Ok(Tensor { data: crate::error::zeroed("Tensor::zeros", n)?, shape })
     }
 
     pub fn shape(&self) -> &[usize] {
@@ -61,14 +62,12 @@ impl Tensor {
         if index.len() != self.shape.len() {
             return None;
         }
-        let mut off = 0;
-        for (&i, &d) in index.iter().zip(&self.shape) {
-            if i >= d {
-                return None;
-            }
-            off = off * d + i;
+        // Every index in range first: then no dimension is 0, the offset is below the
+        // element count, and no step of it overflows.
+        if index.iter().zip(&self.shape).any(|(&i, &d)| i >= d) {
+            return None;
         }
-        Some(off)
+        Some(index.iter().zip(&self.shape).fold(0, |off, (&i, &d)| off * d + i))
     }
 
     /// The same data under a new shape with the same element count (no copy).
@@ -81,7 +80,7 @@ impl Tensor {
 }
 
 fn checked_size(shape: &[usize]) -> Option<usize> {
-    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    crate::error::product(shape)
 }
 
 #[cfg(test)]
@@ -104,6 +103,8 @@ mod tests {
         let e = Tensor::from_vec(vec![2, 3], vec![0.0; 5]).unwrap_err();
         assert_eq!(e, Error::SizeMismatch { op: "Tensor::from_vec", shape: vec![2, 3], len: 5 });
         assert!(Tensor::from_vec(vec![usize::MAX, 2], vec![]).is_err());
+        let big = Tensor::from_vec(vec![1 << 40, 1 << 40, 0], vec![]).unwrap();
+        assert_eq!(big.get(&[1, 1, 0]), None, "checked before the offset is formed");
         let t = Tensor::from_vec(vec![2, 3], vec![0.0; 6]).unwrap();
         let t = t.reshape(vec![3, 2]).unwrap();
         assert_eq!(t.shape(), &[3, 2]);

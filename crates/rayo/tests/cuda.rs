@@ -301,10 +301,10 @@ fn graph_replays_a_chain_of_small_launches() {
         g.elementwise(&half, &[x], y).unwrap();
         g.elementwise(&sig, &[y], x).unwrap();
     }
-    assert!(matches!(g.elementwise(&sig, &[x], x), Err(Error::InvalidParameter { .. })));
+    assert!(matches!(g.elementwise(&sig, &[x], x), Err(Error::InvalidArgument { .. })));
     let mut other = dev.graph();
     let foreign = other.buffer(dev.zeros(n).unwrap());
-    assert!(matches!(g.elementwise(&sig, &[foreign], y), Err(Error::InvalidParameter { .. })));
+    assert!(matches!(g.elementwise(&sig, &[foreign], y), Err(Error::InvalidArgument { .. })));
     let mut graph = g.build().unwrap();
     assert_eq!(graph.len(), 20);
     for round in 0..3 {

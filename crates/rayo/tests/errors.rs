@@ -1,6 +1,6 @@
 //! Every fallible op's error: mismatched lengths, empty input, bad parameters, bad backends.
 
-use rayo::{slice, Backend, Error, Vector};
+use rayo::{slice, Backend, Config, Error, Vector};
 
 fn v(x: &[f32]) -> Vector {
     Vector::from_slice(x)
@@ -74,17 +74,30 @@ fn unsupported_backend_is_an_error() {
 }
 
 #[test]
-fn rayo_backend_environment_variable() {
-    // Only this test touches RAYO_BACKEND; `from_env` reads it on every call.
-    std::env::set_var("RAYO_BACKEND", "not-an-isa");
-    assert!(matches!(Backend::from_env(), Err(Error::InvalidEnv { var: "RAYO_BACKEND", .. })));
-    std::env::set_var("RAYO_BACKEND", "scalar");
-    assert_eq!(Backend::from_env().unwrap(), Some(Backend::Scalar));
+fn rayo_backend_values() {
+    // Parsed from a string: no test sets the process environment (set_var races the other
+    // tests' threads, which read it).
+    assert!(matches!(Backend::parse_env_value("not-an-isa"), Err(Error::InvalidEnv { var: "RAYO_BACKEND", .. })));
+    let msg = Backend::parse_env_value("not-an-isa").unwrap_err().to_string();
+    assert!(msg.contains("RAYO_BACKEND") && msg.contains("not-an-isa") && msg.contains("avx2"), "{msg}");
+    assert_eq!(Backend::parse_env_value("scalar").unwrap(), Some(Backend::Scalar));
+    assert_eq!(Backend::parse_env_value(" Scalar ").unwrap(), Some(Backend::Scalar));
     let missing = Backend::ALL.into_iter().find(|b| !b.is_supported()).unwrap();
-    std::env::set_var("RAYO_BACKEND", missing.name());
-    assert_eq!(Backend::from_env().unwrap_err(), Error::UnsupportedBackend { backend: missing.name() });
-    std::env::remove_var("RAYO_BACKEND");
-    assert_eq!(Backend::from_env().unwrap(), None);
+    assert_eq!(Backend::parse_env_value(missing.name()).unwrap_err(), Error::UnsupportedBackend { backend: missing.name() });
+    for none in ["", "  ", "auto", "AUTO"] {
+        assert_eq!(Backend::parse_env_value(none).unwrap(), None, "{none:?}");
+    }
+    // The process configuration comes from the same parser.
+    let (c, problems) = Config::from_lookup(|k| (k == "RAYO_BACKEND").then(|| "mmx".to_string()));
+    assert_eq!((c.backend, problems.len()), (None, 1));
+    let (c, problems) = Config::from_lookup(|k| (k == "RAYO_BACKEND").then(|| "scalar".to_string()));
+    assert_eq!((c.backend, problems.len()), (Some(Backend::Scalar), 0));
+    // This process's configuration, as parsed once: every variable is shown.
+    let shown = Config::get().to_string();
+    for var in Config::VARS {
+        assert!(shown.contains(&format!("{}=", var.name)), "{shown}");
+    }
+    assert!(Config::problems().iter().all(|e| matches!(e, Error::InvalidEnv { .. } | Error::UnsupportedBackend { .. })));
 }
 
 #[test]

@@ -481,10 +481,10 @@ fn bad_input_is_an_error_never_a_panic() {
     let mut c = vec![0.0; 6];
     assert_eq!(d.matmul(&[1.0; 5], &[1.0; 6], &mut c, 2, 3, 2), Err(Error::SizeMismatch { op: "matmul", shape: vec![2, 3], len: 5 }));
     assert_eq!(d.matmul(&[1.0; 6], &[1.0; 6], &mut c, 2, 3, 2), Err(Error::SizeMismatch { op: "matmul", shape: vec![2, 2], len: 6 }));
-    assert!(matches!(d.matmul(&[], &[], &mut c, usize::MAX, 2, 2), Err(Error::InvalidParameter { op: "matmul", .. })));
+    assert!(matches!(d.matmul(&[], &[], &mut c, usize::MAX, 2, 2), Err(Error::SizeOverflow { op: "matmul", .. })));
     let mut o = vec![0.0; 4];
     assert_eq!(d.convolve2d(&[1.0; 4], &[1.0; 9], &mut o, 2, 2, 3, 3), Err(Error::ShapeMismatch { op: "convolve2d", left: vec![2, 2], right: vec![3, 3] }));
-    assert!(matches!(d.convolve2d(&[1.0; 4], &[], &mut o, 2, 2, 0, 1), Err(Error::InvalidParameter { op: "convolve2d", .. })));
+    assert!(matches!(d.convolve2d(&[1.0; 4], &[], &mut o, 2, 2, 0, 1), Err(Error::InvalidArgument { op: "convolve2d", .. })));
     assert_eq!(d.convolve2d(&[1.0; 9], &[1.0; 4], &mut o, 3, 3, 2, 2), Ok(()));
     assert_eq!(o, vec![4.0; 4]);
     assert_eq!(d.convolve2d(&[1.0; 9], &[1.0; 4], &mut out, 3, 3, 2, 2), Err(Error::SizeMismatch { op: "convolve2d", shape: vec![2, 2], len: 3 }));
@@ -500,7 +500,7 @@ fn bad_input_is_an_error_never_a_panic() {
     let p = batch.upload(&[1.0; 3]);
     let q = batch.upload(&[1.0; 4]);
     let r = batch.add(p, q);
-    assert!(matches!(block_on(batch.read(r)), Err(Error::InvalidParameter { .. })));
+    assert!(matches!(block_on(batch.read(r)), Err(Error::InvalidArgument { .. })));
     assert_eq!(block_on(batch.execute()), Err(Error::LengthMismatch { op: "vec_add", expected: 3, actual: 4 }));
     let mut batch = GpuCommandBatch::new(d.clone());
     let e = batch.upload(&[]);

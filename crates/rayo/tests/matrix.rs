@@ -5,7 +5,7 @@
 mod common;
 
 use common::{backends, Rng};
-use rayo::{gemm_with, Backend, Error, MatMut, MatRef, Matrix, Tensor, Vector};
+use rayo::{gemm_par, gemm_with, Backend, Error, MatMut, MatRef, Matrix, Par, Tensor, Vector};
 
 /// C = alpha·A·B + beta·C0 in f64, and the scale Σ|a||b| of each element (for the bound).
 #[allow(clippy::too_many_arguments)]
@@ -168,13 +168,13 @@ fn matrix_api() {
     assert_eq!(v.as_slice(), &[-2.0, -2.0]);
     assert!(w.matvec(&Vector::from_slice(&[1.0])).is_err());
     assert!(Matrix::from_slice(2, 2, &[1.0]).is_err());
-    let i3 = Matrix::identity(3);
+    let i3 = Matrix::identity(3).unwrap();
     assert_eq!(w.matmul(&i3).unwrap(), w);
     assert_eq!(w.add(&w).unwrap().as_slice(), w.scale(2.0).as_slice());
     assert!(w.add(&i3).is_err());
-    let mut z = Matrix::zeros(2, 2);
+    let mut z = Matrix::zeros(2, 2).unwrap();
     z.set(1, 1, 5.0).unwrap();
-    assert!(z.set(2, 0, 1.0).is_err());
+    assert_eq!(z.set(2, 0, 1.0), Err(Error::MatrixIndexOutOfBounds { row: 2, col: 0, rows: 2, cols: 2 }));
     assert_eq!(z.as_slice(), &[0.0, 0.0, 0.0, 5.0]);
 }
 
@@ -230,9 +230,9 @@ fn convolve2d_all_backends() {
             }
         }
     }
-    let im = Matrix::zeros(3, 3);
-    assert!(im.convolve2d(&Matrix::zeros(4, 1)).is_err());
-    assert!(im.convolve2d(&Matrix::zeros(0, 1)).is_err());
+    let im = Matrix::zeros(3, 3).unwrap();
+    assert!(im.convolve2d(&Matrix::zeros(4, 1).unwrap()).is_err());
+    assert!(im.convolve2d(&Matrix::zeros(0, 1).unwrap()).is_err());
 }
 
 #[test]
@@ -295,4 +295,59 @@ fn batched_tensor_matmul() {
     assert!(t.as_matrix().is_err());
     assert!(t.matrix(2).is_err());
     assert_eq!(Tensor::from_vec(vec![2, 2], vec![1.0, 2.0, 3.0, 4.0]).unwrap().as_matrix().unwrap().get(1, 0), Some(3.0));
+}
+
+#[test]
+fn equality_compares_values_not_the_instruction_set() {
+    let data = [1.0, -2.0, 3.5, 0.0, 7.0, 9.0];
+    let best = Backend::detect();
+    let m1 = Matrix::from_slice(2, 3, &data).unwrap().with_backend(Backend::Scalar).unwrap();
+    let m2 = Matrix::from_slice(2, 3, &data).unwrap().with_backend(best).unwrap();
+    assert_eq!(m1, m2, "same values on {} and scalar", best);
+    assert_ne!(m1, Matrix::from_slice(3, 2, &data).unwrap(), "same values, another shape");
+    assert_ne!(m1, Matrix::from_slice(2, 3, &[1.0, -2.0, 3.5, 0.0, 7.0, 9.5]).unwrap());
+    let v1 = Vector::with_backend(&data, Backend::Scalar).unwrap();
+    let v2 = Vector::with_backend(&data, best).unwrap();
+    assert_eq!(v1, v2);
+    assert_ne!(v1, Vector::from_slice(&data[..5]));
+    // f32 equality: NaN is unequal to itself, -0 equals +0.
+    assert_ne!(Vector::from_slice(&[f32::NAN]), Vector::from_slice(&[f32::NAN]));
+    assert_eq!(Vector::from_slice(&[-0.0]), Vector::from_slice(&[0.0]));
+}
+
+#[test]
+fn gemm_par_takes_its_parallelism_per_call() {
+    let mut rng = Rng::new(11);
+    let (m, k, n) = (150, 130, 170);
+    let a = rng.data(m * k, -1.0, 1.0);
+    let b = rng.data(k * n, -1.0, 1.0);
+    let run = |par: Par| {
+        let mut c = vec![0.0f32; m * n];
+        gemm_par(Backend::detect(), par, 1.0, MatRef::row_major(&a, m, k).unwrap(), MatRef::row_major(&b, k, n).unwrap(), 0.0, MatMut::row_major(&mut c, m, n).unwrap()).unwrap();
+        c
+    };
+    let seq = run(Par::Seq);
+    // Threads split rows: each element is the same sum in the same order.
+    assert_eq!(seq, run(Par::threads(2)));
+    assert_eq!(seq, run(Par::threads(64)));
+    assert_eq!(Par::threads(0), Par::Seq);
+    assert_eq!(Par::threads(1), Par::Seq);
+    assert_eq!(Par::Seq.thread_count(), 1);
+    assert!(Par::threads(64).thread_count() >= 1 && Par::threads(64).thread_count() <= 64);
+    let want = dense_reference(&a, &b, m, k, n);
+    for (g, r) in seq.iter().zip(&want) {
+        assert!((*g as f64 - r).abs() <= 1e-4 * (1.0 + r.abs()), "{g} vs {r}");
+    }
+}
+
+fn dense_reference(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            for j in 0..n {
+                c[i * n + j] += a[i * k + p] as f64 * b[p * n + j] as f64;
+            }
+        }
+    }
+    c
 }

@@ -45,8 +45,7 @@ pub fn run(op: &str, n: usize, backend: Backend, threads: usize, plan: Plan) -> 
     let mut rows = Vec::new();
     match op {
         "matmul" => {
-            if let (Some(a), Some(b)) = (filled(n, n, 1, backend), filled(n, n, 2, backend)) {
-                let mut c = Matrix::zeros(n, n);
+            if let (Some(a), Some(b), Ok(mut c)) = (filled(n, n, 1, backend), filled(n, n, 2, backend), Matrix::zeros(n, n)) {
                 // The CPU GEMM itself (Matrix::matmul may hand large products to a GPU).
                 let ns = median_ns(plan, || {
                     let _ = black_box(rayo::gemm_with(backend, 1.0, a.view(), b.view(), 0.0, c.view_mut()));
@@ -66,8 +65,7 @@ pub fn run(op: &str, n: usize, backend: Backend, threads: usize, plan: Plan) -> 
             }
         }
         "transpose" => {
-            if let Some(a) = filled(n, n, 1, backend) {
-                let mut t = Matrix::zeros(n, n);
+            if let (Some(a), Ok(mut t)) = (filled(n, n, 1, backend), Matrix::zeros(n, n)) {
                 let ns = median_ns(plan, || {
                     let _ = black_box(a.transpose_into(&mut t));
                 });

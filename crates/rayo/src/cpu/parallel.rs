@@ -2,17 +2,58 @@
 //!
 //! An op passes its *grain*: the fewest elements worth a thread of their own. Below two
 //! grains the op runs on the calling thread and pays nothing.
+//!
+//! Two knobs say how many threads may be used: the process-wide [`set_max_threads`] (what
+//! every op without a parallelism argument follows), and a [`Par`] passed to one call
+//! ([`crate::gemm_par`]), which overrides it for that call only.
 
+use core::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static MAX_THREADS: AtomicUsize = AtomicUsize::new(0);
 
-/// Limits the threads rayo's CPU kernels use (0 = all cores). Returns the previous setting.
+/// Limits the threads rayo's CPU kernels use, process-wide (0 = all of rayon's pool, the
+/// default). Returns the previous setting. Every op that takes no [`Par`] follows it; it is
+/// the one piece of global threading state rayo has, and it is only changed by this call.
 pub fn set_max_threads(n: usize) -> usize {
     MAX_THREADS.swap(n, Ordering::Relaxed)
 }
 
-/// Threads the CPU kernels may use now.
+/// How much parallelism one call may use (as faer's `Par`): passed explicitly to the
+/// functions that take it ([`crate::gemm_par`]), so that a caller does not have to change the
+/// process-wide [`set_max_threads`] for one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Par {
+    /// Only the calling thread.
+    Seq,
+    /// Up to this many threads of rayon's pool (more than the pool has means all of it).
+    Rayon(NonZeroUsize),
+}
+
+impl Par {
+    /// [`Par::Seq`] for 0 and 1, else [`Par::Rayon`] with `n` threads.
+    pub fn threads(n: usize) -> Par {
+        match NonZeroUsize::new(n) {
+            Some(t) if n > 1 => Par::Rayon(t),
+            _ => Par::Seq,
+        }
+    }
+
+    /// What the process-wide setting ([`set_max_threads`]) allows now.
+    pub fn global() -> Par {
+        Par::threads(max_threads())
+    }
+
+    /// The number of threads this allows on this machine (at least 1).
+    pub fn thread_count(self) -> usize {
+        match self {
+            Par::Seq => 1,
+            Par::Rayon(n) => n.get().min(available()).max(1),
+        }
+    }
+}
+
+/// Threads the CPU kernels may use now (the process-wide setting, capped by rayon's pool).
 pub fn max_threads() -> usize {
     let avail = available();
     match MAX_THREADS.load(Ordering::Relaxed) {

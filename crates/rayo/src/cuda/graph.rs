@@ -87,7 +87,7 @@ const OP: &str = "cuda graph";
 
 fn check_id(graph: u32, len: usize, b: BufId) -> Result<usize> {
     if b.graph != graph || b.index >= len {
-        return Err(Error::InvalidParameter { op: OP, name: "buffer", value: b.index as f64, reason: "not a buffer of this graph" });
+        return Err(Error::InvalidArgument { op: OP, name: "buffer", value: b.index.into(), reason: "not a buffer of this graph" });
     }
     Ok(b.index)
 }
@@ -95,12 +95,12 @@ fn check_id(graph: u32, len: usize, b: BufId) -> Result<usize> {
 /// Runs one step on the graph's buffers (the output is taken out while the inputs are borrowed).
 fn run(dev: &CudaDevice, bufs: &mut [Option<DeviceBuffer>], step: &Step) -> Result<()> {
     let oi = step.output().index;
-    let mut out = bufs[oi].take().ok_or(Error::InvalidParameter { op: OP, name: "buffer", value: oi as f64, reason: "missing" })?;
+    let mut out = bufs[oi].take().ok_or(Error::InvalidArgument { op: OP, name: "buffer", value: oi.into(), reason: "missing" })?;
     let result = (|| {
         let ins: Vec<&DeviceBuffer> = step
             .inputs()
             .iter()
-            .map(|b| bufs[b.index].as_ref().ok_or(Error::InvalidParameter { op: OP, name: "buffer", value: b.index as f64, reason: "an op reads the buffer it writes" }))
+            .map(|b| bufs[b.index].as_ref().ok_or(Error::InvalidArgument { op: OP, name: "buffer", value: b.index.into(), reason: "an op reads the buffer it writes" }))
             .collect::<Result<_>>()?;
         match step {
             Step::Elementwise { expr, .. } => dev.elementwise(expr, &ins, &mut out),
@@ -132,7 +132,7 @@ impl<'d> GraphBuilder<'d> {
         let out = check_id(self.id, self.bufs.len(), step.output())?;
         for b in step.inputs() {
             if check_id(self.id, self.bufs.len(), b)? == out {
-                return Err(Error::InvalidParameter { op: OP, name: "buffer", value: out as f64, reason: "an op reads the buffer it writes" });
+                return Err(Error::InvalidArgument { op: OP, name: "buffer", value: out.into(), reason: "an op reads the buffer it writes" });
             }
         }
         self.steps.push(step);
@@ -201,7 +201,7 @@ impl CudaGraph<'_> {
         let i = check_id(self.id, self.bufs.len(), b)?;
         match self.bufs[i].as_mut() {
             Some(buf) => self.dev.write(buf, data),
-            None => Err(Error::InvalidParameter { op: OP, name: "buffer", value: i as f64, reason: "missing" }),
+            None => Err(Error::InvalidArgument { op: OP, name: "buffer", value: i.into(), reason: "missing" }),
         }
     }
 
@@ -210,7 +210,7 @@ impl CudaGraph<'_> {
         let i = check_id(self.id, self.bufs.len(), b)?;
         match self.bufs[i].as_ref() {
             Some(buf) => self.dev.download(buf),
-            None => Err(Error::InvalidParameter { op: OP, name: "buffer", value: i as f64, reason: "missing" }),
+            None => Err(Error::InvalidArgument { op: OP, name: "buffer", value: i.into(), reason: "missing" }),
         }
     }
 }

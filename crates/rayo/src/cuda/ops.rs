@@ -20,7 +20,7 @@ fn rows_cols(op: &'static str, x: &DeviceBuffer, rows: usize, cols: usize) -> Re
         return Err(Error::EmptyInput { op });
     }
     if rows > i32::MAX as usize {
-        return Err(Error::InvalidParameter { op, name: "rows", value: rows as f64, reason: "more rows than the grid allows" });
+        return Err(Error::InvalidArgument { op, name: "rows", value: rows.into(), reason: "more rows than the grid allows" });
     }
     // the kernels address a row with a 32-bit byte offset
     if cols > (u32::MAX / 4) as usize {
@@ -55,7 +55,7 @@ impl CudaDevice {
             check_len(OP, x.len(), y.len())?;
         }
         if (op == ReduceOp::Dot) != y.is_some() {
-            return Err(Error::InvalidParameter { op: OP, name: "y", value: y.is_some() as u8 as f64, reason: "dot needs y; sum/max/min take none" });
+            return Err(Error::InvalidArgument { op: OP, name: "y given", value: y.is_some().into(), reason: "dot needs y; sum/max/min take none" });
         }
         if x.is_empty() && matches!(op, ReduceOp::Max | ReduceOp::Min) {
             return Err(Error::EmptyInput { op: OP });

@@ -412,10 +412,10 @@ impl GpuCommandBatch {
             return Err(Error::IndexOutOfBounds { index: id.0, len: self.nodes.len() });
         };
         if !self.executed {
-            return Err(Error::InvalidParameter {
+            return Err(Error::InvalidArgument {
                 op: "GpuCommandBatch::read",
                 name: "id",
-                value: id.0 as f64,
+                value: id.0.into(),
                 reason: "execute() has not run since this value was recorded",
             });
         }

@@ -107,7 +107,7 @@ impl GpuDevice {
     /// `out`, whatever the number of ops (at most 16 parameters in all).
     pub async fn apply_fused_async(&self, ops: &[UnaryOp], x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()> {
         let Some(first) = ops.first() else {
-            return Err(Error::InvalidParameter { op: "apply_fused", name: "ops", value: 0.0, reason: "no ops given" });
+            return Err(Error::InvalidArgument { op: "apply_fused", name: "ops", value: 0usize.into(), reason: "no ops given" });
         };
         check_len(first.name(), x.len, out.len)?;
         same_device("apply_fused", self, &[x, out])?;
@@ -119,7 +119,7 @@ impl GpuDevice {
         let chain = Chain { n_inputs: 1, steps, outputs: vec![ops.len() - 1] };
         let np = chain.params().len();
         if np > MAX_PARAMS {
-            return Err(Error::InvalidParameter { op: "apply_fused", name: "parameters", value: np as f64, reason: "more than 16 in one chain" });
+            return Err(Error::InvalidArgument { op: "apply_fused", name: "parameters", value: np.into(), reason: "more than 16 in one chain" });
         }
         let mut enc = Encoder::new(self)?;
         encode_chain(&mut enc, &chain, &[&x.span()], &[&out.span()], x.len).await?;
@@ -225,7 +225,7 @@ pub(crate) fn reduce_name(op: ReduceOp) -> &'static str {
 /// Shape checks of matmul: a is m×k, b is k×n, c is m×n.
 pub(crate) fn check_matmul(a: usize, b: usize, c: usize, m: usize, k: usize, n: usize) -> Result<()> {
     let mul = |x: usize, y: usize| {
-        x.checked_mul(y).ok_or(Error::InvalidParameter { op: "matmul", name: "m*k*n", value: x as f64 * y as f64, reason: "overflows usize" })
+        x.checked_mul(y).ok_or_else(|| Error::SizeOverflow { op: "matmul", dims: vec![x, y] })
     };
     let shape = |len: usize, r: usize, cc: usize| -> Result<()> {
         let want = mul(r, cc)?;

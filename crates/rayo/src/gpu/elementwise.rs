@@ -148,11 +148,7 @@ impl Chain {
 /// Items per invocation of element-wise kernels (`RAYO_WGPU_EW_ITEMS`: 1, 2 or 4; default 2,
 /// measured best on an H100 by 3–5% at 100M floats: docs/perf/wgpu-h100.md).
 fn per_thread() -> u32 {
-    static P: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *P.get_or_init(|| match std::env::var("RAYO_WGPU_EW_ITEMS").ok().and_then(|v| v.parse().ok()) {
-        Some(p @ (1 | 2 | 4)) => p,
-        _ => 2,
-    })
+    crate::Config::get().wgpu_ew_items
 }
 
 /// Records `chain` over `inputs` (each `n` long) writing `outputs` (each `n` long).

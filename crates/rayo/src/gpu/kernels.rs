@@ -11,11 +11,7 @@ const CONV2D: &str = include_str!("shaders/conv2d.wgsl");
 /// Most workgroups of a reduction stage: enough to fill a large GPU, few enough that the later
 /// stages are a few workgroups' work. `RAYO_WGPU_REDUCE_GROUPS` (64..=65535) overrides it.
 fn reduce_groups() -> usize {
-    static G: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *G.get_or_init(|| match std::env::var("RAYO_WGPU_REDUCE_GROUPS").ok().and_then(|v| v.parse().ok()) {
-        Some(g @ 64..=65535) => g,
-        _ => 2048,
-    })
+    crate::Config::get().wgpu_reduce_groups
 }
 
 /// A reduction to one value.

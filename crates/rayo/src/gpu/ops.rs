@@ -169,7 +169,7 @@ impl GpuDevice {
     pub async fn convolve2d_async(&self, image: &[f32], kernel: &[f32], out: &mut [f32], h: usize, w: usize, kh: usize, kw: usize) -> Result<()> {
         let op = "convolve2d";
         if kh == 0 || kw == 0 {
-            return Err(Error::InvalidParameter { op, name: "kernel size", value: (kh * kw) as f64, reason: "kernel is empty" });
+            return Err(Error::InvalidArgument { op, name: "kernel size", value: (kh * kw).into(), reason: "kernel is empty" });
         }
         if kh > h || kw > w {
             return Err(Error::ShapeMismatch { op, left: vec![h, w], right: vec![kh, kw] });

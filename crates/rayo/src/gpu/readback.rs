@@ -9,9 +9,7 @@ use crate::{Error, Result};
 /// (`RAYO_WGPU_SPIN_US`, default 200): a blocking wait wakes up late, a short spin does not.
 #[cfg(not(target_arch = "wasm32"))]
 fn spin_limit() -> std::time::Duration {
-    static US: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let us = *US.get_or_init(|| std::env::var("RAYO_WGPU_SPIN_US").ok().and_then(|v| v.parse().ok()).unwrap_or(200));
-    std::time::Duration::from_micros(us)
+    std::time::Duration::from_micros(crate::Config::get().wgpu_spin_us)
 }
 
 /// Drives the device until `done()`: non-blocking polls for up to [`spin_limit`], then a

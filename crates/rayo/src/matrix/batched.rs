@@ -25,7 +25,9 @@ impl Tensor {
         if b >= batch {
             return Err(Error::IndexOutOfBounds { index: b, len: batch });
         }
-        MatRef::row_major(&self.as_slice()[b * r * c..(b + 1) * r * c], r, c)
+        // b < batch, so (b + 1)·r·c is at most the tensor's length.
+        let size = r * c;
+        MatRef::row_major(&self.as_slice()[b * size..(b + 1) * size], r, c)
     }
 
     /// Batched matrix product: `[..., m, k] × [..., k, n] → [..., m, n]` with equal leading
@@ -41,8 +43,10 @@ impl Tensor {
         debug_assert!(shared || obatch == batch);
         let mut shape = self.shape()[..self.ndim() - 2].to_vec();
         shape.extend([m, n]);
-        let mut out = vec![0.0f32; batch * m * n];
-        if m * n > 0 {
+        let out_len = crate::error::checked_len("Tensor::matmul", &[batch, m, n])?;
+        let mut out = crate::error::zeroed("Tensor::matmul", out_len)?;
+        if out_len > 0 {
+            // batch, m, n > 0, so m·k and k·n are at most the inputs' lengths.
             let backend = Backend::selected();
             let (a, b) = (self.as_slice(), other.as_slice());
             let one = |i: usize, c: &mut [f32]| {
@@ -51,7 +55,7 @@ impl Tensor {
                 let bv = MatRef::row_major(&b[bi * k * n..(bi + 1) * k * n], k, n)?;
                 gemm_with(backend, 1.0, av, bv, 0.0, MatMut::row_major(c, m, n)?)
             };
-            run_batch(&mut out, m * n, 0, batch, m * n * k < BATCH_SPLIT_WORK, &one)?;
+            run_batch(&mut out, m * n, 0, batch, (m * n).saturating_mul(k) < BATCH_SPLIT_WORK, &one)?;
         }
         Tensor::from_vec(shape, out)
     }
@@ -82,7 +86,7 @@ fn run_batch(
 /// `[..., r, c]` as (batch count, r, c).
 fn split_shape(op: &'static str, shape: &[usize]) -> Result<(usize, usize, usize)> {
     match shape {
-        [lead @ .., r, c] => Ok((lead.iter().product(), *r, *c)),
+        [lead @ .., r, c] => Ok((crate::error::checked_product(op, lead)?, *r, *c)),
         _ => Err(Error::ShapeMismatch { op, left: shape.to_vec(), right: vec![] }),
     }
 }

@@ -21,7 +21,7 @@ fn out_dims(op: &'static str, h: usize, w: usize, kh: usize, kw: usize) -> Resul
 #[allow(clippy::too_many_arguments)]
 fn conv_channel(backend: Backend, img: &[f32], w: usize, ker: &[f32], kh: usize, kw: usize, out: &mut [f32], oh: usize, accumulate: bool) {
     let ow = w - kw + 1;
-    let work = oh * ow * kh * kw;
+    let work = oh.saturating_mul(ow).saturating_mul(kh).saturating_mul(kw);
     let parts = parallel::parts(work, GRAIN_ROWS_WORK);
     if parts <= 1 || oh < 2 {
         return dispatch!(backend, |s| conv2d_valid(s, img, w, ker, kh, kw, out, oh, accumulate));
@@ -39,7 +39,7 @@ impl Matrix {
     /// if the kernel is empty or larger than the image.
     pub fn convolve2d(&self, kernel: &Matrix) -> Result<Matrix> {
         let (oh, ow) = out_dims("Matrix::convolve2d", self.rows, self.cols, kernel.rows, kernel.cols)?;
-        let mut out = Matrix::uninit(oh, ow, self.backend);
+        let mut out = Matrix::uninit(oh, ow, self.backend)?;
         conv_channel(self.backend, &self.data, self.cols, &kernel.data, kernel.rows, kernel.cols, &mut out.data, oh, false);
         Ok(out)
     }
@@ -56,12 +56,18 @@ impl Tensor {
             return Err(Error::ShapeMismatch { op: "Tensor::conv2d (channels)", left: self.shape().to_vec(), right: kernel.shape().to_vec() });
         }
         let (oh, ow) = out_dims("Tensor::conv2d", h, w, kh, kw)?;
+        let out_len = crate::error::checked_len("Tensor::conv2d", &[co, oh, ow])?;
         let backend = crate::Backend::selected();
         let (img, ker) = (self.as_slice(), kernel.as_slice());
-        let out = if ci * kh * kw >= IM2COL_MIN_DEPTH && co > 1 {
+        let out = if out_len == 0 {
+            Vec::new()
+        } else if ci == 0 {
+            // No input channels: every output is an empty sum.
+            crate::error::zeroed("Tensor::conv2d", out_len)?
+        } else if ci * kh * kw >= IM2COL_MIN_DEPTH && co > 1 {
             conv_im2col(backend, img, ci, h, w, ker, co, kh, kw)?
         } else {
-            let mut out = vec![0.0f32; co * oh * ow];
+            let mut out = vec![0.0f32; out_len];
             for (o, dst) in out.chunks_exact_mut(oh * ow).enumerate() {
                 for c in 0..ci {
                     let k = &ker[(o * ci + c) * kh * kw..(o * ci + c + 1) * kh * kw];
@@ -85,7 +91,7 @@ const IM2COL_MIN_DEPTH: usize = 32;
 fn conv_im2col(backend: Backend, img: &[f32], ci: usize, h: usize, w: usize, ker: &[f32], co: usize, kh: usize, kw: usize) -> Result<Vec<f32>> {
     let (oh, ow) = (h - kh + 1, w - kw + 1);
     let (depth, positions) = (ci * kh * kw, oh * ow);
-    let mut cols = crate::cpu::pool::take(depth * positions);
+    let mut cols = crate::cpu::pool::take(crate::error::checked_len("Tensor::conv2d (im2col)", &[depth, positions])?);
     for (r, row) in cols.chunks_exact_mut(positions).enumerate() {
         let (c, u, v) = (r / (kh * kw), r / kw % kh, r % kw);
         for (i, dst) in row.chunks_exact_mut(ow).enumerate() {

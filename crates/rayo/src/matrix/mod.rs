@@ -6,14 +6,18 @@ mod gemm;
 mod ops;
 mod view;
 
-pub use gemm::{gemm, gemm_with};
+pub use gemm::{gemm, gemm_par, gemm_with};
 pub use view::{MatMut, MatRef};
 
 use crate::cpu::pool;
+use crate::error::{checked_len, zeroed};
 use crate::{Backend, Error, Result};
 
 /// A dense `rows × cols` f32 matrix, row-major. Its ops run on the backend it carries.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Equality (`==`) compares the shape and the values (as f32: NaN is unequal to itself), not
+/// the backend: the same numbers on AVX2 and on scalar code are the same matrix.
+#[derive(Debug, Clone)]
 pub struct Matrix {
     rows: usize,
     cols: usize,
@@ -35,24 +39,34 @@ impl Matrix {
         }
     }
 
-    /// A `rows × cols` matrix of zeros (panics only if `rows·cols` overflows memory, as `vec!`).
-    pub fn zeros(rows: usize, cols: usize) -> Matrix {
-        Matrix { rows, cols, data: vec![0.0; rows * cols], backend: Backend::selected() }
+    /// A `rows × cols` matrix of zeros: [`Error::SizeOverflow`] when `rows·cols` floats do not
+    /// fit in `usize` bytes, [`Error::OutOfMemory`] when the system cannot provide them.
+    pub fn zeros(rows: usize, cols: usize) -> Result<Matrix> {
+        let n = checked_len("Matrix::zeros", &[rows, cols])?;
+        Ok(Matrix { rows, cols, data: zeroed("Matrix::zeros", n)?, backend: Backend::selected() })
     }
 
-    /// A matrix whose contents the caller overwrites completely: a reused buffer when a
-    /// large enough one was dropped earlier (a fresh 64 MB buffer costs ~16 K page faults).
-    pub(crate) fn uninit(rows: usize, cols: usize, backend: Backend) -> Matrix {
-        Matrix { rows, cols, data: pool::take(rows * cols), backend }
+    /// A matrix whose contents the caller overwrites completely (a reused buffer when
+    /// [`crate::set_buffer_reuse`] is on); [`Error::SizeOverflow`] when it cannot exist.
+    pub(crate) fn uninit(rows: usize, cols: usize, backend: Backend) -> Result<Matrix> {
+        let n = checked_len("Matrix", &[rows, cols])?;
+        Ok(Matrix { rows, cols, data: pool::take(n), backend })
     }
 
-    /// The `n × n` identity.
-    pub fn identity(n: usize) -> Matrix {
-        let mut m = Matrix::zeros(n, n);
+    /// A `rows × cols` matrix with as many elements as `self` (a transpose, an element-wise
+    /// result), contents to be overwritten.
+    pub(crate) fn uninit_like(&self, rows: usize, cols: usize) -> Matrix {
+        debug_assert_eq!(rows.checked_mul(cols), Some(self.data.len()));
+        Matrix { rows, cols, data: pool::take(self.data.len()), backend: self.backend }
+    }
+
+    /// The `n × n` identity; errors as [`Matrix::zeros`].
+    pub fn identity(n: usize) -> Result<Matrix> {
+        let mut m = Matrix::zeros(n, n)?;
         for i in 0..n {
             m.data[i * n + i] = 1.0;
         }
-        m
+        Ok(m)
     }
 
     /// The same matrix, running its ops on `backend` (an error if this CPU lacks it).
@@ -95,18 +109,24 @@ impl Matrix {
         (i < self.rows && j < self.cols).then(|| self.data[i * self.cols + j])
     }
 
-    /// Sets element (i, j); an error out of range.
+    /// Sets element (i, j); [`Error::MatrixIndexOutOfBounds`] out of range.
     pub fn set(&mut self, i: usize, j: usize, value: f32) -> Result<()> {
         if i >= self.rows || j >= self.cols {
-            return Err(Error::IndexOutOfBounds { index: i * self.cols + j, len: self.data.len() });
+            return Err(Error::MatrixIndexOutOfBounds { row: i, col: j, rows: self.rows, cols: self.cols });
         }
         self.data[i * self.cols + j] = value;
         Ok(())
     }
 
-    /// Row `i` as a slice (panics out of range, like a slice).
+    /// Row `i` as a slice (panics out of range, like a slice; [`Matrix::get_row`] does not).
     pub fn row(&self, i: usize) -> &[f32] {
+        assert!(i < self.rows, "row {i} out of range for a {}x{} matrix", self.rows, self.cols);
         &self.data[i * self.cols..(i + 1) * self.cols]
+    }
+
+    /// Row `i` as a slice, or `None` out of range.
+    pub fn get_row(&self, i: usize) -> Option<&[f32]> {
+        (i < self.rows).then(|| &self.data[i * self.cols..(i + 1) * self.cols])
     }
 
     /// This matrix as a GEMM view.
@@ -117,6 +137,12 @@ impl Matrix {
     /// This matrix as a mutable GEMM view.
     pub fn view_mut(&mut self) -> MatMut<'_> {
         MatMut { data: &mut self.data, rows: self.rows, cols: self.cols, rs: self.cols, cs: 1 }
+    }
+}
+
+impl PartialEq for Matrix {
+    fn eq(&self, other: &Matrix) -> bool {
+        self.rows == other.rows && self.cols == other.cols && self.data == other.data
     }
 }
 

@@ -14,7 +14,7 @@ impl Matrix {
         if self.cols != other.rows {
             return Err(Error::ShapeMismatch { op: "Matrix::matmul", left: vec![self.rows, self.cols], right: vec![other.rows, other.cols] });
         }
-        let mut out = Matrix::uninit(self.rows, other.cols, self.backend);
+        let mut out = Matrix::uninit(self.rows, other.cols, self.backend)?;
         self.product(other, &mut out)?;
         Ok(out)
     }
@@ -34,6 +34,11 @@ impl Matrix {
     /// GPU (feature `gpu`, software adapters excluded) above the measured crossover when a
     /// device is there (`RAYO_FORCE_CPU=1` keeps it here), else the CPU GEMM.
     fn product(&self, other: &Matrix, out: &mut Matrix) -> Result<()> {
+        let dims = [self.rows, self.cols, other.cols];
+        match crate::error::checked_product("Matrix::matmul", &dims) {
+            Ok(w) if w <= isize::MAX as usize => {}
+            _ => return Err(Error::SizeOverflow { op: "Matrix::matmul (m·k·n)", dims: dims.to_vec() }),
+        }
         #[cfg(feature = "cuda")]
         if crate::cuda::dispatch::try_matmul(&self.data, &other.data, &mut out.data, self.rows, self.cols, other.cols)? {
             return Ok(());
@@ -47,7 +52,10 @@ impl Matrix {
 
     /// `self · v` (m×n times n); an error unless `v.len() == cols`.
     pub fn matvec(&self, v: &Vector) -> Result<Vector> {
-        let mut out = vec![0.0; self.rows];
+        if v.len() != self.cols {
+            return Err(Error::ShapeMismatch { op: "Matrix::matvec", left: vec![self.rows, self.cols], right: vec![v.len()] });
+        }
+        let mut out = crate::error::zeroed("Matrix::matvec", crate::error::checked_len("Matrix::matvec", &[self.rows])?)?;
         self.matvec_into(v.as_slice(), &mut out)?;
         Ok(Vector::from_vec(out))
     }
@@ -65,7 +73,7 @@ impl Matrix {
 
     /// The transpose (register-tile kernel, near copy bandwidth).
     pub fn transpose(&self) -> Matrix {
-        let mut out = Matrix::uninit(self.cols, self.rows, self.backend);
+        let mut out = self.uninit_like(self.cols, self.rows);
         self.transpose_write(&mut out.data);
         out
     }
@@ -80,6 +88,11 @@ impl Matrix {
     }
 
     fn transpose_write(&self, out: &mut [f32]) {
+        if self.data.is_empty() {
+            // Nothing to move; and the kernel walks the rows, of which an empty matrix may
+            // claim 2^62.
+            return;
+        }
         let backend = self.backend;
         transpose::transpose_parallel(&self.data, self.rows, self.cols, out, &|src, rows, cols, lda, dst, ldb| {
             dispatch!(backend, |s| transpose::transpose_block(s, src, rows, cols, lda, dst, ldb))
@@ -90,7 +103,7 @@ impl Matrix {
         if self.shape() != other.shape() {
             return Err(Error::ShapeMismatch { op, left: vec![self.rows, self.cols], right: vec![other.rows, other.cols] });
         }
-        let mut out = Matrix::uninit(self.rows, self.cols, self.backend);
+        let mut out = self.uninit_like(self.rows, self.cols);
         f(self.backend, &self.data, &other.data, &mut out.data)?;
         Ok(out)
     }
@@ -112,7 +125,7 @@ impl Matrix {
 
     /// Every element times `k`.
     pub fn scale(&self, k: f32) -> Matrix {
-        let mut out = Matrix::uninit(self.rows, self.cols, self.backend);
+        let mut out = self.uninit_like(self.rows, self.cols);
         let r = slice::scale(self.backend, &self.data, k, &mut out.data);
         debug_assert!(r.is_ok());
         out

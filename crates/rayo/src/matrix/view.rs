@@ -97,8 +97,12 @@ impl<'a> MatMut<'a> {
     pub fn new(data: &'a mut [f32], rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> Result<Self> {
         check("MatMut::new", data.len(), rows, cols, row_stride, col_stride)?;
         let (rs, cs) = (row_stride, col_stride);
-        let distinct = rows <= 1 && (cols <= 1 || cs >= 1)
-            || cols <= 1 && rs >= 1
+        // An empty view has no elements to share a place; otherwise `check` has shown that
+        // (rows-1)·rs and (cols-1)·cs fit in usize.
+        let distinct = rows == 0
+            || cols == 0
+            || rows == 1 && (cols == 1 || cs >= 1)
+            || cols == 1 && rs >= 1
             || cs >= 1 && rs > (cols - 1) * cs
             || rs >= 1 && cs > (rows - 1) * rs;
         if !distinct {
@@ -163,5 +167,10 @@ mod tests {
         assert!(MatMut::new(&mut m, 3, 4, 1, 3).is_ok());
         assert!(matches!(MatMut::new(&mut m, 3, 4, 2, 1), Err(Error::OverlappingView { row_stride: 2, .. })), "rows overlap");
         assert!(MatMut::new(&mut m, 3, 4, 0, 1).is_err(), "rows alias");
+        // Empty views: nothing to alias, and no (0 - 1) anywhere.
+        assert!(MatMut::new(&mut m, 0, 0, 0, 0).is_ok());
+        assert!(MatMut::new(&mut m, 3, 0, 0, 0).is_ok());
+        assert!(MatMut::new(&mut m, 0, 5, usize::MAX, usize::MAX).is_ok());
+        assert!(MatMut::new(&mut [], 0, usize::MAX, 1, usize::MAX).is_ok());
     }
 }

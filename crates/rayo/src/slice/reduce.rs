@@ -5,6 +5,7 @@ use crate::backend::dispatch;
 use crate::cpu::kernels::reduce as k;
 use crate::cpu::parallel::{map_reduce, map_reduce2};
 use crate::error::check_len;
+use crate::error::ArgValue;
 use crate::{Backend, Error, Result};
 
 /// The larger of two partial maxima, NaN winning.
@@ -97,8 +98,8 @@ pub fn reduce(backend: Backend, op: crate::ops::ReduceOp, x: &[f32], y: Option<&
     use crate::ops::ReduceOp as R;
     match (op, y) {
         (R::Dot, Some(y)) => dot(backend, x, y),
-        (R::Dot, None) => Err(Error::LengthMismatch { op: "dot", expected: x.len(), actual: 0 }),
-        (_, Some(y)) => Err(Error::InvalidParameter { op: op.name(), name: "y", value: y.len() as f64, reason: "only dot takes a second input" }),
+        (R::Dot, None) => Err(Error::InvalidArgument { op: "dot", name: "y", value: ArgValue::Bool(false), reason: "dot needs a second input" }),
+        (_, Some(_)) => Err(Error::InvalidArgument { op: op.name(), name: "y", value: ArgValue::Bool(true), reason: "only dot takes a second input" }),
         (R::Sum, None) => Ok(sum(backend, x)),
         (R::Max, None) => max(backend, x),
         (R::Min, None) => min(backend, x),

@@ -6,7 +6,10 @@ use crate::cpu::pool;
 use crate::{Backend, Result};
 
 /// A 1-D array of f32 with SIMD ops. Cloning copies the data.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Equality (`==`) compares the values (as f32: NaN is unequal to itself), not the backend:
+/// the same numbers on AVX2 and on scalar code are the same vector.
+#[derive(Debug, Clone)]
 pub struct Vector {
     data: Vec<f32>,
     backend: Backend,
@@ -25,9 +28,11 @@ impl Vector {
         Vector { data, backend: Backend::selected() }
     }
 
-    /// A vector of `n` zeros.
-    pub fn zeros(n: usize) -> Vector {
-        Vector { data: vec![0.0; n], backend: Backend::selected() }
+    /// A vector of `n` zeros: [`crate::Error::SizeOverflow`] when `n` floats do not fit in
+    /// `usize` bytes, [`crate::Error::OutOfMemory`] when the system cannot provide them.
+    pub fn zeros(n: usize) -> Result<Vector> {
+        let n = crate::error::checked_len("Vector::zeros", &[n])?;
+        Ok(Vector { data: crate::error::zeroed("Vector::zeros", n)?, backend: Backend::selected() })
     }
 
     /// A vector that runs its ops on `backend`; an error if this CPU cannot run it.
@@ -74,6 +79,12 @@ impl Vector {
         let r = fill(&mut data);
         debug_assert!(r.is_ok(), "lengths agree by construction");
         Vector { data, backend: self.backend }
+    }
+}
+
+impl PartialEq for Vector {
+    fn eq(&self, other: &Vector) -> bool {
+        self.data == other.data
     }
 }
 

@@ -43,13 +43,11 @@ impl Blocks {
     }
 }
 
-/// `RAYO_GEMM_KC` / `RAYO_GEMM_MC`: block-size overrides for tuning on a new CPU (read once).
+/// `RAYO_GEMM_KC` / `RAYO_GEMM_MC`: block-size overrides for tuning on a new CPU (parsed once,
+/// with the other knobs, by [`crate::Config`]).
 fn tuning() -> (Option<usize>, Option<usize>) {
-    static T: std::sync::OnceLock<(Option<usize>, Option<usize>)> = std::sync::OnceLock::new();
-    *T.get_or_init(|| {
-        let read = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok()).filter(|&v| v >= 8);
-        (read("RAYO_GEMM_KC"), read("RAYO_GEMM_MC"))
-    })
+    let c = crate::Config::get();
+    (c.gemm_kc, c.gemm_mc)
 }
 
 thread_local! {

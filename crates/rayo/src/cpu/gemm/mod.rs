@@ -7,23 +7,19 @@ mod gemv;
 mod kernel;
 mod pack;
 
-pub use driver::Blocks;
-
+use crate::cpu::parallel::Par;
 use crate::cpu::simd::Simd;
 use crate::matrix::{MatMut, MatRef};
 use crate::Backend;
 
 /// The tile each instruction set uses: `MR` rows × `NV` vectors, sized to its register file.
 pub trait GemmTile: Simd {
-    /// (MR, NR) of the micro-kernel.
-    const TILE: (usize, usize);
     fn gemm(self, alpha: f32, a: MatRef, b: MatRef, beta: f32, c: MatMut, threads: usize);
 }
 
 macro_rules! tile_for {
     ($isa:ty, $mr:literal, $nv:literal, in_place: $ip:literal) => {
         impl GemmTile for $isa {
-            const TILE: (usize, usize) = ($mr, $nv * <$isa as Simd>::LANES);
             fn gemm(self, alpha: f32, a: MatRef, b: MatRef, beta: f32, c: MatMut, threads: usize) {
                 driver::run::<Self, $mr, $nv, $ip>(self, alpha, a, b, beta, c, threads)
             }
@@ -53,8 +49,10 @@ tile_for!(crate::cpu::isa::scalar::Scalar, 4, 4, in_place: false);
 /// costs more than it saves (measured with `rayo bench --op matmul --threads 2`).
 const THREAD_MIN_WORK: usize = 96 * 96 * 96;
 
-/// `C = alpha·A·B + beta·C` on `backend`; shapes checked by the caller (`matrix::gemm`).
-pub fn gemm(backend: Backend, alpha: f32, a: MatRef, b: MatRef, beta: f32, c: MatMut) {
+/// `C = alpha·A·B + beta·C` on `backend` with up to `par`'s threads; shapes checked by the
+/// caller (`matrix::gemm_par`), and `m·n·k` within `isize::MAX`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm(backend: Backend, par: Par, alpha: f32, a: MatRef, b: MatRef, beta: f32, c: MatMut) {
     let (m, n, k) = (a.rows, b.cols, a.cols);
     if m == 0 || n == 0 {
         return;
@@ -64,14 +62,15 @@ pub fn gemm(backend: Backend, alpha: f32, a: MatRef, b: MatRef, beta: f32, c: Ma
     }
     // Work on whichever of C, Cᵀ is row-major-like: Cᵀ = Bᵀ·Aᵀ.
     if m > 1 && c.rs < c.cs {
-        return gemm(backend, alpha, b.t(), a.t(), beta, c.t());
+        return gemm(backend, par, alpha, b.t(), a.t(), beta, c.t());
     }
     if n == 1 || m == 1 {
         if let Some(()) = try_gemv(backend, alpha, a, b, beta, c.data, c.rs, c.cs) {
             return;
         }
     }
-    let threads = if m * n * k >= THREAD_MIN_WORK { crate::max_threads() } else { 1 };
+    let work = m.saturating_mul(n).saturating_mul(k);
+    let threads = if work >= THREAD_MIN_WORK { par.thread_count() } else { 1 };
     crate::backend::dispatch!(backend, |s| GemmTile::gemm(s, alpha, a, b, beta, c, threads))
 }
 

@@ -1,0 +1,233 @@
+//! Every environment variable rayo reads, parsed in one place, once per process.
+//!
+//! | variable | accepts | default |
+//! |---|---|---|
+//! | `RAYO_BACKEND` | `scalar sse2 avx2 avx512 neon simd128 auto` (a backend this CPU has) | `auto` ([`Backend::detect`]) |
+//! | `RAYO_FORCE_CPU` | `1 true yes on` / `0 false no off` | off |
+//! | `RAYO_GEMM_KC`, `RAYO_GEMM_MC` | an integer in `8..=65536` (GEMM block sizes) | from the cache sizes |
+//! | `RAYO_WGPU_SPIN_US` | an integer in `0..=1000000` (µs a readback polls before it blocks) | 200 |
+//! | `RAYO_WGPU_EW_ITEMS` | `1 2 4` (items per invocation of element-wise kernels) | 2 |
+//! | `RAYO_WGPU_REDUCE_GROUPS` | an integer in `64..=65535` (workgroups of a reduction stage) | 2048 |
+//!
+//! A value rayo does not understand is not ignored silently: it is reported once, through the
+//! `log` crate at warn level (naming the variable, the value and what is accepted), and the
+//! default is used. [`Config::get`] shows what was parsed; [`Config::from_lookup`] parses any
+//! source without touching the process environment (what tests use).
+
+use crate::{Backend, Error};
+use core::fmt;
+use std::sync::OnceLock;
+
+/// The parsed environment: what every knob of rayo is set to in this process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    /// `RAYO_BACKEND`: the CPU instruction set new vectors and matrices use (`None`: the best
+    /// one this CPU has, [`Backend::detect`]).
+    pub backend: Option<Backend>,
+    /// `RAYO_FORCE_CPU`: every op stays on the CPU even when a GPU feature is on.
+    pub force_cpu: bool,
+    /// `RAYO_GEMM_KC`: the GEMM depth block (`None`: derived from the L2 size).
+    pub gemm_kc: Option<usize>,
+    /// `RAYO_GEMM_MC`: the GEMM row block (`None`: derived from the L2 size).
+    pub gemm_mc: Option<usize>,
+    /// `RAYO_WGPU_SPIN_US`: how long a native wgpu readback polls before it blocks.
+    pub wgpu_spin_us: u64,
+    /// `RAYO_WGPU_EW_ITEMS`: items per invocation of the generated element-wise kernels.
+    pub wgpu_ew_items: u32,
+    /// `RAYO_WGPU_REDUCE_GROUPS`: the most workgroups of a reduction stage.
+    pub wgpu_reduce_groups: usize,
+}
+
+/// One environment variable rayo reads: its name, what it accepts, its default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EnvVar {
+    pub name: &'static str,
+    pub accepts: &'static str,
+    pub default: &'static str,
+}
+
+const BACKEND_ACCEPTS: &str = "scalar|sse2|avx2|avx512|neon|simd128|auto";
+const BOOL_ACCEPTS: &str = "1|true|yes|on or 0|false|no|off";
+const BLOCK_ACCEPTS: &str = "an integer in 8..=65536";
+const SPIN_ACCEPTS: &str = "an integer in 0..=1000000";
+const EW_ACCEPTS: &str = "1|2|4";
+const GROUPS_ACCEPTS: &str = "an integer in 64..=65535";
+
+impl Default for Config {
+    /// What an empty environment gives.
+    fn default() -> Config {
+        Config {
+            backend: None,
+            force_cpu: false,
+            gemm_kc: None,
+            gemm_mc: None,
+            wgpu_spin_us: 200,
+            wgpu_ew_items: 2,
+            wgpu_reduce_groups: 2048,
+        }
+    }
+}
+
+impl Config {
+    /// Every variable [`Config`] reads.
+    pub const VARS: [EnvVar; 7] = [
+        EnvVar { name: "RAYO_BACKEND", accepts: BACKEND_ACCEPTS, default: "auto" },
+        EnvVar { name: "RAYO_FORCE_CPU", accepts: BOOL_ACCEPTS, default: "0" },
+        EnvVar { name: "RAYO_GEMM_KC", accepts: BLOCK_ACCEPTS, default: "from the L2 size" },
+        EnvVar { name: "RAYO_GEMM_MC", accepts: BLOCK_ACCEPTS, default: "from the L2 size" },
+        EnvVar { name: "RAYO_WGPU_SPIN_US", accepts: SPIN_ACCEPTS, default: "200" },
+        EnvVar { name: "RAYO_WGPU_EW_ITEMS", accepts: EW_ACCEPTS, default: "2" },
+        EnvVar { name: "RAYO_WGPU_REDUCE_GROUPS", accepts: GROUPS_ACCEPTS, default: "2048" },
+    ];
+
+    /// The configuration of this process: the environment, read on first use and then fixed.
+    /// Each value that is not understood is logged once (warn level) and its default used.
+    pub fn get() -> &'static Config {
+        &parsed().0
+    }
+
+    /// The values of this process's environment that [`Config::get`] did not understand
+    /// (and replaced by their defaults), for a program that shows them without a logger.
+    pub fn problems() -> &'static [Error] {
+        &parsed().1
+    }
+
+    /// Parses a configuration from `lookup(name)` (the value of each variable, `None` when
+    /// unset) without touching the process environment. Returns the configuration (defaults
+    /// where a value was bad) and one error per bad value ([`Error::InvalidEnv`], or
+    /// [`Error::UnsupportedBackend`] for a backend this CPU lacks).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> (Config, Vec<Error>) {
+        let mut c = Config::default();
+        let mut problems = Vec::new();
+        let get = |var: &'static str| lookup(var).filter(|v| !v.trim().is_empty());
+        if let Some(v) = get("RAYO_BACKEND") {
+            match Backend::parse_env_value(&v) {
+                Ok(b) => c.backend = b,
+                Err(e) => problems.push(e),
+            }
+        }
+        let mut num = |var: &'static str, accepts: &'static str, lo: u64, hi: u64| -> Option<u64> {
+            let v = get(var)?;
+            match v.trim().parse::<u64>() {
+                Ok(x) if (lo..=hi).contains(&x) => Some(x),
+                _ => {
+                    problems.push(Error::InvalidEnv { var, value: v, expected: accepts });
+                    None
+                }
+            }
+        };
+        c.gemm_kc = num("RAYO_GEMM_KC", BLOCK_ACCEPTS, 8, 65536).map(|x| x as usize);
+        c.gemm_mc = num("RAYO_GEMM_MC", BLOCK_ACCEPTS, 8, 65536).map(|x| x as usize);
+        if let Some(x) = num("RAYO_WGPU_SPIN_US", SPIN_ACCEPTS, 0, 1_000_000) {
+            c.wgpu_spin_us = x;
+        }
+        if let Some(x) = num("RAYO_WGPU_REDUCE_GROUPS", GROUPS_ACCEPTS, 64, 65535) {
+            c.wgpu_reduce_groups = x as usize;
+        }
+        if let Some(v) = get("RAYO_WGPU_EW_ITEMS") {
+            match v.trim() {
+                "1" => c.wgpu_ew_items = 1,
+                "2" => c.wgpu_ew_items = 2,
+                "4" => c.wgpu_ew_items = 4,
+                _ => problems.push(Error::InvalidEnv { var: "RAYO_WGPU_EW_ITEMS", value: v, expected: EW_ACCEPTS }),
+            }
+        }
+        if let Some(v) = get("RAYO_FORCE_CPU") {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => c.force_cpu = true,
+                "0" | "false" | "no" | "off" => c.force_cpu = false,
+                _ => problems.push(Error::InvalidEnv { var: "RAYO_FORCE_CPU", value: v, expected: BOOL_ACCEPTS }),
+            }
+        }
+        (c, problems)
+    }
+}
+
+impl fmt::Display for Config {
+    /// One `NAME=value` line per variable, as parsed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let opt = |x: Option<usize>| x.map_or_else(|| "auto".to_string(), |v| v.to_string());
+        writeln!(f, "RAYO_BACKEND={}", self.backend.map_or("auto", Backend::name))?;
+        writeln!(f, "RAYO_FORCE_CPU={}", u8::from(self.force_cpu))?;
+        writeln!(f, "RAYO_GEMM_KC={}", opt(self.gemm_kc))?;
+        writeln!(f, "RAYO_GEMM_MC={}", opt(self.gemm_mc))?;
+        writeln!(f, "RAYO_WGPU_SPIN_US={}", self.wgpu_spin_us)?;
+        writeln!(f, "RAYO_WGPU_EW_ITEMS={}", self.wgpu_ew_items)?;
+        write!(f, "RAYO_WGPU_REDUCE_GROUPS={}", self.wgpu_reduce_groups)
+    }
+}
+
+/// The environment parsed once; each problem logged once.
+fn parsed() -> &'static (Config, Vec<Error>) {
+    static CONFIG: OnceLock<(Config, Vec<Error>)> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let (config, problems) = Config::from_lookup(read);
+        for e in &problems {
+            log::warn!("rayo: {e}; using the default");
+        }
+        (config, problems)
+    })
+}
+
+/// The process environment's value of `var` (a value that is not UTF-8 is passed on lossily,
+/// so that it is reported rather than taken for unset).
+pub(crate) fn read(var: &str) -> Option<String> {
+    std::env::var_os(var).map(|v| v.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(vars: &[(&str, &str)]) -> (Config, Vec<Error>) {
+        Config::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn empty_environment_gives_the_defaults() {
+        assert_eq!(parse(&[]), (Config::default(), vec![]));
+        assert_eq!(parse(&[("RAYO_BACKEND", " "), ("RAYO_GEMM_KC", "")]), (Config::default(), vec![]));
+    }
+
+    #[test]
+    fn good_values_are_taken() {
+        let (c, e) = parse(&[
+            ("RAYO_BACKEND", "Scalar"),
+            ("RAYO_FORCE_CPU", "TRUE"),
+            ("RAYO_GEMM_KC", "256"),
+            ("RAYO_GEMM_MC", "96"),
+            ("RAYO_WGPU_SPIN_US", "0"),
+            ("RAYO_WGPU_EW_ITEMS", "4"),
+            ("RAYO_WGPU_REDUCE_GROUPS", "64"),
+        ]);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(c.backend, Some(Backend::Scalar));
+        assert!(c.force_cpu);
+        assert_eq!((c.gemm_kc, c.gemm_mc), (Some(256), Some(96)));
+        assert_eq!((c.wgpu_spin_us, c.wgpu_ew_items, c.wgpu_reduce_groups), (0, 4, 64));
+        assert!(c.to_string().contains("RAYO_GEMM_KC=256"), "{c}");
+    }
+
+    #[test]
+    fn bad_values_are_reported_and_the_default_used() {
+        let bad = [
+            ("RAYO_BACKEND", "mmx"),
+            ("RAYO_FORCE_CPU", "maybe"),
+            ("RAYO_GEMM_KC", "4"),
+            ("RAYO_GEMM_MC", "-1"),
+            ("RAYO_WGPU_SPIN_US", "1e9"),
+            ("RAYO_WGPU_EW_ITEMS", "3"),
+            ("RAYO_WGPU_REDUCE_GROUPS", "65536"),
+        ];
+        let (c, e) = parse(&bad);
+        assert_eq!(c, Config::default());
+        assert_eq!(e.len(), bad.len(), "{e:?}");
+        for (var, value) in bad {
+            let err = e.iter().find(|x| matches!(x, Error::InvalidEnv { var: v, .. } if *v == var)).unwrap_or_else(|| panic!("{var} not reported: {e:?}"));
+            let msg = err.to_string();
+            let accepts = Config::VARS.iter().find(|v| v.name == var).unwrap().accepts;
+            assert!(msg.contains(var) && msg.contains(value) && msg.contains(accepts), "{msg}");
+        }
+    }
+}
