@@ -178,7 +178,8 @@ mod tests {
 
     #[test]
     fn every_existing_flag_keeps_its_spelling() {
-        let b = bench(&["--op", "add", "--op", "dot", "--size", "100K", "--size", "1e3", "--backend", "scalar", "--threads", "2", "--json", "--quick"]);
+        let b =
+            bench(&["--op", "add", "--op", "dot", "--size", "100K", "--size", "1e3", "--backend", "scalar", "--threads", "2", "--json", "--quick"]);
         assert_eq!(b.ops, vec!["add", "dot"]);
         assert_eq!(b.sizes, vec![100_000, 1000]);
         assert_eq!(b.backends, vec!["scalar"]);

@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 pub const OPS: &[&str] = &[
-    "add", "sub", "mul", "scale", "relu", "leaky_relu", "elu", "sigmoid", "tanh", "swish", "gelu", "clip", "softmax",
-    "log_softmax", "dot", "sum", "max", "min", "matmul", "fused3", "unfused3",
+    "add", "sub", "mul", "scale", "relu", "leaky_relu", "elu", "sigmoid", "tanh", "swish", "gelu", "clip", "softmax", "log_softmax", "dot", "sum",
+    "max", "min", "matmul", "fused3", "unfused3",
 ];
 
 /// Ops `rayo bench --backend wgpu` measures when none are named.
@@ -190,18 +190,26 @@ fn measure(dev: &GpuDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<(&'sta
         match op {
             "softmax" => Some(rt(&mut || dev.softmax(&a, &mut out))),
             "log_softmax" => Some(rt(&mut || dev.log_softmax(&a, &mut out))),
-            "dot" => Some(rt(&mut || dev.dot(&a, &b).map(|v| {
-                black_box(v);
-            }))),
-            "sum" => Some(rt(&mut || dev.sum(&a).map(|v| {
-                black_box(v);
-            }))),
-            "max" => Some(rt(&mut || dev.max(&a).map(|v| {
-                black_box(v);
-            }))),
-            "min" => Some(rt(&mut || dev.min(&a).map(|v| {
-                black_box(v);
-            }))),
+            "dot" => Some(rt(&mut || {
+                dev.dot(&a, &b).map(|v| {
+                    black_box(v);
+                })
+            })),
+            "sum" => Some(rt(&mut || {
+                dev.sum(&a).map(|v| {
+                    black_box(v);
+                })
+            })),
+            "max" => Some(rt(&mut || {
+                dev.max(&a).map(|v| {
+                    black_box(v);
+                })
+            })),
+            "min" => Some(rt(&mut || {
+                dev.min(&a).map(|v| {
+                    black_box(v);
+                })
+            })),
             "matmul" => Some(rt(&mut || dev.matmul(&a, &b, &mut out, n, n, n))),
             _ => None,
         }

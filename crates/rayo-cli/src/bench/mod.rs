@@ -65,9 +65,11 @@ impl Selection {
             }
         }
         let mut seen = vec![];
-        s.cpu.retain(|b| !seen.contains(b) && {
-            seen.push(*b);
-            true
+        s.cpu.retain(|b| {
+            !seen.contains(b) && {
+                seen.push(*b);
+                true
+            }
         });
         s
     }
