@@ -330,7 +330,8 @@ fn emit(row: &Row, json: bool) {
     let cpu = Backend::from_name(&row.backend).is_some();
     let threads = if cpu { row.threads.to_string() } else { "-".into() };
     let note = row.note.as_deref().unwrap_or("");
-    outln!("{:<14} {:>16} {:<8} {:>7} {:>11} {:>15}  {note}", row.op, n, row.backend, threads, fmt_ns(row.ns), rate);
+    let line = format!("{:<14} {:>16} {:<8} {:>7} {:>11} {:>15}  {note}", row.op, n, row.backend, threads, fmt_ns(row.ns), rate);
+    outln!("{}", line.trim_end());
 }
 
 fn fmt_ns(ns: f64) -> String {
