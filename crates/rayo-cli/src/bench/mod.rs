@@ -83,37 +83,39 @@ enum Gpu {
     Cuda(cuda::Cuda),
 }
 
+// Built with neither GPU feature, `Gpu` has no value and its methods are never called.
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_variables))]
 impl Gpu {
     fn label(&self) -> &'static str {
-        match self {
+        match *self {
             #[cfg(feature = "gpu")]
-            Gpu::Wgpu(w) => w.label(),
+            Gpu::Wgpu(ref w) => w.label(),
             #[cfg(feature = "cuda")]
             Gpu::Cuda(_) => "cuda",
         }
     }
 
     fn heading(&self) -> String {
-        match self {
+        match *self {
             #[cfg(feature = "gpu")]
-            Gpu::Wgpu(w) => w.heading(),
+            Gpu::Wgpu(ref w) => w.heading(),
             #[cfg(feature = "cuda")]
-            Gpu::Cuda(c) => c.heading(),
+            Gpu::Cuda(ref c) => c.heading(),
         }
     }
 
     /// This backend's name for what `op` names elsewhere, if it has it.
     fn op_for(&self, op: &str) -> Option<String> {
-        match self {
+        match *self {
             #[cfg(feature = "gpu")]
-            Gpu::Wgpu(w) => w.has(op).then(|| op.to_string()),
+            Gpu::Wgpu(ref w) => w.has(op).then(|| op.to_string()),
             #[cfg(feature = "cuda")]
             Gpu::Cuda(_) => cuda::Cuda::op_for(op).map(str::to_string),
         }
     }
 
     fn default_ops(&self) -> &'static [&'static str] {
-        match self {
+        match *self {
             #[cfg(feature = "gpu")]
             Gpu::Wgpu(_) => gpu::DEFAULT_OPS,
             #[cfg(feature = "cuda")]
@@ -122,25 +124,26 @@ impl Gpu {
     }
 
     fn default_sizes(&self, op: &str, quick: bool) -> Vec<usize> {
-        match self {
+        match *self {
             #[cfg(feature = "gpu")]
-            Gpu::Wgpu(w) => w.default_sizes(op, quick),
+            Gpu::Wgpu(ref w) => w.default_sizes(op, quick),
             #[cfg(feature = "cuda")]
-            Gpu::Cuda(c) => c.default_sizes(op, quick),
+            Gpu::Cuda(ref c) => c.default_sizes(op, quick),
         }
     }
 
     fn rows(&self, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>, String> {
-        match self {
+        match *self {
             #[cfg(feature = "gpu")]
-            Gpu::Wgpu(w) => w.rows(op, n, plan),
+            Gpu::Wgpu(ref w) => w.rows(op, n, plan),
             #[cfg(feature = "cuda")]
-            Gpu::Cuda(c) => c.rows(op, n, plan),
+            Gpu::Cuda(ref c) => c.rows(op, n, plan),
         }
     }
 }
 
 /// Every op each backend of this build knows, for error messages and `--op list`.
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_mut))]
 fn known_ops() -> Vec<(&'static str, Vec<&'static str>)> {
     let mut v = vec![("cpu", cpu::OPS.iter().chain(matrix::OPS).copied().collect())];
     #[cfg(feature = "gpu")]
@@ -155,6 +158,7 @@ fn cpu_has(op: &str) -> bool {
 }
 
 /// Whether some selected backend knows `op` (whether or not this machine has that backend).
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_mut))]
 fn selection_has(sel: &Selection, op: &str) -> bool {
     let mut known = !sel.cpu.is_empty() && cpu_has(op);
     #[cfg(feature = "gpu")]
@@ -169,6 +173,7 @@ fn selection_has(sel: &Selection, op: &str) -> bool {
 }
 
 /// Opens the selected GPU backends: an absent one is a skip line (or an error when named).
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_mut))]
 fn open_gpus(sel: &Selection, say: &dyn Fn(String)) -> Result<Vec<Gpu>, String> {
     let mut gpus = vec![];
     let absent = |name: &str, why: String| -> Result<(), String> {
