@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 
 # ---- bookkeeping: sections, their SKIP lines, the summary ----
-ALL_SECTIONS="fmt clippy doc cpu debug readme wgpu wasm-gpu ptx cuda aarch64 wasm32"
+ALL_SECTIONS="fmt clippy doc cpu debug readme wgpu main-job wasm-gpu ptx cuda aarch64 wasm32"
 LOGDIR=$(mktemp -d)
 SECTIONS=()   # "name|status|skips|tests"
 current=""
@@ -98,6 +98,8 @@ fi
 if section clippy; then
   # Every target (tests, benches, examples) with both GPU backends built.
   run cargo clippy --workspace --all-targets --features rayo/gpu,rayo/cuda -- -D warnings
+  # The command also builds with neither GPU backend.
+  run cargo clippy -p rayo-cli --all-targets --no-default-features -- -D warnings
 fi
 
 if section doc; then
@@ -130,6 +132,21 @@ if section wgpu; then
     [ -f "$lvp" ] && export VK_ICD_FILENAMES="$lvp"
     run cargo test -p rayo --features gpu --release --test gpu -- --nocapture
     run cargo test -p rayo --features gpu --release --lib gpu:: -- --nocapture
+  )
+fi
+
+if section main-job; then
+  # The README's main job, on lavapipe: every backend side by side, and --quick must stay quick
+  # (it once ran past 5 minutes there).
+  (
+    export WGPU_BACKEND=vulkan XDG_RUNTIME_DIR="$(mktemp -d)"
+    lvp=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+    [ -f "$lvp" ] && export VK_ICD_FILENAMES="$lvp"
+    run cargo run --release -p rayo-cli -- info
+    cargo build --release -p rayo-cli
+    start=$(date +%s)
+    run timeout 180 cargo run --release -p rayo-cli -- bench --quick
+    echo "bench --quick: $(($(date +%s) - start)) s"
   )
 fi
 
