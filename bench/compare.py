@@ -18,7 +18,7 @@ def main():
     sizes = ["64", "256", "1024", "2048"]
     rows = []
     # Vector ops at 100K (numpy, 1 thread).
-    ours = run([rayo, "bench", "--json", "--size", "100000", *quick] + sum([["--op", o] for o in vec_ops], []))
+    ours = run([rayo, "bench", "--backend", "cpu", "--json", "--size", "100000", *quick] + sum([["--op", o] for o in vec_ops], []))
     ref = run([sys.executable, os.path.join(here, "numpy_vec.py"), "--size", "100000", *quick], {"OPENBLAS_NUM_THREADS": "1"})
     refs = {r["op"]: r for r in ref}
     for r in ours:
@@ -32,7 +32,7 @@ def main():
         for s in sizes:
             best = [0.0, 0.0]
             for _ in range(reps):
-                ours = run([rayo, "bench", "--json", "--op", "matmul", "--threads", str(t), "--size", s, *quick])
+                ours = run([rayo, "bench", "--backend", "cpu", "--json", "--op", "matmul", "--threads", str(t), "--size", s, *quick])
                 ref = run([sys.executable, os.path.join(here, "numpy_matmul.py"), "--size", s, *quick],
                           {"OPENBLAS_CORETYPE": "SkylakeX", "OPENBLAS_NUM_THREADS": str(t)})
                 best = [max(best[0], ours[0]["gflops"]), max(best[1], ref[0]["gflops"])]

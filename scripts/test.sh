@@ -1,18 +1,81 @@
 #!/usr/bin/env bash
 # The whole test suite. Installs what it needs (idempotently), then runs every part for real:
-# native x86-64 (every instruction set this CPU has), NEON under qemu, SIMD128 under Node's WASI,
-# wgpu on Mesa's lavapipe, PTX through NVIDIA's ptxas.
+# formatting, clippy and rustdoc with -D warnings, native x86-64 (every instruction set this CPU
+# has), a debug build with overflow checks, the README's examples, wgpu on Mesa's lavapipe, PTX
+# through NVIDIA's ptxas, NEON under qemu, SIMD128 under Node's WASI.
+#
+# Each part prints `== section: NAME`; at the end (or at the first failure) a summary says
+# which sections ran, which were skipped and why, and how many tests printed a `SKIP ` line
+# (a GPU test without its hardware says `SKIP cuda: ...` and passes: it is counted, not hidden).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 
+# ---- bookkeeping: sections, their SKIP lines, the summary ----
+ALL_SECTIONS="fmt clippy doc cpu debug readme wgpu main-job wasm-gpu ptx cuda aarch64 wasm32"
+LOGDIR=$(mktemp -d)
+SECTIONS=()   # "name|status|skips|tests"
+current=""
+# `if section NAME; then ...; fi`: false (and recorded as skipped) when RAYO_TEST_SKIP, a comma-
+# separated list of section names, names it.
+section() {
+  finish_section
+  if [[ ",${RAYO_TEST_SKIP:-}," == *",$1,"* ]]; then
+    echo "== section: $1 -- skipped (RAYO_TEST_SKIP)"
+    SECTIONS+=("$1|skipped: RAYO_TEST_SKIP|0|0")
+    return 1
+  fi
+  current=$1
+  : >"$LOGDIR/$current.log"
+  echo "== section: $current"
+}
+# Runs a command with its output shown and kept for counting (stderr too: skip lines may go there).
+run() {
+  "$@" 2>&1 | tee -a "$LOGDIR/$current.log"
+}
+finish_section() {
+  [ -n "$current" ] || return 0
+  local log="$LOGDIR/$current.log" skips tests
+  skips=$(grep -c '^SKIP ' "$log" || true)
+  tests=$(grep -Eo 'test result: [a-z]+\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}' || true)
+  SECTIONS+=("$current|ran|$skips|$tests")
+  current=""
+}
+summary() {
+  local rc=$?
+  set +e
+  if [ -n "$current" ]; then
+    local failed=$current
+    finish_section
+    [ "$rc" -ne 0 ] && SECTIONS[${#SECTIONS[@]}-1]="$failed|FAILED|-|-"
+  fi
+  echo
+  echo "== summary"
+  local ran=0 skipped=0 skip_lines=0 name status skips tests
+  printf '%-14s %-44s %7s %10s\n' section status tests "SKIP lines"
+  for s in "${SECTIONS[@]}"; do
+    IFS='|' read -r name status skips tests <<<"$s"
+    printf '%-14s %-44s %7s %10s\n' "$name" "$status" "$tests" "$skips"
+    case $status in ran) ran=$((ran + 1)); skip_lines=$((skip_lines + skips)) ;; skipped*) skipped=$((skipped + 1)) ;; esac
+  done
+  local not_run=()
+  for name in $ALL_SECTIONS; do [[ " ${SECTIONS[*]} " == *" $name|"* ]] || not_run+=("$name"); done
+  echo "sections ran: $ran, skipped: $skipped; tests that printed a SKIP line: $skip_lines"
+  [ ${#not_run[@]} -eq 0 ] || echo "not reached: ${not_run[*]}"
+  cat "$LOGDIR"/*.log 2>/dev/null | grep '^SKIP ' | sort | uniq -c | sed 's/^ */  /'
+  if [ "$rc" -eq 0 ]; then echo "== all test sections passed"; else echo "== FAILED (status $rc)"; fi
+  rm -rf "$LOGDIR"
+}
+trap summary EXIT
+
+# ---- installs (apt, rustup, PyPI), idempotent ----
 need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have qemu-aarch64 || need_apt+=(qemu-user)
 have aarch64-linux-gnu-gcc || need_apt+=(gcc-aarch64-linux-gnu)
 [ -d /usr/aarch64-linux-gnu/lib ] || need_apt+=(libc6-dev-arm64-cross)
 have node || need_apt+=(nodejs)
-# ---- apt: wgpu ----
+dpkg -s mesa-vulkan-drivers libvulkan1 >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers libvulkan1)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing: ${need_apt[*]}"
   apt-get update -qq
@@ -22,49 +85,105 @@ installed_targets=$(rustup target list --installed)
 for t in aarch64-unknown-linux-gnu wasm32-wasip1 wasm32-unknown-unknown; do
   grep -qx "$t" <<<"$installed_targets" || rustup target add "$t"
 done
+installed_components=$(rustup component list --installed)
+for c in rustfmt clippy; do
+  grep -q "^$c" <<<"$installed_components" || rustup component add "$c"
+done
 
-# ---- section: cpu (native, every instruction set this CPU has) ----
-echo "== native tests (x86-64: scalar, sse2, avx2, avx512 where present)"
-cargo test --workspace --release --exclude rayo-bench
-
-# ---- section: wgpu (lavapipe) ----
-# Mesa's software Vulkan driver (lavapipe): every GPU test runs for real, and fails (not skips)
-# without an adapter because RAYO_REQUIRE_GPU=1.
-if ! dpkg -s mesa-vulkan-drivers libvulkan1 >/dev/null 2>&1; then
-  echo "== installing: mesa-vulkan-drivers libvulkan1"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+# ---- hygiene ----
+if section fmt; then
+  run cargo fmt --all --check
 fi
-echo "== wgpu tests on lavapipe"
-(
-  export WGPU_BACKEND=vulkan RAYO_REQUIRE_GPU=1 XDG_RUNTIME_DIR="$(mktemp -d)"
-  lvp=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
-  [ -f "$lvp" ] && export VK_ICD_FILENAMES="$lvp"
-  cargo test -p rayo --features gpu --release --test gpu
-  cargo test -p rayo --features gpu --release --lib gpu::
-)
-echo "== wgpu backend for wasm32 (async API, WebGPU): build"
-cargo build -p rayo --release --target wasm32-unknown-unknown --features gpu-wasm
 
-# ---- section: ptx (ptxas from PyPI) ----
-echo "== PTX: every rayo-ptx kernel through NVIDIA's ptxas (PyPI wheel in .venv-cuda)"
-if [ ! -x .venv-cuda/bin/python ]; then python3 -m venv .venv-cuda; fi
-if ! .venv-cuda/bin/python -c "import nvidia, os, sys; p = os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin', 'ptxas'); sys.exit(0 if os.path.exists(p) else 1)" 2>/dev/null; then
-  .venv-cuda/bin/pip install -q --no-deps nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37
+if section clippy; then
+  # Every target (tests, benches, examples) with both GPU backends built.
+  run cargo clippy --workspace --all-targets --features rayo/gpu,rayo/cuda -- -D warnings
+  # The command also builds with neither GPU backend.
+  run cargo clippy -p rayo-cli --all-targets --no-default-features -- -D warnings
 fi
-CUDA_BIN=$(.venv-cuda/bin/python -c "import nvidia,os;print(os.path.join(list(nvidia.__path__)[0],'cu13','bin'))")
-export RAYO_PTXAS="$CUDA_BIN/ptxas" RAYO_CUOBJDUMP="$CUDA_BIN/cuobjdump" RAYO_REQUIRE_PTXAS=1
-cargo test -p rayo-ptx --release -- --nocapture
-echo "== rayo::cuda (no-driver path here; every kernel against f64 where a GPU exists)"
-cargo test -p rayo --features cuda --release --test cuda
 
-# ---- section: aarch64 NEON under qemu ----
-echo "== aarch64 tests under qemu (scalar, neon)"
-cargo test -p rayo --release --target aarch64-unknown-linux-gnu
+if section doc; then
+  RUSTDOCFLAGS="-D warnings" run cargo doc --workspace --no-deps --features rayo/gpu,rayo/cuda
+fi
 
-# ---- section: wasm32 SIMD128 under node WASI ----
-echo "== wasm32-wasip1 tests under node (scalar, simd128)"
-cargo test -p rayo --release --target wasm32-wasip1
-cargo build -p rayo --release --target wasm32-unknown-unknown
+# ---- native x86-64 ----
+if section cpu; then
+  echo "native tests (x86-64: scalar, sse2, avx2, avx512 where present)"
+  run cargo test --workspace --release --exclude rayo-bench
+fi
 
-echo "== all test sections passed"
+if section debug; then
+  # A debug build: overflow checks live, so a wrapped size is a panic the tests see.
+  run cargo test -p rayo --lib --test hostile --test errors
+fi
+
+if section readme; then
+  # The README's Rust examples are doctests (crates/rayo/src/lib.rs includes README.md).
+  run cargo test -p rayo --release --doc --features gpu,cuda
+fi
+
+# ---- wgpu on lavapipe ----
+if section wgpu; then
+  # Mesa's software Vulkan driver (lavapipe): every GPU test runs for real, and fails (not skips)
+  # without an adapter because RAYO_REQUIRE_GPU=1.
+  (
+    export WGPU_BACKEND=vulkan RAYO_REQUIRE_GPU=1 XDG_RUNTIME_DIR="$(mktemp -d)"
+    lvp=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+    [ -f "$lvp" ] && export VK_ICD_FILENAMES="$lvp"
+    run cargo test -p rayo --features gpu --release --test gpu -- --nocapture
+    run cargo test -p rayo --features gpu --release --lib gpu:: -- --nocapture
+  )
+fi
+
+if section main-job; then
+  # The README's main job, on lavapipe: every backend side by side, and --quick must stay quick
+  # (it once ran past 5 minutes there).
+  (
+    export WGPU_BACKEND=vulkan XDG_RUNTIME_DIR="$(mktemp -d)"
+    lvp=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+    [ -f "$lvp" ] && export VK_ICD_FILENAMES="$lvp"
+    run cargo run --release -p rayo-cli -- info
+    cargo build --release -p rayo-cli
+    start=$(date +%s)
+    run timeout 180 cargo run --release -p rayo-cli -- bench --quick
+    echo "bench --quick: $(($(date +%s) - start)) s"
+  )
+fi
+
+if section wasm-gpu; then
+  echo "wgpu backend for wasm32 (async API, WebGPU): build; gpu-wasm beside gpu natively (additive)"
+  run cargo build -p rayo --release --target wasm32-unknown-unknown --features gpu-wasm
+  run cargo check -p rayo --features gpu,gpu-wasm
+fi
+
+# ---- PTX (ptxas from PyPI) and the CUDA runtime ----
+if section ptx; then
+  echo "every rayo-ptx kernel through NVIDIA's ptxas (PyPI wheel in .venv-cuda)"
+  if [ ! -x .venv-cuda/bin/python ]; then python3 -m venv .venv-cuda; fi
+  if ! .venv-cuda/bin/python -c "import nvidia, os, sys; p = os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin', 'ptxas'); sys.exit(0 if os.path.exists(p) else 1)" 2>/dev/null; then
+    .venv-cuda/bin/pip install -q --no-deps nvidia-cuda-nvcc==13.5.37 nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37
+  fi
+  CUDA_BIN=$(.venv-cuda/bin/python -c "import nvidia,os;print(os.path.join(list(nvidia.__path__)[0],'cu13','bin'))")
+  export RAYO_PTXAS="$CUDA_BIN/ptxas" RAYO_CUOBJDUMP="$CUDA_BIN/cuobjdump" RAYO_REQUIRE_PTXAS=1
+  run cargo test -p rayo-ptx --release -- --nocapture
+fi
+
+if section cuda; then
+  echo "rayo::cuda (no-driver path here; every kernel against f64 where a GPU exists)"
+  run cargo test -p rayo --features cuda --release --test cuda -- --nocapture
+fi
+
+# ---- aarch64 NEON under qemu ----
+if section aarch64; then
+  echo "aarch64 tests under qemu (scalar, neon)"
+  run cargo test -p rayo --release --target aarch64-unknown-linux-gnu
+fi
+
+# ---- wasm32 SIMD128 under node WASI ----
+if section wasm32; then
+  echo "wasm32-wasip1 tests under node (scalar, simd128)"
+  run cargo test -p rayo --release --target wasm32-wasip1
+  run cargo build -p rayo --release --target wasm32-unknown-unknown
+fi
+
+finish_section

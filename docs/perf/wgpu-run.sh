@@ -2,8 +2,10 @@
 # What ran on the lent GPU for docs/perf/wgpu-*.md, from the repository root, with x86-64 release
 # builds in .devbin-gpu/ (rayo, gpu-tests: the tests/gpu.rs binary) and libvulkan1 in .gl/*.deb.
 set -uo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
+# libvulkan1 from .gl/*.deb, unpacked under .gl/root (never over /) and found through
+# LD_LIBRARY_PATH.
+for f in .gl/*.deb; do dpkg -x "$f" .gl/root; done
+export LD_LIBRARY_PATH="$PWD/.gl/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export WGPU_BACKEND=vulkan PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=$(mktemp -d)
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -29,6 +31,6 @@ python3 docs/perf/wgpu_torch.py --quick | tee "$OUT/torch.jsonl"
 [ "${SKIP_CPU:-0}" = 1 ] && exit 0
 echo "== cpu rows (for crossovers), all cores"
 T=$(nproc)
-$B/rayo bench --json --quick --op add --op gelu --op sum --threads "$T" \
+$B/rayo bench --backend cpu --json --quick --op add --op gelu --op sum --threads "$T" \
   --size 1000 --size 10000 --size 100000 --size 1000000 --size 10000000 --size 100000000 | tee "$OUT/cpu.jsonl"
-$B/rayo bench --json --quick --op matmul --threads "$T" --size 128 --size 256 --size 512 --size 1024 --size 2048 | tee -a "$OUT/cpu.jsonl"
+$B/rayo bench --backend cpu --json --quick --op matmul --threads "$T" --size 128 --size 256 --size 512 --size 1024 --size 2048 | tee -a "$OUT/cpu.jsonl"

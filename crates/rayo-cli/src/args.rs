@@ -1,48 +1,216 @@
-//! Command-line flags of `rayo bench` (hand-parsed: no dependency for a handful of flags).
+//! The command line (clap, derive): `rayo info`, `rayo bench`, `rayo ptx`. Every value is
+//! checked here, so a bad one is a usage error with the flag and the reason, never a panic later.
 
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "rayo", version, about = "What this machine has, and how fast each rayo backend is", propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The CPU, its instruction sets, the one rayo chose, threads, caches, wgpu adapters, CUDA.
+    Info,
+    /// Median time of each op × size × backend × threads, as a table or JSON lines.
+    #[command(after_help = crate::bench::AFTER_HELP)]
+    Bench(BenchArgs),
+    /// Writes the PTX of every rayo-ptx kernel variant, one checked file per kernel and target.
+    Ptx(PtxArgs),
+}
+
+#[derive(Debug, Args)]
 pub struct BenchArgs {
+    /// An op to measure (repeatable; default: a headline set). `--op list` prints every op per backend.
+    #[arg(long = "op", value_name = "NAME")]
     pub ops: Vec<String>,
+    /// Elements of a vector op, or n of an n×n matrix op (repeatable): 1000, 100K, 10M, 1e6.
+    #[arg(long = "size", value_name = "N", value_parser = parse_size)]
     pub sizes: Vec<usize>,
+    /// A backend (repeatable): scalar sse2 avx2 avx512 neon simd128, cpu (the one rayo selects),
+    /// wgpu, cuda, all. Default: all — every backend this machine has, side by side.
+    #[arg(long = "backend", value_name = "NAME", value_parser = parse_backend)]
     pub backends: Vec<String>,
+    /// CPU threads (repeatable; default 1).
+    #[arg(long = "threads", value_name = "N", value_parser = parse_threads)]
     pub threads: Vec<usize>,
+    /// One JSON object per line (op, n, backend, ns, gbps or gflops) instead of a table.
+    #[arg(long)]
     pub json: bool,
+    /// Fewer sizes and short samples: seconds for the whole run, on every backend.
+    #[arg(long)]
     pub quick: bool,
 }
 
-impl BenchArgs {
-    pub fn parse(argv: &[String]) -> Result<BenchArgs, String> {
-        let mut a = BenchArgs { ops: vec![], sizes: vec![], backends: vec![], threads: vec![], json: false, quick: false };
-        let mut it = argv.iter();
-        while let Some(flag) = it.next() {
-            let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
-            match flag.as_str() {
-                "--op" => a.ops.push(value()?),
-                "--size" => a.sizes.push(parse_size(&value()?)?),
-                "--backend" => a.backends.push(value()?.to_ascii_lowercase()),
-                "--threads" => {
-                    let v = value()?;
-                    a.threads.push(v.parse().map_err(|_| format!("--threads {v}: not a number"))?)
-                }
-                "--json" => a.json = true,
-                "--quick" => a.quick = true,
-                other => return Err(format!("unknown flag {other}")),
-            }
-        }
-        Ok(a)
-    }
+#[derive(Debug, Args)]
+pub struct PtxArgs {
+    /// The directory to write `<kernel>.sm_<N>.ptx` files into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A target SM, `90` or `sm_90` (repeatable; default: 80 and 90).
+    #[arg(long = "sm", value_name = "N", value_parser = parse_sm)]
+    pub sms: Vec<u32>,
 }
 
-/// `1000`, `100K`, `10M`, `1e6`.
+/// The most elements (or n of an n×n matrix) `--size` takes: 2^32 f32s are 16 GiB per buffer.
+pub const MAX_SIZE: usize = 1 << 32;
+/// The most CPU threads `--threads` takes.
+pub const MAX_THREADS: usize = 4096;
+
+/// Every name `--backend` takes.
+pub const BACKEND_NAMES: &[&str] = &["scalar", "sse2", "avx2", "avx512", "neon", "simd128", "cpu", "wgpu", "cuda", "all"];
+
+/// `1000`, `100K`, `10M`, `1G`, `1e6`, `2.5M`: at least 1, at most [`MAX_SIZE`].
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim().to_ascii_uppercase();
     let (num, mul) = match t.chars().last() {
-        Some('K') => (&t[..t.len() - 1], 1_000.0),
-        Some('M') => (&t[..t.len() - 1], 1_000_000.0),
+        Some('K') => (&t[..t.len() - 1], 1e3),
+        Some('M') => (&t[..t.len() - 1], 1e6),
+        Some('G') => (&t[..t.len() - 1], 1e9),
         _ => (&t[..], 1.0),
     };
-    let v: f64 = num.parse().map_err(|_| format!("--size {s}: not a size"))?;
-    if v < 0.0 || !v.is_finite() {
-        return Err(format!("--size {s}: not a size"));
+    let v: f64 = num.parse().map_err(|_| "not a size (examples: 1000, 100K, 10M, 1e6)".to_string())?;
+    let v = (v * mul).round();
+    if v.is_nan() || v < 1.0 {
+        return Err("a size must be at least 1".into());
     }
-    Ok((v * mul).round() as usize)
+    if v > MAX_SIZE as f64 {
+        return Err(format!("larger than the most rayo bench takes ({MAX_SIZE} = 2^32)"));
+    }
+    Ok(v as usize)
+}
+
+/// A positive thread count, at most [`MAX_THREADS`].
+pub fn parse_threads(s: &str) -> Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| "not a whole number".to_string())?;
+    match n {
+        0 => Err("at least 1 thread".into()),
+        n if n > MAX_THREADS => Err(format!("at most {MAX_THREADS} threads")),
+        n => Ok(n),
+    }
+}
+
+/// A backend name from [`BACKEND_NAMES`], lowercased.
+pub fn parse_backend(s: &str) -> Result<String, String> {
+    let b = s.trim().to_ascii_lowercase();
+    if BACKEND_NAMES.contains(&b.as_str()) {
+        Ok(b)
+    } else {
+        Err(format!("unknown backend; known: {}", BACKEND_NAMES.join(" ")))
+    }
+}
+
+/// `90` or `sm_90`, within 50..=120.
+pub fn parse_sm(s: &str) -> Result<u32, String> {
+    let sm: u32 = s.trim().trim_start_matches("sm_").parse().map_err(|_| "not a target like 90 or sm_90".to_string())?;
+    if (50..=120).contains(&sm) {
+        Ok(sm)
+    } else {
+        Err(format!("sm_{sm} is outside 50..=120"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+
+    fn parse(v: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("rayo").chain(v.iter().copied()))
+    }
+
+    fn bench(v: &[&str]) -> BenchArgs {
+        match parse(&[&["bench"], v].concat()).unwrap().command {
+            Command::Bench(b) => b,
+            c => panic!("{c:?}"),
+        }
+    }
+
+    fn error(v: &[&str]) -> String {
+        parse(v).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_take_suffixes_and_exponents() {
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert_eq!(parse_size("100K"), Ok(100_000));
+        assert_eq!(parse_size("10m"), Ok(10_000_000));
+        assert_eq!(parse_size("1e6"), Ok(1_000_000));
+        assert_eq!(parse_size("2.5M"), Ok(2_500_000));
+        assert_eq!(parse_size("4G"), Ok(4_000_000_000));
+        assert_eq!(parse_size(&MAX_SIZE.to_string()), Ok(MAX_SIZE));
+    }
+
+    #[test]
+    fn bad_sizes_are_refused_with_a_reason() {
+        for bad in ["0", "0.4", "-5", "abc", "", "K", "nan", "inf", "1e30", "5G", "18446744073709551616"] {
+            assert!(parse_size(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(error(&["bench", "--size", "0"]).contains("at least 1"));
+        assert!(error(&["bench", "--size", "1e30"]).contains("larger than"));
+        assert!(error(&["bench", "--size", "abc"]).contains("not a size"));
+    }
+
+    #[test]
+    fn threads_must_be_positive() {
+        assert!(error(&["bench", "--threads", "0"]).contains("at least 1 thread"));
+        assert!(error(&["bench", "--threads=-1"]).contains("not a whole number"));
+        assert!(error(&["bench", "--threads", "x"]).contains("not a whole number"));
+        assert!(error(&["bench", "--threads", "100000"]).contains("at most"));
+        assert_eq!(bench(&["--threads", "2", "--threads", "1"]).threads, vec![2, 1]);
+    }
+
+    #[test]
+    fn backends_are_checked_and_lowercased() {
+        assert_eq!(bench(&["--backend", "AVX2", "--backend", "wgpu"]).backends, vec!["avx2", "wgpu"]);
+        let e = error(&["bench", "--backend", "metal"]);
+        assert!(e.contains("unknown backend") && e.contains("avx512") && e.contains("cuda"), "{e}");
+    }
+
+    #[test]
+    fn every_existing_flag_keeps_its_spelling() {
+        let b =
+            bench(&["--op", "add", "--op", "dot", "--size", "100K", "--size", "1e3", "--backend", "scalar", "--threads", "2", "--json", "--quick"]);
+        assert_eq!(b.ops, vec!["add", "dot"]);
+        assert_eq!(b.sizes, vec![100_000, 1000]);
+        assert_eq!(b.backends, vec!["scalar"]);
+        assert!(b.json && b.quick);
+        let d = bench(&[]);
+        assert!(d.ops.is_empty() && d.sizes.is_empty() && d.backends.is_empty() && !d.json && !d.quick);
+    }
+
+    #[test]
+    fn ptx_flags() {
+        let Command::Ptx(p) = parse(&["ptx", "--out", "/tmp/x", "--sm", "sm_80", "--sm", "90"]).unwrap().command else { panic!() };
+        assert_eq!(p.sms, vec![80, 90]);
+        assert_eq!(p.out, PathBuf::from("/tmp/x"));
+        assert!(error(&["ptx"]).contains("--out"));
+        assert!(error(&["ptx", "--out"]).contains("--out"));
+        assert!(error(&["ptx", "--out", "/tmp/x", "--sm", "abc"]).contains("not a target"));
+        assert!(error(&["ptx", "--out", "/tmp/x", "--sm", "20"]).contains("outside"));
+        assert!(error(&["ptx", "--out", "/tmp/x", "--bogus"]).contains("--bogus"));
+    }
+
+    #[test]
+    fn help_and_version() {
+        assert_eq!(parse(&["--version"]).unwrap_err().kind(), ErrorKind::DisplayVersion);
+        assert_eq!(parse(&["bench", "--version"]).unwrap_err().kind(), ErrorKind::DisplayVersion);
+        for sub in ["info", "bench", "ptx"] {
+            let e = parse(&[sub, "--help"]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::DisplayHelp, "{sub}");
+        }
+        let help = parse(&["bench", "--help"]).unwrap_err().to_string();
+        assert!(help.contains("--threads") && help.contains("--quick") && help.contains("100K"), "{help}");
+        assert_eq!(parse(&[]).unwrap_err().kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
+        assert_eq!(parse(&["frobnicate"]).unwrap_err().kind(), ErrorKind::InvalidSubcommand);
+    }
 }

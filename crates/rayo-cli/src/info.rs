@@ -1,27 +1,28 @@
 //! `rayo info`: the CPU, its instruction sets, the one rayo chose, threads (later: GPUs).
 
+use crate::out::outln;
 use rayo::Backend;
 
 pub fn run() -> Result<(), String> {
-    println!("rayo {}", env!("CARGO_PKG_VERSION"));
-    println!("cpu:        {}", cpu_name());
-    println!("arch:       {}", std::env::consts::ARCH);
-    println!("isa found:  {}", isa_features().join(" "));
+    outln!("rayo {}", env!("CARGO_PKG_VERSION"));
+    outln!("cpu:        {}", cpu_name());
+    outln!("arch:       {}", std::env::consts::ARCH);
+    outln!("isa found:  {}", isa_features().join(" "));
     let avail: Vec<&str> = Backend::available().iter().map(|b| b.name()).collect();
-    println!("backends:   {}", avail.join(" "));
-    println!("detected:   {}", Backend::detect());
+    outln!("backends:   {}", avail.join(" "));
+    outln!("detected:   {}", Backend::detect());
     match Backend::from_env() {
-        Ok(Some(b)) => println!("selected:   {b} (RAYO_BACKEND)"),
-        Ok(None) => println!("selected:   {}", Backend::detect()),
-        Err(e) => println!("selected:   {} ({e}; ignored)", Backend::detect()),
+        Ok(Some(b)) => outln!("selected:   {b} (RAYO_BACKEND)"),
+        Ok(None) => outln!("selected:   {}", Backend::detect()),
+        Err(e) => outln!("selected:   {} ({e}; ignored)", Backend::detect()),
     }
-    println!("threads:    {}", rayo::max_threads());
+    outln!("threads:    {}", rayo::max_threads());
     if let Some(c) = caches() {
-        println!("caches:     {c}");
+        outln!("caches:     {c}");
     }
-    println!("force cpu:  {}", rayo::force_cpu());
+    outln!("force cpu:  {}", rayo::force_cpu());
     gpu_info();
-    println!("cuda:       {}", cuda_line());
+    outln!("cuda:       {}", cuda_line());
     Ok(())
 }
 
@@ -85,15 +86,16 @@ fn cuda_line() -> String {
 fn gpu_info() {
     let adapters = rayo::gpu::GpuDevice::list_adapters();
     if adapters.is_empty() {
-        println!("wgpu:       no adapter");
+        outln!("wgpu:       no adapter");
     }
     for a in &adapters {
-        println!("wgpu:       {} ({}, {}, {} {})", a.name, a.backend, a.device_type, a.driver, a.driver_info);
+        let soft = if a.device_type == "cpu" { "; a software adapter: runs on the CPU" } else { "" };
+        outln!("wgpu:       {} ({}, {}, {} {}{soft})", a.name, a.backend, a.device_type, a.driver, a.driver_info);
     }
     match rayo::gpu::GpuDevice::new() {
         Ok(d) => {
             let l = d.limits();
-            println!(
+            outln!(
                 "wgpu using: {} (storage binding {} MiB, buffer {} MiB, workgroup memory {} KiB)",
                 d.adapter_info().name,
                 l.max_storage_binding_bytes >> 20,
@@ -101,11 +103,11 @@ fn gpu_info() {
                 l.max_workgroup_storage_bytes >> 10
             );
         }
-        Err(e) => println!("wgpu using: none ({e})"),
+        Err(e) => outln!("wgpu using: none ({e})"),
     }
 }
 
 #[cfg(not(feature = "gpu"))]
 fn gpu_info() {
-    println!("wgpu:       not built (feature gpu)");
+    outln!("wgpu:       not built (feature gpu)");
 }

@@ -217,16 +217,27 @@ fn every_library_kernel_passes_the_checker() {
 }
 
 #[test]
-fn kernel_generation_rate() {
-    // Not a timing assertion: prints the rate so `cargo test -- --nocapture` shows it.
-    let t = std::time::Instant::now();
-    let mut bytes = 0;
-    let mut n = 0;
-    while t.elapsed().as_millis() < 200 {
-        bytes += GemmKernel::tiled(1024, 1024, 1024, 32).emit_ptx().len();
-        n += 1;
+fn generation_is_deterministic_checked_and_named_uniquely() {
+    // Generation is a pure function of the kernel's parameters and the target: the same kernel
+    // built twice gives byte-identical PTX that the checker accepts, its entry carries the
+    // kernel's name, and two different variants never share a name (the name is the module
+    // cache key). How fast kernels are generated is measured, not asserted:
+    // `rayo bench --backend cuda --op ptxgen`.
+    let first = rayo_ptx::kernels::all_variants();
+    let second = rayo_ptx::kernels::all_variants();
+    assert_eq!(first.len(), second.len());
+    let mut names = std::collections::HashMap::new();
+    for (a, b) in first.iter().zip(&second) {
+        assert_eq!(a.name(), b.name());
+        for sm in [80, 90] {
+            let text = a.module(sm).emit_checked().unwrap_or_else(|e| panic!("{} sm_{sm}: {e}", a.name()));
+            assert_eq!(text, b.module(sm).emit_checked().unwrap(), "{} sm_{sm}: two generations differ", a.name());
+            assert_eq!(text, a.emit_ptx_for(sm), "{} sm_{sm}: emit and emit_checked differ", a.name());
+            assert!(text.contains(&format!(".target sm_{sm}")), "{} sm_{sm}", a.name());
+            assert!(text.contains(&format!(".entry {}(", a.name())), "{}: entry not named after the kernel", a.name());
+        }
+        if let Some(prev) = names.insert(a.name(), a.emit_ptx()) {
+            assert_eq!(prev, a.emit_ptx(), "two different kernels are both named {}", a.name());
+        }
     }
-    let rate = n as f64 / t.elapsed().as_secs_f64();
-    println!("tiled GEMM kernels generated: {rate:.0}/s ({} bytes each)", bytes / n);
-    assert!(n > 0);
 }

@@ -49,3 +49,9 @@ pub use error::{ArgValue, Error, Result};
 pub use matrix::{gemm, gemm_par, gemm_with, MatMut, MatRef, Matrix};
 pub use tensor::Tensor;
 pub use vector::Vector;
+
+/// The README's Rust examples, compiled (and the CPU one run) as doctests:
+/// `cargo test -p rayo --doc --features gpu,cuda` (scripts/test.sh, section `readme`).
+#[cfg(all(doctest, feature = "gpu", feature = "cuda"))]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

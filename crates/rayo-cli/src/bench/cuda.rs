@@ -4,7 +4,6 @@
 
 use super::row::Row;
 use super::timer::Plan;
-use crate::args::BenchArgs;
 use rayo::cuda::{CudaDevice, DeviceBuffer, Expr, GemmKernel, Kernel, ReduceOp};
 use std::time::Instant;
 
@@ -12,7 +11,7 @@ pub const OPS: &[&str] = &[
     "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tf32_bk8", "gemm_tiled", "gemm_naive", "add", "sigmoid", "fused", "sum", "dot", "max",
     "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "roundtrip_matmul", "graph_chain", "transfer", "ptxgen",
 ];
-const DEFAULT: &[&str] = &["gemm", "add", "sum", "dot", "softmax", "layernorm", "roundtrip_add", "ptxgen"];
+pub const DEFAULT_OPS: &[&str] = &["gemm", "add", "sum", "dot", "softmax", "layernorm", "roundtrip_add", "ptxgen"];
 const COLS: usize = 4096;
 
 fn err(e: rayo::Error) -> String {
@@ -26,7 +25,7 @@ fn device_ms(dev: &CudaDevice, plan: Plan, mut f: impl FnMut() -> rayo::Result<(
     let target_ms = plan.sample.as_secs_f64() * 1e3 / 4.0;
     let reps = ((target_ms / one) as usize).clamp(1, 10_000);
     let mut v = Vec::with_capacity(plan.samples);
-    for _ in 0..plan.samples {
+    for _ in 0..plan.samples_after(std::time::Duration::from_secs_f64(one / 1e3)) {
         v.push(dev.time_ms(reps, &mut f).map_err(err)?);
     }
     v.sort_by(|a, b| a.total_cmp(b));
@@ -60,33 +59,49 @@ fn random(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-pub fn run(args: &BenchArgs, plan: Plan, emit: &dyn Fn(&Row)) -> Result<(), String> {
-    let ops: Vec<String> = if args.ops.is_empty() { DEFAULT.iter().map(|s| s.to_string()).collect() } else { args.ops.clone() };
-    for op in &ops {
-        if !OPS.contains(&op.as_str()) {
-            return Err(format!("unknown cuda op {op:?}; known: {}", OPS.join(" ")));
+/// The CUDA device of a benchmark run.
+pub struct Cuda {
+    dev: &'static CudaDevice,
+}
+
+impl Cuda {
+    /// The shared device, or why there is none.
+    pub fn open() -> Result<Cuda, String> {
+        CudaDevice::global().map(|dev| Cuda { dev }).map_err(|e| e.to_string())
+    }
+
+    pub fn heading(&self) -> String {
+        format!("cuda: {}", self.dev.info())
+    }
+
+    /// The CUDA op measuring what `op` names on the other backends (`matmul` is `gemm`).
+    pub fn op_for(op: &str) -> Option<&'static str> {
+        let op = if op == "matmul" { "gemm" } else { op };
+        OPS.iter().copied().find(|o| *o == op)
+    }
+
+    /// Sizes when none are given; `--quick` keeps every op to a fraction of a second.
+    pub fn default_sizes(&self, op: &str, quick: bool) -> Vec<usize> {
+        match (quick, op) {
+            (false, o) if o.starts_with("gemm") => vec![1024, 2048, 4096],
+            (true, o) if o.starts_with("gemm") => vec![1024],
+            (false, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![32768 * COLS],
+            (true, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![1024 * COLS],
+            (_, "roundtrip_add" | "graph_chain") => vec![1000],
+            (false, "roundtrip_matmul") => vec![64, 128, 256, 512, 1024],
+            (true, "roundtrip_matmul") => vec![256, 1024],
+            (_, "ptxgen") => vec![1],
+            (false, "transfer") => vec![64 << 20],
+            (true, "transfer") => vec![16 << 20],
+            (false, _) => vec![100_000_000],
+            (true, _) => vec![10_000_000],
         }
     }
-    let dev = CudaDevice::global().map_err(err)?;
-    eprintln!("rayo bench: cuda device {}", dev.info());
-    for op in &ops {
-        let sizes: Vec<usize> = match (args.sizes.is_empty(), op.as_str()) {
-            (false, _) => args.sizes.clone(),
-            (true, o) if o.starts_with("gemm") => vec![1024, 2048, 4096],
-            (true, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![32768 * COLS],
-            (true, "roundtrip_add" | "graph_chain") => vec![1000],
-            (true, "roundtrip_matmul") => vec![64, 128, 256, 512, 1024],
-            (true, "ptxgen") => vec![1],
-            (true, "transfer") => vec![64 << 20],
-            (true, _) => vec![100_000_000],
-        };
-        for n in sizes {
-            for r in run_one(dev, op, n, plan)? {
-                emit(&r);
-            }
-        }
+
+    /// The rows of one CUDA op at one size.
+    pub fn rows(&self, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>, String> {
+        run_one(self.dev, op, n, plan)
     }
-    Ok(())
 }
 
 fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>, String> {

@@ -4,13 +4,14 @@
 
 use super::row::Row;
 use super::timer::{median_ns, Plan};
+use crate::out::errln;
 use rayo::gpu::{BinaryOp, GpuBuffer, GpuDevice, ReduceOp, UnaryOp};
 use std::hint::black_box;
 use std::time::Instant;
 
 pub const OPS: &[&str] = &[
-    "add", "sub", "mul", "scale", "relu", "leaky_relu", "elu", "sigmoid", "tanh", "swish", "gelu", "clip", "softmax",
-    "log_softmax", "dot", "sum", "max", "min", "matmul", "fused3", "unfused3",
+    "add", "sub", "mul", "scale", "relu", "leaky_relu", "elu", "sigmoid", "tanh", "swish", "gelu", "clip", "softmax", "log_softmax", "dot", "sum",
+    "max", "min", "matmul", "fused3", "unfused3",
 ];
 
 /// Ops `rayo bench --backend wgpu` measures when none are named.
@@ -65,7 +66,7 @@ fn resident_ns(plan: Plan, dev: &GpuDevice, mut f: impl FnMut() -> rayo::Result<
     let one = t.elapsed().as_secs_f64().max(1e-6);
     let reps = ((plan.sample.as_secs_f64() / one) as usize).clamp(1, 2000);
     let mut samples = Vec::with_capacity(plan.samples);
-    for _ in 0..plan.samples {
+    for _ in 0..plan.samples_after(std::time::Duration::from_secs_f64(one)) {
         let t = Instant::now();
         for _ in 0..reps {
             f().map_err(e)?;
@@ -81,60 +82,84 @@ fn data(n: usize, seed: usize) -> Vec<f32> {
     (0..n).map(|i| ((i * 7919 + seed) % 1000) as f32 / 250.0 - 2.0).collect()
 }
 
-/// Runs every (op, size): two rows each. No adapter: one printed line, no rows.
-pub fn run(ops: &[String], sizes: &[usize], plan: Plan, json: bool, emit: &dyn Fn(&Row)) -> Result<(), String> {
-    let dev = match GpuDevice::new() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("rayo bench: wgpu: no adapter ({e}); skipping wgpu rows");
-            return Ok(());
-        }
-    };
-    let info = dev.adapter_info();
-    let line = format!("wgpu adapter: {} ({}, {}, driver {})", info.name, info.backend, info.device_type, info.driver_info);
-    if json {
-        eprintln!("{line}");
-    } else {
-        println!("{line}");
+/// The wgpu device of a benchmark run, and whether its adapter is a software one.
+pub struct Wgpu {
+    dev: GpuDevice,
+    software: bool,
+}
+
+impl Wgpu {
+    /// The shared device, or why there is none.
+    pub fn open() -> Result<Wgpu, String> {
+        let dev = GpuDevice::new().map_err(|e| e.to_string())?;
+        // wgpu's DeviceType::Cpu: lavapipe, llvmpipe, SwiftShader, WARP.
+        let software = dev.adapter_info().device_type == "cpu";
+        Ok(Wgpu { dev, software })
     }
-    let ops: Vec<String> = if ops.is_empty() { DEFAULT_OPS.iter().map(|s| s.to_string()).collect() } else { ops.to_vec() };
-    for op in &ops {
-        if !OPS.contains(&op.as_str()) {
-            eprintln!("rayo bench: wgpu has no op {op:?}; known: {}", OPS.join(" "));
-            continue;
-        }
-        let op_sizes: Vec<usize> = match (op.as_str(), sizes.is_empty()) {
-            ("matmul", true) => vec![256, 1024, 4096],
-            (_, true) => vec![1_000, 1_000_000, 100_000_000],
-            _ => sizes.to_vec(),
-        };
-        for &n in &op_sizes {
-            let len = if op == "matmul" { n * n } else { n };
-            if len as u64 * 4 > dev.max_binding_bytes() {
-                eprintln!(
-                    "rayo bench: wgpu {op} n={n}: {} bytes exceed this adapter's storage-binding limit of {} bytes; skipped",
-                    len as u64 * 4,
-                    dev.max_binding_bytes()
-                );
-                continue;
-            }
-            for (note, ns) in measure(&dev, op, n, plan)? {
-                let matmul = op == "matmul";
-                emit(&Row {
-                    op: op.clone(),
-                    n,
-                    mkn: matmul.then_some((n, n, n)),
-                    backend: "wgpu".into(),
-                    threads: 1,
-                    ns,
-                    gbps: (!matmul).then(|| bytes(op, n) / ns),
-                    gflops: matmul.then(|| 2.0 * (n as f64).powi(3) / ns),
-                    note: Some(note.into()),
-                });
-            }
+
+    /// The label of its rows: `wgpu`, or `wgpu-sw` on a software adapter.
+    pub fn label(&self) -> &'static str {
+        if self.software {
+            "wgpu-sw"
+        } else {
+            "wgpu"
         }
     }
-    Ok(())
+
+    /// One line naming the adapter (and saying so when it is software).
+    pub fn heading(&self) -> String {
+        let info = self.dev.adapter_info();
+        let mut line = format!("{}: {} ({}, {}, driver {})", self.label(), info.name, info.backend, info.device_type, info.driver_info);
+        if self.software {
+            line += " -- a software adapter: it runs on this CPU, its times say nothing about a GPU";
+        }
+        line
+    }
+
+    pub fn has(&self, op: &str) -> bool {
+        OPS.contains(&op)
+    }
+
+    /// Sizes when none are given; `--quick` keeps a software adapter to seconds.
+    pub fn default_sizes(&self, op: &str, quick: bool) -> Vec<usize> {
+        match (op, quick) {
+            ("matmul", false) => vec![256, 1024, 4096],
+            ("matmul", true) => vec![256, 1024],
+            (_, false) => vec![1_000, 1_000_000, 100_000_000],
+            (_, true) => vec![1_000, 1_000_000],
+        }
+    }
+
+    /// Two rows (roundtrip, resident) for one op and size; none, with a printed line, when the
+    /// data exceed the adapter's storage-binding limit.
+    pub fn rows(&self, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>, String> {
+        let dev = &self.dev;
+        let matmul = op == "matmul";
+        let len = if matmul { n.checked_mul(n) } else { Some(n) };
+        let bytes_needed = len.and_then(|l| l.checked_mul(4)).map_or(u64::MAX, |b| b as u64);
+        if bytes_needed > dev.max_binding_bytes() {
+            errln!(
+                "rayo bench: skip {} {op} n={n}: {bytes_needed} bytes exceed this adapter's storage-binding limit of {} bytes",
+                self.label(),
+                dev.max_binding_bytes()
+            );
+            return Ok(vec![]);
+        }
+        Ok(measure(dev, op, n, plan)?
+            .into_iter()
+            .map(|(note, ns)| Row {
+                op: op.to_string(),
+                n,
+                mkn: matmul.then_some((n, n, n)),
+                backend: self.label().into(),
+                threads: 1,
+                ns,
+                gbps: (!matmul).then(|| bytes(op, n) / ns),
+                gflops: matmul.then(|| 2.0 * (n as f64).powi(3) / ns),
+                note: Some(note.into()),
+            })
+            .collect())
+    }
 }
 
 /// (note, median ns) rows for one op and size.
@@ -165,18 +190,26 @@ fn measure(dev: &GpuDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<(&'sta
         match op {
             "softmax" => Some(rt(&mut || dev.softmax(&a, &mut out))),
             "log_softmax" => Some(rt(&mut || dev.log_softmax(&a, &mut out))),
-            "dot" => Some(rt(&mut || dev.dot(&a, &b).map(|v| {
-                black_box(v);
-            }))),
-            "sum" => Some(rt(&mut || dev.sum(&a).map(|v| {
-                black_box(v);
-            }))),
-            "max" => Some(rt(&mut || dev.max(&a).map(|v| {
-                black_box(v);
-            }))),
-            "min" => Some(rt(&mut || dev.min(&a).map(|v| {
-                black_box(v);
-            }))),
+            "dot" => Some(rt(&mut || {
+                dev.dot(&a, &b).map(|v| {
+                    black_box(v);
+                })
+            })),
+            "sum" => Some(rt(&mut || {
+                dev.sum(&a).map(|v| {
+                    black_box(v);
+                })
+            })),
+            "max" => Some(rt(&mut || {
+                dev.max(&a).map(|v| {
+                    black_box(v);
+                })
+            })),
+            "min" => Some(rt(&mut || {
+                dev.min(&a).map(|v| {
+                    black_box(v);
+                })
+            })),
             "matmul" => Some(rt(&mut || dev.matmul(&a, &b, &mut out, n, n, n))),
             _ => None,
         }

@@ -2,6 +2,7 @@
 
 use super::row::Row;
 use super::timer::{median_ns, Plan};
+use crate::out::errln;
 use rayo::{Backend, Matrix};
 use std::hint::black_box;
 
@@ -27,7 +28,7 @@ pub const MAX_N: usize = 16384;
 
 pub fn run(op: &str, n: usize, backend: Backend, threads: usize, plan: Plan) -> Vec<Row> {
     if n > MAX_N {
-        eprintln!("rayo bench: skipping {op} at n = {n}: matrix ops take n×n, at most {MAX_N}");
+        errln!("rayo bench: skip {op} n={n}: matrix ops take n×n, n at most {MAX_N}");
         return Vec::new();
     }
     let prev = rayo::set_max_threads(threads);

@@ -1,15 +1,18 @@
-//! `rayo bench`: a table (or JSON lines) of op × size × backend × threads, median times.
+//! `rayo bench`: a table (or JSON lines) of op × size × backend × threads, median times. With no
+//! `--backend`, every backend this machine has runs side by side: each CPU instruction set, then
+//! wgpu and CUDA for the same op and size, with a `skip` line for a backend that is absent.
 
 mod cpu;
-#[cfg(feature = "gpu")]
-mod gpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "gpu")]
+mod gpu;
 mod matrix;
 pub mod row;
 mod timer;
 
 use crate::args::BenchArgs;
+use crate::out::{errln, outln};
 use rayo::Backend;
 use row::Row;
 use timer::Plan;
@@ -18,63 +21,287 @@ use timer::Plan;
 const DEFAULT_OPS: &[&str] =
     &["stream_copy", "stream_triad", "add", "add_alloc", "dot", "sum", "max", "sigmoid", "tanh", "gelu", "exp", "softmax", "matmul"];
 
+/// The end of `rayo bench --help`.
+pub const AFTER_HELP: &str = "\
+Without --backend, every backend this machine has runs side by side (each CPU instruction set,
+wgpu, CUDA), with a skip line for one that is absent. `rayo bench --op list` prints the ops each
+backend knows. Matrix ops (matmul matvec transpose conv2d; cuda gemm*) take --size n as n×n.
+wgpu gives two rows per op (roundtrip: host slices in and out; resident: data on the device);
+on a software adapter (lavapipe, SwiftShader) its rows are labelled wgpu-sw.
+
+Examples:
+  rayo bench --quick
+  rayo bench --op add --op gelu --size 100K --size 10M --backend avx2 --backend avx512
+  rayo bench --op matmul --size 1024 --threads 1 --threads 2 --json
+  rayo bench --backend cuda --op gemm --op ptxgen";
+
+/// Which backends a run measures.
+struct Selection {
+    cpu: Vec<Backend>,
+    wgpu: bool,
+    cuda: bool,
+    /// Backends were named: an absent one is an error, not a skip line.
+    explicit: bool,
+}
+
+impl Selection {
+    fn new(names: &[String], say: &dyn Fn(String)) -> Selection {
+        let all = names.is_empty() || names.iter().any(|n| n == "all");
+        let mut s = Selection { cpu: vec![], wgpu: all, cuda: all, explicit: !all };
+        if all {
+            s.cpu = Backend::available();
+        }
+        for name in names {
+            match name.as_str() {
+                "all" => {}
+                "wgpu" => s.wgpu = true,
+                "cuda" => s.cuda = true,
+                "cpu" => s.cpu.push(Backend::selected()),
+                isa => match Backend::from_name(isa) {
+                    Some(b) if b.is_supported() => s.cpu.push(b),
+                    Some(b) => say(format!("skip {b}: not supported by this CPU")),
+                    None => say(format!("skip {isa}: not a backend")),
+                },
+            }
+        }
+        let mut seen = vec![];
+        s.cpu.retain(|b| {
+            !seen.contains(b) && {
+                seen.push(*b);
+                true
+            }
+        });
+        s
+    }
+}
+
+/// A GPU backend of this build, opened.
+enum Gpu {
+    #[cfg(feature = "gpu")]
+    Wgpu(gpu::Wgpu),
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::Cuda),
+}
+
+// Built with neither GPU feature, `Gpu` has no value and its methods are never called.
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_variables))]
+impl Gpu {
+    fn label(&self) -> &'static str {
+        match *self {
+            #[cfg(feature = "gpu")]
+            Gpu::Wgpu(ref w) => w.label(),
+            #[cfg(feature = "cuda")]
+            Gpu::Cuda(_) => "cuda",
+        }
+    }
+
+    fn heading(&self) -> String {
+        match *self {
+            #[cfg(feature = "gpu")]
+            Gpu::Wgpu(ref w) => w.heading(),
+            #[cfg(feature = "cuda")]
+            Gpu::Cuda(ref c) => c.heading(),
+        }
+    }
+
+    /// This backend's name for what `op` names elsewhere, if it has it.
+    fn op_for(&self, op: &str) -> Option<String> {
+        match *self {
+            #[cfg(feature = "gpu")]
+            Gpu::Wgpu(ref w) => w.has(op).then(|| op.to_string()),
+            #[cfg(feature = "cuda")]
+            Gpu::Cuda(_) => cuda::Cuda::op_for(op).map(str::to_string),
+        }
+    }
+
+    fn default_ops(&self) -> &'static [&'static str] {
+        match *self {
+            #[cfg(feature = "gpu")]
+            Gpu::Wgpu(_) => gpu::DEFAULT_OPS,
+            #[cfg(feature = "cuda")]
+            Gpu::Cuda(_) => cuda::DEFAULT_OPS,
+        }
+    }
+
+    fn default_sizes(&self, op: &str, quick: bool) -> Vec<usize> {
+        match *self {
+            #[cfg(feature = "gpu")]
+            Gpu::Wgpu(ref w) => w.default_sizes(op, quick),
+            #[cfg(feature = "cuda")]
+            Gpu::Cuda(ref c) => c.default_sizes(op, quick),
+        }
+    }
+
+    fn rows(&self, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>, String> {
+        match *self {
+            #[cfg(feature = "gpu")]
+            Gpu::Wgpu(ref w) => w.rows(op, n, plan),
+            #[cfg(feature = "cuda")]
+            Gpu::Cuda(ref c) => c.rows(op, n, plan),
+        }
+    }
+}
+
+/// Every op each backend of this build knows, for error messages and `--op list`.
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_mut))]
+fn known_ops() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut v = vec![("cpu", cpu::ops().into_iter().chain(matrix::OPS.iter().copied()).collect())];
+    #[cfg(feature = "gpu")]
+    v.push(("wgpu", gpu::OPS.to_vec()));
+    #[cfg(feature = "cuda")]
+    v.push(("cuda", cuda::OPS.to_vec()));
+    v
+}
+
+fn cpu_has(op: &str) -> bool {
+    cpu::ops().contains(&op) || matrix::OPS.contains(&op)
+}
+
+/// Whether some selected backend knows `op` (whether or not this machine has that backend).
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_mut))]
+fn selection_has(sel: &Selection, op: &str) -> bool {
+    let mut known = !sel.cpu.is_empty() && cpu_has(op);
+    #[cfg(feature = "gpu")]
+    {
+        known |= sel.wgpu && gpu::OPS.contains(&op);
+    }
+    #[cfg(feature = "cuda")]
+    {
+        known |= sel.cuda && cuda::Cuda::op_for(op).is_some();
+    }
+    known
+}
+
+/// Opens the selected GPU backends: an absent one is a skip line (or an error when named).
+#[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_mut))]
+fn open_gpus(sel: &Selection, say: &dyn Fn(String)) -> Result<Vec<Gpu>, String> {
+    let mut gpus = vec![];
+    let absent = |name: &str, why: String| -> Result<(), String> {
+        if sel.explicit {
+            Err(format!("backend {name}: {why}"))
+        } else {
+            say(format!("skip {name}: {why}"));
+            Ok(())
+        }
+    };
+    if sel.wgpu {
+        #[cfg(feature = "gpu")]
+        match gpu::Wgpu::open() {
+            Ok(w) => gpus.push(Gpu::Wgpu(w)),
+            Err(e) => absent("wgpu", format!("no adapter ({e})"))?,
+        }
+        #[cfg(not(feature = "gpu"))]
+        absent("wgpu", "this rayo was built without it (feature gpu of rayo-cli)".into())?;
+    }
+    if sel.cuda {
+        #[cfg(feature = "cuda")]
+        match cuda::Cuda::open() {
+            Ok(c) => gpus.push(Gpu::Cuda(c)),
+            Err(e) => absent("cuda", e)?,
+        }
+        #[cfg(not(feature = "cuda"))]
+        absent("cuda", "this rayo was built without it (feature cuda of rayo-cli)".into())?;
+    }
+    Ok(gpus)
+}
+
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
-    // `--backend wgpu`: the GPU rows (bench/gpu.rs); CPU backends named beside it run as usual.
-    let cpu_backends: Vec<String> = args.backends.iter().filter(|b| b.as_str() != "wgpu").cloned().collect();
-    if cpu_backends.len() != args.backends.len() {
-        wgpu_rows(args, plan)?;
-        if cpu_backends.is_empty() {
-            return Ok(());
+    let json = args.json;
+    // Headings and skip lines: part of the table, or on stderr beside JSON lines.
+    let say = |s: String| {
+        if json {
+            errln!("rayo bench: {s}");
+        } else {
+            outln!("{s}");
         }
-    }
-    if args.backends.iter().any(|b| b == "cuda") {
-        #[cfg(feature = "cuda")]
-        return cuda::run(args, plan, &|r: &Row| emit(r, args.json)).map(|()| ());
-        #[cfg(not(feature = "cuda"))]
-        return Err("backend cuda: this rayo was built without it (feature cuda of rayo-cli)".into());
-    }
-    let ops: Vec<String> = if args.ops.is_empty() { DEFAULT_OPS.iter().map(|s| s.to_string()).collect() } else { args.ops.clone() };
-    for op in &ops {
-        if !cpu::ops().contains(&op.as_str()) && !matrix::OPS.contains(&op.as_str()) {
-            return Err(format!("unknown op {op:?}; known: {} {}", cpu::ops().join(" "), matrix::OPS.join(" ")));
-        }
-    }
-    let sizes = if !args.sizes.is_empty() {
-        args.sizes.clone()
-    } else if args.quick {
-        vec![100_000, 10_000_000]
-    } else {
-        vec![1_000, 100_000, 10_000_000]
     };
-    let backends: Vec<Backend> = if args.backends.is_empty() {
-        vec![Backend::selected()]
+    if args.ops.iter().any(|o| o == "list") {
+        for (backend, ops) in known_ops() {
+            outln!("{backend}: {}", ops.join(" "));
+        }
+        return Ok(());
+    }
+    let sel = Selection::new(&args.backends, &say);
+    for op in &args.ops {
+        if !selection_has(&sel, op) {
+            let known: Vec<String> = known_ops().into_iter().map(|(b, ops)| format!("  {b}: {}", ops.join(" "))).collect();
+            return Err(format!("unknown op {op:?} for the backends selected; known ops:\n{}", known.join("\n")));
+        }
+    }
+    let gpus = open_gpus(&sel, &say)?;
+    for g in &gpus {
+        say(g.heading());
+    }
+    if sel.cpu.is_empty() && gpus.is_empty() {
+        return Ok(());
+    }
+    let ops: Vec<String> = if !args.ops.is_empty() {
+        args.ops.clone()
+    } else if !sel.cpu.is_empty() {
+        DEFAULT_OPS.iter().map(|s| s.to_string()).collect()
     } else {
-        let mut v = Vec::new();
-        for name in &cpu_backends {
-            let b = Backend::from_name(name).ok_or_else(|| format!("unknown backend {name:?}"))?;
-            if b.is_supported() {
-                v.push(b);
-            } else {
-                eprintln!("rayo bench: skipping backend {b}: not supported by this CPU");
+        let mut v: Vec<String> = vec![];
+        for op in gpus.iter().flat_map(|g| g.default_ops()) {
+            if !v.iter().any(|o| o == op) {
+                v.push(op.to_string());
             }
         }
         v
     };
     let threads = if args.threads.is_empty() { vec![1] } else { args.threads.clone() };
-    if !args.json {
-        println!("{:<16} {:>16} {:>8} {:>7} {:>12} {:>14}", "op", "n", "backend", "threads", "median", "rate");
+    if !json {
+        outln!("{:<14} {:>16} {:<8} {:>7} {:>11} {:>15}  note", "op", "n", "backend", "threads", "median", "rate");
     }
+    let emit = |r: &Row| emit(r, json);
+    // A GPU row that fails: an error when the backend was named, else a skip line.
+    let gpu_rows = |g: &Gpu, op: &str, n: usize| -> Result<(), String> {
+        match g.rows(op, n, plan) {
+            Ok(rows) => rows.iter().for_each(emit),
+            Err(e) if sel.explicit => return Err(e),
+            Err(e) => say(format!("skip {} {op} n={n}: {e}", g.label())),
+        }
+        Ok(())
+    };
+    if sel.cpu.is_empty() {
+        // GPU backends only: each with its own ops and sizes (what docs/perf's scripts use).
+        for g in &gpus {
+            for op in &ops {
+                let Some(gop) = g.op_for(op) else { continue };
+                let sizes = if args.sizes.is_empty() { g.default_sizes(&gop, args.quick) } else { args.sizes.clone() };
+                for n in sizes {
+                    gpu_rows(g, &gop, n)?;
+                }
+            }
+        }
+        return Ok(());
+    }
+    // CPU instruction sets, then each GPU backend, for the same op and size.
+    let mut first = true;
     for op in &ops {
         let is_matrix = matrix::OPS.contains(&op.as_str());
-        let op_sizes = if is_matrix && args.sizes.is_empty() { matrix::default_sizes(args.quick) } else { sizes.clone() };
-        for &n in &op_sizes {
-            for &b in &backends {
-                for &t in &threads {
-                    let rows = if is_matrix { matrix::run(op, n, b, t, plan) } else { cpu::run(op, n, b, t, plan).into_iter().collect() };
-                    for row in rows {
-                        emit(&row, args.json);
+        let sizes = match (args.sizes.is_empty(), cpu_has(op), gpus.iter().find_map(|g| g.op_for(op).map(|o| (g, o)))) {
+            (false, _, _) => args.sizes.clone(),
+            (true, true, _) => default_sizes(is_matrix, args.quick),
+            (true, false, Some((g, gop))) => g.default_sizes(&gop, args.quick),
+            (true, false, None) => vec![],
+        };
+        for n in sizes {
+            if !json && !first {
+                outln!();
+            }
+            first = false;
+            if cpu_has(op) {
+                for &b in &sel.cpu {
+                    for &t in &threads {
+                        let rows = if is_matrix { matrix::run(op, n, b, t, plan) } else { cpu::run(op, n, b, t, plan).into_iter().collect() };
+                        rows.iter().for_each(emit);
                     }
+                }
+            }
+            for g in &gpus {
+                if let Some(gop) = g.op_for(op) {
+                    gpu_rows(g, &gop, n)?;
                 }
             }
         }
@@ -82,23 +309,18 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(feature = "gpu")]
-fn wgpu_rows(args: &BenchArgs, plan: Plan) -> Result<(), String> {
-    if !args.json {
-        println!("{:<16} {:>16} {:>8} {:>7} {:>12} {:>14}", "op", "n", "backend", "threads", "median", "rate");
+/// CPU sizes when none are given (n×n for matrix ops).
+fn default_sizes(is_matrix: bool, quick: bool) -> Vec<usize> {
+    match (is_matrix, quick) {
+        (true, q) => matrix::default_sizes(q),
+        (false, true) => vec![100_000, 10_000_000],
+        (false, false) => vec![1_000, 100_000, 10_000_000],
     }
-    gpu::run(&args.ops, &args.sizes, plan, args.json, &|r| emit(r, args.json))
-}
-
-#[cfg(not(feature = "gpu"))]
-fn wgpu_rows(_: &BenchArgs, _: Plan) -> Result<(), String> {
-    eprintln!("rayo bench: this rayo was built without the wgpu backend (feature gpu)");
-    Ok(())
 }
 
 fn emit(row: &Row, json: bool) {
     if json {
-        println!("{}", row.to_json());
+        outln!("{}", row.to_json());
         return;
     }
     let rate = match (row.gbps, row.gflops) {
@@ -110,11 +332,11 @@ fn emit(row: &Row, json: bool) {
         Some((m, k, n)) => format!("{m}x{k}x{n}"),
         None => row.n.to_string(),
     };
-    let op = match &row.note {
-        Some(note) => format!("{} ({note})", row.op),
-        None => row.op.clone(),
-    };
-    println!("{:<16} {:>16} {:>8} {:>7} {:>12} {:>14}", op, n, row.backend, row.threads, fmt_ns(row.ns), rate);
+    let cpu = Backend::from_name(&row.backend).is_some();
+    let threads = if cpu { row.threads.to_string() } else { "-".into() };
+    let note = row.note.as_deref().unwrap_or("");
+    let line = format!("{:<14} {:>16} {:<8} {:>7} {:>11} {:>15}  {note}", row.op, n, row.backend, threads, fmt_ns(row.ns), rate);
+    outln!("{}", line.trim_end());
 }
 
 fn fmt_ns(ns: f64) -> String {
