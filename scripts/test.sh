@@ -130,7 +130,7 @@ if section wgpu; then
     export WGPU_BACKEND=vulkan RAYO_REQUIRE_GPU=1 XDG_RUNTIME_DIR="$(mktemp -d)"
     lvp=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
     [ -f "$lvp" ] && export VK_ICD_FILENAMES="$lvp"
-    run cargo test -p rayo --features gpu --release --test gpu -- --nocapture
+    run cargo test -p rayo --features gpu --release --test gpu --test parity -- --nocapture
     run cargo test -p rayo --features gpu --release --lib gpu:: -- --nocapture
   )
 fi
@@ -169,8 +169,8 @@ if section ptx; then
 fi
 
 if section cuda; then
-  echo "rayo::cuda (no-driver path here; every kernel against f64 where a GPU exists)"
-  run cargo test -p rayo --features cuda --release --test cuda -- --nocapture
+  echo "rayo::cuda (no-driver path here; every kernel against f64 where a GPU exists); every op's fused kernel through ptxas"
+  run cargo test -p rayo --features cuda --release --test cuda --test parity -- --nocapture
 fi
 
 # ---- aarch64 NEON under qemu ----

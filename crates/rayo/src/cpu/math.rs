@@ -4,6 +4,9 @@
 //! [-88, 88] and the special values): see each function. Coefficients of `expm1` and `gelu`
 //! come from `tools/fit_poly.py`; `exp`, `ln` and the small-|x| `tanh` are Cephes' (S. Moshier).
 
+// Coefficients as fitted or published (Cephes); the compiler rounds each to the nearest f32.
+#![allow(clippy::excessive_precision)]
+
 use super::simd::{Simd, SimdExt};
 
 const LOG2E: f32 = core::f32::consts::LOG2_E;

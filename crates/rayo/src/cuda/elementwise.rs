@@ -26,6 +26,7 @@ pub enum Expr {
 macro_rules! unary_methods {
     ($($name:ident => $op:ident),*) => {$(
         #[doc = concat!("`", stringify!($name), "(self)`.")]
+        #[allow(clippy::should_implement_trait)]
         pub fn $name(self) -> Expr {
             self.apply(UnaryOp::$op)
         }

@@ -4,7 +4,7 @@
 //! An element-wise op is one file in `unary/` or `binary/`: a unit struct implementing
 //! [`UnaryDef`] or [`BinaryDef`], which holds everything about the op — its name, its scalar
 //! parameters and their domain, the f64 reference, the error bounds, the CPU kernel (written
-//! once over [`Simd`](crate::cpu::simd::Simd)), the WGSL function and the PTX emitter. The
+//! once over `Simd`), the WGSL function and the PTX emitter. The
 //! [`UnaryOp`] / [`BinaryOp`] enums below are generated from the list of those structs; the CPU
 //! (`rayo::slice`), wgpu (`rayo::gpu`) and CUDA (`rayo::cuda`) all take these enums, so an op
 //! cannot exist on one backend and not another, or mean something different on it.

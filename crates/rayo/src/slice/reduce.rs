@@ -25,14 +25,14 @@ fn min_nan(a: f32, b: f32) -> f32 {
     }
 }
 
-/// Σ a[i]·b[i]: f32 partial sums over blocks of 4096, carried in f64 (error ≲ 64·ε·Σ|a·b|).
+/// `Σ a[i]·b[i]`: f32 partial sums over blocks of 4096, carried in f64 (error ≲ 64·ε·Σ|a·b|).
 /// The lengths must agree; 0 for empty slices.
 pub fn dot(backend: Backend, a: &[f32], b: &[f32]) -> Result<f32> {
     check_len("dot", a.len(), b.len())?;
     Ok(map_reduce2(a, b, GRAIN_REDUCE, &|x, y| dispatch!(backend, |s| k::dot(s, x, y)), &|p, q| p + q) as f32)
 }
 
-/// Σ x[i] (blocked as [`dot`]); 0 for an empty slice.
+/// `Σ x[i]` (blocked as [`dot`]); 0 for an empty slice.
 pub fn sum(backend: Backend, x: &[f32]) -> f32 {
     map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::sum(s, x)), &|p, q| p + q) as f32
 }
@@ -70,12 +70,12 @@ fn position(backend: Backend, x: &[f32], target: f32) -> usize {
     dispatch!(backend, |s| k::position(s, x, target)).unwrap_or(0)
 }
 
-/// Σ |x[i]|; 0 for an empty slice.
+/// `Σ |x[i]|`; 0 for an empty slice.
 pub fn norm_l1(backend: Backend, x: &[f32]) -> f32 {
     map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::sum_abs(s, x)), &|p, q| p + q) as f32
 }
 
-/// √(Σ x[i]²); 0 for an empty slice. No spurious overflow or underflow: when the fast
+/// √(`Σ x[i]²`); 0 for an empty slice. No spurious overflow or underflow: when the fast
 /// f32-block sum leaves its safe range the sum is redone in f64.
 pub fn norm_l2(backend: Backend, x: &[f32]) -> f32 {
     let ss = map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::sum_squares(s, x)), &|p, q| p + q);
@@ -86,7 +86,7 @@ pub fn norm_l2(backend: Backend, x: &[f32]) -> f32 {
     x.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>().sqrt() as f32
 }
 
-/// max |x[i]|; NaN if any element is NaN; 0 for an empty slice.
+/// max |`x[i]|`; NaN if any element is NaN; 0 for an empty slice.
 pub fn norm_inf(backend: Backend, x: &[f32]) -> f32 {
     map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::max_abs(s, x)), &max_nan)
 }

@@ -118,11 +118,11 @@ impl Vector {
         slice::log_softmax(self.backend, &self.data, out)
     }
 
-    /// Σ self[i]·other[i]; the lengths must agree. See [`slice::dot`].
+    /// `Σ self[i]·other[i]`; the lengths must agree. See [`slice::dot`].
     pub fn dot(&self, other: &Vector) -> Result<f32> {
         slice::dot(self.backend, &self.data, &other.data)
     }
-    /// Σ self[i]; 0 when empty.
+    /// `Σ self[i]`; 0 when empty.
     pub fn sum(&self) -> f32 {
         slice::sum(self.backend, &self.data)
     }
@@ -142,15 +142,15 @@ impl Vector {
     pub fn argmin(&self) -> Result<usize> {
         slice::argmin(self.backend, &self.data)
     }
-    /// Σ |self[i]|; 0 when empty.
+    /// `Σ |self[i]|`; 0 when empty.
     pub fn norm_l1(&self) -> f32 {
         slice::norm_l1(self.backend, &self.data)
     }
-    /// √(Σ self[i]²) without spurious overflow/underflow; 0 when empty.
+    /// √(`Σ self[i]²`) without spurious overflow/underflow; 0 when empty.
     pub fn norm_l2(&self) -> f32 {
         slice::norm_l2(self.backend, &self.data)
     }
-    /// max |self[i]| (NaN if any is NaN); 0 when empty.
+    /// max |`self[i]|` (NaN if any is NaN); 0 when empty.
     pub fn norm_inf(&self) -> f32 {
         slice::norm_inf(self.backend, &self.data)
     }

@@ -1,5 +1,8 @@
 //! selu: `λ·x` for x > 0, `λ·α·(eˣ − 1)` otherwise (Klambauer et al. 2017); keeps −0.
 
+// λ and α with the paper's digits; the compiler rounds them to the nearest f32.
+#![allow(clippy::excessive_precision)]
+
 use super::elu::Elu;
 use crate::ops::{Bound, Params, UnaryDef};
 use crate::cpu::simd::Simd;
