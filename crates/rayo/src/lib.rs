@@ -35,7 +35,7 @@ mod vector;
 
 pub use backend::{force_cpu, Backend};
 pub use cpu::parallel::{max_threads, set_max_threads};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorSource, Result};
 pub use matrix::{gemm, gemm_with, MatMut, MatRef, Matrix};
 pub use tensor::Tensor;
 pub use vector::Vector;

@@ -29,4 +29,5 @@ pub use buffer::DeviceBuffer;
 pub use device::{is_available, CudaDevice, DeviceInfo};
 pub use graph::{BufId, CudaGraph, GraphBuilder};
 pub use pinned::PinnedBuffer;
-pub use rayo_ptx::kernels::{Expr, GemmKernel, GemmVariant, Kernel, ReduceOp};
+pub use crate::ops::ReduceOp;
+pub use rayo_ptx::kernels::{Expr, GemmKernel, GemmVariant, Kernel};
