@@ -7,7 +7,7 @@
 
 use crate::kernels::common::*;
 use crate::ptx::*;
-use super::prologue::{advance, load_passes, pass_pointers, prologue, slice_count, Prologue, THREADS};
+use super::prologue::{load_passes, prologue, slice_count, Prologue};
 
 const BM: u32 = 128;
 const BN: u32 = 128;
@@ -46,12 +46,12 @@ pub(super) fn build(k: &mut PtxKernel, bk: u32, split: u32) {
     let sa0 = k.mov(U, Operand::Symbol(sa));
     let sb0 = k.mov(U, Operand::Symbol(sb));
 
-    // Global → register loads. A: rows of BK floats, BK/4 float4s per row.
-    let a_per_row = bk / 4;
-    let a_rows_per_pass = THREADS / a_per_row;
-    let a_passes = BM / a_rows_per_pass;
-    let arow = k.bin(BinOp::Shr, U, tid, a_per_row.trailing_zeros());
-    let amod = k.bin(BinOp::And, PtxType::B32, tid, a_per_row - 1);
+    // Global → register loads, BK/8 passes of one float4 per thread for each of A and B. A: 128
+    // rows of BK floats, two threads per row; pass p takes float4 (tid & 1) + 2p of the row, so
+    // the passes are 32 bytes apart (an immediate offset, whatever k is).
+    let a_passes = bk / 8;
+    let arow = k.bin(BinOp::Shr, U, tid, 1u32);
+    let amod = k.bin(BinOp::And, PtxType::B32, tid, 1u32);
     let acol = k.mul(U, amod, 4u32);
     let grow = k.fma(U, by, BM, arow);
     let ai = k.fma(U, grow, kd, acol);
@@ -67,10 +67,12 @@ pub(super) fn build(k: &mut PtxKernel, bk: u32, split: u32) {
     } else {
         None
     };
-    // B: rows of 128 floats, 32 float4s per row, 8 rows per pass.
+    // B: BK rows of 128 floats (32 float4s), 32 / passes threads per row; pass p takes float4
+    // (tid % tpr) + p·tpr of the row (16·tpr bytes apart: an immediate offset, whatever n is).
     let b_passes = bk / 8;
-    let brow = k.bin(BinOp::Shr, U, tid, 5u32);
-    let bmod = k.bin(BinOp::And, PtxType::B32, tid, 31u32);
+    let tpr = 32 / b_passes;
+    let brow = k.bin(BinOp::Shr, U, tid, tpr.trailing_zeros());
+    let bmod = k.bin(BinOp::And, PtxType::B32, tid, tpr - 1);
     let bcol = k.mul(U, bmod, 4u32);
     let gcol = k.fma(U, bx, BN, bcol);
     let bi = k.fma(U, brow, n, gcol);
@@ -92,29 +94,27 @@ pub(super) fn build(k: &mut PtxKernel, bk: u32, split: u32) {
 
     let ra: Vec<Vec<Reg>> = (0..a_passes).map(|_| (0..4).map(|_| k.reg(F)).collect()).collect();
     let rb: Vec<Vec<Reg>> = (0..b_passes).map(|_| (0..4).map(|_| k.reg(F)).collect()).collect();
-    // pass strides and the B step per slice, in bytes (u64: n and k are run-time values)
-    let a_pass_bytes = k.bin(BinOp::MulWide, U, kd, a_rows_per_pass * 4);
-    let b_pass_bytes = k.bin(BinOp::MulWide, U, n, 8 * 4);
+    // B moves down BK rows per slice: a run-time step (n is a parameter), one u64 register
     let b_step = k.bin(BinOp::MulWide, U, n, bk * 4);
-    let pa = pass_pointers(k, ga, a_passes as usize, a_pass_bytes);
-    let pb = pass_pointers(k, gb, b_passes as usize, b_pass_bytes);
     let load = |k: &mut PtxKernel| {
-        load_passes(k, &ra, &pa);
-        load_passes(k, &rb, &pb);
-        advance(k, &pa, Operand::Int(bk as i64 * 4));
-        advance(k, &pb, Operand::Reg(b_step));
+        let a_at: Vec<Addr> = (0..a_passes as i64).map(|p| Addr::at(ga, 32 * p)).collect();
+        let b_at: Vec<Addr> = (0..b_passes as i64).map(|p| Addr::at(gb, 16 * tpr as i64 * p)).collect();
+        load_passes(k, &ra, &a_at);
+        load_passes(k, &rb, &b_at);
+        k.bin_to(BinOp::Add, ga, ga, Operand::Int(bk as i64 * 4));
+        k.bin_to(BinOp::Add, gb, gb, b_step);
     };
     let store = |k: &mut PtxKernel, off: Reg| {
         let pa = k.add(U, sa_st, off);
         for (p, r) in ra.iter().enumerate() {
             for (i, &v) in r.iter().enumerate() {
-                let o = (i as u32 * BM * 4 + p as u32 * a_rows_per_pass * 4) as i64;
+                let o = ((8 * p as u32 + i as u32) * BM * 4) as i64;
                 k.st(Space::Shared, F, Addr::at(pa, o), v);
             }
         }
         let pb = k.add(U, sb_st, off);
         for (p, r) in rb.iter().enumerate() {
-            k.st_v(Space::Shared, F, Addr::at(pb, p as i64 * 8 * BN as i64 * 4), r);
+            k.st_v(Space::Shared, F, Addr::at(pb, p as i64 * 16 * tpr as i64), r);
         }
     };
 

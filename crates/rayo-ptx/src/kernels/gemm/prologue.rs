@@ -50,10 +50,10 @@ pub(super) fn pass_pointers(k: &mut PtxKernel, base: Reg, passes: usize, pass_by
     ptrs
 }
 
-/// One 16-byte non-coherent global load per register quad: quad `p` from `ptrs[p]`.
-pub(super) fn load_passes(k: &mut PtxKernel, quads: &[Vec<Reg>], ptrs: &[Reg]) {
-    for (r, &base) in quads.iter().zip(ptrs) {
-        k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::Many(r.clone()), addr: Addr::reg(base), nc: true });
+/// One 16-byte non-coherent global load per register quad: quad `p` from `at[p]`.
+pub(super) fn load_passes(k: &mut PtxKernel, quads: &[Vec<Reg>], at: &[Addr]) {
+    for (r, addr) in quads.iter().zip(at) {
+        k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::Many(r.clone()), addr: addr.clone(), nc: true });
     }
 }
 

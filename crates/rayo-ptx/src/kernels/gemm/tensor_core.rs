@@ -73,8 +73,9 @@ pub(super) fn build(k: &mut PtxKernel, bk: u32) {
     let pa = pass_pointers(k, ga, a_passes as usize, a_pass_bytes);
     let pb = pass_pointers(k, gb, b_passes as usize, b_pass_bytes);
     let load = |k: &mut PtxKernel| {
-        load_passes(k, &ra, &pa);
-        load_passes(k, &rb, &pb);
+        let (a_at, b_at): (Vec<Addr>, Vec<Addr>) = (pa.iter().map(|&r| Addr::reg(r)).collect(), pb.iter().map(|&r| Addr::reg(r)).collect());
+        load_passes(k, &ra, &a_at);
+        load_passes(k, &rb, &b_at);
         advance(k, &pa, Operand::Int(bk as i64 * 4));
         advance(k, &pb, Operand::Reg(b_step));
     };
