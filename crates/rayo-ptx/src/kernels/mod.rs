@@ -1,5 +1,5 @@
 //! The kernel library: each kernel is a Rust value of its parameters (shape, tile, options) that
-//! builds a checked [`PtxKernel`](crate::ptx::PtxKernel) for a target SM.
+//! builds a checked [`PtxKernel`] for a target SM.
 
 mod common;
 mod elementwise;

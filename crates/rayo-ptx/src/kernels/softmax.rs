@@ -44,7 +44,7 @@ impl SoftmaxKernel {
     }
     /// Floats per chunk the kernel reads: 4 when `cols % 4 == 0`, else 1.
     pub fn width(&self) -> u32 {
-        if self.cols % 4 == 0 {
+        if self.cols.is_multiple_of(4) {
             4
         } else {
             1

@@ -203,7 +203,7 @@ impl CudaDevice {
             let bytes = (m.max(n) as u64) * (k.max(n) as u64) * 4;
             return Err(Error::BufferTooLarge { op: OP, bytes, limit: u32::MAX as u64 });
         }
-        for (buf, r, cols) in [(&*a, m, k), (&*b, k, n), (&*c, m, n)] {
+        for (buf, r, cols) in [(a, m, k), (b, k, n), (&*c, m, n)] {
             if buf.len() != r * cols {
                 return Err(Error::SizeMismatch { op: OP, shape: vec![r, cols], len: buf.len() });
             }

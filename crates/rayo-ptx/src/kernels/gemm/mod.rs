@@ -55,11 +55,11 @@ impl GemmVariant {
         if !self.is_valid() {
             return false;
         }
-        let tiles128 = m % 128 == 0 && n % 128 == 0 && m > 0 && n > 0 && k > 0;
+        let tiles128 = m.is_multiple_of(128) && n.is_multiple_of(128) && m > 0 && n > 0 && k > 0;
         match self {
             GemmVariant::Naive | GemmVariant::Tiled { .. } => true,
-            GemmVariant::Blocked { bk, split } => tiles128 && k % (bk * split) == 0,
-            GemmVariant::TensorCore { bk } => tiles128 && k % bk == 0,
+            GemmVariant::Blocked { bk, split } => tiles128 && k.is_multiple_of(bk * split),
+            GemmVariant::TensorCore { bk } => tiles128 && k.is_multiple_of(bk),
         }
     }
 }
@@ -93,7 +93,7 @@ impl GemmKernel {
     /// TF32 tensor-core GEMM (fp32 in and out, products with a 10-bit mantissa) when
     /// `m % 128 == 0`, `n % 128 == 0`, `k % 8 == 0`; other shapes get the exact fp32 tiled kernel.
     pub fn tensor_core(m: u32, k: u32, n: u32) -> GemmKernel {
-        let bk = if k % 16 == 0 { 16 } else { 8 };
+        let bk = if k.is_multiple_of(16) { 16 } else { 8 };
         Self::tensor_core_bk(m, k, n, bk).unwrap_or_else(|| Self::tiled(m, k, n, 16))
     }
 
