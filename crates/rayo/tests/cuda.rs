@@ -353,6 +353,11 @@ fn bad_sizes_are_errors_with_numbers() {
     let mut c9 = dev.zeros(9).unwrap();
     assert_eq!(dev.gemm_with(g, &x, &x, &mut c9), Err(Error::SizeMismatch { op: "cuda gemm", shape: vec![2, 2], len: 9 }));
     assert!(matches!(dev.gemm(&x, &x, &mut c, 1 << 33, 1, 2), Err(Error::BufferTooLarge { .. })));
+    // 2^21 rows of one column: more thread-block rows than a grid has (65535) is an error
+    let tall = dev.zeros(1 << 21).unwrap();
+    let one = dev.upload(&[1.0]).unwrap();
+    let mut tall_c = dev.zeros(1 << 21).unwrap();
+    assert!(matches!(dev.gemm_with(GemmKernel::naive(1 << 21, 1, 1), &tall, &one, &mut tall_c), Err(Error::InvalidParameter { name: "m", .. })));
     assert!(matches!(dev.layernorm(&x, &x, &x, 2, 5, f32::NAN, &mut out), Err(Error::LengthMismatch { .. }) | Err(Error::InvalidParameter { .. })));
 }
 

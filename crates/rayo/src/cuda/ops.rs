@@ -30,7 +30,7 @@ fn rows_cols(op: &'static str, x: &DeviceBuffer, rows: usize, cols: usize) -> Re
     }
     // the kernels address a row with a 32-bit byte offset
     if cols > (u32::MAX / 4) as usize {
-        return Err(Error::BufferTooLarge { op, bytes: cols as u64 * 4, limit: u32::MAX as u64 });
+        return Err(Error::BufferTooLarge { op, bytes: (cols as u64).saturating_mul(4), limit: u32::MAX as u64 });
     }
     Ok((rows as u32, cols as u32))
 }
@@ -200,7 +200,7 @@ impl CudaDevice {
         self.owns(OP, &[a, b, c])?;
         let (m, k, n) = (g.m() as usize, g.k() as usize, g.n() as usize);
         if !g.indices_fit() {
-            let bytes = (m.max(n) as u64) * (k.max(n) as u64) * 4;
+            let bytes = (m.max(n) as u64).saturating_mul(k.max(n) as u64).saturating_mul(4);
             return Err(Error::BufferTooLarge { op: OP, bytes, limit: u32::MAX as u64 });
         }
         for (buf, r, cols) in [(a, m, k), (b, k, n), (&*c, m, n)] {
@@ -211,13 +211,17 @@ impl CudaDevice {
         if m == 0 || n == 0 {
             return Ok(());
         }
+        let cfg = g.launch();
+        if cfg.grid.1 > 65535 {
+            return Err(Error::InvalidParameter { op: OP, name: "m", value: m as f64, reason: "more rows than the grid allows" });
+        }
         let f = self.loaded(&g)?;
         if g.needs_zeroed_output() {
             self.stream.memset_zeros(&mut c.slice).map_err(super::ffi::drv)?;
         }
         let [sm, sk, sn] = g.scalars();
         let mut args = [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(sm), Arg::U32(sk), Arg::U32(sn)];
-        launch(&self.stream, &f, g.launch(), &mut args)
+        launch(&self.stream, &f, cfg, &mut args)
     }
 }
 

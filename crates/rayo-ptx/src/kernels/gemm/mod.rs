@@ -248,6 +248,26 @@ mod tests {
         assert_eq!(g.launch().grid, (3, 2, 2));
     }
 
+    /// Extreme values are refused or clamped, never a panic or a wrapped size (run in debug
+    /// builds too, where overflow checks are live).
+    #[test]
+    fn hostile_parameters_do_not_panic() {
+        let max = u32::MAX;
+        for v in [GemmVariant::Blocked { bk: max, split: max }, GemmVariant::TensorCore { bk: max }, GemmVariant::Tiled { tile: max }] {
+            assert_eq!(GemmKernel::new(v, max, max, max), None);
+        }
+        let big = GemmKernel::blocked_split(max - 127, max - 127, max - 127, 16, 2).unwrap(); // 2^32 - 128
+        assert!(!big.indices_fit());
+        assert_eq!(GemmKernel::blocked_split(max - 63, 128, 128, 16, 2), None);
+        for g in [GemmKernel::naive(max, max, max), GemmKernel::tiled(max, max, max, max), GemmKernel::auto(max, max, max), GemmKernel::for_device(max, max, max, max)] {
+            assert!(!g.indices_fit());
+            let _ = (g.launch(), g.flops(), g.name());
+        }
+        let g = GemmKernel::blocked_split(1 << 31, 1 << 31, 1 << 31, 8, 2).unwrap();
+        assert!(!g.indices_fit());
+        assert_eq!(g.launch().grid, (1 << 24, 1 << 24, 2));
+    }
+
     #[test]
     fn the_name_is_the_variant_not_the_shape() {
         assert_eq!(GemmKernel::tiled(3, 5, 7, 16).name(), GemmKernel::tiled(1024, 1, 9, 16).name());
