@@ -171,6 +171,9 @@ impl<'d> GraphBuilder<'d> {
     }
 
     /// Runs the chain once (loading every kernel and checking every size), then captures it.
+    /// While it captures, the device's stream records instead of running: work queued on the
+    /// same device from another thread meanwhile fails with a driver error (build graphs on a
+    /// device value of their own when other threads use one).
     pub fn build(mut self) -> Result<CudaGraph<'d>> {
         let dev = self.dev;
         if self.steps.is_empty() {
