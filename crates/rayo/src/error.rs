@@ -45,6 +45,12 @@ pub enum Error {
     /// The system could not provide a buffer of this many bytes (a size that fits `usize`
     /// but not in memory).
     OutOfMemory { op: &'static str, bytes: u64 },
+    /// A driver call failed: `api` names the driver (e.g. "cuda"), `message` is its text, and
+    /// the driver's own error value is the [`source`](std::error::Error::source).
+    Driver { api: &'static str, message: String, source: ErrorSource },
+    /// A buffer (or buffer id) made by one device, stream or batch was given to another; `owner`
+    /// and `user` are the ids of the two (see e.g. `CudaDevice::id`).
+    ForeignBuffer { op: &'static str, owner: u64, user: u64 },
 }
 
 /// The value of a non-float parameter in [`Error::InvalidArgument`], in its own type.
@@ -75,6 +81,29 @@ impl fmt::Display for ArgValue {
             ArgValue::Usize(v) => write!(f, "{v}"),
             ArgValue::Bool(v) => write!(f, "{v}"),
         }
+    }
+}
+
+/// The underlying error of [`Error::Driver`], shared (so `Error` stays `Clone`). Two are equal
+/// whatever they hold: `Driver` errors compare by `api` and `message`.
+#[derive(Clone)]
+pub struct ErrorSource(pub std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl ErrorSource {
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> ErrorSource {
+        ErrorSource(std::sync::Arc::new(e))
+    }
+}
+
+impl fmt::Debug for ErrorSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl PartialEq for ErrorSource {
+    fn eq(&self, _: &ErrorSource) -> bool {
+        true
     }
 }
 
@@ -124,11 +153,22 @@ impl fmt::Display for Error {
             }
             Error::InvalidArgument { op, name, value, reason } => write!(f, "{op}: invalid {name} = {value}: {reason}"),
             Error::OutOfMemory { op, bytes } => write!(f, "{op}: could not allocate {bytes} bytes"),
+            Error::Driver { api, message, .. } => write!(f, "{api} driver error: {message}"),
+            Error::ForeignBuffer { op, owner, user } => {
+                write!(f, "{op}: buffer of device/batch {owner} used with device/batch {user}")
+            }
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Driver { source, .. } => Some(&*source.0),
+            _ => None,
+        }
+    }
+}
 
 /// Checks that two lengths agree.
 #[inline]
@@ -190,5 +230,21 @@ mod tests {
         assert!(e.to_string().contains("overflows usize"), "{e}");
         fn assert_send_sync<T: Send + Sync + std::error::Error>() {}
         assert_send_sync::<Error>();
+    }
+
+    #[test]
+    fn driver_errors_have_a_source_and_compare_by_text() {
+        use std::error::Error as _;
+        let io = std::io::Error::other("CUDA_ERROR_LAUNCH_FAILED");
+        let e = Error::Driver { api: "cuda", message: io.to_string(), source: ErrorSource::new(io) };
+        let src = e.source().expect("a driver error has a source");
+        assert_eq!(src.to_string(), "CUDA_ERROR_LAUNCH_FAILED");
+        assert_eq!(e.to_string(), "cuda driver error: CUDA_ERROR_LAUNCH_FAILED");
+        let same = Error::Driver { api: "cuda", message: "CUDA_ERROR_LAUNCH_FAILED".into(), source: ErrorSource::new(std::fmt::Error) };
+        assert_eq!(e, same);
+        assert_ne!(e, Error::Driver { api: "cuda", message: "other".into(), source: ErrorSource::new(std::fmt::Error) });
+        assert!(Error::EmptyInput { op: "x" }.source().is_none());
+        let f = Error::ForeignBuffer { op: "cuda download", owner: 1, user: 2 };
+        assert_eq!(f.to_string(), "cuda download: buffer of device/batch 1 used with device/batch 2");
     }
 }

@@ -45,7 +45,7 @@ pub use backend::{force_cpu, Backend};
 pub use config::{Config, EnvVar};
 pub use cpu::parallel::{max_threads, set_max_threads, Par};
 pub use cpu::pool::{buffer_reuse, set_buffer_reuse};
-pub use error::{ArgValue, Error, Result};
+pub use error::{ArgValue, Error, ErrorSource, Result};
 pub use matrix::{gemm, gemm_par, gemm_with, MatMut, MatRef, Matrix};
 pub use tensor::Tensor;
 pub use vector::Vector;

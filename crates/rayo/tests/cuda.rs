@@ -1,12 +1,13 @@
 //! The CUDA runtime. Without a driver: every entry point is an error value (never a panic).
 //! With a device: every kernel against an f64 CPU reference on awkward shapes, outputs poisoned
-//! with NaN before each launch. `RAYO_REQUIRE_CUDA=1` turns "no device" into a failure.
+//! with NaN before each launch. `RAYO_REQUIRE_CUDA=1` turns "no device" into a failure; without
+//! it each GPU test prints one `SKIP cuda: <test> (no device)` line (count them with grep).
 #![cfg(feature = "cuda")]
 
-use rayo::cuda::{CudaDevice, DeviceBuffer, Expr, GemmKernel, GemmVariant, ReduceOp};
+use rayo::cuda::{CudaDevice, DeviceBuffer, Expr, GemmKernel, GemmVariant, Kernel, ReduceOp};
 use rayo::Error;
 
-fn device() -> Option<&'static CudaDevice> {
+fn device(test: &str) -> Option<&'static CudaDevice> {
     match CudaDevice::global() {
         Ok(d) => {
             println!("cuda device: {}", d.info());
@@ -15,10 +16,16 @@ fn device() -> Option<&'static CudaDevice> {
         Err(e) => {
             let required = std::env::var("RAYO_REQUIRE_CUDA").map(|v| v == "1").unwrap_or(false);
             assert!(!required, "RAYO_REQUIRE_CUDA=1 but no CUDA device: {e}");
-            println!("skip: no CUDA device: {e}");
+            println!("SKIP cuda: {test} (no device)");
             None
         }
     }
+}
+
+/// A second, independent device value (own stream, own kernel cache), or a skip.
+fn fresh_device(test: &str) -> Option<CudaDevice> {
+    device(test)?;
+    Some(CudaDevice::new().expect("a second CudaDevice on the same GPU"))
 }
 
 /// xorshift: reproducible inputs without a dependency; a fresh seed per call site.
@@ -65,12 +72,11 @@ fn no_driver_is_an_error_not_a_panic() {
         }
         Err(other) => panic!("expected NoDevice, got {other}"),
     }
-    let _ = device();
 }
 
 #[test]
 fn elementwise_matches_f64() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = device("elementwise_matches_f64") else { return };
     let x = || Expr::input(0);
     let y = || Expr::input(1);
     let cases: Vec<(&str, Expr, (f32, f32))> = vec![
@@ -107,43 +113,82 @@ fn elementwise_matches_f64() {
 
 #[test]
 fn reductions_match_f64() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = device("reductions_match_f64") else { return };
     let mut rng = Rng(0xD1B54A32D192ED03);
     for &n in LENS.iter().chain(&[10_000_000usize]) {
         let xs = rng.vec(n, -1.0, 1.0);
         let ys = rng.vec(n, -1.0, 1.0);
         let (x, y) = (dev.upload(&xs).unwrap(), dev.upload(&ys).unwrap());
-        let abs: f64 = xs.iter().map(|v| v.abs() as f64).sum();
-        let sum: f64 = xs.iter().map(|&v| v as f64).sum();
-        let g = dev.reduce(ReduceOp::Sum, &x, None).unwrap() as f64;
-        assert!((g - sum).abs() <= 1e-6 * abs + 1e-6, "sum n={n}: {g} vs {sum}");
-        let dot: f64 = xs.iter().zip(&ys).map(|(&a, &b)| a as f64 * b as f64).sum();
-        let dabs: f64 = xs.iter().zip(&ys).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
-        let g = dev.reduce(ReduceOp::Dot, &x, Some(&y)).unwrap() as f64;
-        assert!((g - dot).abs() <= 1e-6 * dabs + 1e-6, "dot n={n}: {g} vs {dot}");
-        let mx = xs.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let mn = xs.iter().cloned().fold(f32::INFINITY, f32::min);
-        assert_eq!(dev.reduce(ReduceOp::Max, &x, None).unwrap(), mx, "max n={n}");
-        assert_eq!(dev.reduce(ReduceOp::Min, &x, None).unwrap(), mn, "min n={n}");
-        println!("ok sum/dot/max/min n={n}");
+        let x64: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
+        let y64: Vec<f64> = ys.iter().map(|&v| v as f64).collect();
+        for op in ReduceOp::ALL {
+            let yb = (op.arity() == 2).then_some(&y);
+            let got = dev.reduce(op, &x, yb).unwrap() as f64;
+            let want = op.reference(&x64, Some(&y64)).unwrap();
+            match op {
+                // exact: max, min and |max| pick an element
+                ReduceOp::Max | ReduceOp::Min | ReduceOp::NormInf => assert_eq!(got, want as f32 as f64, "{} n={n}", op.name()),
+                _ => {
+                    // sums of n terms in f32 (tree + four chains): within 1e-6 of Σ|term|
+                    let mag = match op {
+                        ReduceOp::Dot => x64.iter().zip(&y64).map(|(a, b)| (a * b).abs()).sum::<f64>(),
+                        ReduceOp::NormL2 => want,
+                        _ => x64.iter().map(|v| v.abs()).sum::<f64>(),
+                    };
+                    assert!((got - want).abs() <= 1e-6 * mag + 1e-6, "{} n={n}: {got} vs {want}", op.name());
+                }
+            }
+        }
+        println!("ok all seven reductions n={n}");
+    }
+    // NaN propagates through every reduction (max/min as PyTorch: any NaN gives NaN); ±inf
+    for n in [1usize, 7, 4097, 1_000_003] {
+        for pos in [0, n / 2, n - 1] {
+            let mut xs = rng.vec(n, -1.0, 1.0);
+            xs[pos] = f32::NAN;
+            let x = dev.upload(&xs).unwrap();
+            for op in ReduceOp::ALL {
+                let yb = (op.arity() == 2).then_some(&x);
+                let got = dev.reduce(op, &x, yb).unwrap();
+                assert!(got.is_nan(), "{} n={n} NaN at {pos}: got {got}", op.name());
+            }
+            xs[pos] = f32::NEG_INFINITY;
+            let x = dev.upload(&xs).unwrap();
+            assert_eq!(dev.reduce(ReduceOp::Min, &x, None).unwrap(), f32::NEG_INFINITY);
+            assert_eq!(dev.reduce(ReduceOp::NormInf, &x, None).unwrap(), f32::INFINITY);
+            assert_eq!(dev.reduce(ReduceOp::Sum, &x, None).unwrap(), f32::NEG_INFINITY);
+        }
     }
     let empty = dev.zeros(0).unwrap();
-    assert_eq!(dev.reduce(ReduceOp::Sum, &empty, None).unwrap(), 0.0);
-    assert!(matches!(dev.reduce(ReduceOp::Max, &empty, None), Err(Error::EmptyInput { .. })));
+    for op in ReduceOp::ALL {
+        let yb = (op.arity() == 2).then_some(&empty);
+        match op.empty_value() {
+            Some(v) => assert_eq!(dev.reduce(op, &empty, yb).unwrap(), v, "{}", op.name()),
+            None => assert!(matches!(dev.reduce(op, &empty, yb), Err(Error::EmptyInput { .. })), "{}", op.name()),
+        }
+    }
+    // the wrong number of inputs is a length error with both counts
+    let x = dev.upload(&[1.0; 4]).unwrap();
+    assert!(matches!(dev.reduce(ReduceOp::Dot, &x, None), Err(Error::LengthMismatch { expected: 2, actual: 1, .. })));
+    assert!(matches!(dev.reduce(ReduceOp::Sum, &x, Some(&x)), Err(Error::LengthMismatch { expected: 1, actual: 2, .. })));
 }
 
 const ROWS_COLS: &[(usize, usize)] = &[(1, 1), (3, 7), (5, 33), (2, 1000), (4, 4096), (7, 4097), (64, 1024), (3, 20000)];
 
 #[test]
 fn softmax_and_log_softmax_match_f64() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = device("softmax_and_log_softmax_match_f64") else { return };
     let mut rng = Rng(0x2545F4914F6CDD1D);
     for &(rows, cols) in ROWS_COLS {
         let xs = rng.vec(rows * cols, -10.0, 10.0);
         let x = dev.upload(&xs).unwrap();
         for log in [false, true] {
             let mut out = poisoned(dev, rows * cols);
-            dev.softmax(&x, rows, cols, log, &mut out).unwrap();
+            if log {
+                dev.log_softmax_rows(&x, rows, cols, &mut out).unwrap();
+            } else {
+                dev.softmax_rows(&x, rows, cols, &mut out).unwrap();
+            }
             let got = dev.download(&out).unwrap();
             let mut want = Vec::with_capacity(rows * cols);
             for r in xs.chunks(cols) {
@@ -153,13 +198,27 @@ fn softmax_and_log_softmax_match_f64() {
             }
             let (rel, abs) = if log { (2e-6, 1e-5) } else { (2e-5, 1e-9) };
             close(&format!("{} {rows}x{cols}", if log { "log_softmax" } else { "softmax" }), &got, &want, rel, abs);
+            if rows == 1 {
+                // the 1-D form: the whole buffer is one row
+                let mut out1 = poisoned(dev, cols);
+                if log {
+                    dev.log_softmax(&x, &mut out1).unwrap();
+                } else {
+                    dev.softmax(&x, &mut out1).unwrap();
+                }
+                assert_eq!(dev.download(&out1).unwrap(), got);
+            }
         }
     }
+    let empty = dev.zeros(0).unwrap();
+    let mut out = dev.zeros(0).unwrap();
+    assert!(matches!(dev.softmax(&empty, &mut out), Err(Error::EmptyInput { .. })));
+    assert!(matches!(dev.log_softmax(&empty, &mut out), Err(Error::EmptyInput { .. })));
 }
 
 #[test]
 fn layernorm_and_rmsnorm_match_f64() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = device("layernorm_and_rmsnorm_match_f64") else { return };
     let mut rng = Rng(0x7F4A7C159E3779B9);
     let eps = 1e-5f32;
     for &(rows, cols) in ROWS_COLS {
@@ -192,7 +251,7 @@ fn layernorm_and_rmsnorm_match_f64() {
 }
 
 fn gemm_check(dev: &CudaDevice, g: GemmKernel, rng: &mut Rng, samples: Option<usize>) {
-    let (m, n, k) = (g.m as usize, g.n as usize, g.k as usize);
+    let (m, k, n) = (g.m() as usize, g.k() as usize, g.n() as usize);
     let a = rng.vec(m * k, -1.0, 1.0);
     let b = rng.vec(k * n, -1.0, 1.0);
     let (ab, bb) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
@@ -212,31 +271,35 @@ fn gemm_check(dev: &CudaDevice, g: GemmKernel, rng: &mut Rng, samples: Option<us
             sa += t.abs();
         }
         let err = (got[i * n + j] as f64 - s).abs();
-        // TF32 rounds each operand to a 10-bit mantissa: products are good to ~1e-3
-        let rel = if matches!(g.variant, GemmVariant::TensorCore { .. }) { 1.5e-3 } else { 1e-5 };
-        assert!(err <= rel * sa + 1e-6, "gemm {g:?} at ({i},{j}): got {}, want {s}", got[i * n + j]);
+        // fp32: (k+2)·ε·Σ|a·b| (the classical bound of a k-term dot product); TF32 rounds each
+        // operand to a 10-bit mantissa first, adding 2^-10 of Σ|a·b|
+        let eps = f32::EPSILON as f64;
+        let tf32 = if matches!(g.variant(), GemmVariant::TensorCore { .. }) { 2f64.powi(-10) } else { 0.0 };
+        let tol = ((k as f64 + 2.0) * eps + tf32) * sa + 1e-30;
+        assert!(err <= tol, "gemm {g:?} at ({i},{j}): got {}, want {s} (err {err:e} > tol {tol:e})", got[i * n + j]);
         worst = worst.max(err / (sa + 1e-6));
     }
     assert!(got.iter().all(|v| v.is_finite()), "gemm {g:?}: unwritten (NaN) outputs");
-    println!("ok gemm {:?} {m}x{n}x{k}: worst error / sum|ab| {worst:.2e}", g.variant);
+    println!("ok gemm {:?} {m}x{k}x{n}: worst error / sum|ab| {worst:.2e}", g.variant());
 }
 
 #[test]
 fn gemm_small_matches_f64() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = device("gemm_small_matches_f64") else { return };
     let mut rng = Rng(0x94D049BB133111EB);
-    for (m, n, k) in [(1, 1, 1), (33, 17, 9), (100, 70, 33), (129, 65, 257), (64, 64, 0)] {
-        gemm_check(dev, GemmKernel::naive(m, n, k), &mut rng, None);
-        gemm_check(dev, GemmKernel::tiled(m, n, k, 16), &mut rng, None);
-        gemm_check(dev, GemmKernel::tiled(m, n, k, 32), &mut rng, None);
+    for (m, k, n) in [(1, 1, 1), (33, 9, 17), (100, 33, 70), (129, 257, 65), (64, 0, 64), (7, 300, 1)] {
+        gemm_check(dev, GemmKernel::naive(m, k, n), &mut rng, None);
+        gemm_check(dev, GemmKernel::tiled(m, k, n, 8), &mut rng, None);
+        gemm_check(dev, GemmKernel::tiled(m, k, n, 16), &mut rng, None);
+        gemm_check(dev, GemmKernel::tiled(m, k, n, 32), &mut rng, None);
     }
-    for (m, n, k) in [(128, 128, 16), (256, 384, 144), (512, 512, 512)] {
-        gemm_check(dev, GemmKernel::blocked_bk(m, n, k, 8).unwrap(), &mut rng, None);
-        gemm_check(dev, GemmKernel::blocked_bk(m, n, k, 16).unwrap(), &mut rng, None);
+    for (m, k, n) in [(128, 16, 128), (256, 144, 384), (384, 16, 128), (128, 32, 640), (512, 512, 512)] {
+        gemm_check(dev, GemmKernel::blocked_bk(m, k, n, 8).unwrap(), &mut rng, None);
+        gemm_check(dev, GemmKernel::blocked_bk(m, k, n, 16).unwrap(), &mut rng, None);
     }
-    for (m, n, k) in [(128, 128, 32), (256, 384, 160), (512, 512, 512)] {
+    for (m, k, n) in [(128, 32, 128), (256, 160, 384), (128, 64, 256), (512, 512, 512)] {
         for bk in [8, 16] {
-            let g = GemmKernel::blocked_split(m, n, k, bk, 2).unwrap();
+            let g = GemmKernel::blocked_split(m, k, n, bk, 2).unwrap();
             gemm_check(dev, g, &mut rng, None);
             // split-K adds two halves onto zero: the same bits on every run
             let a = dev.upload(&rng.vec(m as usize * k as usize, -1.0, 1.0)).unwrap();
@@ -253,11 +316,11 @@ fn gemm_small_matches_f64() {
 
 #[test]
 fn gemm_large_sampled_matches_f64() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = device("gemm_large_sampled_matches_f64") else { return };
     let mut rng = Rng(0x5851F42D4C957F2D);
-    for (m, n, k) in [(128, 128, 8), (256, 384, 136), (128, 256, 48), (512, 512, 512)] {
+    for (m, k, n) in [(128, 8, 128), (256, 136, 384), (128, 48, 256), (384, 16, 128), (512, 512, 512)] {
         for bk in [8, 16] {
-            if let Some(g) = GemmKernel::tensor_core_bk(m, n, k, bk) {
+            if let Some(g) = GemmKernel::tensor_core_bk(m, k, n, bk) {
                 gemm_check(dev, g, &mut rng, None);
             }
         }
@@ -272,7 +335,7 @@ fn gemm_large_sampled_matches_f64() {
 
 #[test]
 fn bad_sizes_are_errors_with_numbers() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = device("bad_sizes_are_errors_with_numbers") else { return };
     let x = dev.upload(&[1.0; 10]).unwrap();
     let y = dev.upload(&[1.0; 11]).unwrap();
     let mut out = dev.zeros(10).unwrap();
@@ -280,31 +343,45 @@ fn bad_sizes_are_errors_with_numbers() {
     assert_eq!(dev.elementwise(&e, &[&x, &y], &mut out), Err(Error::LengthMismatch { op: "cuda elementwise", expected: 10, actual: 11 }));
     assert!(matches!(dev.elementwise(&e, &[&x], &mut out), Err(Error::LengthMismatch { expected: 2, actual: 1, .. })));
     assert!(matches!(dev.reduce(ReduceOp::Dot, &x, Some(&y)), Err(Error::LengthMismatch { .. })));
-    assert!(matches!(dev.softmax(&x, 3, 4, false, &mut out), Err(Error::SizeMismatch { .. })));
+    assert!(matches!(dev.softmax_rows(&x, 3, 4, &mut out), Err(Error::SizeMismatch { .. })));
     let mut c = dev.zeros(4).unwrap();
-    assert!(matches!(dev.gemm(&x, &x, &mut c, 2, 2, 4), Err(Error::ShapeMismatch { .. })));
-    assert!(dev.gemm(&x, &x, &mut c, 2, 2, 5).is_ok());
+    // (m, k, n) = (2, 4, 2): a must hold 2×4 = 8 floats, it holds 10
+    assert_eq!(dev.gemm(&x, &x, &mut c, 2, 4, 2), Err(Error::SizeMismatch { op: "cuda gemm", shape: vec![2, 4], len: 10 }));
+    assert!(dev.gemm(&x, &x, &mut c, 2, 5, 2).is_ok());
+    // a kernel made for one shape is re-checked against the buffers it is given
+    let g = GemmKernel::naive(2, 5, 2);
+    let mut c9 = dev.zeros(9).unwrap();
+    assert_eq!(dev.gemm_with(g, &x, &x, &mut c9), Err(Error::SizeMismatch { op: "cuda gemm", shape: vec![2, 2], len: 9 }));
+    assert!(matches!(dev.gemm(&x, &x, &mut c, 1 << 33, 1, 2), Err(Error::BufferTooLarge { .. })));
+    // 2^21 rows of one column: more thread-block rows than a grid has (65535) is an error
+    let tall = dev.zeros(1 << 21).unwrap();
+    let one = dev.upload(&[1.0]).unwrap();
+    let mut tall_c = dev.zeros(1 << 21).unwrap();
+    assert!(matches!(dev.gemm_with(GemmKernel::naive(1 << 21, 1, 1), &tall, &one, &mut tall_c), Err(Error::InvalidParameter { name: "m", .. })));
     assert!(matches!(dev.layernorm(&x, &x, &x, 2, 5, f32::NAN, &mut out), Err(Error::LengthMismatch { .. }) | Err(Error::InvalidParameter { .. })));
 }
 
 #[test]
 fn graph_replays_a_chain_of_small_launches() {
-    let Some(dev) = device() else { return };
+    // A device of its own: while the builder captures its stream, other threads' work on that
+    // stream would be refused by the driver (tests run in parallel).
+    let Some(dev) = fresh_device("graph_replays_a_chain_of_small_launches") else { return };
+    let dev = &dev;
     let n = 4097;
     let mut rng = Rng(0xA0761D6478BD642F);
     let half = Expr::input(0).scale(0.5).add(Expr::input(0));
     let sig = Expr::input(0).sigmoid();
     let mut g = dev.graph();
-    let x = g.buffer(dev.upload(&rng.vec(n, -1.0, 1.0)).unwrap());
-    let y = g.buffer(poisoned(dev, n));
+    let x = g.buffer(dev.upload(&rng.vec(n, -1.0, 1.0)).unwrap()).unwrap();
+    let y = g.buffer(poisoned(dev, n)).unwrap();
     for _ in 0..10 {
         g.elementwise(&half, &[x], y).unwrap();
         g.elementwise(&sig, &[y], x).unwrap();
     }
     assert!(matches!(g.elementwise(&sig, &[x], x), Err(Error::InvalidArgument { .. })));
     let mut other = dev.graph();
-    let foreign = other.buffer(dev.zeros(n).unwrap());
-    assert!(matches!(g.elementwise(&sig, &[foreign], y), Err(Error::InvalidArgument { .. })));
+    let foreign = other.buffer(dev.zeros(n).unwrap()).unwrap();
+    assert!(matches!(g.elementwise(&sig, &[foreign], y), Err(Error::ForeignBuffer { .. })));
     let mut graph = g.build().unwrap();
     assert_eq!(graph.len(), 20);
     for round in 0..3 {
@@ -329,7 +406,7 @@ fn graph_replays_a_chain_of_small_launches() {
 
 #[test]
 fn pinned_buffers_round_trip() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = device("pinned_buffers_round_trip") else { return };
     let mut rng = Rng(0xE7037ED1A0B428DB);
     for n in [0usize, 1, 4097, 1 << 20] {
         let data = rng.vec(n, -1.0, 1.0);
@@ -348,7 +425,7 @@ fn pinned_buffers_round_trip() {
 
 #[test]
 fn matrix_matmul_offloads_above_the_crossover_and_agrees_with_the_cpu() {
-    let Some(_dev) = device() else { return };
+    let Some(_dev) = device("matrix_matmul_offloads_above_the_crossover_and_agrees_with_the_cpu") else { return };
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let (m, k, n) = (600, 513, 517); // above MATMUL_MIN_MKN, not multiples of any tile
     assert!(rayo::cuda::dispatch::matmul_prefers_cuda(m, k, n));
@@ -356,9 +433,116 @@ fn matrix_matmul_offloads_above_the_crossover_and_agrees_with_the_cpu() {
     let a = rayo::Matrix::from_vec(m, k, rng.vec(m * k, -1.0, 1.0)).unwrap();
     let b = rayo::Matrix::from_vec(k, n, rng.vec(k * n, -1.0, 1.0)).unwrap();
     let gpu = a.matmul(&b).unwrap();
-    let mut cpu = vec![0.0f32; m * n];
-    rayo::gemm(1.0, a.view(), b.view(), 0.0, rayo::MatMut::row_major(&mut cpu, m, n).unwrap()).unwrap();
-    for (i, (&g, &c)) in gpu.as_slice().iter().zip(&cpu).enumerate() {
-        assert!((g - c).abs() <= 1e-4 * k as f32, "element {i}: device {g}, cpu {c}");
+    // against f64, within the fp32 bound of a k-term dot product: (k+2)·ε·Σ|a·b|
+    let eps = f32::EPSILON as f64;
+    let (av, bv) = (a.as_slice(), b.as_slice());
+    let mut worst = 0.0f64;
+    for i in 0..m {
+        for j in 0..n {
+            let (mut s, mut sa) = (0.0f64, 0.0f64);
+            for p in 0..k {
+                let t = av[i * k + p] as f64 * bv[p * n + j] as f64;
+                s += t;
+                sa += t.abs();
+            }
+            let g = gpu.as_slice()[i * n + j] as f64;
+            let tol = (k as f64 + 2.0) * eps * sa;
+            assert!((g - s).abs() <= tol, "C[{i}][{j}]: device {g}, f64 {s} (tol {tol:e})");
+            worst = worst.max((g - s).abs() / sa);
+        }
     }
+    println!("ok offloaded matmul {m}x{k}x{n}: worst error / sum|ab| {worst:.2e} (bound {:.2e})", (k as f64 + 2.0) * eps);
+}
+
+/// 1,000 calls with different lengths, row sizes, epsilons and GEMM shapes compile a handful of
+/// kernels: shapes and scalars are kernel arguments, not part of the generated code.
+#[test]
+fn kernel_cache_stays_small_when_shapes_vary() {
+    let Some(dev) = fresh_device("kernel_cache_stays_small_when_shapes_vary") else { return };
+    assert_eq!(dev.cached_kernels(), 0);
+    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    for i in 0..1000usize {
+        let len = 1 + i * 37 % 3000;
+        let x = dev.upload(&rng.vec(len, -1.0, 1.0)).unwrap();
+        let mut out = dev.zeros(len).unwrap();
+        dev.reduce(ReduceOp::Sum, &x, None).unwrap();
+        if i % 2 == 0 {
+            dev.softmax(&x, &mut out).unwrap();
+        } else {
+            dev.log_softmax(&x, &mut out).unwrap();
+        }
+        let g = dev.upload(&vec![1.0; len]).unwrap();
+        dev.rmsnorm(&x, &g, 1, len, 1e-6 * (1 + i) as f32, &mut out).unwrap();
+        let (m, k, n) = (1 + i % 13, 1 + i % 29, 1 + i % 11);
+        let (a, b) = (dev.upload(&rng.vec(m * k, -1.0, 1.0)).unwrap(), dev.upload(&rng.vec(k * n, -1.0, 1.0)).unwrap());
+        let mut c = dev.zeros(m * n).unwrap();
+        dev.gemm(&a, &b, &mut c, m, k, n).unwrap();
+    }
+    dev.synchronize().unwrap();
+    let cached = dev.cached_kernels();
+    println!("1000 calls x 4 ops with varying shapes and eps: {cached} kernels compiled");
+    // reduce sum + its second pass, softmax and log_softmax x 2 widths, rmsnorm x 2 widths,
+    // the tiled GEMM
+    assert!(cached <= 9, "{cached} kernels for 1000 shapes");
+}
+
+/// A buffer belongs to the device value that made it: a second `CudaDevice` (its own stream)
+/// refuses it in every op, with both ids.
+#[test]
+fn a_buffer_of_another_device_is_an_error() {
+    let Some(d1) = fresh_device("a_buffer_of_another_device_is_an_error") else { return };
+    let d2 = CudaDevice::new().unwrap();
+    assert_ne!(d1.id(), d2.id());
+    let foreign = |r: rayo::Result<()>| {
+        assert!(matches!(r, Err(Error::ForeignBuffer { owner, user, .. }) if owner == d1.id() && user == d2.id()), "{r:?}");
+    };
+    let mut x = d1.upload(&[1.0; 256]).unwrap();
+    assert_eq!(x.device_id(), d1.id());
+    let mine = d2.upload(&[1.0; 256]).unwrap();
+    let mut out = d2.zeros(256).unwrap();
+    foreign(d2.download(&x).map(drop));
+    foreign(d2.download_into(&x, &mut [0.0; 256]));
+    foreign(d2.write(&mut x, &[2.0; 256]));
+    foreign(d2.reduce(ReduceOp::Sum, &x, None).map(drop));
+    foreign(d2.reduce(ReduceOp::Dot, &mine, Some(&x)).map(drop));
+    foreign(d2.softmax(&x, &mut out));
+    foreign(d2.log_softmax_rows(&x, 16, 16, &mut out));
+    foreign(d2.rmsnorm(&mine, &x, 1, 256, 1e-5, &mut out));
+    foreign(d2.layernorm(&mine, &mine, &x, 1, 256, 1e-5, &mut out));
+    foreign(d2.gemm(&x, &mine, &mut out, 16, 16, 16));
+    foreign(d2.elementwise(&Expr::input(0).add(Expr::input(1)), &[&mine, &x], &mut out));
+    let mut x_out = d1.zeros(256).unwrap();
+    foreign(d2.softmax(&mine, &mut x_out));
+    let mut p = d1.alloc_pinned(256).unwrap();
+    foreign(d2.write_pinned(&mut out, &p));
+    foreign(d2.download_pinned(&mine, &mut p));
+    let mut g = d2.graph();
+    foreign(g.buffer(x).map(drop));
+    // its own device still takes it
+    d1.download(&x_out).unwrap();
+}
+
+/// A user kernel named like a built-in one does not replace it in the cache (the cache is keyed
+/// by kernel type and name).
+#[test]
+fn a_user_kernel_cannot_poison_the_cache() {
+    let Some(dev) = fresh_device("a_user_kernel_cannot_poison_the_cache") else { return };
+    struct Impostor;
+    impl Kernel for Impostor {
+        fn name(&self) -> String {
+            GemmKernel::naive(1, 1, 1).name()
+        }
+        fn build(&self, _sm: u32) -> rayo_ptx::ptx::PtxKernel {
+            // same entry name, different parameters, does nothing
+            let mut k = rayo_ptx::ptx::PtxKernel::new(&self.name());
+            k.add_param("x", rayo_ptx::ptx::PtxType::U64);
+            k.ret();
+            k
+        }
+    }
+    dev.function(&Impostor).unwrap();
+    assert_eq!(dev.cached_kernels(), 1);
+    let mut rng = Rng(0x5EED);
+    gemm_check(&dev, GemmKernel::naive(33, 9, 17), &mut rng, None);
+    assert_eq!(dev.cached_kernels(), 2, "the built-in kernel is a separate entry");
 }

@@ -159,8 +159,8 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
             let b = up(COLS, 32)?;
             let mut out = dev.zeros(r * COLS).map_err(err)?;
             let ms = device_ms(dev, plan, || match op {
-                "softmax" => dev.softmax(&x, r, COLS, false, &mut out),
-                "log_softmax" => dev.softmax(&x, r, COLS, true, &mut out),
+                "softmax" => dev.softmax_rows(&x, r, COLS, &mut out),
+                "log_softmax" => dev.log_softmax_rows(&x, r, COLS, &mut out),
                 "layernorm" => dev.layernorm(&x, &g, &b, r, COLS, 1e-5, &mut out),
                 _ => dev.rmsnorm(&x, &g, r, COLS, 1e-5, &mut out),
             })?;
@@ -223,8 +223,8 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
             })?;
             rows.push(row(op, n, None, ms, None, None, "eager 20 launches"));
             let mut g = dev.graph();
-            let gx = g.buffer(x);
-            let gy = g.buffer(y);
+            let gx = g.buffer(x).map_err(err)?;
+            let gy = g.buffer(y).map_err(err)?;
             for _ in 0..10 {
                 g.elementwise(&half, &[gx], gy).map_err(err)?;
                 g.elementwise(&sig, &[gy], gx).map_err(err)?;

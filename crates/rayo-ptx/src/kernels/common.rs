@@ -34,17 +34,55 @@ pub(crate) fn ln(k: &mut PtxKernel, x: impl Into<Operand>) -> Reg {
     k.mul(F, t, LN2)
 }
 
-/// Combines two f32 values with `op` (Add, Max or Min).
-pub(crate) fn combine(k: &mut PtxKernel, op: BinOp, a: Reg, b: Reg) -> Reg {
-    k.bin(op, F, a, b)
+/// How two f32 values combine in a reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceCombine {
+    Sum,
+    /// The larger; a NaN on either side gives NaN (as PyTorch's `max`).
+    Max,
+    /// The smaller; a NaN on either side gives NaN.
+    Min,
+}
+
+impl ReduceCombine {
+    /// The value that changes nothing (0, -inf, +inf).
+    pub fn identity(self) -> f32 {
+        match self {
+            ReduceCombine::Sum => 0.0,
+            ReduceCombine::Max => f32::NEG_INFINITY,
+            ReduceCombine::Min => f32::INFINITY,
+        }
+    }
+
+    /// The instruction that combines two non-NaN values.
+    pub(crate) fn op(self) -> BinOp {
+        match self {
+            ReduceCombine::Sum => BinOp::Add,
+            ReduceCombine::Max => BinOp::Max,
+            ReduceCombine::Min => BinOp::Min,
+        }
+    }
+}
+
+/// `a ⊕ b` with the NaN rule of [`ReduceCombine`]: `max.f32`/`min.f32` return the non-NaN
+/// operand, so a NaN operand is selected explicitly (`setp.eq x, x` is false only for NaN).
+pub(crate) fn combine(k: &mut PtxKernel, c: ReduceCombine, a: Reg, b: Reg) -> Reg {
+    let r = k.bin(c.op(), F, a, b);
+    if c == ReduceCombine::Sum {
+        return r;
+    }
+    let a_num = k.setp(Cmp::Eq, F, a, a);
+    let r = k.selp(F, r, a, a_num);
+    let b_num = k.setp(Cmp::Eq, F, b, b);
+    k.selp(F, r, b, b_num)
 }
 
 /// Butterfly reduction over the 32 lanes of a warp; every lane ends with the result.
-pub(crate) fn warp_reduce(k: &mut PtxKernel, op: BinOp, v: Reg) -> Reg {
+pub(crate) fn warp_reduce(k: &mut PtxKernel, c: ReduceCombine, v: Reg) -> Reg {
     let mut v = v;
     for off in [16u32, 8, 4, 2, 1] {
         let o = k.shfl(ShflMode::Bfly, v, off, 0x1f);
-        v = combine(k, op, v, o);
+        v = combine(k, c, v, o);
     }
     v
 }
@@ -52,8 +90,9 @@ pub(crate) fn warp_reduce(k: &mut PtxKernel, op: BinOp, v: Reg) -> Reg {
 /// Reduction over a block of `threads` (a multiple of 32, ≤ 1024): warp butterflies, then one
 /// shared-memory step. Every thread ends with the result. Uses the shared array `smem`
 /// (at least threads/32 floats).
-pub(crate) fn block_reduce(k: &mut PtxKernel, op: BinOp, v: Reg, threads: u32, identity: f32, smem: &str) -> Reg {
-    let v = warp_reduce(k, op, v);
+pub(crate) fn block_reduce(k: &mut PtxKernel, c: ReduceCombine, v: Reg, threads: u32, smem: &str) -> Reg {
+    let identity = c.identity();
+    let v = warp_reduce(k, c, v);
     let warps = threads / 32;
     if warps == 1 {
         return v;
@@ -67,13 +106,11 @@ pub(crate) fn block_reduce(k: &mut PtxKernel, op: BinOp, v: Reg, threads: u32, i
     k.when(is_lane0, false, |k| k.st(Space::Shared, F, Addr::reg(waddr), v));
     k.bar_sync();
     // Every warp reads all partials and reduces them (no second barrier needed for a broadcast).
-    let acc = k.mov(F, identity);
     let has = k.setp(Cmp::Lt, U, lane, warps);
     let laddr = k.fma(U, lane, 4u32, base);
     let part = k.mov(F, identity);
     k.when(has, false, |k| k.ld_to(Space::Shared, part, Addr::reg(laddr)));
-    let r = warp_reduce(k, op, part);
-    let out = combine(k, op, acc, r);
+    let out = warp_reduce(k, c, part);
     k.bar_sync(); // smem may be reused after this
     out
 }

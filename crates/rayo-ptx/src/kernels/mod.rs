@@ -10,7 +10,7 @@ mod softmax;
 
 pub use gemm::{GemmKernel, GemmVariant};
 pub use norm::{NormKernel, NormKind};
-pub use reduce::{ReduceKernel, ReduceOp};
+pub use reduce::{ReduceCombine, ReduceKernel, ReduceLoad};
 pub use softmax::SoftmaxKernel;
 
 use crate::ptx::{CheckError, PtxKernel, PtxModule};
@@ -23,9 +23,14 @@ pub struct LaunchConfig {
     pub shared_bytes: u32,
 }
 
-/// A kernel of the library: a name unique to its parameters, and its PTX for a target SM.
+/// A kernel of the library: a name unique to the code it generates, and its PTX for a target SM.
+///
+/// Shapes and scalars (lengths, row sizes, epsilon, GEMM dimensions) are kernel *parameters*, not
+/// part of the generated code: the name depends only on what the code is specialised on, so a
+/// cache keyed by (kernel type, name) stays small however many shapes an application runs.
 pub trait Kernel {
-    /// The entry name; different parameters give different names (a cache key).
+    /// The entry name; two values of one kernel type with the same name generate the same code
+    /// (a runtime caches by the type and this name).
     fn name(&self) -> String;
 
     /// Builds the entry function for `sm` (e.g. 80, 90).
@@ -56,34 +61,80 @@ pub trait Kernel {
 /// tests; the fused element-wise kernels are built from rayo's op registry, in `rayo::cuda`).
 pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     let mut v: Vec<Box<dyn Kernel>> = vec![];
-    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Dot] {
-        v.push(Box::new(ReduceKernel::new(op)));
+    for (load, combine) in [
+        (ReduceLoad::Plain, ReduceCombine::Sum),
+        (ReduceLoad::Plain, ReduceCombine::Max),
+        (ReduceLoad::Plain, ReduceCombine::Min),
+        (ReduceLoad::Product, ReduceCombine::Sum),
+        (ReduceLoad::Abs, ReduceCombine::Sum),
+        (ReduceLoad::Square, ReduceCombine::Sum),
+        (ReduceLoad::Abs, ReduceCombine::Max),
+    ] {
+        let k = ReduceKernel::new(load, combine);
+        v.push(Box::new(k));
+        if load == ReduceLoad::Square {
+            v.push(Box::new(k.second_pass(true)));
+        }
     }
-    for cols in [4096, 1000, 7] {
+    // one kernel per chunk width: 4096 and 1000 share one (16-byte chunks), 7 gets the other
+    for cols in [4096, 7] {
         v.push(Box::new(SoftmaxKernel::new(cols, false)));
         v.push(Box::new(SoftmaxKernel::new(cols, true)));
         v.push(Box::new(NormKernel::new(NormKind::LayerNorm, cols, 1e-5)));
         v.push(Box::new(NormKernel::new(NormKind::RmsNorm, cols, 1e-5)));
     }
+    // GEMM: one kernel per variant (the shape is a parameter)
     v.push(Box::new(GemmKernel::naive(1024, 1024, 1024)));
-    v.push(Box::new(GemmKernel::naive(33, 17, 9)));
-    v.push(Box::new(GemmKernel::tiled(1024, 1024, 1024, 32)));
-    v.push(Box::new(GemmKernel::tiled(100, 70, 33, 16)));
-    v.push(Box::new(GemmKernel::tensor_core(4096, 4096, 4096)));
-    if let Some(g) = GemmKernel::tensor_core_bk(4096, 4096, 4096, 8) {
-        v.push(Box::new(g));
+    for tile in [8, 16, 32] {
+        v.push(Box::new(GemmKernel::tiled(1024, 1024, 1024, tile)));
     }
-    v.push(Box::new(GemmKernel::tensor_core(256, 384, 136)));
     for bk in [8, 16] {
-        if let Some(g) = GemmKernel::blocked_bk(4096, 4096, 4096, bk) {
-            v.push(Box::new(g));
-        }
-        if let Some(g) = GemmKernel::blocked_bk(256, 384, 136, bk) {
-            v.push(Box::new(g));
-        }
-        if let Some(g) = GemmKernel::blocked_split(1024, 1024, 1024, bk, 2) {
-            v.push(Box::new(g));
-        }
+        v.extend(GemmKernel::tensor_core_bk(4096, 4096, 4096, bk).map(|g| Box::new(g) as Box<dyn Kernel>));
+        v.extend(GemmKernel::blocked_bk(4096, 4096, 4096, bk).map(|g| Box::new(g) as Box<dyn Kernel>));
+        v.extend(GemmKernel::blocked_split(1024, 1024, 1024, bk, 2).map(|g| Box::new(g) as Box<dyn Kernel>));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    /// 1,000 different lengths, row sizes, epsilons and GEMM shapes name a handful of kernels:
+    /// a runtime that caches by name compiles each once, however the sizes vary.
+    #[test]
+    fn shapes_and_scalars_do_not_multiply_kernels() {
+        let mut names = HashSet::new();
+        let mut variants = 0;
+        for i in 0..1000u32 {
+            let cols = 1 + i * 37 % 5000;
+            let eps = 1e-6 * (1 + i) as f32;
+            for log in [false, true] {
+                names.insert(SoftmaxKernel::new(cols, log).name());
+            }
+            names.insert(NormKernel::new(NormKind::LayerNorm, cols, eps).name());
+            names.insert(NormKernel::new(NormKind::RmsNorm, cols, eps).name());
+            names.insert(ReduceKernel::new(ReduceLoad::Plain, ReduceCombine::Sum).name());
+            let (m, k, n) = (1 + i % 97, 1 + i * 7 % 300, 1 + i * 13 % 211);
+            names.insert(GemmKernel::auto(m, k, n).name());
+            names.insert(GemmKernel::naive(m, k, n).name());
+            let big = 128 * (1 + i % 8);
+            names.insert(GemmKernel::auto(big, 8 * (1 + i % 64), big).name());
+            names.insert(GemmKernel::for_device(big, 16 * (1 + i % 64), 128, 132).name());
+            names.insert(GemmKernel::tensor_core(big, 8 * (1 + i % 64), big).name());
+            variants += 10;
+        }
+        println!("{variants} kernel values, {} distinct names: {names:?}", names.len());
+        // softmax/log_softmax x 2 widths, 2 norms x 2 widths, 1 reduce, naive, tiled16,
+        // blocked8, blocked8 split 2, tf32 bk8 and bk16
+        assert!(names.len() <= 16, "{} names: {names:?}", names.len());
+    }
+
+    #[test]
+    fn every_variant_has_a_distinct_name() {
+        let all = all_variants();
+        let names: HashSet<String> = all.iter().map(|k| k.name()).collect();
+        assert_eq!(names.len(), all.len(), "two variants share a name (a cache key)");
+    }
 }

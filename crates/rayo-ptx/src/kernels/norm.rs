@@ -1,12 +1,13 @@
 //! LayerNorm (Welford/Chan mean and variance in one pass, merged across the block) and RMSNorm
-//! (mean of squares), one block per row; the row length and epsilon are baked in.
+//! (mean of squares), one block per row; the row length and epsilon are parameters, so one
+//! kernel per (kind, chunk width) serves every shape and epsilon.
 
 use super::common::*;
 use super::rowloop::Row;
 use super::{Kernel, LaunchConfig};
 use crate::ptx::*;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NormKind {
     /// `(x - mean) / sqrt(var + eps) * gamma + beta`
     LayerNorm,
@@ -14,12 +15,14 @@ pub enum NormKind {
     RmsNorm,
 }
 
-/// Parameters: `x`, `gamma`, `beta` (LayerNorm only), `out` (all u64); rows = grid size.
+/// Parameters: `x`, `gamma`, `beta` (LayerNorm only), `out` (all u64), `cols` (u32), `eps`
+/// (f32); rows = grid size. The value holds the row length and epsilon it will be launched with;
+/// the generated code depends only on the kind and the chunk width.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NormKernel {
-    pub kind: NormKind,
-    pub cols: u32,
-    pub eps: f32,
+    kind: NormKind,
+    cols: u32,
+    eps: f32,
 }
 
 /// Chan's merge of two (count, mean, M2) triples.
@@ -48,6 +51,24 @@ impl NormKernel {
         NormKernel { kind, cols, eps }
     }
 
+    pub fn kind(&self) -> NormKind {
+        self.kind
+    }
+    pub fn cols(&self) -> u32 {
+        self.cols
+    }
+    pub fn eps(&self) -> f32 {
+        self.eps
+    }
+    /// Floats per chunk the kernel reads: 4 when `cols % 4 == 0`, else 1.
+    pub fn width(&self) -> u32 {
+        if self.cols.is_multiple_of(4) {
+            4
+        } else {
+            1
+        }
+    }
+
     pub fn launch(&self, rows: u32) -> LaunchConfig {
         LaunchConfig { grid: (rows.max(1), 1, 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
     }
@@ -59,7 +80,7 @@ impl Kernel for NormKernel {
             NormKind::LayerNorm => "layernorm",
             NormKind::RmsNorm => "rmsnorm",
         };
-        format!("{kind}_{}_{:08x}", self.cols, self.eps.to_bits())
+        format!("{kind}_v{}", self.width())
     }
 
     fn build(&self, _sm: u32) -> PtxKernel {
@@ -71,13 +92,20 @@ impl Kernel for NormKernel {
             k.add_param("beta", PtxType::U64);
         }
         k.add_param("out", PtxType::U64);
+        k.add_param("cols", PtxType::U32);
+        k.add_param("eps", PtxType::F32);
         k.launch_bounds((Self::THREADS, 1, 1), None);
         let warps = Self::THREADS / 32;
         let x = k.ld_param_ptr("x");
         let gamma = k.ld_param_ptr("gamma");
         let beta = if ln { Some(k.ld_param_ptr("beta")) } else { None };
         let out = k.ld_param_ptr("out");
-        let row = Row::new(&mut k, self.cols, Self::THREADS);
+        let cols = k.ld_param("cols");
+        let eps = k.ld_param("eps");
+        // 1/cols, correctly rounded (rcp.rn): the same f32 the host would compute
+        let colsf = k.cvt(F, U, cols);
+        let inv_cols = k.un(UnOp::Rcp, F, colsf);
+        let row = Row::new(&mut k, cols, self.width(), Self::THREADS);
         let xb = row.base(&mut k, x);
         let ob = row.base(&mut k, out);
         let w = row.width as f32;
@@ -107,8 +135,8 @@ impl Kernel for NormKernel {
                 k.mov_to(m2, r[2]);
             });
             let r = row.block_merge(&mut k, vec![n, mean, m2], &smem, &welford_merge);
-            let var = k.mul(F, r[2], 1.0 / self.cols as f32);
-            let ve = k.add(F, var, self.eps);
+            let var = k.mul(F, r[2], inv_cols);
+            let ve = k.add(F, var, eps);
             (Some(r[1]), k.un(UnOp::Rsqrt, F, ve))
         } else {
             let smem = vec![k.shared_array("sm_sq", F, warps, 4)];
@@ -120,8 +148,8 @@ impl Kernel for NormKernel {
                 }
             });
             let r = row.block_merge(&mut k, vec![ss], &smem, &sum_merge);
-            let ms = k.mul(F, r[0], 1.0 / self.cols as f32);
-            let me = k.add(F, ms, self.eps);
+            let ms = k.mul(F, r[0], inv_cols);
+            let me = k.add(F, ms, eps);
             (None, k.un(UnOp::Rsqrt, F, me))
         };
         row.for_each(&mut k, |k, _j, off| {

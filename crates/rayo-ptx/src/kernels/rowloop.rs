@@ -1,5 +1,6 @@
 //! A loop over one row's elements, shared by softmax and the norms: one block per row, each
 //! thread takes 16-byte chunks (4 floats) when the row length allows, single floats otherwise.
+//! The row length is a run-time u32 (a kernel parameter); only the chunk width is built in.
 
 use super::common::*;
 use crate::ptx::*;
@@ -9,8 +10,9 @@ pub(crate) type Merge = dyn Fn(&mut PtxKernel, &[Reg], &[Reg]) -> Vec<Reg>;
 
 /// Where one row lives and how it is walked.
 pub(crate) struct Row {
-    pub cols: u32,
-    /// Floats per chunk: 4 when `cols % 4 == 0`, else 1.
+    /// The row length (u32 register).
+    pub cols: Reg,
+    /// Floats per chunk: 4 (the launch guarantees `cols % 4 == 0`) or 1.
     pub width: u32,
     pub threads: u32,
     /// Row index (`ctaid.x`).
@@ -19,8 +21,7 @@ pub(crate) struct Row {
 }
 
 impl Row {
-    pub fn new(k: &mut PtxKernel, cols: u32, threads: u32) -> Row {
-        let width = if cols % 4 == 0 { 4 } else { 1 };
+    pub fn new(k: &mut PtxKernel, cols: Reg, width: u32, threads: u32) -> Row {
         let row = k.special(Special::CtaidX);
         let tid = k.special(Special::TidX);
         Row { cols, width, threads, row, tid }
@@ -28,7 +29,8 @@ impl Row {
 
     /// Base address of this row in a row-major `[rows, cols]` f32 buffer at `base`.
     pub fn base(&self, k: &mut PtxKernel, base: Reg) -> Reg {
-        k.mad_wide(U, self.row, self.cols * 4, base)
+        let row_bytes = k.mul(U, self.cols, 4u32);
+        k.mad_wide(U, self.row, row_bytes, base)
     }
 
     /// Emits `for (j = tid*w; j < cols; j += threads*w) body(k, j, addr_offset_bytes)`, where the

@@ -1,17 +1,20 @@
 //! Row softmax and log_softmax, online: one pass over the row keeps a running (max, sum of
 //! exponentials) per thread, merged across the block; a second pass writes the outputs.
-//! One block of 256 threads per row; the row length is baked into the kernel.
+//! One block of 256 threads per row; the row length is a parameter, so one kernel per
+//! (log, chunk width) serves every shape.
 
 use super::common::*;
 use super::rowloop::Row;
 use super::{Kernel, LaunchConfig};
 use crate::ptx::*;
 
-/// Parameters: `x` (u64), `out` (u64), rows = grid size; `cols` is fixed at build time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Parameters: `x` (u64), `out` (u64), `cols` (u32); rows = grid size. The value holds the row
+/// length it will be launched with; the generated code depends only on `log` and on whether the
+/// rows are a multiple of 4 floats (16-byte chunks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SoftmaxKernel {
-    pub cols: u32,
-    pub log: bool,
+    cols: u32,
+    log: bool,
 }
 
 /// Merges two (max, sum) pairs: the sums rescaled to the larger max.
@@ -33,6 +36,21 @@ impl SoftmaxKernel {
         SoftmaxKernel { cols, log }
     }
 
+    pub fn cols(&self) -> u32 {
+        self.cols
+    }
+    pub fn log(&self) -> bool {
+        self.log
+    }
+    /// Floats per chunk the kernel reads: 4 when `cols % 4 == 0`, else 1.
+    pub fn width(&self) -> u32 {
+        if self.cols.is_multiple_of(4) {
+            4
+        } else {
+            1
+        }
+    }
+
     pub fn launch(&self, rows: u32) -> LaunchConfig {
         LaunchConfig { grid: (rows.max(1), 1, 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
     }
@@ -40,19 +58,21 @@ impl SoftmaxKernel {
 
 impl Kernel for SoftmaxKernel {
     fn name(&self) -> String {
-        format!("{}_{}", if self.log { "log_softmax" } else { "softmax" }, self.cols)
+        format!("{}_v{}", if self.log { "log_softmax" } else { "softmax" }, self.width())
     }
 
     fn build(&self, _sm: u32) -> PtxKernel {
         let mut k = PtxKernel::new(&self.name());
         k.add_param("x", PtxType::U64);
         k.add_param("out", PtxType::U64);
+        k.add_param("cols", PtxType::U32);
         k.launch_bounds((Self::THREADS, 1, 1), None);
         let sm_m = k.shared_array("sm_max", F, Self::THREADS / 32, 4);
         let sm_s = k.shared_array("sm_sum", F, Self::THREADS / 32, 4);
         let x = k.ld_param_ptr("x");
         let out = k.ld_param_ptr("out");
-        let row = Row::new(&mut k, self.cols, Self::THREADS);
+        let cols = k.ld_param("cols");
+        let row = Row::new(&mut k, cols, self.width(), Self::THREADS);
         let xb = row.base(&mut k, x);
         let ob = row.base(&mut k, out);
         // -FLT_MAX rather than -inf: merging two empty threads must not compute -inf - -inf.

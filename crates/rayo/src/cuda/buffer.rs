@@ -6,14 +6,17 @@ use crate::error::{check_len, Error, Result};
 use cudarc::driver::CudaSlice;
 
 /// A device-resident f32 buffer (allocations are 256-byte aligned, as the vector kernels need).
+/// It belongs to the [`CudaDevice`] that made it (its stream orders every use): any other
+/// device value refuses it with [`Error::ForeignBuffer`].
 pub struct DeviceBuffer {
     pub(crate) slice: CudaSlice<f32>,
     len: usize,
+    device: u64,
 }
 
 impl std::fmt::Debug for DeviceBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceBuffer({} f32)", self.len)
+        write!(f, "DeviceBuffer({} f32 on device {})", self.len, self.device)
     }
 }
 
@@ -24,9 +27,18 @@ impl DeviceBuffer {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// The [`CudaDevice::id`] of the device that made it.
+    pub fn device_id(&self) -> u64 {
+        self.device
+    }
 }
 
 impl CudaDevice {
+    /// An error unless every buffer was made by this device.
+    pub(crate) fn owns(&self, op: &'static str, bufs: &[&DeviceBuffer]) -> Result<()> {
+        bufs.iter().try_for_each(|b| self.check_owner(op, b.device))
+    }
+
     fn check_size(&self, op: &'static str, len: usize) -> Result<()> {
         let bytes = (len as u64).saturating_mul(4);
         if bytes > self.info().total_memory || len > u32::MAX as usize {
@@ -43,7 +55,7 @@ impl CudaDevice {
             return self.zeros(0);
         }
         let slice = self.stream.clone_htod(data).map_err(drv)?;
-        Ok(DeviceBuffer { slice, len: data.len() })
+        Ok(DeviceBuffer { slice, len: data.len(), device: self.id() })
     }
 
     /// A new buffer of `len` zeros.
@@ -51,11 +63,12 @@ impl CudaDevice {
         self.check_size("cuda alloc", len)?;
         // cudarc cannot allocate 0 bytes; keep one element and remember the length.
         let slice = self.stream.alloc_zeros::<f32>(len.max(1)).map_err(drv)?;
-        Ok(DeviceBuffer { slice, len })
+        Ok(DeviceBuffer { slice, len, device: self.id() })
     }
 
     /// Overwrites `buf` with `data` (lengths must agree).
     pub fn write(&self, buf: &mut DeviceBuffer, data: &[f32]) -> Result<()> {
+        self.owns("cuda write", &[buf])?;
         check_len("cuda write", buf.len, data.len())?;
         if data.is_empty() {
             return Ok(());
@@ -71,6 +84,7 @@ impl CudaDevice {
     }
 
     pub fn download_into(&self, buf: &DeviceBuffer, out: &mut [f32]) -> Result<()> {
+        self.owns("cuda download", &[buf])?;
         check_len("cuda download", buf.len, out.len())?;
         if out.is_empty() {
             return Ok(());

@@ -1,11 +1,16 @@
 //! `CudaDevice`: a context on one GPU, its stream, what it is, and a cache of loaded kernels.
 
-use super::ffi::{self, drv};
+use super::ffi::{self, drv, Loaded};
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaStream};
 use rayo_ptx::kernels::Kernel;
+use std::any::TypeId;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// Ids of `CudaDevice` values (each has its own stream), starting at 1.
+static NEXT_DEVICE: AtomicU64 = AtomicU64::new(1);
 
 /// What the device is.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,18 +42,22 @@ impl std::fmt::Display for DeviceInfo {
     }
 }
 
-/// One GPU: a context, one stream all work goes through, and loaded kernels by name.
+/// One GPU: a context, one stream all work goes through, and loaded kernels by kernel type and
+/// name. Every buffer it makes remembers the device's [`id`](CudaDevice::id); giving one to
+/// another `CudaDevice` (another stream: its work would race this one's) is
+/// [`Error::ForeignBuffer`].
 pub struct CudaDevice {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
+    id: u64,
     info: DeviceInfo,
     sm: u32,
-    cache: Mutex<HashMap<String, CudaFunction>>,
+    cache: Mutex<HashMap<(TypeId, String), Loaded>>,
 }
 
 impl std::fmt::Debug for CudaDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaDevice").field("info", &self.info).field("ptx_target", &self.sm).finish()
+        f.debug_struct("CudaDevice").field("id", &self.id).field("info", &self.info).field("ptx_target", &self.sm).finish()
     }
 }
 
@@ -89,7 +98,8 @@ impl CudaDevice {
         };
         // PTX for sm_90 runs (JIT-compiled) on every later chip; earlier chips get their own.
         let sm = ((cc.0 * 10 + cc.1) as u32).min(90);
-        Ok(CudaDevice { ctx, stream, info, sm, cache: Mutex::new(HashMap::new()) })
+        let id = NEXT_DEVICE.fetch_add(1, Ordering::Relaxed);
+        Ok(CudaDevice { ctx, stream, id, info, sm, cache: Mutex::new(HashMap::new()) })
     }
 
     /// The process-wide device 0, opened once (lazily). The error is remembered too.
@@ -100,6 +110,21 @@ impl CudaDevice {
 
     pub fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// This value's id, unique in the process (two `CudaDevice::new()` on one GPU differ: each
+    /// has its own stream). Buffers carry it; [`Error::ForeignBuffer`] reports both.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// An error unless `owner` (a buffer's device id) is this device.
+    pub(crate) fn check_owner(&self, op: &'static str, owner: u64) -> Result<()> {
+        if owner == self.id {
+            Ok(())
+        } else {
+            Err(Error::ForeignBuffer { op, owner, user: self.id })
+        }
     }
 
     /// The `sm_NN` the kernels are generated for.
@@ -113,24 +138,39 @@ impl CudaDevice {
     }
 
     /// The loaded function for `kernel`: generated, checked and loaded on first use, then cached
-    /// by its name (which encodes every parameter).
-    pub fn function(&self, kernel: &dyn Kernel) -> Result<CudaFunction> {
+    /// by the kernel's type and name (a kernel of another type with the same name is another
+    /// entry: it cannot replace a built-in one).
+    pub fn function<K: Kernel + 'static>(&self, kernel: &K) -> Result<CudaFunction> {
+        Ok(self.loaded(kernel)?.func)
+    }
+
+    /// The loaded kernel and the parameter list its PTX declares (what a launch is checked
+    /// against).
+    pub(crate) fn loaded<K: Kernel + 'static>(&self, kernel: &K) -> Result<Loaded> {
         let name = kernel.name();
+        let key = (TypeId::of::<K>(), name);
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(f) = cache.get(&name) {
+        if let Some(f) = cache.get(&key) {
             return Ok(f.clone());
         }
+        let name = &key.1;
         let module = kernel.module(self.sm);
         let ptx = module
             .emit_checked()
             .map_err(|e| Error::Device { api: "cuda", message: format!("PTX checker rejected {name}: {e}") })?;
+        let entry = module.kernels().iter().find(|k| k.name() == name.as_str()).ok_or_else(|| Error::Device {
+            api: "cuda",
+            message: format!("the module of kernel {name} has no entry of that name"),
+        })?;
+        let params: Arc<[rayo_ptx::ptx::PtxType]> = entry.params().iter().map(|p| p.ty).collect();
         let m = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(|e| Error::Device {
             api: "cuda",
             message: format!("loading {name}: {e}"),
         })?;
-        let f = m.load_function(&name).map_err(drv)?;
-        cache.insert(name, f.clone());
-        Ok(f)
+        let func = m.load_function(name).map_err(drv)?;
+        let loaded = Loaded { name: Arc::from(name.as_str()), func, params };
+        cache.insert(key, loaded.clone());
+        Ok(loaded)
     }
 
     /// Number of kernels loaded so far.

@@ -27,7 +27,7 @@ pub fn try_matmul(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: us
     let dev = CudaDevice::global()?;
     let (da, db) = (dev.upload(a)?, dev.upload(b)?);
     let mut dc = dev.zeros(m * n)?;
-    dev.gemm(&da, &db, &mut dc, m, n, k)?;
+    dev.gemm(&da, &db, &mut dc, m, k, n)?;
     dev.download_into(&dc, c)?;
     Ok(true)
 }

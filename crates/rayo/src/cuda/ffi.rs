@@ -1,12 +1,14 @@
 //! The only door to the CUDA driver's unsafe surface: library presence, the driver version,
 //! event tracking, and kernel launches. Everything else in `rayo::cuda` is safe code.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorSource, Result};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use rayo_ptx::ptx::PtxType;
 use std::sync::Arc;
 
+/// A driver failure as [`Error::Driver`], the cudarc error as its `source()`.
 pub(crate) fn drv(e: cudarc::driver::DriverError) -> Error {
-    Error::Device { api: "cuda", message: e.to_string() }
+    Error::Driver { api: "cuda", message: e.to_string(), source: ErrorSource::new(e) }
 }
 
 /// Whether `libcuda.so` (the driver library) can be loaded. Never panics.
@@ -33,30 +35,59 @@ pub(crate) fn single_stream_mode(ctx: &Arc<CudaContext>) {
     unsafe { ctx.disable_event_tracking() };
 }
 
-/// Launches `f` with arguments in the order: `ins`, then `outs`, then `scalars` (u32), which is
-/// the parameter order of every rayo-ptx kernel.
-pub(crate) fn launch(
-    stream: &Arc<CudaStream>,
-    f: &CudaFunction,
-    cfg: rayo_ptx::kernels::LaunchConfig,
-    ins: &[&CudaSlice<f32>],
-    outs: &mut [&mut CudaSlice<f32>],
-    scalars: &[u32],
-) -> Result<()> {
+/// One kernel argument: a device buffer read or written (a `.u64` pointer parameter), or a
+/// scalar (`.u32` / `.f32`).
+pub(crate) enum Arg<'a> {
+    In(&'a CudaSlice<f32>),
+    Out(&'a mut CudaSlice<f32>),
+    U32(u32),
+    F32(f32),
+}
+
+impl Arg<'_> {
+    fn ty(&self) -> PtxType {
+        match self {
+            Arg::In(_) | Arg::Out(_) => PtxType::U64,
+            Arg::U32(_) => PtxType::U32,
+            Arg::F32(_) => PtxType::F32,
+        }
+    }
+}
+
+/// A loaded kernel: the driver's function and the parameter list its PTX declares.
+#[derive(Clone)]
+pub(crate) struct Loaded {
+    pub(crate) name: Arc<str>,
+    pub(crate) func: CudaFunction,
+    pub(crate) params: Arc<[PtxType]>,
+}
+
+/// Launches `k` with `args`, after checking that their number and types are exactly the
+/// kernel's declared parameters (a mismatch is an error, never a launch).
+pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::LaunchConfig, args: &mut [Arg]) -> Result<()> {
+    const OP: &str = "cuda launch (kernel parameters)";
+    if args.len() != k.params.len() {
+        return Err(Error::LengthMismatch { op: OP, expected: k.params.len(), actual: args.len() });
+    }
+    if let Some(i) = args.iter().zip(k.params.iter()).position(|(a, &p)| a.ty() != p) {
+        return Err(Error::Device {
+            api: "cuda",
+            message: format!("{}: parameter {i} is declared {:?}, the launch passes {:?}", k.name, k.params[i], args[i].ty()),
+        });
+    }
     let cfg = LaunchConfig { grid_dim: cfg.grid, block_dim: cfg.block, shared_mem_bytes: cfg.shared_bytes };
-    let mut b = stream.launch_builder(f);
-    for x in ins {
-        b.arg(*x);
+    let mut b = stream.launch_builder(&k.func);
+    for a in args.iter_mut() {
+        match a {
+            Arg::In(x) => b.arg(*x),
+            Arg::Out(o) => b.arg(&mut **o),
+            Arg::U32(v) => b.arg(&*v),
+            Arg::F32(v) => b.arg(&*v),
+        };
     }
-    for o in outs.iter_mut() {
-        b.arg(&mut **o);
-    }
-    for s in scalars {
-        b.arg(s);
-    }
-    // SAFETY: the kernel's parameter list (checked by rayo-ptx's checker when it was built) is
-    // exactly ins (u64 pointers), outs (u64 pointers), scalars (u32), pushed here in that order;
-    // the callers in ops.rs check every buffer's length against the sizes the kernel indexes.
+    // SAFETY: the arguments match the kernel's declared parameter list in number and type
+    // (checked above against the PTX it was loaded from); the callers in ops.rs check every
+    // buffer's length (and device) against the sizes the kernel indexes before they get here.
     unsafe { b.launch(cfg) }.map_err(drv)?;
     Ok(())
 }
@@ -74,34 +105,36 @@ pub(crate) fn alloc_pinned_zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<
     Ok(host)
 }
 
-/// [`launch`] followed by f32 scalars: the parameter order of the fused element-wise kernels
-/// (`ins`, `outs`, the u32 length, then the f32 op parameters and constants).
-pub(crate) fn launch_scalars(
-    stream: &Arc<CudaStream>,
-    f: &CudaFunction,
-    cfg: rayo_ptx::kernels::LaunchConfig,
-    ins: &[&CudaSlice<f32>],
-    outs: &mut [&mut CudaSlice<f32>],
-    scalars: &[u32],
-    floats: &[f32],
-) -> Result<()> {
-    let cfg = LaunchConfig { grid_dim: cfg.grid, block_dim: cfg.block, shared_mem_bytes: cfg.shared_bytes };
-    let mut b = stream.launch_builder(f);
-    for x in ins {
-        b.arg(*x);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::CudaDevice;
+    use rayo_ptx::kernels::GemmKernel;
+
+    /// A launch whose arguments do not match the kernel's declared parameters is an error
+    /// before anything reaches the driver.
+    #[test]
+    fn launch_checks_the_parameter_list() {
+        let dev = match CudaDevice::global() {
+            Ok(d) => d,
+            Err(_) => {
+                println!("SKIP cuda: launch_checks_the_parameter_list (no device)");
+                return;
+            }
+        };
+        let g = GemmKernel::naive(4, 4, 4);
+        let k = dev.loaded(&g).unwrap();
+        assert_eq!(&*k.params, &[PtxType::U64, PtxType::U64, PtxType::U64, PtxType::U32, PtxType::U32, PtxType::U32]);
+        let (a, b) = (dev.upload(&[1.0; 16]).unwrap(), dev.upload(&[1.0; 16]).unwrap());
+        let mut c = dev.zeros(16).unwrap();
+        let cfg = g.launch();
+        // one scalar missing
+        let r = launch(&dev.stream, &k, cfg, &mut [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(4), Arg::U32(4)]);
+        assert_eq!(r, Err(Error::LengthMismatch { op: "cuda launch (kernel parameters)", expected: 6, actual: 5 }));
+        // an f32 where a u32 is declared
+        let r = launch(&dev.stream, &k, cfg, &mut [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(4), Arg::F32(4.0), Arg::U32(4)]);
+        assert!(matches!(r, Err(Error::Device { .. })), "{r:?}");
+        launch(&dev.stream, &k, cfg, &mut [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(4), Arg::U32(4), Arg::U32(4)]).unwrap();
+        assert_eq!(dev.download(&c).unwrap(), vec![4.0; 16]);
     }
-    for o in outs.iter_mut() {
-        b.arg(&mut **o);
-    }
-    for s in scalars {
-        b.arg(s);
-    }
-    for v in floats {
-        b.arg(v);
-    }
-    // SAFETY: the fused kernel's parameter list is exactly ins (u64), outs (u64), scalars (u32),
-    // floats (f32), in that order (FusedKernel::build declares them from the same expression
-    // whose scalars are passed here); the caller checked every buffer against the length `n`.
-    unsafe { b.launch(cfg) }.map_err(drv)?;
-    Ok(())
 }

@@ -5,8 +5,8 @@
 //! use rayo::cuda::{CudaDevice, Expr};
 //! let dev = CudaDevice::new()?;
 //! let mut g = dev.graph();
-//! let x = g.buffer(dev.upload(&[1.0; 1024])?);
-//! let y = g.buffer(dev.zeros(1024)?);
+//! let x = g.buffer(dev.upload(&[1.0; 1024])?)?;
+//! let y = g.buffer(dev.zeros(1024)?)?;
 //! for _ in 0..10 {
 //!     g.elementwise(&Expr::input(0).scale(0.5).add(Expr::input(0)), &[x], y)?;
 //!     g.elementwise(&Expr::input(0).sigmoid(), &[y], x)?;
@@ -85,9 +85,14 @@ pub struct CudaGraph<'d> {
 
 const OP: &str = "cuda graph";
 
+/// The index of `b` in a graph with id `graph` and `len` buffers; an id of another graph is
+/// [`Error::ForeignBuffer`] with both graph ids.
 fn check_id(graph: u32, len: usize, b: BufId) -> Result<usize> {
-    if b.graph != graph || b.index >= len {
-        return Err(Error::InvalidArgument { op: OP, name: "buffer", value: b.index.into(), reason: "not a buffer of this graph" });
+    if b.graph != graph {
+        return Err(Error::ForeignBuffer { op: OP, owner: b.graph as u64, user: graph as u64 });
+    }
+    if b.index >= len {
+        return Err(Error::IndexOutOfBounds { index: b.index, len });
     }
     Ok(b.index)
 }
@@ -104,7 +109,8 @@ fn run(dev: &CudaDevice, bufs: &mut [Option<DeviceBuffer>], step: &Step) -> Resu
             .collect::<Result<_>>()?;
         match step {
             Step::Elementwise { expr, .. } => dev.elementwise(expr, &ins, &mut out),
-            Step::Softmax { rows, cols, log, .. } => dev.softmax(ins[0], *rows, *cols, *log, &mut out),
+            Step::Softmax { rows, cols, log: false, .. } => dev.softmax_rows(ins[0], *rows, *cols, &mut out),
+            Step::Softmax { rows, cols, log: true, .. } => dev.log_softmax_rows(ins[0], *rows, *cols, &mut out),
             Step::RmsNorm { rows, cols, eps, .. } => dev.rmsnorm(ins[0], ins[1], *rows, *cols, *eps, &mut out),
             Step::LayerNorm { rows, cols, eps, .. } => dev.layernorm(ins[0], ins[1], ins[2], *rows, *cols, *eps, &mut out),
             Step::Gemm { kernel, .. } => dev.gemm_with(*kernel, ins[0], ins[1], &mut out),
@@ -122,10 +128,11 @@ impl CudaDevice {
 }
 
 impl<'d> GraphBuilder<'d> {
-    /// Moves a buffer into the graph.
-    pub fn buffer(&mut self, b: DeviceBuffer) -> BufId {
+    /// Moves a buffer into the graph; a buffer of another device is [`Error::ForeignBuffer`].
+    pub fn buffer(&mut self, b: DeviceBuffer) -> Result<BufId> {
+        self.dev.owns(OP, &[&b])?;
         self.bufs.push(Some(b));
-        BufId { graph: self.id, index: self.bufs.len() - 1 }
+        Ok(BufId { graph: self.id, index: self.bufs.len() - 1 })
     }
 
     fn push(&mut self, step: Step) -> Result<&mut Self> {
@@ -142,8 +149,13 @@ impl<'d> GraphBuilder<'d> {
     pub fn elementwise(&mut self, expr: &Expr, ins: &[BufId], out: BufId) -> Result<&mut Self> {
         self.push(Step::Elementwise { expr: expr.clone(), ins: ins.to_vec(), out })
     }
-    pub fn softmax(&mut self, x: BufId, rows: usize, cols: usize, log: bool, out: BufId) -> Result<&mut Self> {
-        self.push(Step::Softmax { x, rows, cols, log, out })
+    /// Softmax of each row (see [`CudaDevice::softmax_rows`]).
+    pub fn softmax_rows(&mut self, x: BufId, rows: usize, cols: usize, out: BufId) -> Result<&mut Self> {
+        self.push(Step::Softmax { x, rows, cols, log: false, out })
+    }
+    /// Log-softmax of each row (see [`CudaDevice::log_softmax_rows`]).
+    pub fn log_softmax_rows(&mut self, x: BufId, rows: usize, cols: usize, out: BufId) -> Result<&mut Self> {
+        self.push(Step::Softmax { x, rows, cols, log: true, out })
     }
     pub fn rmsnorm(&mut self, x: BufId, gamma: BufId, rows: usize, cols: usize, eps: f32, out: BufId) -> Result<&mut Self> {
         self.push(Step::RmsNorm { x, gamma, rows, cols, eps, out })
@@ -152,14 +164,17 @@ impl<'d> GraphBuilder<'d> {
     pub fn layernorm(&mut self, x: BufId, gamma: BufId, beta: BufId, rows: usize, cols: usize, eps: f32, out: BufId) -> Result<&mut Self> {
         self.push(Step::LayerNorm { x, gamma, beta, rows, cols, eps, out })
     }
-    /// `c = a · b` with the kernel [`CudaDevice::gemm`] would pick.
-    pub fn gemm(&mut self, a: BufId, b: BufId, c: BufId, m: usize, n: usize, k: usize) -> Result<&mut Self> {
-        let dims = [m, n, k].map(|d| u32::try_from(d).unwrap_or(u32::MAX));
-        let kernel = GemmKernel::for_device(dims[0], dims[1], dims[2], self.dev.info().multiprocessors);
+    /// `c = a · b` (`m×k` times `k×n`) with the kernel [`CudaDevice::gemm`] would pick.
+    pub fn gemm(&mut self, a: BufId, b: BufId, c: BufId, m: usize, k: usize, n: usize) -> Result<&mut Self> {
+        let dim = |d: usize| u32::try_from(d).map_err(|_| Error::BufferTooLarge { op: OP, bytes: (d as u64).saturating_mul(4), limit: u32::MAX as u64 * 4 });
+        let kernel = GemmKernel::for_device(dim(m)?, dim(k)?, dim(n)?, self.dev.info().multiprocessors);
         self.push(Step::Gemm { kernel, a, b, c })
     }
 
     /// Runs the chain once (loading every kernel and checking every size), then captures it.
+    /// While it captures, the device's stream records instead of running: work queued on the
+    /// same device from another thread meanwhile fails with a driver error (build graphs on a
+    /// device value of their own when other threads use one).
     pub fn build(mut self) -> Result<CudaGraph<'d>> {
         let dev = self.dev;
         if self.steps.is_empty() {

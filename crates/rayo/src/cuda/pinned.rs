@@ -16,6 +16,8 @@ pub struct PinnedBuffer {
     len: usize,
     /// Recorded after the last upload queued from this buffer.
     pending: Mutex<Option<CudaEvent>>,
+    /// The [`CudaDevice::id`] that made it (its event belongs to that device's stream).
+    device: u64,
 }
 
 impl std::fmt::Debug for PinnedBuffer {
@@ -59,11 +61,13 @@ impl CudaDevice {
     /// A zero-filled pinned host buffer of `len` floats.
     pub fn alloc_pinned(&self, len: usize) -> Result<PinnedBuffer> {
         let host = ffi::alloc_pinned_zeroed(&self.ctx, len.max(1))?;
-        Ok(PinnedBuffer { host, len, pending: Mutex::new(None) })
+        Ok(PinnedBuffer { host, len, pending: Mutex::new(None), device: self.id() })
     }
 
     /// Queues a copy of `src` into `dst` (same length) and returns without waiting.
     pub fn write_pinned(&self, dst: &mut DeviceBuffer, src: &PinnedBuffer) -> Result<()> {
+        self.owns("cuda write_pinned", &[dst])?;
+        self.check_owner("cuda write_pinned", src.device)?;
         check_len("cuda write_pinned", dst.len(), src.len())?;
         if src.is_empty() {
             return Ok(());
@@ -83,6 +87,8 @@ impl CudaDevice {
 
     /// Copies `src` into `dst` (same length) and waits for it.
     pub fn download_pinned(&self, src: &DeviceBuffer, dst: &mut PinnedBuffer) -> Result<()> {
+        self.owns("cuda download_pinned", &[src])?;
+        self.check_owner("cuda download_pinned", dst.device)?;
         check_len("cuda download_pinned", src.len(), dst.len())?;
         if src.is_empty() {
             return Ok(());

@@ -7,7 +7,7 @@
 
 use crate::kernels::common::*;
 use crate::ptx::*;
-use super::prologue::{load_passes, prologue, Prologue, THREADS};
+use super::prologue::{load_passes, prologue, slice_count, Prologue};
 
 const BM: u32 = 128;
 const BN: u32 = 128;
@@ -37,46 +37,48 @@ fn compute(k: &mut PtxKernel, f: &Frag, boff: Reg, bk: u32, acc: &[Reg]) {
     }
 }
 
-pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32, split: u32) {
-    let _ = m; // rows come from the grid
+pub(super) fn build(k: &mut PtxKernel, bk: u32, split: u32) {
     let buf_floats = bk * BM;
     let buf_bytes = buf_floats * 4;
-    let Prologue { sa, sb, a, b, c, tid, bx, by } = prologue(k, "gemm", F, buf_floats);
+    let Prologue { sa, sb, a, b, c, tid, bx, by, kd, n } = prologue(k, "gemm", F, buf_floats);
     let ty = k.bin(BinOp::Shr, U, tid, 4u32);
     let tx = k.bin(BinOp::And, PtxType::B32, tid, 15u32);
     let sa0 = k.mov(U, Operand::Symbol(sa));
     let sb0 = k.mov(U, Operand::Symbol(sb));
 
-    // Global → register loads. A: rows of BK floats, BK/4 float4s per row.
-    let a_per_row = bk / 4;
-    let a_rows_per_pass = THREADS / a_per_row;
-    let a_passes = BM / a_rows_per_pass;
-    let arow = k.bin(BinOp::Shr, U, tid, a_per_row.trailing_zeros());
-    let amod = k.bin(BinOp::And, PtxType::B32, tid, a_per_row - 1);
+    // Global → register loads, BK/8 passes of one float4 per thread for each of A and B. A: 128
+    // rows of BK floats, two threads per row; pass p takes float4 (tid & 1) + 2p of the row, so
+    // the passes are 32 bytes apart (an immediate offset, whatever k is).
+    let a_passes = bk / 8;
+    let arow = k.bin(BinOp::Shr, U, tid, 1u32);
+    let amod = k.bin(BinOp::And, PtxType::B32, tid, 1u32);
     let acol = k.mul(U, amod, 4u32);
     let grow = k.fma(U, by, BM, arow);
     let ai = k.fma(U, grow, kd, acol);
     let ga = k.elem_addr(a, ai, 4);
-    let part = kd / split;
-    if split > 1 {
-        // block z takes k in [z*part, (z+1)*part): A moves right, B moves down
+    // block z of a split takes k in [z*part, (z+1)*part): A moves right, B moves down
+    let zpart = if split > 1 {
+        let part = k.bin(BinOp::Shr, U, kd, split.trailing_zeros());
         let z = k.special(Special::CtaidZ);
-        let za = k.mul(U, z, part * 4);
-        let zw = k.cvt(U64, U, za);
-        k.bin_to(BinOp::Add, ga, ga, zw);
-    }
-    // B: rows of 128 floats, 32 float4s per row, 8 rows per pass.
+        let zp = k.mul(U, z, part);
+        let za = k.bin(BinOp::MulWide, U, zp, 4u32);
+        k.bin_to(BinOp::Add, ga, ga, za);
+        Some(zp)
+    } else {
+        None
+    };
+    // B: BK rows of 128 floats (32 float4s), 32 / passes threads per row; pass p takes float4
+    // (tid % tpr) + p·tpr of the row (16·tpr bytes apart: an immediate offset, whatever n is).
     let b_passes = bk / 8;
-    let brow = k.bin(BinOp::Shr, U, tid, 5u32);
-    let bmod = k.bin(BinOp::And, PtxType::B32, tid, 31u32);
+    let tpr = 32 / b_passes;
+    let brow = k.bin(BinOp::Shr, U, tid, tpr.trailing_zeros());
+    let bmod = k.bin(BinOp::And, PtxType::B32, tid, tpr - 1);
     let bcol = k.mul(U, bmod, 4u32);
     let gcol = k.fma(U, bx, BN, bcol);
     let bi = k.fma(U, brow, n, gcol);
     let gb = k.elem_addr(b, bi, 4);
-    if split > 1 {
-        let z = k.special(Special::CtaidZ);
-        let zb = k.mul(U, z, part);
-        let zrow = k.mul(U, zb, n);
+    if let Some(zp) = zpart {
+        let zrow = k.mul(U, zp, n);
         let zoff = k.bin(BinOp::MulWide, U, zrow, 4u32);
         k.bin_to(BinOp::Add, gb, gb, zoff);
     }
@@ -92,25 +94,27 @@ pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32, split: 
 
     let ra: Vec<Vec<Reg>> = (0..a_passes).map(|_| (0..4).map(|_| k.reg(F)).collect()).collect();
     let rb: Vec<Vec<Reg>> = (0..b_passes).map(|_| (0..4).map(|_| k.reg(F)).collect()).collect();
-    let a_pass_bytes = (a_rows_per_pass * kd * 4) as i64;
-    let b_pass_bytes = (8 * n * 4) as i64;
+    // B moves down BK rows per slice: a run-time step (n is a parameter), one u64 register
+    let b_step = k.bin(BinOp::MulWide, U, n, bk * 4);
     let load = |k: &mut PtxKernel| {
-        load_passes(k, &ra, ga, a_pass_bytes);
-        load_passes(k, &rb, gb, b_pass_bytes);
+        let a_at: Vec<Addr> = (0..a_passes as i64).map(|p| Addr::at(ga, 32 * p)).collect();
+        let b_at: Vec<Addr> = (0..b_passes as i64).map(|p| Addr::at(gb, 16 * tpr as i64 * p)).collect();
+        load_passes(k, &ra, &a_at);
+        load_passes(k, &rb, &b_at);
         k.bin_to(BinOp::Add, ga, ga, Operand::Int(bk as i64 * 4));
-        k.bin_to(BinOp::Add, gb, gb, Operand::Int(bk as i64 * n as i64 * 4));
+        k.bin_to(BinOp::Add, gb, gb, b_step);
     };
     let store = |k: &mut PtxKernel, off: Reg| {
         let pa = k.add(U, sa_st, off);
         for (p, r) in ra.iter().enumerate() {
             for (i, &v) in r.iter().enumerate() {
-                let o = (i as u32 * BM * 4 + p as u32 * a_rows_per_pass * 4) as i64;
+                let o = ((8 * p as u32 + i as u32) * BM * 4) as i64;
                 k.st(Space::Shared, F, Addr::at(pa, o), v);
             }
         }
         let pb = k.add(U, sb_st, off);
         for (p, r) in rb.iter().enumerate() {
-            k.st_v(Space::Shared, F, Addr::at(pb, p as i64 * 8 * BN as i64 * 4), r);
+            k.st_v(Space::Shared, F, Addr::at(pb, p as i64 * 16 * tpr as i64), r);
         }
     };
 
@@ -119,21 +123,19 @@ pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32, split: 
     load(k);
     store(k, boff);
     k.bar_sync();
-    let tiles = part / bk;
-    if tiles > 1 {
-        let cnt = k.mov(U, tiles - 1);
-        let top = k.new_label("slice");
-        k.label(&top);
-        load(k);
-        compute(k, &frag, boff, bk, &acc);
-        let woff = k.bin(BinOp::Xor, PtxType::B32, boff, buf_bytes);
-        store(k, woff);
-        k.bar_sync();
-        k.mov_to(boff, woff);
-        k.bin_to(BinOp::Sub, cnt, cnt, 1u32);
-        let more = k.setp(Cmp::Ne, U, cnt, 0u32);
-        k.bra_if(more, false, &top);
-    }
+    let (top, last) = (k.new_label("slice"), k.new_label("last"));
+    let cnt = slice_count(k, kd, bk * split, &last);
+    k.label(&top);
+    load(k);
+    compute(k, &frag, boff, bk, &acc);
+    let woff = k.bin(BinOp::Xor, PtxType::B32, boff, buf_bytes);
+    store(k, woff);
+    k.bar_sync();
+    k.mov_to(boff, woff);
+    k.bin_to(BinOp::Sub, cnt, cnt, 1u32);
+    let more = k.setp(Cmp::Ne, U, cnt, 0u32);
+    k.bra_if(more, false, &top);
+    k.label(&last);
     compute(k, &frag, boff, bk, &acc);
 
     // C rows by*128 + {ty*4+i, 64+ty*4+i}, columns bx*128 + {tx*4, 64+tx*4} (+0..4).
@@ -143,10 +145,15 @@ pub(super) fn build(k: &mut PtxKernel, m: u32, n: u32, kd: u32, bk: u32, split: 
     let ccol = k.fma(U, bx, BN, c0);
     let ci = k.fma(U, crow, n, ccol);
     let gc = k.elem_addr(c, ci, 4);
+    let row_bytes = k.bin(BinOp::MulWide, U, n, 4u32);
+    let half_bytes = k.bin(BinOp::MulWide, U, n, 64 * 4);
+    let gc64 = k.add(U64, gc, half_bytes);
     for i in 0..8u32 {
-        let r = if i < 4 { i } else { 64 + i - 4 };
-        let row_off = (r as u64 * n as u64 * 4) as i64;
-        let pr = k.add(U64, gc, Operand::Int(row_off));
+        // row i (i < 4) or 64 + i - 4: one pointer per half, stepped one row at a time
+        let pr = if i < 4 { gc } else { gc64 };
+        if i % 4 != 0 {
+            k.bin_to(BinOp::Add, pr, pr, row_bytes);
+        }
         let base = (i * 8) as usize;
         if split > 1 {
             for j in 0..8 {

@@ -1,15 +1,18 @@
-//! The naive and shared-memory-tiled GEMMs: any shape, bounds-checked.
+//! The naive and shared-memory-tiled GEMMs: any shape (the `m k n` parameters), bounds-checked.
 
 use crate::kernels::common::*;
 use crate::ptx::*;
 
 const P: PtxType = PtxType::Pred;
 
-pub(super) fn naive(k: &mut PtxKernel, m: u32, n: u32, kk: u32) {
+pub(super) fn naive(k: &mut PtxKernel) {
     k.launch_bounds((16, 16, 1), None);
     let a = k.ld_param_ptr("a");
     let b = k.ld_param_ptr("b");
     let c = k.ld_param_ptr("c");
+    let m = k.ld_param("m");
+    let kk = k.ld_param("k");
+    let n = k.ld_param("n");
     let (tx, ty) = (k.special(Special::TidX), k.special(Special::TidY));
     let (bx, by) = (k.special(Special::CtaidX), k.special(Special::CtaidY));
     let col = k.fma(U, bx, 16u32, tx);
@@ -23,19 +26,21 @@ pub(super) fn naive(k: &mut PtxKernel, m: u32, n: u32, kk: u32) {
     let pa = k.elem_addr(a, arow, 4);
     let pb = k.elem_addr(b, col, 4);
     let acc = k.mov(F, 0.0f32);
-    if kk > 0 {
-        let cnt = k.mov(U, kk);
-        let top = k.new_label("k");
-        k.label(&top);
-        let va = k.ld(Space::Global, F, Addr::reg(pa));
-        let vb = k.ld(Space::Global, F, Addr::reg(pb));
-        k.fma_to(acc, va, vb, acc);
-        k.bin_to(BinOp::Add, pa, pa, Operand::Int(4));
-        k.bin_to(BinOp::Add, pb, pb, Operand::Int(n as i64 * 4));
-        k.bin_to(BinOp::Sub, cnt, cnt, 1u32);
-        let more = k.setp(Cmp::Ne, U, cnt, 0u32);
-        k.bra_if(more, false, &top);
-    }
+    let brow = k.bin(BinOp::MulWide, U, n, 4u32);
+    let cnt = k.mov(U, kk);
+    let (top, done) = (k.new_label("k"), k.new_label("k_end"));
+    let empty = k.setp(Cmp::Eq, U, cnt, 0u32);
+    k.bra_if(empty, false, &done);
+    k.label(&top);
+    let va = k.ld(Space::Global, F, Addr::reg(pa));
+    let vb = k.ld(Space::Global, F, Addr::reg(pb));
+    k.fma_to(acc, va, vb, acc);
+    k.bin_to(BinOp::Add, pa, pa, Operand::Int(4));
+    k.bin_to(BinOp::Add, pb, pb, brow);
+    k.bin_to(BinOp::Sub, cnt, cnt, 1u32);
+    let more = k.setp(Cmp::Ne, U, cnt, 0u32);
+    k.bra_if(more, false, &top);
+    k.label(&done);
     let ci = k.fma(U, row, n, col);
     let pc = k.elem_addr(c, ci, 4);
     k.st(Space::Global, F, Addr::reg(pc), acc);
@@ -43,13 +48,16 @@ pub(super) fn naive(k: &mut PtxKernel, m: u32, n: u32, kk: u32) {
     k.ret();
 }
 
-pub(super) fn tiled(k: &mut PtxKernel, m: u32, n: u32, kk: u32, t: u32) {
+pub(super) fn tiled(k: &mut PtxKernel, t: u32) {
     k.launch_bounds((t, t, 1), None);
     let sa = k.shared_array("tile_a", F, t * t, 16);
     let sb = k.shared_array("tile_b", F, t * t, 16);
     let a = k.ld_param_ptr("a");
     let b = k.ld_param_ptr("b");
     let c = k.ld_param_ptr("c");
+    let m = k.ld_param("m");
+    let kk = k.ld_param("k");
+    let n = k.ld_param("n");
     let (tx, ty) = (k.special(Special::TidX), k.special(Special::TidY));
     let (bx, by) = (k.special(Special::CtaidX), k.special(Special::CtaidY));
     let col = k.fma(U, bx, t, tx);

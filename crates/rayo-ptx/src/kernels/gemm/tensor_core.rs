@@ -9,7 +9,7 @@
 
 use crate::kernels::common::*;
 use crate::ptx::*;
-use super::prologue::{load_passes, prologue, Prologue, THREADS};
+use super::prologue::{advance, load_passes, pass_pointers, prologue, slice_count, Prologue, THREADS};
 
 const BM: u32 = 128;
 const BN: u32 = 128;
@@ -17,10 +17,10 @@ const STRIDE: u32 = 136;
 const B32: PtxType = PtxType::B32;
 const U64: PtxType = PtxType::U64;
 
-pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32, bk: u32) {
+pub(super) fn build(k: &mut PtxKernel, bk: u32) {
     let buf_words = bk * STRIDE;
     let buf_bytes = buf_words * 4;
-    let Prologue { sa, sb, a, b, c, tid, bx, by } = prologue(k, "tc", B32, buf_words);
+    let Prologue { sa, sb, a, b, c, tid, bx, by, kd, n } = prologue(k, "tc", B32, buf_words);
     let sa0 = k.mov(U, Operand::Symbol(sa));
     let sb0 = k.mov(U, Operand::Symbol(sb));
 
@@ -67,13 +67,17 @@ pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32, bk: u32) {
     let rb: Vec<Vec<Reg>> = (0..b_passes)
         .map(|_| (0..4).map(|_| k.reg(F)).collect())
         .collect();
-    let a_pass_bytes = (a_rows_per_pass * kd * 4) as i64;
-    let b_pass_bytes = (8 * n * 4) as i64;
+    let a_pass_bytes = k.bin(BinOp::MulWide, U, kd, a_rows_per_pass * 4);
+    let b_pass_bytes = k.bin(BinOp::MulWide, U, n, 8 * 4);
+    let b_step = k.bin(BinOp::MulWide, U, n, bk * 4);
+    let pa = pass_pointers(k, ga, a_passes as usize, a_pass_bytes);
+    let pb = pass_pointers(k, gb, b_passes as usize, b_pass_bytes);
     let load = |k: &mut PtxKernel| {
-        load_passes(k, &ra, ga, a_pass_bytes);
-        load_passes(k, &rb, gb, b_pass_bytes);
-        k.bin_to(BinOp::Add, ga, ga, Operand::Int(bk as i64 * 4));
-        k.bin_to(BinOp::Add, gb, gb, Operand::Int(bk as i64 * n as i64 * 4));
+        let (a_at, b_at): (Vec<Addr>, Vec<Addr>) = (pa.iter().map(|&r| Addr::reg(r)).collect(), pb.iter().map(|&r| Addr::reg(r)).collect());
+        load_passes(k, &ra, &a_at);
+        load_passes(k, &rb, &b_at);
+        advance(k, &pa, Operand::Int(bk as i64 * 4));
+        advance(k, &pb, Operand::Reg(b_step));
     };
     let store = |k: &mut PtxKernel, off: Reg| {
         let pa = k.add(U, sa_st, off);
@@ -130,21 +134,19 @@ pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32, bk: u32) {
     load(k);
     store(k, boff);
     k.bar_sync();
-    let tiles = kd / bk;
-    if tiles > 1 {
-        let cnt = k.mov(U, tiles - 1);
-        let top = k.new_label("slice");
-        k.label(&top);
-        load(k);
-        compute(k, boff);
-        let woff = k.bin(BinOp::Xor, B32, boff, buf_bytes);
-        store(k, woff);
-        k.bar_sync();
-        k.mov_to(boff, woff);
-        k.bin_to(BinOp::Sub, cnt, cnt, 1u32);
-        let more = k.setp(Cmp::Ne, U, cnt, 0u32);
-        k.bra_if(more, false, &top);
-    }
+    let (top, last) = (k.new_label("slice"), k.new_label("last"));
+    let cnt = slice_count(k, kd, bk, &last);
+    k.label(&top);
+    load(k);
+    compute(k, boff);
+    let woff = k.bin(BinOp::Xor, B32, boff, buf_bytes);
+    store(k, woff);
+    k.bar_sync();
+    k.mov_to(boff, woff);
+    k.bin_to(BinOp::Sub, cnt, cnt, 1u32);
+    let more = k.setp(Cmp::Ne, U, cnt, 0u32);
+    k.bra_if(more, false, &top);
+    k.label(&last);
     compute(k, boff);
 
     // c0,c1 at (row g, cols 2t, 2t+1), c2,c3 at row g+8 of each 16×8 tile
@@ -155,9 +157,11 @@ pub(super) fn build(k: &mut PtxKernel, n: u32, kd: u32, bk: u32) {
     let ccol = k.fma(U, bx, BN, c0);
     let ci = k.fma(U, crow, n, ccol);
     let gc = k.elem_addr(c, ci, 4);
+    let rows8 = k.bin(BinOp::MulWide, U, n, 8 * 4);
+    let rows16 = k.bin(BinOp::MulWide, U, n, 16 * 4);
     for mi in 0..2u64 {
-        let pr = k.add(U64, gc, Operand::Int((mi * 16 * n as u64 * 4) as i64));
-        let pr8 = k.add(U64, pr, Operand::Int((8 * n as u64 * 4) as i64));
+        let pr = if mi == 0 { gc } else { k.add(U64, gc, rows16) };
+        let pr8 = k.add(U64, pr, rows8);
         for ni in 0..8usize {
             let base = (mi as usize * 8 + ni) * 4;
             let o = ni as i64 * 8 * 4;
