@@ -398,3 +398,99 @@ fn every_reduction_on_every_cpu_backend_matches_f64() {
     }
     assert!(fails.is_empty(), "{}", fails.join("\n"));
 }
+
+/// The f64 softmax (or log-softmax) of a row: every output NaN when any input is NaN or the
+/// maximum is infinite (as the CPU documents).
+fn softmax_ref(x: &[f32], log: bool) -> Vec<f64> {
+    let m = x.iter().fold(f64::NEG_INFINITY, |m, &v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v as f64) });
+    if !m.is_finite() {
+        return vec![f64::NAN; x.len()];
+    }
+    let s: f64 = x.iter().map(|&v| (v as f64 - m).exp()).sum();
+    x.iter().map(|&v| if log { (v as f64 - m) - s.ln() } else { (v as f64 - m).exp() / s }).collect()
+}
+
+/// Row inputs for the softmax checks: ordinary rows, rows with ±inf, −0, denormals, and a NaN.
+fn softmax_rows() -> Vec<Vec<f32>> {
+    let mut rng = Rng::new(99);
+    let mut rows: Vec<Vec<f32>> = [1usize, 3, 17, 1000, 4097].iter().map(|&n| rng.data(n, -30.0, 30.0)).collect();
+    rows.push(vec![-0.0, 0.0, 1e-40, -1e-45, 3.0]);
+    rows.push(vec![1.0, f32::NEG_INFINITY, 2.0]);
+    rows.push(vec![1.0, f32::INFINITY, 2.0]);
+    rows.push(vec![1.0, f32::NAN, 2.0]);
+    rows
+}
+
+/// `got` within `rel`·|want| + `abs` of the f64 softmax of `x`, NaN matching NaN.
+fn softmax_ok(got: &[f32], x: &[f32], log: bool, rel: f64, abs: f64) -> Result<(), String> {
+    let want = softmax_ref(x, log);
+    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+        let ok = if w.is_nan() || g.is_nan() { w.is_nan() && g.is_nan() } else if w.is_infinite() { g as f64 == w } else { (g as f64 - w).abs() <= rel * w.abs() + abs };
+        if !ok {
+            return Err(format!("n={} [{i}]: got {g:e}, want {w:e}", x.len()));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn softmax_on_every_cpu_backend_matches_f64() {
+    let mut fails = vec![];
+    for b in backends("parity softmax cpu") {
+        for x in softmax_rows() {
+            for log in [false, true] {
+                let mut out = vec![0.0f32; x.len()];
+                if log { slice::log_softmax(b, &x, &mut out) } else { slice::softmax(b, &x, &mut out) }.unwrap();
+                if let Err(e) = softmax_ok(&out, &x, log, 1e-6, 2e-6) {
+                    fails.push(format!("{} on {b}: {e}", if log { "log_softmax" } else { "softmax" }));
+                }
+            }
+        }
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n"));
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn reductions_and_softmax_on_cuda_match_f64() {
+    use rayo::cuda::CudaDevice;
+    use rayo::ops::ReduceOp;
+    let dev = match CudaDevice::new() {
+        Ok(d) => d,
+        Err(e) => {
+            assert!(std::env::var("RAYO_REQUIRE_CUDA").is_err(), "RAYO_REQUIRE_CUDA is set but: {e}");
+            println!("SKIP cuda: reductions_and_softmax_on_cuda_match_f64 ({e})");
+            return;
+        }
+    };
+    let mut fails = vec![];
+    for op in ReduceOp::ALL {
+        for (li, &n) in PARITY_LENGTHS.iter().chain(&[100_003]).enumerate() {
+            for specials in [false, true] {
+                let mut rng = Rng::new(li as u64 * 2 + specials as u64);
+                let x = if specials { rng.data_with_specials(n, -50.0, 50.0) } else { rng.data(n, -50.0, 50.0) };
+                let y = rng.data(n, -2.0, 2.0);
+                let (xd, yd) = (dev.upload(&x).unwrap(), dev.upload(&y).unwrap());
+                let yo = (op.arity() == 2).then_some(&yd);
+                // A GPU may flush denormal inputs: compare with the flushed input as well.
+                let xf: Vec<f32> = x.iter().map(|&v| ftz(v)).collect();
+                match dev.reduce(op, &xd, yo) {
+                    Ok(got) if reduce_ok(op, got, &x, (op.arity() == 2).then_some(&y[..])) || reduce_ok(op, got, &xf, (op.arity() == 2).then_some(&y[..])) => {}
+                    Err(rayo::Error::EmptyInput { .. }) if n == 0 && op.empty_value().is_none() => {}
+                    r => fails.push(format!("{} on cuda, n={n}, specials={specials}: {r:?}", op.name())),
+                }
+            }
+        }
+    }
+    for x in softmax_rows() {
+        for log in [false, true] {
+            let xd = dev.upload(&x).unwrap();
+            let mut od = dev.zeros(x.len()).unwrap();
+            if log { dev.log_softmax(&xd, &mut od) } else { dev.softmax(&xd, &mut od) }.unwrap();
+            if let Err(e) = softmax_ok(&dev.download(&od).unwrap(), &x, log, 4e-6, 4e-6) {
+                fails.push(format!("{} on cuda: {e}", if log { "log_softmax" } else { "softmax" }));
+            }
+        }
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n"));
+}
