@@ -32,6 +32,8 @@ pub enum Error {
     NoDevice { api: &'static str, reason: String },
     /// The device or driver reported a failure (lost device, mapping failure, launch error).
     Device { api: &'static str, message: String },
+    /// A handle (a wgpu `BufferId`) used with a batch other than the one that issued it.
+    ForeignBuffer { op: &'static str, expected_owner: u64, actual_owner: u64 },
 }
 
 /// `Result` with [`Error`].
@@ -74,6 +76,9 @@ impl fmt::Display for Error {
             Error::InvalidEnv { var, value } => write!(f, "{var}={value:?} is not understood"),
             Error::NoDevice { api, reason } => write!(f, "no {api} device: {reason}"),
             Error::Device { api, message } => write!(f, "{api} device error: {message}"),
+            Error::ForeignBuffer { op, expected_owner, actual_owner } => {
+                write!(f, "{op}: buffer belongs to batch {actual_owner}, not to batch {expected_owner} that it was used with")
+            }
         }
     }
 }

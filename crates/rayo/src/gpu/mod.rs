@@ -45,4 +45,5 @@ pub use batch::{BatchStats, BufferId, GpuCommandBatch};
 pub use buffer::GpuBuffer;
 pub use device::{AdapterInfo, GpuDevice, GpuLimits};
 pub use elementwise::{BinaryOp, UnaryOp};
-pub use kernels::ReduceOp;
+/// The one reduction vocabulary of every backend (the same type as [`crate::ops::ReduceOp`]).
+pub use crate::ops::ReduceOp;
