@@ -740,7 +740,7 @@ fn bad_input_is_an_error_never_a_panic() {
     assert!(matches!(d.matmul(&[], &[], &mut c, usize::MAX, 2, 2), Err(Error::InvalidParameter { op: "matmul", .. })));
     let mut o = vec![0.0; 4];
     assert_eq!(d.convolve2d(&[1.0; 4], &[1.0; 9], &mut o, 2, 2, 3, 3), Err(Error::ShapeMismatch { op: "convolve2d", left: vec![2, 2], right: vec![3, 3] }));
-    assert!(matches!(d.convolve2d(&[1.0; 4], &[], &mut o, 2, 2, 0, 1), Err(Error::InvalidParameter { op: "convolve2d", .. })));
+    assert_eq!(d.convolve2d(&[1.0; 4], &[], &mut o, 2, 2, 0, 1), Err(Error::ShapeMismatch { op: "convolve2d", left: vec![2, 2], right: vec![0, 1] }));
     assert_eq!(d.convolve2d(&[1.0; 9], &[1.0; 4], &mut o, 3, 3, 2, 2), Ok(()));
     assert_eq!(o, vec![4.0; 4]);
     assert_eq!(d.convolve2d(&[1.0; 9], &[1.0; 4], &mut out, 3, 3, 2, 2), Err(Error::SizeMismatch { op: "convolve2d", shape: vec![2, 2], len: 3 }));
@@ -810,6 +810,32 @@ fn a_buffer_id_from_another_batch_is_an_error() {
         assert_eq!(b2.read_blocking(r), Err(want), "{op}");
     }
     assert!(foreign("relu").to_string().contains(&a.id().to_string()));
+}
+
+/// Sizes near usize::MAX: errors with their numbers, never a panic or a wrapped size (run it in
+/// a debug build too, where overflow checks are live).
+#[test]
+fn hostile_sizes_are_errors_never_panics() {
+    let Some(d) = device("hostile_sizes_are_errors_never_panics") else { return };
+    let limit = d.max_binding_bytes();
+    assert_eq!(d.zeros(1 << 40).unwrap_err(), Error::BufferTooLarge { op: "gpu buffer", bytes: 1 << 42, limit });
+    assert!(matches!(d.zeros(usize::MAX), Err(Error::BufferTooLarge { op: "gpu buffer", limit: l, .. }) if l == limit));
+    assert!(matches!(d.matmul(&[], &[], &mut [], usize::MAX, 0, usize::MAX), Err(Error::InvalidParameter { op: "matmul", .. })));
+    assert_eq!(d.softmax_rows(&[], usize::MAX, usize::MAX, &mut []), Err(Error::ShapeMismatch { op: "softmax", left: vec![usize::MAX, usize::MAX], right: vec![0] }));
+    assert_eq!(
+        d.convolve2d(&[], &[1.0], &mut [], usize::MAX, usize::MAX, 1, 1),
+        Err(Error::SizeMismatch { op: "convolve2d", shape: vec![usize::MAX, usize::MAX], len: 0 })
+    );
+    let mut batch = GpuCommandBatch::new(d.clone());
+    let e = batch.upload(&[]);
+    let _ = batch.matmul(e, e, usize::MAX, 0, usize::MAX);
+    assert!(matches!(batch.execute_blocking(), Err(Error::InvalidParameter { op: "matmul", .. })));
+    let mut batch = GpuCommandBatch::new(d.clone());
+    let e = batch.upload(&[1.0; 4]);
+    let _ = batch.softmax_rows(e, usize::MAX, 3);
+    assert_eq!(batch.execute_blocking(), Err(Error::ShapeMismatch { op: "softmax", left: vec![usize::MAX, 3], right: vec![4] }));
+    assert!(!rayo::gpu::dispatch::matmul_prefers_gpu(usize::MAX, usize::MAX, usize::MAX));
+    assert!(rayo::gpu::dispatch::try_matmul(&[], &[], &mut [], usize::MAX, 2, usize::MAX).is_err());
 }
 
 #[test]

@@ -167,8 +167,9 @@ impl GpuCommandBatch {
     /// Records an upload of `data`.
     pub fn upload(&mut self, data: &[f32]) -> BufferId {
         let len = data.len();
-        if len as u64 * 4 > self.device.binding_bytes {
-            self.fail(Error::BufferTooLarge { op: "GpuCommandBatch::upload", bytes: len as u64 * 4, limit: self.device.binding_bytes });
+        let bytes = (len as u64).saturating_mul(4);
+        if bytes > self.device.binding_bytes {
+            self.fail(Error::BufferTooLarge { op: "GpuCommandBatch::upload", bytes, limit: self.device.binding_bytes });
         }
         self.push(Kind::Upload(data.to_vec()), len)
     }
@@ -298,8 +299,9 @@ impl GpuCommandBatch {
         if let Err(e) = super::buffer::check_matmul(la, lb, out, m, k, n) {
             self.fail(e);
         }
-        if out as u64 * 4 > self.device.binding_bytes {
-            self.fail(Error::BufferTooLarge { op: "matmul", bytes: out as u64 * 4, limit: self.device.binding_bytes });
+        let bytes = (out as u64).saturating_mul(4);
+        if bytes > self.device.binding_bytes {
+            self.fail(Error::BufferTooLarge { op: "matmul", bytes, limit: self.device.binding_bytes });
         }
         self.push(Kind::Matmul(a, b, [m, k, n]), if out == usize::MAX { 0 } else { out })
     }

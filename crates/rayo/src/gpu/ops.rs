@@ -19,7 +19,7 @@ impl GpuDevice {
     }
 
     fn refuse_over_limit(&self, op: &'static str, len: usize) -> Result<()> {
-        let bytes = len as u64 * 4;
+        let bytes = (len as u64).saturating_mul(4);
         if bytes > self.binding_bytes {
             return Err(Error::BufferTooLarge { op, bytes, limit: self.binding_bytes });
         }
@@ -191,10 +191,8 @@ impl GpuDevice {
     #[allow(clippy::too_many_arguments)]
     pub async fn convolve2d_async(&self, image: &[f32], kernel: &[f32], out: &mut [f32], h: usize, w: usize, kh: usize, kw: usize) -> Result<()> {
         let op = "convolve2d";
-        if kh == 0 || kw == 0 {
-            return Err(Error::InvalidParameter { op, name: "kernel size", value: (kh * kw) as f64, reason: "kernel is empty" });
-        }
-        if kh > h || kw > w {
+        // An empty kernel, or one larger than the image: the CPU's variant for both.
+        if kh == 0 || kw == 0 || kh > h || kw > w {
             return Err(Error::ShapeMismatch { op, left: vec![h, w], right: vec![kh, kw] });
         }
         let size = |len: usize, r: usize, c: usize| -> Result<()> {
