@@ -194,7 +194,10 @@ impl GpuDevice {
             device,
             queue,
         };
-        Ok(GpuDevice { inner: Arc::new(inner), binding_bytes })
+        // On wasm32 wgpu's handles are not Send/Sync (one thread); the Arc is only shared there.
+        #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
+        let inner = Arc::new(inner);
+        Ok(GpuDevice { inner, binding_bytes })
     }
 
     /// True when an adapter and device can be had (creates the shared device).

@@ -14,10 +14,7 @@ const CONV2D: &str = include_str!("shaders/conv2d.wgsl");
 /// stages are a few workgroups' work. `RAYO_WGPU_REDUCE_GROUPS` (64..=65535) overrides it.
 fn reduce_groups() -> usize {
     static G: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *G.get_or_init(|| match std::env::var("RAYO_WGPU_REDUCE_GROUPS").ok().and_then(|v| v.parse().ok()) {
-        Some(g @ 64..=65535) => g,
-        _ => 2048,
-    })
+    *G.get_or_init(|| std::env::var("RAYO_WGPU_REDUCE_GROUPS").ok().and_then(|v| v.parse().ok()).filter(|g| (64..=65535).contains(g)).unwrap_or(2048))
 }
 
 /// What the first stage of a reduction reads per element.
@@ -113,7 +110,7 @@ fn expand_call(src: &str, name: &str, f: &dyn Fn(&[String]) -> String) -> String
 
 /// Whether a first stage can read `x` (and `y` for a product) as vec4.
 fn can_vec4(load: Load, x: &Span, y: Option<&Span>) -> bool {
-    let ok = |s: &Span| s.len % 4 == 0 && s.offset % 16 == 0;
+    let ok = |s: &Span| s.len.is_multiple_of(4) && s.offset.is_multiple_of(16);
     ok(x) && (load != Load::Product || y.is_some_and(ok))
 }
 
