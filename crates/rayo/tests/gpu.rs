@@ -238,7 +238,8 @@ fn check_reduce(what: &str, op: ReduceOp, got: f32, x: &[f32], y: Option<&[f32]>
         ReduceCombine::Max | ReduceCombine::Min => assert_eq!(got, want, "{what} {op:?} n={n}"),
         ReduceCombine::Sum => {
             let mag: f64 = (0..n).map(|i| reduce_load(op, x, y, i).abs()).sum();
-            let tol = if op == ReduceOp::NormL2 { 2e-6 * want + 1e-6 } else { 2e-6 * mag + 1e-6 };
+            // norm_l2 relative only: an absolute term would hide a norm of 1e-29 computed as 0.
+            let tol = if op == ReduceOp::NormL2 { 4e-6 * want } else { 2e-6 * mag + 1e-6 };
             assert!((got - want).abs() <= tol, "{what} {op:?} n={n}: got {got}, want {want}");
         }
     }
@@ -335,6 +336,29 @@ fn reductions_propagate_nan_and_inf_as_the_reference() {
     }
     x[4500] = 1.0;
     check_reduce("chunked", ReduceOp::NormL2, small.norm_l2(&x).unwrap(), &x, None);
+}
+
+/// Squares of 1e30 overflow f32 and squares of 1e-30 vanish; the CPU's norm_l2 avoids both,
+/// and so must every wgpu form (host, chunked host, resident, batch).
+#[test]
+fn norm_l2_neither_overflows_nor_underflows() {
+    let Some(d) = device("norm_l2_neither_overflows_nor_underflows") else { return };
+    let small = d.with_binding_limit(4096);
+    for scale in [1e30f32, 1e-30, 1.0] {
+        for n in [2usize, 1027, 5000] {
+            let x: Vec<f32> = data(n, 17, 1.0).iter().map(|v| v * scale).collect();
+            let want = ReduceOp::NormL2.reference(&x.iter().map(|&v| v as f64).collect::<Vec<_>>(), None).unwrap();
+            let cpu = Vector::from_slice(&x).norm_l2() as f64;
+            assert!((cpu - want).abs() <= 1e-5 * want, "CPU {scale} n={n}: {cpu} vs {want}");
+            check_reduce_all_forms(&d, ReduceOp::NormL2, &x, &x);
+            check_reduce("chunked", ReduceOp::NormL2, small.norm_l2(&x).unwrap(), &x, None);
+        }
+    }
+    assert_eq!(d.norm_l2(&[3e30, -4e30]).unwrap(), 5e30);
+    assert_eq!(d.norm_l2(&[0.0; 9]).unwrap(), 0.0);
+    assert_eq!(small.norm_l2(&vec![0.0; 3000]).unwrap(), 0.0);
+    assert_eq!(small.norm_l2(&[vec![1.0; 2000], vec![f32::NEG_INFINITY], vec![1.0; 2000]].concat()).unwrap(), f32::INFINITY);
+    assert!(small.norm_l2(&[vec![1.0; 2000], vec![f32::INFINITY, f32::NAN], vec![1.0; 2000]].concat()).unwrap().is_nan());
 }
 
 #[test]

@@ -438,7 +438,7 @@ impl GpuCommandBatch {
                         enc.enc.clear_buffer(p.buffer(), 0, Some(4));
                     } else {
                         let ys = b.map(|b| self.span(b));
-                        encode_reduce(&mut enc, op, &self.span(a), ys.as_ref(), &out, 0, true).await?;
+                        encode_reduce(&mut enc, op, &self.span(a), ys.as_ref(), &out, 0).await?;
                     }
                     self.values.insert(i, p);
                 }

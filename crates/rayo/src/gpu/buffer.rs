@@ -151,7 +151,7 @@ impl GpuDevice {
             enc.enc.clear_buffer(out.pooled.buffer(), 0, Some(4));
         } else {
             let ys = y.map(|y| y.span());
-            encode_reduce(&mut enc, op, &x.span(), ys.as_ref(), &out.span(), 0, true).await?;
+            encode_reduce(&mut enc, op, &x.span(), ys.as_ref(), &out.span(), 0).await?;
         }
         enc.submit()?;
         Ok(out)

@@ -7,6 +7,7 @@ use crate::Result;
 const REDUCE: &str = include_str!("shaders/reduce.wgsl");
 const SOFTMAX: &str = include_str!("shaders/softmax.wgsl");
 const SOFTMAX_ROWS: &str = include_str!("shaders/softmax_rows.wgsl");
+const NORM_L2_FINISH: &str = include_str!("shaders/norm_l2_finish.wgsl");
 const MATMUL: &str = include_str!("shaders/matmul.wgsl");
 const CONV2D: &str = include_str!("shaders/conv2d.wgsl");
 
@@ -30,6 +31,9 @@ enum Load {
     Product,
     /// exp(x[i] - m[0])
     ExpShifted,
+    /// (x[i] / s[0])²: the sum of squares of `NormL2`, scaled by max |x| so that it can neither
+    /// overflow nor underflow in f32.
+    ScaledSquare,
 }
 
 impl Load {
@@ -57,6 +61,7 @@ fn reduce_source(combine: ReduceCombine, load: Load, vec4: bool) -> String {
         Load::Square => ("(x[IDX] * x[IDX])", ""),
         Load::Product => ("(x[IDX] * y[IDX])", "@group(0) @binding(3) var<storage, read> y: array<T>;"),
         Load::ExpShifted => ("exp(x[IDX] - y[0])", "@group(0) @binding(3) var<storage, read> y: array<f32>;"),
+        Load::ScaledSquare => ("((x[IDX] / y[0]) * (x[IDX] / y[0]))", "@group(0) @binding(3) var<storage, read> y: array<f32>;"),
     };
     // Text substitution of the template's placeholders: COMBINE(a, b), COMBINE_S(a, b), LOAD(i),
     // INIT, EXTRA, TYPE, HORIZ_BODY.
@@ -120,9 +125,7 @@ fn stage_groups(load: Load, x: &Span, y: Option<&Span>) -> usize {
     items.div_ceil(WG as usize).clamp(1, reduce_groups())
 }
 
-/// One stage; `finish` applies the square root (of `NormL2`) to what it writes.
-#[allow(clippy::too_many_arguments)]
-async fn reduce_stage(enc: &mut Encoder, combine: ReduceCombine, load: Load, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32, finish: bool) -> Result<usize> {
+async fn reduce_stage(enc: &mut Encoder, combine: ReduceCombine, load: Load, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32) -> Result<usize> {
     let vec4 = can_vec4(load, x, y);
     let items = if vec4 { x.len / 4 } else { x.len };
     let key = format!("reduce/{combine:?}/{load:?}/{}", if vec4 { "vec4" } else { "f32" });
@@ -131,7 +134,6 @@ async fn reduce_stage(enc: &mut Encoder, combine: ReduceCombine, load: Load, x: 
     let mut meta = Meta::default();
     meta.u[0] = items as u32;
     meta.u[1] = out_offset;
-    meta.u[2] = finish as u32;
     match y {
         Some(y) => enc.dispatch(&kernel, &meta, &[x, out, y], (groups as u32, 1, 1))?,
         None => enc.dispatch(&kernel, &meta, &[x, out], (groups as u32, 1, 1))?,
@@ -139,31 +141,44 @@ async fn reduce_stage(enc: &mut Encoder, combine: ReduceCombine, load: Load, x: 
     Ok(groups)
 }
 
-/// Records `op` over `x` (and `y` for [`ReduceOp::Dot`]) into `out[out_offset]`; `finish`
-/// applies [`ReduceOp::finish`] on the device (a host combining chunks passes `false`).
-/// `x.len >= 1`. Stage one writes one partial per workgroup; further stages fold partials.
-pub(crate) async fn encode_reduce(enc: &mut Encoder, op: ReduceOp, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32, finish: bool) -> Result<()> {
-    let finish = finish && op == ReduceOp::NormL2;
-    encode_reduce_load(enc, op.combine(), Load::of(op.load()), x, y, out, out_offset, finish).await
+/// Records `op` over `x` (and `y` for [`ReduceOp::Dot`]) into `out[out_offset]`, `x.len >= 1`.
+/// Stage one writes one partial per workgroup; further stages fold partials. `NormL2` is
+/// `s·√(Σ (x/s)²)` with `s = max |x|` (NaN, ±inf and 0 pass through): no spurious overflow above
+/// 1.8e19 nor underflow below 1e-19, as on the CPU.
+pub(crate) async fn encode_reduce(enc: &mut Encoder, op: ReduceOp, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32) -> Result<()> {
+    if op == ReduceOp::NormL2 {
+        let s = enc.temp(1)?;
+        encode_reduce_load(enc, ReduceCombine::Max, Load::Abs, x, None, &s, 0).await?;
+        encode_reduce_load(enc, ReduceCombine::Sum, Load::ScaledSquare, x, Some(&s), out, out_offset).await?;
+        let kernel = enc.dev.inner.pipelines.get(&enc.dev.inner.device, "norm_l2_finish", || NORM_L2_FINISH.to_string()).await?;
+        let mut meta = Meta::default();
+        meta.u[0] = out_offset;
+        return enc.dispatch(&kernel, &meta, &[out, &s], (1, 1, 1));
+    }
+    encode_reduce_load(enc, op.combine(), Load::of(op.load()), x, y, out, out_offset).await
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn encode_reduce_load(enc: &mut Encoder, combine: ReduceCombine, load: Load, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32, finish: bool) -> Result<()> {
+/// Records Σ (x/s[0])² into `out[0]` (one chunk of a chunked host `NormL2`).
+pub(crate) async fn encode_scaled_squares(enc: &mut Encoder, x: &Span, s: &Span, out: &Span) -> Result<()> {
+    encode_reduce_load(enc, ReduceCombine::Sum, Load::ScaledSquare, x, Some(s), out, 0).await
+}
+
+async fn encode_reduce_load(enc: &mut Encoder, combine: ReduceCombine, load: Load, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32) -> Result<()> {
     let first_groups = stage_groups(load, x, y);
     if first_groups == 1 {
-        reduce_stage(enc, combine, load, x, y, out, out_offset, finish).await?;
+        reduce_stage(enc, combine, load, x, y, out, out_offset).await?;
         return Ok(());
     }
     let mut partial = enc.temp(first_groups)?;
-    reduce_stage(enc, combine, load, x, y, &partial, 0, false).await?;
+    reduce_stage(enc, combine, load, x, y, &partial, 0).await?;
     loop {
         let groups = stage_groups(Load::Plain, &partial, None);
         if groups == 1 {
-            reduce_stage(enc, combine, Load::Plain, &partial, None, out, out_offset, finish).await?;
+            reduce_stage(enc, combine, Load::Plain, &partial, None, out, out_offset).await?;
             return Ok(());
         }
         let next = enc.temp(groups)?;
-        reduce_stage(enc, combine, Load::Plain, &partial, None, &next, 0, false).await?;
+        reduce_stage(enc, combine, Load::Plain, &partial, None, &next, 0).await?;
         partial = next;
     }
 }
@@ -188,8 +203,8 @@ pub(crate) async fn encode_softmax(enc: &mut Encoder, x: &Span, out: &Span, rows
     }
     let mx = enc.temp(1)?;
     let se = enc.temp(1)?;
-    encode_reduce_load(enc, ReduceCombine::Max, Load::Plain, x, None, &mx, 0, false).await?;
-    encode_reduce_load(enc, ReduceCombine::Sum, Load::ExpShifted, x, Some(&mx), &se, 0, false).await?;
+    encode_reduce_load(enc, ReduceCombine::Max, Load::Plain, x, None, &mx, 0).await?;
+    encode_reduce_load(enc, ReduceCombine::Sum, Load::ExpShifted, x, Some(&mx), &se, 0).await?;
     let kernel = enc.dev.inner.pipelines.get(&enc.dev.inner.device, "softmax", || SOFTMAX.to_string()).await?;
     let g = grid_1d(&enc.dev, x.len);
     meta.u[0] = x.len as u32;

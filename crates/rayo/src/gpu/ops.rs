@@ -6,7 +6,7 @@ use super::buffer::{blocking, check_matmul, check_reduce_args, check_softmax_sha
 use super::device::GpuDevice;
 use super::elementwise::{encode_chain, BinaryOp, Chain, UnaryOp};
 use super::encoder::{Encoder, Span};
-use super::kernels::{encode_conv2d, encode_matmul, encode_reduce, encode_softmax};
+use super::kernels::{encode_conv2d, encode_matmul, encode_reduce, encode_scaled_squares, encode_softmax};
 use super::readback::submit_and_read;
 use crate::error::check_len;
 use crate::ops::{combine_f64, ReduceOp};
@@ -68,6 +68,17 @@ impl GpuDevice {
     /// binding limit, chunks combined on the host in f64.
     pub async fn reduce_async(&self, op: ReduceOp, x: &[f32], y: Option<&[f32]>) -> Result<f32> {
         check_reduce_args(op, x.len(), y.map(<[f32]>::len))?;
+        if x.is_empty() {
+            return op.empty_value().ok_or(Error::EmptyInput { op: op.name() });
+        }
+        if op == ReduceOp::NormL2 && x.len() > self.chunk_elems() {
+            return self.norm_l2_chunked(x).await;
+        }
+        self.reduce_chunks(op, x, y).await.map(|v| v as f32)
+    }
+
+    /// One device reduction per chunk, combined in f64 (`NormL2` only when `x` is one chunk).
+    async fn reduce_chunks(&self, op: ReduceOp, x: &[f32], y: Option<&[f32]>) -> Result<f64> {
         let mut acc: Option<f64> = None;
         let c = self.chunk_elems();
         for (i, xc) in x.chunks(c).enumerate() {
@@ -79,7 +90,7 @@ impl GpuDevice {
             let mut enc = Encoder::new(self)?;
             let o = enc.temp(1)?;
             let ys = yi.as_ref().map(|p| Span::whole(p.buffer(), xc.len()));
-            encode_reduce(&mut enc, op, &Span::whole(xi.buffer(), xc.len()), ys.as_ref(), &o, 0, false).await?;
+            encode_reduce(&mut enc, op, &Span::whole(xi.buffer(), xc.len()), ys.as_ref(), &o, 0).await?;
             enc.keep(xi);
             if let Some(p) = yi {
                 enc.keep(p);
@@ -92,10 +103,28 @@ impl GpuDevice {
                 Some(a) => combine_f64(op.combine(), a, v),
             });
         }
-        match acc {
-            Some(a) => Ok(op.finish(a) as f32),
-            None => op.empty_value().ok_or(Error::EmptyInput { op: op.name() }),
+        Ok(acc.unwrap_or(0.0))
+    }
+
+    /// `NormL2` over several chunks: `s·√(Σ (x/s)²)` with `s = max |x|` over all of them.
+    async fn norm_l2_chunked(&self, x: &[f32]) -> Result<f32> {
+        let s = self.reduce_chunks(ReduceOp::NormInf, x, None).await? as f32;
+        if !s.is_finite() || s == 0.0 {
+            return Ok(s);
         }
+        let sb = self.upload_pooled(&[s])?;
+        let mut total = 0.0f64;
+        for xc in x.chunks(self.chunk_elems()) {
+            let xi = self.upload_pooled(xc)?;
+            let mut enc = Encoder::new(self)?;
+            let o = enc.temp(1)?;
+            encode_scaled_squares(&mut enc, &Span::whole(xi.buffer(), xc.len()), &Span::whole(sb.buffer(), 1), &o).await?;
+            enc.keep(xi);
+            let mut v = [0.0f32];
+            submit_and_read(enc, &o, &mut v).await?;
+            total += v[0] as f64;
+        }
+        Ok((total.sqrt() * s as f64) as f32)
     }
 
     /// Σ x (0 for an empty slice): a tiled multi-stage reduction.
@@ -123,7 +152,8 @@ impl GpuDevice {
         self.reduce_async(ReduceOp::NormL1, x, None).await
     }
 
-    /// √(Σ x²) (0 for an empty slice). The squares are summed in f32 on the device.
+    /// √(Σ x²) (0 for an empty slice), scaled by max |x| on the device: no spurious overflow or
+    /// underflow, as on the CPU.
     pub async fn norm_l2_async(&self, x: &[f32]) -> Result<f32> {
         self.reduce_async(ReduceOp::NormL2, x, None).await
     }

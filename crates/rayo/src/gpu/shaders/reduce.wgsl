@@ -3,7 +3,7 @@
 // The host runs further stages over the partials until one value is left.
 // Placeholders filled in by gpu/kernels.rs (upper case): the load of element i, the combining
 // function on T and on f32 (for the workgroup tree), the accumulator's start (max and min start
-// from element 0) and extra bindings. prm.finish == 1 writes the square root (norm_l2).
+// from element 0) and extra bindings.
 
 // T is f32, or vec4<f32> for a first stage over a length divisible by 4 (16-byte loads).
 alias T = TYPE;
@@ -11,7 +11,7 @@ alias T = TYPE;
 struct Meta {
     n: u32,
     out_offset: u32,
-    finish: u32, u3: u32, u4: u32, u5: u32, u6: u32, u7: u32,
+    u2: u32, u3: u32, u4: u32, u5: u32, u6: u32, u7: u32,
     p: array<vec4<f32>, 4>,
 }
 
@@ -70,8 +70,6 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
         workgroupBarrier();
     }
     if (lid.x == 0u) {
-        var r = sdata[0];
-        if (prm.finish == 1u) { r = sqrt(r); }
-        out[prm.out_offset + wid.x] = r;
+        out[prm.out_offset + wid.x] = sdata[0];
     }
 }
