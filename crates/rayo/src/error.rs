@@ -32,7 +32,8 @@ pub enum Error {
     NoDevice { api: &'static str, reason: String },
     /// The device or driver reported a failure (lost device, mapping failure, launch error).
     Device { api: &'static str, message: String },
-    /// A handle (a wgpu `BufferId`) used with a batch other than the one that issued it.
+    /// A handle used with an owner other than its own: a wgpu `BufferId` of another batch, or a
+    /// `GpuBuffer` of another device (owners are numbered uniquely in the process).
     ForeignBuffer { op: &'static str, expected_owner: u64, actual_owner: u64 },
 }
 
@@ -77,7 +78,7 @@ impl fmt::Display for Error {
             Error::NoDevice { api, reason } => write!(f, "no {api} device: {reason}"),
             Error::Device { api, message } => write!(f, "{api} device error: {message}"),
             Error::ForeignBuffer { op, expected_owner, actual_owner } => {
-                write!(f, "{op}: buffer belongs to batch {actual_owner}, not to batch {expected_owner} that it was used with")
+                write!(f, "{op}: the buffer belongs to owner {actual_owner} (a batch or device), not to owner {expected_owner} that it was used with")
             }
         }
     }

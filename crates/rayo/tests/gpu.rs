@@ -836,6 +836,27 @@ fn a_buffer_id_from_another_batch_is_an_error() {
     assert!(foreign("relu").to_string().contains(&a.id().to_string()));
 }
 
+/// A device-resident buffer of one device used with another: an error naming both.
+#[test]
+fn a_buffer_of_another_device_is_an_error() {
+    let Some(d) = device("a_buffer_of_another_device_is_an_error") else { return };
+    let d2 = block_on(GpuDevice::new_dedicated_async()).unwrap();
+    assert_ne!(d.id(), d2.id());
+    let x = d2.upload(&[1.0, -1.0]).unwrap();
+    let mut out = d.zeros(2).unwrap();
+    let foreign = |op| Err(Error::ForeignBuffer { op, expected_owner: d.id(), actual_owner: d2.id() });
+    assert_eq!(d.apply(UnaryOp::Relu, &x, &mut out), foreign("relu"));
+    assert_eq!(d.apply_binary(BinaryOp::Add, &out, &x, &mut d.zeros(2).unwrap()), foreign("vec_add"));
+    assert_eq!(d.reduce_resident(ReduceOp::NormL1, &x, None).map(drop), foreign("norm_l1"));
+    assert_eq!(d.dot_resident(&out, &x).map(drop), foreign("dot"));
+    assert_eq!(d.softmax_rows_resident(&x, 1, 2, &mut out), foreign("softmax"));
+    assert_eq!(d.matmul_resident(&x, &d.zeros(2).unwrap(), &mut d.zeros(1).unwrap(), 1, 2, 1), foreign("matmul"));
+    // Its own device still takes it.
+    let mut o2 = d2.zeros(2).unwrap();
+    d2.apply(UnaryOp::Relu, &x, &mut o2).unwrap();
+    assert_eq!(o2.read().unwrap(), vec![1.0, 0.0]);
+}
+
 /// Sizes near usize::MAX: errors with their numbers, never a panic or a wrapped size (run it in
 /// a debug build too, where overflow checks are live).
 #[test]

@@ -13,7 +13,6 @@ use super::readback::submit_and_read;
 use crate::ops::ReduceOp;
 use crate::{Error, Result};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A value recorded in a [`GpuCommandBatch`]. It names the batch that issued it: using it with
 /// any other batch is [`Error::ForeignBuffer`].
@@ -29,9 +28,6 @@ impl BufferId {
         self.batch
     }
 }
-
-/// Source of [`GpuCommandBatch::id`]: unique in the process (a u64 does not wrap in practice).
-static NEXT_BATCH: AtomicU64 = AtomicU64::new(1);
 
 #[derive(Clone, Debug)]
 enum Kind {
@@ -99,7 +95,7 @@ pub struct GpuCommandBatch {
 impl GpuCommandBatch {
     pub fn new(device: GpuDevice) -> GpuCommandBatch {
         GpuCommandBatch {
-            id: NEXT_BATCH.fetch_add(1, Ordering::Relaxed),
+            id: super::next_owner_id(),
             device,
             nodes: Vec::new(),
             error: None,

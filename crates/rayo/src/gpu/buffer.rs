@@ -56,10 +56,11 @@ impl GpuBuffer {
     }
 }
 
+/// [`Error::ForeignBuffer`] for a buffer of another device.
 fn same_device(op: &'static str, dev: &GpuDevice, bufs: &[&GpuBuffer]) -> Result<()> {
     for b in bufs {
         if !std::sync::Arc::ptr_eq(&dev.inner, &b.device.inner) {
-            return Err(Error::Device { api: "wgpu", message: format!("{op}: buffer belongs to another device") });
+            return Err(Error::ForeignBuffer { op, expected_owner: dev.inner.id, actual_owner: b.device.inner.id });
         }
     }
     Ok(())

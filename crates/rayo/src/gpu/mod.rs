@@ -52,6 +52,12 @@ mod pool;
 mod readback;
 
 pub use batch::{BatchStats, BufferId, GpuCommandBatch};
+
+/// Numbers batches and devices (the owners of ids and buffers) uniquely in the process.
+pub(crate) fn next_owner_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 pub use buffer::GpuBuffer;
 pub use device::{AdapterInfo, GpuDevice, GpuLimits};
 pub use elementwise::{BinaryOp, UnaryOp};
