@@ -502,16 +502,16 @@ fn softmax_rows_with_nan_or_infinite_max_are_all_nan_as_on_the_cpu() {
 fn softmax_rows_shape_errors() {
     let Some(d) = device("softmax_rows_shape_errors") else { return };
     let mut out = vec![0.0; 6];
-    assert_eq!(d.softmax_rows(&[1.0; 6], 2, 4, &mut out), Err(Error::ShapeMismatch { op: "softmax", left: vec![2, 4], right: vec![6] }));
+    assert_eq!(d.softmax_rows(&[1.0; 6], 2, 4, &mut out), Err(Error::SizeMismatch { op: "softmax", shape: vec![2, 4], len: 6 }));
     assert_eq!(d.log_softmax_rows(&[1.0; 6], 4, 2, &mut out[..5]), Err(Error::LengthMismatch { op: "log_softmax", expected: 6, actual: 5 }));
-    assert_eq!(d.softmax_rows(&[1.0; 6], usize::MAX, 2, &mut out), Err(Error::ShapeMismatch { op: "softmax", left: vec![usize::MAX, 2], right: vec![6] }));
+    assert_eq!(d.softmax_rows(&[1.0; 6], usize::MAX, 2, &mut out), Err(Error::SizeMismatch { op: "softmax", shape: vec![usize::MAX, 2], len: 6 }));
     assert_eq!(d.softmax_rows(&[], 0, 5, &mut []), Err(Error::EmptyInput { op: "softmax" }));
     let (bx, mut bo) = (d.upload(&[1.0; 6]).unwrap(), d.zeros(6).unwrap());
-    assert_eq!(d.softmax_rows_resident(&bx, 3, 3, &mut bo), Err(Error::ShapeMismatch { op: "softmax", left: vec![3, 3], right: vec![6] }));
+    assert_eq!(d.softmax_rows_resident(&bx, 3, 3, &mut bo), Err(Error::SizeMismatch { op: "softmax", shape: vec![3, 3], len: 6 }));
     let mut batch = GpuCommandBatch::new(d.clone());
     let i = batch.upload(&[1.0; 6]);
     let _ = batch.log_softmax_rows(i, 5, 1);
-    assert_eq!(batch.execute_blocking(), Err(Error::ShapeMismatch { op: "log_softmax", left: vec![5, 1], right: vec![6] }));
+    assert_eq!(batch.execute_blocking(), Err(Error::SizeMismatch { op: "log_softmax", shape: vec![5, 1], len: 6 }));
 }
 
 fn matmul_ref(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
@@ -868,7 +868,7 @@ fn hostile_sizes_are_errors_never_panics() {
     assert_eq!(d.zeros(1 << 40).unwrap_err(), Error::BufferTooLarge { op: "gpu buffer", bytes: 1 << 42, limit });
     assert!(matches!(d.zeros(usize::MAX), Err(Error::BufferTooLarge { op: "gpu buffer", limit: l, .. }) if l == limit));
     assert!(matches!(d.matmul(&[], &[], &mut [], usize::MAX, 0, usize::MAX), Err(Error::InvalidParameter { op: "matmul", .. })));
-    assert_eq!(d.softmax_rows(&[], usize::MAX, usize::MAX, &mut []), Err(Error::ShapeMismatch { op: "softmax", left: vec![usize::MAX, usize::MAX], right: vec![0] }));
+    assert_eq!(d.softmax_rows(&[], usize::MAX, usize::MAX, &mut []), Err(Error::SizeMismatch { op: "softmax", shape: vec![usize::MAX, usize::MAX], len: 0 }));
     assert_eq!(
         d.convolve2d(&[], &[1.0], &mut [], usize::MAX, usize::MAX, 1, 1),
         Err(Error::SizeMismatch { op: "convolve2d", shape: vec![usize::MAX, usize::MAX], len: 0 })
@@ -880,7 +880,7 @@ fn hostile_sizes_are_errors_never_panics() {
     let mut batch = GpuCommandBatch::new(d.clone());
     let e = batch.upload(&[1.0; 4]);
     let _ = batch.softmax_rows(e, usize::MAX, 3);
-    assert_eq!(batch.execute_blocking(), Err(Error::ShapeMismatch { op: "softmax", left: vec![usize::MAX, 3], right: vec![4] }));
+    assert_eq!(batch.execute_blocking(), Err(Error::SizeMismatch { op: "softmax", shape: vec![usize::MAX, 3], len: 4 }));
     assert!(!rayo::gpu::dispatch::matmul_prefers_gpu(usize::MAX, usize::MAX, usize::MAX));
     assert!(rayo::gpu::dispatch::try_matmul(&[], &[], &mut [], usize::MAX, 2, usize::MAX).is_err());
 }

@@ -258,12 +258,13 @@ pub(crate) fn softmax_name(log: bool) -> &'static str {
 }
 
 /// Softmax shapes, in the CPU's order: `out` as long as `x` ([`Error::LengthMismatch`]),
-/// `rows × cols` equal to the length ([`Error::ShapeMismatch`], `[rows, cols]` vs `[len]`), and
+/// `rows × cols` equal to the length ([`Error::SizeMismatch`], as for a matmul operand whose
+/// length is not its shape's product, and as CUDA's row kernels), and
 /// no empty row ([`Error::EmptyInput`]).
 pub(crate) fn check_softmax_shape(op: &'static str, x: usize, out: usize, rows: usize, cols: usize) -> Result<()> {
     check_len(op, x, out)?;
     if rows.checked_mul(cols) != Some(x) {
-        return Err(Error::ShapeMismatch { op, left: vec![rows, cols], right: vec![x] });
+        return Err(Error::SizeMismatch { op, shape: vec![rows, cols], len: x });
     }
     if x == 0 {
         return Err(Error::EmptyInput { op });

@@ -187,7 +187,7 @@ impl GpuDevice {
     }
 
     /// Softmax of each row of a row-major `rows × cols` `x` into `out`: `rows × cols` must be the
-    /// length of both ([`Error::ShapeMismatch`], [`Error::LengthMismatch`]). A row with a NaN, or
+    /// length of both ([`Error::SizeMismatch`], [`Error::LengthMismatch`]). A row with a NaN, or
     /// an infinite maximum, becomes all NaN; the other rows are unaffected.
     pub async fn softmax_rows_async(&self, x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
         self.softmax_host(x, out, rows, cols, false).await
