@@ -734,6 +734,12 @@ fn batch_runs_softmax_matmul_dot() {
     batch.execute_blocking().unwrap();
     let mut hh = vec![0.0; 30];
     d.matmul(&x, &w, &mut hh, 6, 4, 5).unwrap();
+    // (a, b, m, k, n): the host and resident forms' order, checked against f64.
+    let (want, mag) = matmul_ref(&x, &w, 6, 4, 5);
+    let got = batch.read_blocking(h).unwrap();
+    for i in 0..30 {
+        assert!((got[i] as f64 - want[i]).abs() <= 1e-6 * mag[i] + 1e-6, "batch matmul [{i}]: {} vs {}", got[i], want[i]);
+    }
     let mut rr = vec![0.0; 30];
     d.relu(&hh, &mut rr).unwrap();
     let mut pp = vec![0.0; 30];
