@@ -226,12 +226,12 @@ fn measure(dev: &GpuDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<(&'sta
         resident_ns(plan, dev, || dev.apply_binary(bo, &ga, &gb, &mut gout))?
     } else {
         match op {
-            "softmax" => resident_ns(plan, dev, || dev.softmax_resident(&ga, &mut gout, false))?,
-            "log_softmax" => resident_ns(plan, dev, || dev.softmax_resident(&ga, &mut gout, true))?,
+            "softmax" => resident_ns(plan, dev, || dev.softmax_resident(&ga, &mut gout))?,
+            "log_softmax" => resident_ns(plan, dev, || dev.log_softmax_resident(&ga, &mut gout))?,
             "dot" => resident_ns(plan, dev, || dev.dot_resident(&ga, &gb).map(drop))?,
-            "sum" => resident_ns(plan, dev, || dev.reduce_resident(ReduceOp::Sum, &ga).map(drop))?,
-            "max" => resident_ns(plan, dev, || dev.reduce_resident(ReduceOp::Max, &ga).map(drop))?,
-            "min" => resident_ns(plan, dev, || dev.reduce_resident(ReduceOp::Min, &ga).map(drop))?,
+            "sum" => resident_ns(plan, dev, || dev.reduce_resident(ReduceOp::Sum, &ga, None).map(drop))?,
+            "max" => resident_ns(plan, dev, || dev.reduce_resident(ReduceOp::Max, &ga, None).map(drop))?,
+            "min" => resident_ns(plan, dev, || dev.reduce_resident(ReduceOp::Min, &ga, None).map(drop))?,
             "matmul" => resident_ns(plan, dev, || dev.matmul_resident(&ga, &gb, &mut gout, n, n, n))?,
             "fused3" => resident_ns(plan, dev, || dev.apply_fused(&CHAIN, &ga, &mut gout))?,
             "unfused3" => resident_ns(plan, dev, || {

@@ -6,24 +6,37 @@
 use super::device::GpuDevice;
 use super::elementwise::{encode_chain, BinaryOp, Chain, Src, Step, UnaryOp, MAX_PARAMS};
 use super::encoder::{Encoder, Span};
-use super::kernels::{encode_matmul, encode_reduce, encode_softmax, ReduceOp};
+use super::buffer::{check_reduce_args, check_softmax_shape, softmax_name};
+use super::kernels::{encode_matmul, encode_reduce, encode_softmax};
 use super::pool::Pooled;
 use super::readback::submit_and_read;
+use crate::ops::ReduceOp;
 use crate::{Error, Result};
 use std::collections::HashMap;
 
-/// A value recorded in a [`GpuCommandBatch`].
+/// A value recorded in a [`GpuCommandBatch`]. It names the batch that issued it: using it with
+/// any other batch is [`Error::ForeignBuffer`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BufferId(usize);
+pub struct BufferId {
+    batch: u64,
+    index: usize,
+}
+
+impl BufferId {
+    /// The [`GpuCommandBatch::id`] of the batch that issued this id.
+    pub fn batch(&self) -> u64 {
+        self.batch
+    }
+}
 
 #[derive(Clone, Debug)]
 enum Kind {
     Upload(Vec<f32>),
     Unary(UnaryOp, usize),
     Binary(BinaryOp, usize, usize),
-    Reduce(ReduceOp, usize),
-    Dot(usize, usize),
-    Softmax(usize, bool),
+    Reduce(ReduceOp, usize, Option<usize>),
+    /// x, rows, cols, log
+    Softmax(usize, usize, usize, bool),
     Matmul(usize, usize, [usize; 3]),
 }
 
@@ -34,8 +47,8 @@ impl Kind {
     fn operands(&self) -> Vec<usize> {
         match *self {
             Kind::Upload(_) => vec![],
-            Kind::Unary(_, a) | Kind::Reduce(_, a) | Kind::Softmax(a, _) => vec![a],
-            Kind::Binary(_, a, b) | Kind::Dot(a, b) | Kind::Matmul(a, b, _) => vec![a, b],
+            Kind::Unary(_, a) | Kind::Reduce(_, a, None) | Kind::Softmax(a, ..) => vec![a],
+            Kind::Binary(_, a, b) | Kind::Reduce(_, a, Some(b)) | Kind::Matmul(a, b, _) => vec![a, b],
         }
     }
 }
@@ -61,7 +74,12 @@ pub struct BatchStats {
 }
 
 /// Queue work, run it with one submit, read what you need. See the module docs.
+///
+/// Recording methods return a [`BufferId`] at once and never fail: the first recording error
+/// (a length mismatch, an id from another batch, ...) is kept and returned by
+/// [`Self::execute`] (and by [`Self::read`] of any value, since nothing has run).
 pub struct GpuCommandBatch {
+    id: u64,
     device: GpuDevice,
     nodes: Vec<(Kind, usize)>,
     error: Option<Error>,
@@ -77,6 +95,7 @@ pub struct GpuCommandBatch {
 impl GpuCommandBatch {
     pub fn new(device: GpuDevice) -> GpuCommandBatch {
         GpuCommandBatch {
+            id: super::next_owner_id(),
             device,
             nodes: Vec::new(),
             error: None,
@@ -98,21 +117,39 @@ impl GpuCommandBatch {
         self.stats
     }
 
-    /// The length of a recorded value.
-    pub fn len_of(&self, id: BufferId) -> Option<usize> {
-        self.nodes.get(id.0).map(|n| n.1)
+    /// This batch's process-unique number, carried by every [`BufferId`] it issues.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The node of `id`, or [`Error::ForeignBuffer`] when another batch issued it.
+    fn node(&self, op: &'static str, id: BufferId) -> Result<usize> {
+        if id.batch != self.id {
+            return Err(Error::ForeignBuffer { op, user: self.id, owner: id.batch });
+        }
+        match self.nodes.get(id.index) {
+            Some(_) => Ok(id.index),
+            None => Err(Error::IndexOutOfBounds { index: id.index, len: self.nodes.len() }),
+        }
+    }
+
+    /// The length of a recorded value; [`Error::ForeignBuffer`] for an id of another batch.
+    pub fn len_of(&self, id: BufferId) -> Result<usize> {
+        self.node("GpuCommandBatch::len_of", id).map(|i| self.nodes[i].1)
     }
 
     fn fail(&mut self, e: Error) {
         self.error.get_or_insert(e);
     }
 
-    fn operand(&mut self, id: BufferId) -> usize {
-        match self.nodes.get(id.0) {
-            Some(n) => n.1,
-            None => {
-                self.fail(Error::IndexOutOfBounds { index: id.0, len: self.nodes.len() });
-                0
+    /// The node index and length of an operand. A foreign id is recorded as the batch's error
+    /// (the node then refers to node 0, which is never run: `execute` returns the error).
+    fn operand(&mut self, op: &'static str, id: BufferId) -> (usize, usize) {
+        match self.node(op, id) {
+            Ok(i) => (i, self.nodes[i].1),
+            Err(e) => {
+                self.fail(e);
+                (0, 0)
             }
         }
     }
@@ -120,14 +157,15 @@ impl GpuCommandBatch {
     fn push(&mut self, kind: Kind, len: usize) -> BufferId {
         self.executed = false;
         self.nodes.push((kind, len));
-        BufferId(self.nodes.len() - 1)
+        BufferId { batch: self.id, index: self.nodes.len() - 1 }
     }
 
     /// Records an upload of `data`.
     pub fn upload(&mut self, data: &[f32]) -> BufferId {
         let len = data.len();
-        if len as u64 * 4 > self.device.binding_bytes {
-            self.fail(Error::BufferTooLarge { op: "GpuCommandBatch::upload", bytes: len as u64 * 4, limit: self.device.binding_bytes });
+        let bytes = (len as u64).saturating_mul(4);
+        if bytes > self.device.binding_bytes {
+            self.fail(Error::BufferTooLarge { op: "GpuCommandBatch::upload", bytes, limit: self.device.binding_bytes });
         }
         self.push(Kind::Upload(data.to_vec()), len)
     }
@@ -137,8 +175,8 @@ impl GpuCommandBatch {
         if let Err(e) = op.validate() {
             self.fail(e);
         }
-        let len = self.operand(x);
-        self.push(Kind::Unary(op, x.0), len)
+        let (x, len) = self.operand(op.name(), x);
+        self.push(Kind::Unary(op, x), len)
     }
 
     /// Records `a op b`.
@@ -146,11 +184,11 @@ impl GpuCommandBatch {
         if let Err(e) = op.validate() {
             self.fail(e);
         }
-        let (la, lb) = (self.operand(a), self.operand(b));
+        let ((a, la), (b, lb)) = (self.operand(op.name(), a), self.operand(op.name(), b));
         if la != lb {
             self.fail(Error::LengthMismatch { op: op.name(), expected: la, actual: lb });
         }
-        self.push(Kind::Binary(op, a.0, b.0), la)
+        self.push(Kind::Binary(op, a, b), la)
     }
 
     pub fn relu(&mut self, x: BufferId) -> BufferId {
@@ -190,55 +228,81 @@ impl GpuCommandBatch {
         self.binary(BinaryOp::Mul, a, b)
     }
 
-    fn reduce(&mut self, op: ReduceOp, x: BufferId) -> BufferId {
-        let len = self.operand(x);
-        if len == 0 && op != ReduceOp::Sum {
-            self.fail(Error::EmptyInput { op: super::buffer::reduce_name(op) });
+    /// Records `op` over `x` (and `y`, for [`ReduceOp::Dot`] only) as a one-element value.
+    /// Empty `x`: 0, or [`Error::EmptyInput`] for `Max`/`Min` (at `execute`).
+    pub fn reduce(&mut self, op: ReduceOp, x: BufferId, y: Option<BufferId>) -> BufferId {
+        let (xi, lx) = self.operand(op.name(), x);
+        let y = y.map(|y| self.operand(op.name(), y));
+        if let Err(e) = check_reduce_args(op, lx, y.map(|y| y.1)) {
+            self.fail(e);
         }
-        self.push(Kind::Reduce(op, x.0), 1)
+        self.push(Kind::Reduce(op, xi, y.map(|y| y.0)), 1)
     }
     /// Σ x, as a one-element value.
     pub fn sum(&mut self, x: BufferId) -> BufferId {
-        self.reduce(ReduceOp::Sum, x)
+        self.reduce(ReduceOp::Sum, x, None)
     }
+    /// max x (NaN if any is NaN).
     pub fn max(&mut self, x: BufferId) -> BufferId {
-        self.reduce(ReduceOp::Max, x)
+        self.reduce(ReduceOp::Max, x, None)
     }
+    /// min x (NaN if any is NaN).
     pub fn min(&mut self, x: BufferId) -> BufferId {
-        self.reduce(ReduceOp::Min, x)
+        self.reduce(ReduceOp::Min, x, None)
     }
     /// a · b, as a one-element value.
     pub fn dot(&mut self, a: BufferId, b: BufferId) -> BufferId {
-        let (la, lb) = (self.operand(a), self.operand(b));
-        if la != lb {
-            self.fail(Error::LengthMismatch { op: "dot", expected: la, actual: lb });
-        }
-        self.push(Kind::Dot(a.0, b.0), 1)
+        self.reduce(ReduceOp::Dot, a, Some(b))
     }
-    fn softmax_node(&mut self, x: BufferId, log: bool) -> BufferId {
-        let len = self.operand(x);
-        if len == 0 {
-            self.fail(Error::EmptyInput { op: if log { "log_softmax" } else { "softmax" } });
-        }
-        self.push(Kind::Softmax(x.0, log), len)
+    /// Σ |x|.
+    pub fn norm_l1(&mut self, x: BufferId) -> BufferId {
+        self.reduce(ReduceOp::NormL1, x, None)
     }
+    /// √(Σ x²).
+    pub fn norm_l2(&mut self, x: BufferId) -> BufferId {
+        self.reduce(ReduceOp::NormL2, x, None)
+    }
+    /// max |x| (NaN if any is NaN).
+    pub fn norm_inf(&mut self, x: BufferId) -> BufferId {
+        self.reduce(ReduceOp::NormInf, x, None)
+    }
+    fn softmax_node(&mut self, x: BufferId, rows: Option<(usize, usize)>, log: bool) -> BufferId {
+        let op = softmax_name(log);
+        let (xi, len) = self.operand(op, x);
+        let (rows, cols) = rows.unwrap_or((1, len));
+        if let Err(e) = check_softmax_shape(op, len, len, rows, cols) {
+            self.fail(e);
+        }
+        self.push(Kind::Softmax(xi, rows, cols, log), len)
+    }
+    /// Softmax over the whole value.
     pub fn softmax(&mut self, x: BufferId) -> BufferId {
-        self.softmax_node(x, false)
+        self.softmax_node(x, None, false)
     }
+    /// log_softmax over the whole value.
     pub fn log_softmax(&mut self, x: BufferId) -> BufferId {
-        self.softmax_node(x, true)
+        self.softmax_node(x, None, true)
+    }
+    /// Softmax of each row of a row-major `rows × cols` value.
+    pub fn softmax_rows(&mut self, x: BufferId, rows: usize, cols: usize) -> BufferId {
+        self.softmax_node(x, Some((rows, cols)), false)
+    }
+    /// log_softmax of each row of a row-major `rows × cols` value.
+    pub fn log_softmax_rows(&mut self, x: BufferId, rows: usize, cols: usize) -> BufferId {
+        self.softmax_node(x, Some((rows, cols)), true)
     }
     /// `a (m×k) · b (k×n)`.
     pub fn matmul(&mut self, a: BufferId, b: BufferId, m: usize, k: usize, n: usize) -> BufferId {
-        let (la, lb) = (self.operand(a), self.operand(b));
+        let ((a, la), (b, lb)) = (self.operand("matmul", a), self.operand("matmul", b));
         let out = m.saturating_mul(n);
         if let Err(e) = super::buffer::check_matmul(la, lb, out, m, k, n) {
             self.fail(e);
         }
-        if out as u64 * 4 > self.device.binding_bytes {
-            self.fail(Error::BufferTooLarge { op: "matmul", bytes: out as u64 * 4, limit: self.device.binding_bytes });
+        let bytes = (out as u64).saturating_mul(4);
+        if bytes > self.device.binding_bytes {
+            self.fail(Error::BufferTooLarge { op: "matmul", bytes, limit: self.device.binding_bytes });
         }
-        self.push(Kind::Matmul(a.0, b.0, [m, k, n]), if out == usize::MAX { 0 } else { out })
+        self.push(Kind::Matmul(a, b, [m, k, n]), if out == usize::MAX { 0 } else { out })
     }
 
     /// Splits the nodes into fused element-wise groups (consecutive, equal length, within the
@@ -366,29 +430,20 @@ impl GpuCommandBatch {
                         self.values.insert(n, p);
                     }
                 }
-                Kind::Reduce(op, a) => {
+                Kind::Reduce(op, a, b) => {
                     let p = dev.storage(1)?;
                     let out = Span::whole(p.buffer(), 1);
                     if self.nodes[a].1 == 0 {
                         enc.enc.clear_buffer(p.buffer(), 0, Some(4));
                     } else {
-                        encode_reduce(&mut enc, op, &self.span(a), None, &out, 0).await?;
+                        let ys = b.map(|b| self.span(b));
+                        encode_reduce(&mut enc, op, &self.span(a), ys.as_ref(), &out, 0).await?;
                     }
                     self.values.insert(i, p);
                 }
-                Kind::Dot(a, b) => {
-                    let p = dev.storage(1)?;
-                    let out = Span::whole(p.buffer(), 1);
-                    if self.nodes[a].1 == 0 {
-                        enc.enc.clear_buffer(p.buffer(), 0, Some(4));
-                    } else {
-                        encode_reduce(&mut enc, ReduceOp::Sum, &self.span(a), Some(&self.span(b)), &out, 0).await?;
-                    }
-                    self.values.insert(i, p);
-                }
-                Kind::Softmax(a, log) => {
+                Kind::Softmax(a, rows, cols, log) => {
                     let p = dev.storage(len)?;
-                    encode_softmax(&mut enc, &self.span(a), &Span::whole(p.buffer(), len), log).await?;
+                    encode_softmax(&mut enc, &self.span(a), &Span::whole(p.buffer(), len), rows, cols, log).await?;
                     self.values.insert(i, p);
                 }
                 Kind::Matmul(a, b, [m, k, n]) => {
@@ -408,24 +463,26 @@ impl GpuCommandBatch {
     /// Copies a value back to the host. A value fused away inside a kernel is recomputed from
     /// its group's inputs (one more small submit).
     pub async fn read(&self, id: BufferId) -> Result<Vec<f32>> {
-        let Some(&(_, len)) = self.nodes.get(id.0) else {
-            return Err(Error::IndexOutOfBounds { index: id.0, len: self.nodes.len() });
-        };
+        let node = self.node("GpuCommandBatch::read", id)?;
+        let len = self.nodes[node].1;
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
         if !self.executed {
             return Err(Error::InvalidArgument {
                 op: "GpuCommandBatch::read",
                 name: "id",
-                value: id.0.into(),
+                value: node.into(),
                 reason: "execute() has not run since this value was recorded",
             });
         }
         let mut out = vec![0.0; len];
         let mut enc = Encoder::new(&self.device)?;
-        if let Some(p) = self.values.get(&id.0) {
+        if let Some(p) = self.values.get(&node) {
             submit_and_read(enc, &Span::whole(p.buffer(), len), &mut out).await?;
             return Ok(out);
         }
-        let &(gi, j) = self.fused_away.get(&id.0).ok_or(Error::IndexOutOfBounds { index: id.0, len: self.nodes.len() })?;
+        let &(gi, j) = self.fused_away.get(&node).ok_or(Error::IndexOutOfBounds { index: node, len: self.nodes.len() })?;
         let g = &self.groups[gi];
         let mut chain = g.chain.clone();
         chain.steps.truncate(j + 1);

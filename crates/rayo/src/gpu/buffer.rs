@@ -4,10 +4,11 @@
 use super::device::GpuDevice;
 use super::elementwise::{encode_chain, BinaryOp, Chain, Src, Step, UnaryOp, MAX_PARAMS};
 use super::encoder::{Encoder, Span};
-use super::kernels::{encode_matmul, encode_reduce, encode_softmax, ReduceOp};
+use super::kernels::{encode_matmul, encode_reduce, encode_softmax};
 use super::pool::Pooled;
 use super::readback::submit_and_read;
 use crate::error::check_len;
+use crate::ops::ReduceOp;
 use crate::{Error, Result};
 
 /// f32 values in a (pooled) device buffer. Dropping it returns the memory to the pool.
@@ -55,10 +56,11 @@ impl GpuBuffer {
     }
 }
 
+/// [`Error::ForeignBuffer`] for a buffer of another device.
 fn same_device(op: &'static str, dev: &GpuDevice, bufs: &[&GpuBuffer]) -> Result<()> {
     for b in bufs {
         if !std::sync::Arc::ptr_eq(&dev.inner, &b.device.inner) {
-            return Err(Error::Device { api: "wgpu", message: format!("{op}: buffer belongs to another device") });
+            return Err(Error::ForeignBuffer { op, user: dev.inner.id, owner: b.device.inner.id });
         }
     }
     Ok(())
@@ -137,18 +139,21 @@ impl GpuDevice {
         enc.submit().map(drop)
     }
 
-    /// A one-element device buffer holding the reduction of `x`.
-    pub async fn reduce_resident_async(&self, op: ReduceOp, x: &GpuBuffer) -> Result<GpuBuffer> {
-        same_device("reduce", self, &[x])?;
+    /// A one-element device buffer holding `op` over `x` (and `y`, for [`ReduceOp::Dot`] only).
+    /// Empty `x`: 0, or [`Error::EmptyInput`] for `Max`/`Min`; submitted, not waited for.
+    pub async fn reduce_resident_async(&self, op: ReduceOp, x: &GpuBuffer, y: Option<&GpuBuffer>) -> Result<GpuBuffer> {
+        check_reduce_args(op, x.len, y.map(|y| y.len))?;
+        same_device(op.name(), self, &[x])?;
+        if let Some(y) = y {
+            same_device(op.name(), self, &[y])?;
+        }
         let out = GpuBuffer { pooled: self.storage(1)?, len: 1, device: self.clone() };
         let mut enc = Encoder::new(self)?;
         if x.len == 0 {
-            if op != ReduceOp::Sum {
-                return Err(Error::EmptyInput { op: reduce_name(op) });
-            }
             enc.enc.clear_buffer(out.pooled.buffer(), 0, Some(4));
         } else {
-            encode_reduce(&mut enc, op, &x.span(), None, &out.span(), 0).await?;
+            let ys = y.map(|y| y.span());
+            encode_reduce(&mut enc, op, &x.span(), ys.as_ref(), &out.span(), 0).await?;
         }
         enc.submit()?;
         Ok(out)
@@ -156,30 +161,36 @@ impl GpuDevice {
 
     /// A one-element device buffer holding a · b.
     pub async fn dot_resident_async(&self, a: &GpuBuffer, b: &GpuBuffer) -> Result<GpuBuffer> {
-        check_len("dot", a.len, b.len)?;
-        same_device("dot", self, &[a, b])?;
-        let out = GpuBuffer { pooled: self.storage(1)?, len: 1, device: self.clone() };
-        let mut enc = Encoder::new(self)?;
-        if a.len == 0 {
-            enc.enc.clear_buffer(out.pooled.buffer(), 0, Some(4));
-        } else {
-            encode_reduce(&mut enc, ReduceOp::Sum, &a.span(), Some(&b.span()), &out.span(), 0).await?;
-        }
-        enc.submit()?;
-        Ok(out)
+        self.reduce_resident_async(ReduceOp::Dot, a, Some(b)).await
     }
 
-    /// `out = softmax(x)` (or log_softmax) on the device.
-    pub async fn softmax_resident_async(&self, x: &GpuBuffer, out: &mut GpuBuffer, log: bool) -> Result<()> {
-        let op = if log { "log_softmax" } else { "softmax" };
-        if x.len == 0 {
-            return Err(Error::EmptyInput { op });
-        }
-        check_len(op, x.len, out.len)?;
+    async fn softmax_resident_impl(&self, x: &GpuBuffer, out: &mut GpuBuffer, rows: usize, cols: usize, log: bool) -> Result<()> {
+        let op = softmax_name(log);
+        check_softmax_shape(op, x.len, out.len, rows, cols)?;
         same_device(op, self, &[x, out])?;
         let mut enc = Encoder::new(self)?;
-        encode_softmax(&mut enc, &x.span(), &out.span(), log).await?;
+        encode_softmax(&mut enc, &x.span(), &out.span(), rows, cols, log).await?;
         enc.submit().map(drop)
+    }
+
+    /// `out = softmax(x)` over the whole buffer, on the device.
+    pub async fn softmax_resident_async(&self, x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()> {
+        self.softmax_resident_impl(x, out, 1, x.len, false).await
+    }
+
+    /// `out = log_softmax(x)` over the whole buffer, on the device.
+    pub async fn log_softmax_resident_async(&self, x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()> {
+        self.softmax_resident_impl(x, out, 1, x.len, true).await
+    }
+
+    /// Softmax of each row of a row-major `rows × cols` `x`, on the device.
+    pub async fn softmax_rows_resident_async(&self, x: &GpuBuffer, rows: usize, cols: usize, out: &mut GpuBuffer) -> Result<()> {
+        self.softmax_resident_impl(x, out, rows, cols, false).await
+    }
+
+    /// log_softmax of each row of a row-major `rows × cols` `x`, on the device.
+    pub async fn log_softmax_rows_resident_async(&self, x: &GpuBuffer, rows: usize, cols: usize, out: &mut GpuBuffer) -> Result<()> {
+        self.softmax_resident_impl(x, out, rows, cols, true).await
     }
 
     /// `c (m×n) = a (m×k) · b (k×n)` on the device.
@@ -201,25 +212,65 @@ impl GpuDevice {
         /// `out = a op b` on the device.
         apply_binary => apply_binary_async(op: BinaryOp, a: &GpuBuffer, b: &GpuBuffer, out: &mut GpuBuffer) -> Result<()>);
     blocking!(
-        /// A one-element device buffer holding the reduction of `x`.
-        reduce_resident => reduce_resident_async(op: ReduceOp, x: &GpuBuffer) -> Result<GpuBuffer>);
+        /// A one-element device buffer holding `op` over `x` (and `y` for `Dot`).
+        reduce_resident => reduce_resident_async(op: ReduceOp, x: &GpuBuffer, y: Option<&GpuBuffer>) -> Result<GpuBuffer>);
     blocking!(
         /// A one-element device buffer holding a · b.
         dot_resident => dot_resident_async(a: &GpuBuffer, b: &GpuBuffer) -> Result<GpuBuffer>);
     blocking!(
-        /// softmax (or log_softmax) on the device.
-        softmax_resident => softmax_resident_async(x: &GpuBuffer, out: &mut GpuBuffer, log: bool) -> Result<()>);
+        /// softmax over the whole buffer, on the device.
+        softmax_resident => softmax_resident_async(x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()>);
+    blocking!(
+        /// log_softmax over the whole buffer, on the device.
+        log_softmax_resident => log_softmax_resident_async(x: &GpuBuffer, out: &mut GpuBuffer) -> Result<()>);
+    blocking!(
+        /// Softmax of each row, on the device.
+        softmax_rows_resident => softmax_rows_resident_async(x: &GpuBuffer, rows: usize, cols: usize, out: &mut GpuBuffer) -> Result<()>);
+    blocking!(
+        /// log_softmax of each row, on the device.
+        log_softmax_rows_resident => log_softmax_rows_resident_async(x: &GpuBuffer, rows: usize, cols: usize, out: &mut GpuBuffer) -> Result<()>);
     blocking!(
         /// matmul on the device.
         matmul_resident => matmul_resident_async(a: &GpuBuffer, b: &GpuBuffer, c: &mut GpuBuffer, m: usize, k: usize, n: usize) -> Result<()>);
 }
 
-pub(crate) fn reduce_name(op: ReduceOp) -> &'static str {
-    match op {
-        ReduceOp::Sum => "sum",
-        ReduceOp::Max => "max",
-        ReduceOp::Min => "min",
+/// Argument checks of a reduction, in the CPU's and CUDA's order: `y` given exactly for `Dot`,
+/// equal lengths, then an empty input where the result is undefined.
+pub(crate) fn check_reduce_args(op: ReduceOp, x: usize, y: Option<usize>) -> Result<()> {
+    if (op == ReduceOp::Dot) != y.is_some() {
+        let reason = if y.is_some() { "only dot takes a second input" } else { "dot needs a second input" };
+        return Err(Error::InvalidParameter { op: op.name(), name: "y", value: y.map_or(0.0, |l| l as f64), reason });
     }
+    if let Some(y) = y {
+        check_len(op.name(), x, y)?;
+    }
+    if x == 0 && op.empty_value().is_none() {
+        return Err(Error::EmptyInput { op: op.name() });
+    }
+    Ok(())
+}
+
+pub(crate) fn softmax_name(log: bool) -> &'static str {
+    if log {
+        "log_softmax"
+    } else {
+        "softmax"
+    }
+}
+
+/// Softmax shapes, in the CPU's order: `out` as long as `x` ([`Error::LengthMismatch`]),
+/// `rows × cols` equal to the length ([`Error::SizeMismatch`], as for a matmul operand whose
+/// length is not its shape's product, and as CUDA's row kernels), and
+/// no empty row ([`Error::EmptyInput`]).
+pub(crate) fn check_softmax_shape(op: &'static str, x: usize, out: usize, rows: usize, cols: usize) -> Result<()> {
+    check_len(op, x, out)?;
+    if rows.checked_mul(cols) != Some(x) {
+        return Err(Error::SizeMismatch { op, shape: vec![rows, cols], len: x });
+    }
+    if x == 0 {
+        return Err(Error::EmptyInput { op });
+    }
+    Ok(())
 }
 
 /// Shape checks of matmul: a is m×k, b is k×n, c is m×n.

@@ -52,6 +52,8 @@ pub struct GpuLimits {
 }
 
 pub(crate) struct Inner {
+    /// Process-unique owner number (shared with batches), named by [`Error::ForeignBuffer`].
+    pub id: u64,
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: AdapterInfo,
@@ -190,6 +192,7 @@ impl GpuDevice {
         // Bindings of the largest size a pooled buffer class can round to must stay in range.
         let binding_bytes = limits.max_storage_binding_bytes.min(limits.max_buffer_bytes) & !255;
         let inner = Inner {
+            id: super::next_owner_id(),
             info: AdapterInfo::from_wgpu(&adapter.get_info()),
             limits,
             pool: BufferPool::default(),
@@ -200,7 +203,10 @@ impl GpuDevice {
             device,
             queue,
         };
-        Ok(GpuDevice { inner: Arc::new(inner), binding_bytes })
+        // On wasm32 wgpu's handles are not Send/Sync (one thread); the Arc is only shared there.
+        #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
+        let inner = Arc::new(inner);
+        Ok(GpuDevice { inner, binding_bytes })
     }
 
     /// True when an adapter and device can be had (creates the shared device).
@@ -225,6 +231,12 @@ impl GpuDevice {
         let inst = instance();
         let adapters = inst.enumerate_adapters(wgpu::Backends::all()).await;
         adapters.iter().map(|a| AdapterInfo::from_wgpu(&a.get_info())).collect()
+    }
+
+    /// This device's process-unique number (a [`GpuBuffer`](super::GpuBuffer) of another
+    /// device is refused with [`Error::ForeignBuffer`] naming both).
+    pub fn id(&self) -> u64 {
+        self.inner.id
     }
 
     /// The adapter this device runs on.

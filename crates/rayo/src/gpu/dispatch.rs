@@ -34,7 +34,7 @@ pub fn matmul_prefers_gpu(m: usize, k: usize, n: usize) -> bool {
     }
     let Some(dev) = offload_device() else { return false };
     let limit = dev.max_binding_bytes();
-    [m * k, k * n, m * n].iter().all(|&len| (len as u64) * 4 <= limit)
+    [(m, k), (k, n), (m, n)].iter().all(|&(r, c)| r.checked_mul(c).is_some_and(|len| (len as u64).saturating_mul(4) <= limit))
 }
 
 /// Runs `c = a · b` on the GPU when [`matmul_prefers_gpu`] says so and returns `Ok(true)`;

@@ -70,7 +70,7 @@ impl Encoder {
         if groups.0 > limit || groups.1 > limit || groups.2 > limit {
             return Err(Error::BufferTooLarge {
                 op: "gpu dispatch",
-                bytes: groups.0 as u64 * groups.1 as u64 * groups.2 as u64 * WG as u64 * 4,
+                bytes: [groups.1, groups.2, WG, 4].iter().fold(groups.0 as u64, |a, &g| a.saturating_mul(g as u64)),
                 limit: limit as u64 * WG as u64 * 4,
             });
         }
@@ -124,7 +124,7 @@ impl GpuDevice {
     /// A pooled storage buffer for `len` f32, or [`Error::BufferTooLarge`] naming the limit.
     pub(crate) fn storage(&self, len: usize) -> Result<Pooled> {
         self.check()?;
-        let bytes = len as u64 * 4;
+        let bytes = (len as u64).saturating_mul(4);
         if bytes > self.binding_bytes {
             return Err(Error::BufferTooLarge { op: "gpu buffer", bytes, limit: self.binding_bytes });
         }

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # fn main() -> rayo::Result<()> {
-//! use rayo::gpu::{GpuCommandBatch, GpuDevice};
+//! use rayo::gpu::{GpuCommandBatch, GpuDevice, ReduceOp};
 //! if GpuDevice::is_available() {
 //!     let device = GpuDevice::new()?; // the process's one device, created on first use
 //!     let x = [1.0f32, -2.0, 3.0];
@@ -11,6 +11,10 @@
 //!     device.relu(&x, &mut y)?;
 //!     assert_eq!(y, [1.0, 0.0, 3.0]);
 //!     assert_eq!(device.sum(&x)?, 2.0);
+//!     assert_eq!(device.reduce(ReduceOp::NormInf, &x, None)?, 3.0); // the CPU's ReduceOp, all seven
+//!     let mut p = [0.0f32; 4];
+//!     device.softmax_rows(&[0.0, 0.0, 1.0, f32::NAN], 2, 2, &mut p)?; // each row alone
+//!     assert!(p[0] == 0.5 && p[1] == 0.5 && p[2].is_nan()); // a row with a NaN is all NaN
 //!
 //!     let mut batch = GpuCommandBatch::new(device);
 //!     let input = batch.upload(&[1.0, 2.0, -3.0, 4.0]);
@@ -19,9 +23,15 @@
 //!     let c = batch.add(b, input); // relu, scale, add: one fused kernel, one submit
 //!     batch.execute_blocking()?;                  // or batch.execute().await
 //!     assert_eq!(batch.read_blocking(c)?, vec![3.0, 6.0, -3.0, 12.0]);
+//!     // Ids belong to their batch: another batch refuses them (Error::ForeignBuffer).
+//!     let other = GpuCommandBatch::new(GpuDevice::new()?);
+//!     assert!(other.len_of(c).is_err());
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! Recording into a batch never fails on the spot: the first recording error (a length
+//! mismatch, an id from another batch) is returned by `execute` and by `read`.
 //!
 //! Costs: pipelines are compiled once per kernel and cached; storage, uniform and staging
 //! buffers come from a pool; every op is one submit and, for host slices, one readback through
@@ -42,7 +52,14 @@ mod pool;
 mod readback;
 
 pub use batch::{BatchStats, BufferId, GpuCommandBatch};
+
+/// Numbers batches and devices (the owners of ids and buffers) uniquely in the process.
+pub(crate) fn next_owner_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 pub use buffer::GpuBuffer;
 pub use device::{AdapterInfo, GpuDevice, GpuLimits};
 pub use elementwise::{BinaryOp, UnaryOp};
-pub use kernels::ReduceOp;
+/// The one reduction vocabulary of every backend (the same type as [`crate::ops::ReduceOp`]).
+pub use crate::ops::ReduceOp;

@@ -2,13 +2,14 @@
 //! storage-binding limit are processed in chunks (element-wise ops, dot and reductions) or
 //! refused with [`Error::BufferTooLarge`] (softmax, matmul, convolve2d), never truncated.
 
-use super::buffer::{blocking, check_matmul, reduce_name};
+use super::buffer::{blocking, check_matmul, check_reduce_args, check_softmax_shape, softmax_name};
 use super::device::GpuDevice;
 use super::elementwise::{encode_chain, BinaryOp, Chain, UnaryOp};
 use super::encoder::{Encoder, Span};
-use super::kernels::{encode_conv2d, encode_matmul, encode_reduce, encode_softmax, ReduceOp};
+use super::kernels::{encode_conv2d, encode_matmul, encode_reduce, encode_scaled_squares, encode_softmax};
 use super::readback::submit_and_read;
 use crate::error::check_len;
+use crate::ops::{combine_f64, ReduceOp};
 use crate::{Error, Result};
 
 impl GpuDevice {
@@ -18,7 +19,7 @@ impl GpuDevice {
     }
 
     fn refuse_over_limit(&self, op: &'static str, len: usize) -> Result<()> {
-        let bytes = len as u64 * 4;
+        let bytes = (len as u64).saturating_mul(4);
         if bytes > self.binding_bytes {
             return Err(Error::BufferTooLarge { op, bytes, limit: self.binding_bytes });
         }
@@ -62,8 +63,23 @@ impl GpuDevice {
         Ok(())
     }
 
-    /// One reduction per chunk on the device, chunks combined on the host.
-    async fn reduce_host(&self, op: ReduceOp, x: &[f32], y: Option<&[f32]>) -> Result<f32> {
+    /// `op` over `x` (and `y`, for [`ReduceOp::Dot`] only), the same semantics as the CPU's:
+    /// NaN propagates (`Max`, `Min`, `NormInf` included); an empty `x` gives 0, or
+    /// [`Error::EmptyInput`] for `Max`/`Min`. A tiled multi-stage reduction per chunk of the
+    /// binding limit, chunks combined on the host in f64.
+    pub async fn reduce_async(&self, op: ReduceOp, x: &[f32], y: Option<&[f32]>) -> Result<f32> {
+        check_reduce_args(op, x.len(), y.map(<[f32]>::len))?;
+        if x.is_empty() {
+            return op.empty_value().ok_or(Error::EmptyInput { op: op.name() });
+        }
+        if op == ReduceOp::NormL2 && x.len() > self.chunk_elems() {
+            return self.norm_l2_chunked(x).await;
+        }
+        self.reduce_chunks(op, x, y).await.map(|v| v as f32)
+    }
+
+    /// One device reduction per chunk, combined in f64 (`NormL2` only when `x` is one chunk).
+    async fn reduce_chunks(&self, op: ReduceOp, x: &[f32], y: Option<&[f32]>) -> Result<f64> {
         let mut acc: Option<f64> = None;
         let c = self.chunk_elems();
         for (i, xc) in x.chunks(c).enumerate() {
@@ -83,66 +99,104 @@ impl GpuDevice {
             let mut v = [0.0f32];
             submit_and_read(enc, &o, &mut v).await?;
             let v = v[0] as f64;
-            acc = Some(match (acc, op) {
-                (None, _) => v,
-                (Some(a), ReduceOp::Sum) => a + v,
-                (Some(a), ReduceOp::Max) => a.max(v),
-                (Some(a), ReduceOp::Min) => a.min(v),
+            acc = Some(match acc {
+                None => v,
+                Some(a) => combine_f64(op.combine(), a, v),
             });
         }
-        Ok(acc.unwrap_or(0.0) as f32)
+        Ok(acc.unwrap_or(0.0))
+    }
+
+    /// `NormL2` over several chunks: `s·√(Σ (x/s)²)` with `s = max |x|` over all of them.
+    async fn norm_l2_chunked(&self, x: &[f32]) -> Result<f32> {
+        let s = self.reduce_chunks(ReduceOp::NormInf, x, None).await? as f32;
+        if !s.is_finite() || s == 0.0 {
+            return Ok(s);
+        }
+        let sb = self.upload_pooled(&[s])?;
+        let mut total = 0.0f64;
+        for xc in x.chunks(self.chunk_elems()) {
+            let xi = self.upload_pooled(xc)?;
+            let mut enc = Encoder::new(self)?;
+            let o = enc.temp(1)?;
+            encode_scaled_squares(&mut enc, &Span::whole(xi.buffer(), xc.len()), &Span::whole(sb.buffer(), 1), &o).await?;
+            enc.keep(xi);
+            let mut v = [0.0f32];
+            submit_and_read(enc, &o, &mut v).await?;
+            total += v[0] as f64;
+        }
+        Ok((total.sqrt() * s as f64) as f32)
     }
 
     /// Σ x (0 for an empty slice): a tiled multi-stage reduction.
     pub async fn sum_async(&self, x: &[f32]) -> Result<f32> {
-        self.reduce_host(ReduceOp::Sum, x, None).await
+        self.reduce_async(ReduceOp::Sum, x, None).await
     }
 
-    /// The largest element; [`Error::EmptyInput`] for an empty slice.
+    /// The largest element (NaN if any is NaN); [`Error::EmptyInput`] for an empty slice.
     pub async fn max_async(&self, x: &[f32]) -> Result<f32> {
-        if x.is_empty() {
-            return Err(Error::EmptyInput { op: reduce_name(ReduceOp::Max) });
-        }
-        self.reduce_host(ReduceOp::Max, x, None).await
+        self.reduce_async(ReduceOp::Max, x, None).await
     }
 
-    /// The smallest element; [`Error::EmptyInput`] for an empty slice.
+    /// The smallest element (NaN if any is NaN); [`Error::EmptyInput`] for an empty slice.
     pub async fn min_async(&self, x: &[f32]) -> Result<f32> {
-        if x.is_empty() {
-            return Err(Error::EmptyInput { op: reduce_name(ReduceOp::Min) });
-        }
-        self.reduce_host(ReduceOp::Min, x, None).await
+        self.reduce_async(ReduceOp::Min, x, None).await
     }
 
     /// a · b.
     pub async fn dot_async(&self, a: &[f32], b: &[f32]) -> Result<f32> {
-        check_len("dot", a.len(), b.len())?;
-        self.reduce_host(ReduceOp::Sum, a, Some(b)).await
+        self.reduce_async(ReduceOp::Dot, a, Some(b)).await
     }
 
-    async fn softmax_host(&self, x: &[f32], out: &mut [f32], log: bool) -> Result<()> {
-        let op = if log { "log_softmax" } else { "softmax" };
-        if x.is_empty() {
-            return Err(Error::EmptyInput { op });
-        }
-        check_len(op, x.len(), out.len())?;
+    /// Σ |x| (0 for an empty slice).
+    pub async fn norm_l1_async(&self, x: &[f32]) -> Result<f32> {
+        self.reduce_async(ReduceOp::NormL1, x, None).await
+    }
+
+    /// √(Σ x²) (0 for an empty slice), scaled by max |x| on the device: no spurious overflow or
+    /// underflow, as on the CPU.
+    pub async fn norm_l2_async(&self, x: &[f32]) -> Result<f32> {
+        self.reduce_async(ReduceOp::NormL2, x, None).await
+    }
+
+    /// max |x| (NaN if any is NaN; 0 for an empty slice).
+    pub async fn norm_inf_async(&self, x: &[f32]) -> Result<f32> {
+        self.reduce_async(ReduceOp::NormInf, x, None).await
+    }
+
+    async fn softmax_host(&self, x: &[f32], out: &mut [f32], rows: usize, cols: usize, log: bool) -> Result<()> {
+        let op = softmax_name(log);
+        check_softmax_shape(op, x.len(), out.len(), rows, cols)?;
         self.refuse_over_limit(op, x.len())?;
         let xi = self.upload_pooled(x)?;
         let mut enc = Encoder::new(self)?;
         let o = enc.temp(x.len())?;
-        encode_softmax(&mut enc, &Span::whole(xi.buffer(), x.len()), &o, log).await?;
+        encode_softmax(&mut enc, &Span::whole(xi.buffer(), x.len()), &o, rows, cols, log).await?;
         enc.keep(xi);
         submit_and_read(enc, &o, out).await
     }
 
-    /// Softmax of the whole slice.
+    /// Softmax of the whole slice. Any NaN, or an infinite maximum, makes every output NaN
+    /// (as on the CPU); [`Error::EmptyInput`] for an empty slice.
     pub async fn softmax_async(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
-        self.softmax_host(x, out, false).await
+        self.softmax_host(x, out, 1, x.len(), false).await
     }
 
-    /// log(softmax(x)), computed as x - max - log Σ exp(x - max).
+    /// log(softmax(x)), computed as x - max - log Σ exp(x - max); NaN rules as [`Self::softmax_async`].
     pub async fn log_softmax_async(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
-        self.softmax_host(x, out, true).await
+        self.softmax_host(x, out, 1, x.len(), true).await
+    }
+
+    /// Softmax of each row of a row-major `rows × cols` `x` into `out`: `rows × cols` must be the
+    /// length of both ([`Error::SizeMismatch`], [`Error::LengthMismatch`]). A row with a NaN, or
+    /// an infinite maximum, becomes all NaN; the other rows are unaffected.
+    pub async fn softmax_rows_async(&self, x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
+        self.softmax_host(x, out, rows, cols, false).await
+    }
+
+    /// log_softmax of each row of a row-major `rows × cols` `x`; as [`Self::softmax_rows_async`].
+    pub async fn log_softmax_rows_async(&self, x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()> {
+        self.softmax_host(x, out, rows, cols, true).await
     }
 
     /// `result (m×n) = a (m×k) · b (k×n)`, row-major.
@@ -168,10 +222,8 @@ impl GpuDevice {
     #[allow(clippy::too_many_arguments)]
     pub async fn convolve2d_async(&self, image: &[f32], kernel: &[f32], out: &mut [f32], h: usize, w: usize, kh: usize, kw: usize) -> Result<()> {
         let op = "convolve2d";
-        if kh == 0 || kw == 0 {
-            return Err(Error::InvalidArgument { op, name: "kernel size", value: (kh * kw).into(), reason: "kernel is empty" });
-        }
-        if kh > h || kw > w {
+        // An empty kernel, or one larger than the image: the CPU's variant for both.
+        if kh == 0 || kw == 0 || kh > h || kw > w {
             return Err(Error::ShapeMismatch { op, left: vec![h, w], right: vec![kh, kw] });
         }
         let size = |len: usize, r: usize, c: usize| -> Result<()> {
@@ -248,7 +300,13 @@ impl GpuDevice {
     blocking!(vec_mul => vec_mul_async(a: &[f32], b: &[f32], out: &mut [f32]) -> Result<()>);
     blocking!(softmax => softmax_async(x: &[f32], out: &mut [f32]) -> Result<()>);
     blocking!(log_softmax => log_softmax_async(x: &[f32], out: &mut [f32]) -> Result<()>);
+    blocking!(softmax_rows => softmax_rows_async(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()>);
+    blocking!(log_softmax_rows => log_softmax_rows_async(x: &[f32], rows: usize, cols: usize, out: &mut [f32]) -> Result<()>);
+    blocking!(reduce => reduce_async(op: ReduceOp, x: &[f32], y: Option<&[f32]>) -> Result<f32>);
     blocking!(dot => dot_async(a: &[f32], b: &[f32]) -> Result<f32>);
+    blocking!(norm_l1 => norm_l1_async(x: &[f32]) -> Result<f32>);
+    blocking!(norm_l2 => norm_l2_async(x: &[f32]) -> Result<f32>);
+    blocking!(norm_inf => norm_inf_async(x: &[f32]) -> Result<f32>);
     blocking!(sum => sum_async(x: &[f32]) -> Result<f32>);
     blocking!(max => max_async(x: &[f32]) -> Result<f32>);
     blocking!(min => min_async(x: &[f32]) -> Result<f32>);

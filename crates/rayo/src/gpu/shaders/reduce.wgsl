@@ -2,7 +2,8 @@
 // one value per thread, then a tree in workgroup memory folds the 256 values into one partial.
 // The host runs further stages over the partials until one value is left.
 // Placeholders filled in by gpu/kernels.rs (upper case): the load of element i, the combining
-// function, the accumulator's start (max and min start from element 0) and extra bindings.
+// function on T and on f32 (for the workgroup tree), the accumulator's start (max and min start
+// from element 0) and extra bindings.
 
 // T is f32, or vec4<f32> for a first stage over a length divisible by 4 (16-byte loads).
 alias T = TYPE;
@@ -20,6 +21,15 @@ struct Meta {
 EXTRA
 
 var<workgroup> sdata: array<f32, 256>;
+
+// NaN tests on the bits (a driver may fold `x != x` away) and NaN-propagating max/min: a NaN
+// operand wins, as in PyTorch (WGSL's max/min may return the other operand).
+fn nan_s(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
+fn nan_v(v: vec4<f32>) -> vec4<bool> { return (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u); }
+fn max_s(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, nan_s(b)), a, nan_s(a)); }
+fn min_s(a: f32, b: f32) -> f32 { return select(select(min(a, b), b, nan_s(b)), a, nan_s(a)); }
+fn max_v(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return select(select(max(a, b), b, nan_v(b)), a, nan_v(a)); }
+fn min_v(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return select(select(min(a, b), b, nan_v(b)), a, nan_v(a)); }
 
 // Folds the lanes of one accumulator into one value.
 fn horiz(v: T) -> f32 {
@@ -55,7 +65,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
     workgroupBarrier();
     for (var s = 128u; s > 0u; s = s >> 1u) {
         if (lid.x < s) {
-            sdata[lid.x] = COMBINE(sdata[lid.x], sdata[lid.x + s]);
+            sdata[lid.x] = COMBINE_S(sdata[lid.x], sdata[lid.x + s]);
         }
         workgroupBarrier();
     }
