@@ -18,8 +18,7 @@ pub enum Backend {
 
 impl Backend {
     /// Every backend, worst to best.
-    pub const ALL: [Backend; 6] =
-        [Backend::Scalar, Backend::Sse2, Backend::Avx2, Backend::Avx512, Backend::Neon, Backend::Simd128];
+    pub const ALL: [Backend; 6] = [Backend::Scalar, Backend::Sse2, Backend::Avx2, Backend::Avx512, Backend::Neon, Backend::Simd128];
 
     /// The name used by `RAYO_BACKEND` and `rayo bench --backend`.
     pub fn name(self) -> &'static str {
@@ -134,7 +133,10 @@ macro_rules! dispatch {
         match $backend {
             #[cfg(target_arch = "x86_64")]
             $crate::Backend::Avx512 => match $crate::cpu::isa::avx512::Avx512::try_new() {
-                Some($s) => $s.vectorize(#[inline(always)] || $body),
+                Some($s) => $s.vectorize(
+                    #[inline(always)]
+                    || $body,
+                ),
                 None => {
                     let $s = $crate::cpu::isa::scalar::Scalar;
                     $body
@@ -142,7 +144,10 @@ macro_rules! dispatch {
             },
             #[cfg(target_arch = "x86_64")]
             $crate::Backend::Avx2 => match $crate::cpu::isa::avx2::Avx2::try_new() {
-                Some($s) => $s.vectorize(#[inline(always)] || $body),
+                Some($s) => $s.vectorize(
+                    #[inline(always)]
+                    || $body,
+                ),
                 None => {
                     let $s = $crate::cpu::isa::scalar::Scalar;
                     $body
@@ -151,17 +156,26 @@ macro_rules! dispatch {
             #[cfg(target_arch = "x86_64")]
             $crate::Backend::Sse2 => {
                 let $s = $crate::cpu::isa::sse2::Sse2(());
-                $s.vectorize(#[inline(always)] || $body)
+                $s.vectorize(
+                    #[inline(always)]
+                    || $body,
+                )
             }
             #[cfg(target_arch = "aarch64")]
             $crate::Backend::Neon => {
                 let $s = $crate::cpu::isa::neon::Neon(());
-                $s.vectorize(#[inline(always)] || $body)
+                $s.vectorize(
+                    #[inline(always)]
+                    || $body,
+                )
             }
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             $crate::Backend::Simd128 => {
                 let $s = $crate::cpu::isa::simd128::Simd128(());
-                $s.vectorize(#[inline(always)] || $body)
+                $s.vectorize(
+                    #[inline(always)]
+                    || $body,
+                )
             }
             #[allow(unreachable_patterns)]
             _ => {

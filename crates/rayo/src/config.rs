@@ -57,15 +57,7 @@ const GROUPS_ACCEPTS: &str = "an integer in 64..=65535";
 impl Default for Config {
     /// What an empty environment gives.
     fn default() -> Config {
-        Config {
-            backend: None,
-            force_cpu: false,
-            gemm_kc: None,
-            gemm_mc: None,
-            wgpu_spin_us: 200,
-            wgpu_ew_items: 2,
-            wgpu_reduce_groups: 2048,
-        }
+        Config { backend: None, force_cpu: false, gemm_kc: None, gemm_mc: None, wgpu_spin_us: 200, wgpu_ew_items: 2, wgpu_reduce_groups: 2048 }
     }
 }
 
@@ -224,7 +216,8 @@ mod tests {
         assert_eq!(c, Config::default());
         assert_eq!(e.len(), bad.len(), "{e:?}");
         for (var, value) in bad {
-            let err = e.iter().find(|x| matches!(x, Error::InvalidEnv { var: v, .. } if *v == var)).unwrap_or_else(|| panic!("{var} not reported: {e:?}"));
+            let err =
+                e.iter().find(|x| matches!(x, Error::InvalidEnv { var: v, .. } if *v == var)).unwrap_or_else(|| panic!("{var} not reported: {e:?}"));
             let msg = err.to_string();
             let accepts = Config::VARS.iter().find(|v| v.name == var).unwrap().accepts;
             assert!(msg.contains(var) && msg.contains(value) && msg.contains(accepts), "{msg}");

@@ -130,14 +130,12 @@ impl fmt::Display for Error {
             Error::IndexOutOfBounds { index, len } => {
                 write!(f, "index {index} out of bounds for length {len}")
             }
-            Error::ViewOutOfBounds { op, rows, cols, row_stride, col_stride, len } => write!(
-                f,
-                "{op}: a {rows}x{cols} view with strides ({row_stride}, {col_stride}) does not fit data of length {len}"
-            ),
-            Error::OverlappingView { op, rows, cols, row_stride, col_stride } => write!(
-                f,
-                "{op}: a {rows}x{cols} view with strides ({row_stride}, {col_stride}) would write some elements twice"
-            ),
+            Error::ViewOutOfBounds { op, rows, cols, row_stride, col_stride, len } => {
+                write!(f, "{op}: a {rows}x{cols} view with strides ({row_stride}, {col_stride}) does not fit data of length {len}")
+            }
+            Error::OverlappingView { op, rows, cols, row_stride, col_stride } => {
+                write!(f, "{op}: a {rows}x{cols} view with strides ({row_stride}, {col_stride}) would write some elements twice")
+            }
             Error::BufferTooLarge { op, bytes, limit } => {
                 write!(f, "{op}: buffer of {bytes} bytes exceeds the device limit of {limit} bytes")
             }

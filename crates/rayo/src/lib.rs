@@ -37,8 +37,8 @@ mod error;
 pub mod gpu;
 mod matrix;
 pub mod ops;
-mod tensor;
 pub mod slice;
+mod tensor;
 mod vector;
 
 pub use backend::{force_cpu, Backend};

@@ -104,8 +104,7 @@ fn elementwise_matches_f64() {
             let mut out = poisoned(dev, n);
             dev.elementwise(e, &refs, &mut out).unwrap();
             let got = dev.download(&out).unwrap();
-            let want: Vec<f64> =
-                (0..n).map(|i| e.eval_f64(&ins.iter().map(|v| v[i] as f64).collect::<Vec<_>>())).collect();
+            let want: Vec<f64> = (0..n).map(|i| e.eval_f64(&ins.iter().map(|v| v[i] as f64).collect::<Vec<_>>())).collect();
             close(&format!("{name} n={n}"), &got, &want, 2e-6, 2e-6);
         }
     }

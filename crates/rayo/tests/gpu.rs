@@ -748,7 +748,10 @@ fn bad_input_is_an_error_never_a_panic() {
     assert_eq!(d.matmul(&[1.0; 6], &[1.0; 6], &mut c, 2, 3, 2), Err(Error::SizeMismatch { op: "matmul", shape: vec![2, 2], len: 6 }));
     assert!(matches!(d.matmul(&[], &[], &mut c, usize::MAX, 2, 2), Err(Error::SizeOverflow { op: "matmul", .. })));
     let mut o = vec![0.0; 4];
-    assert_eq!(d.convolve2d(&[1.0; 4], &[1.0; 9], &mut o, 2, 2, 3, 3), Err(Error::ShapeMismatch { op: "convolve2d", left: vec![2, 2], right: vec![3, 3] }));
+    assert_eq!(
+        d.convolve2d(&[1.0; 4], &[1.0; 9], &mut o, 2, 2, 3, 3),
+        Err(Error::ShapeMismatch { op: "convolve2d", left: vec![2, 2], right: vec![3, 3] })
+    );
     assert_eq!(d.convolve2d(&[1.0; 4], &[], &mut o, 2, 2, 0, 1), Err(Error::ShapeMismatch { op: "convolve2d", left: vec![2, 2], right: vec![0, 1] }));
     assert_eq!(d.convolve2d(&[1.0; 9], &[1.0; 4], &mut o, 3, 3, 2, 2), Ok(()));
     assert_eq!(o, vec![4.0; 4]);
@@ -851,7 +854,10 @@ fn hostile_sizes_are_errors_never_panics() {
     assert_eq!(d.zeros(1 << 40).unwrap_err(), Error::BufferTooLarge { op: "gpu buffer", bytes: 1 << 42, limit });
     assert!(matches!(d.zeros(usize::MAX), Err(Error::BufferTooLarge { op: "gpu buffer", limit: l, .. }) if l == limit));
     assert!(matches!(d.matmul(&[], &[], &mut [], usize::MAX, 0, usize::MAX), Err(Error::InvalidParameter { op: "matmul", .. })));
-    assert_eq!(d.softmax_rows(&[], usize::MAX, usize::MAX, &mut []), Err(Error::SizeMismatch { op: "softmax", shape: vec![usize::MAX, usize::MAX], len: 0 }));
+    assert_eq!(
+        d.softmax_rows(&[], usize::MAX, usize::MAX, &mut []),
+        Err(Error::SizeMismatch { op: "softmax", shape: vec![usize::MAX, usize::MAX], len: 0 })
+    );
     assert_eq!(
         d.convolve2d(&[], &[1.0], &mut [], usize::MAX, usize::MAX, 1, 1),
         Err(Error::SizeMismatch { op: "convolve2d", shape: vec![usize::MAX, usize::MAX], len: 0 })

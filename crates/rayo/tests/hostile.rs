@@ -150,7 +150,8 @@ fn gemm_checks_shapes_and_work() {
     assert_eq!(e, Error::ShapeMismatch { op: "gemm (A·B)", left: vec![2, 3], right: vec![5, 4] });
     assert_eq!(c, [0.0; 8], "C untouched");
     let mut c3 = [0.0f32; 9];
-    let e = err(gemm(1.0, MatRef::row_major(&a, 2, 3).unwrap(), MatRef::row_major(&a, 3, 2).unwrap(), 0.0, MatMut::row_major(&mut c3, 3, 3).unwrap()));
+    let e =
+        err(gemm(1.0, MatRef::row_major(&a, 2, 3).unwrap(), MatRef::row_major(&a, 3, 2).unwrap(), 0.0, MatMut::row_major(&mut c3, 3, 3).unwrap()));
     assert!(matches!(e, Error::ShapeMismatch { op: "gemm (C)", .. }));
     // Stride-0 views claim any size over one element: m·k·n past usize is an error.
     let one = [1.0f32];
@@ -160,7 +161,10 @@ fn gemm_checks_shapes_and_work() {
     assert!(matches!(err(gemm(1.0, wide, tall, 0.0, MatMut::row_major(&mut c2, 2, 1).unwrap())), Error::SizeOverflow { .. }));
     let deep = 1usize << 63;
     let (wide, tall) = (MatRef::new(&one, 1, deep, 0, 0).unwrap(), MatRef::new(&one, deep, 1, 0, 0).unwrap());
-    assert!(matches!(err(gemm_par(Backend::Scalar, Par::Seq, 1.0, wide, tall, 0.0, MatMut::row_major(&mut c2[..1], 1, 1).unwrap())), Error::SizeOverflow { .. }));
+    assert!(matches!(
+        err(gemm_par(Backend::Scalar, Par::Seq, 1.0, wide, tall, 0.0, MatMut::row_major(&mut c2[..1], 1, 1).unwrap())),
+        Error::SizeOverflow { .. }
+    ));
     // k = 0 with NaN alpha and beta = 0: C is zeroed, nothing read.
     let empty = MatRef::new(&[], 2, 0, 0, 0).unwrap();
     let empty_t = MatRef::new(&[], 0, 1, 0, 0).unwrap();

@@ -128,7 +128,8 @@ fn gemm_special_values_and_degenerate_shapes() {
     // k = 0: C = beta·C.
     let (a, b) = ([0.0f32; 0], [0.0f32; 0]);
     let mut c = vec![2.0f32; 6];
-    gemm_with(best, 1.0, MatRef::new(&a, 2, 0, 0, 1).unwrap(), MatRef::new(&b, 0, 3, 3, 1).unwrap(), 0.5, MatMut::row_major(&mut c, 2, 3).unwrap()).unwrap();
+    gemm_with(best, 1.0, MatRef::new(&a, 2, 0, 0, 1).unwrap(), MatRef::new(&b, 0, 3, 3, 1).unwrap(), 0.5, MatMut::row_major(&mut c, 2, 3).unwrap())
+        .unwrap();
     assert_eq!(c, vec![1.0; 6]);
     // NaN and inf in A reach exactly the rows they are in.
     let mut a = vec![1.0f32; 4 * 3];
@@ -136,7 +137,8 @@ fn gemm_special_values_and_degenerate_shapes() {
     a[6] = f32::INFINITY; // row 2
     let b = vec![1.0f32; 3 * 5];
     let mut c = vec![0.0f32; 4 * 5];
-    gemm_with(best, 1.0, MatRef::row_major(&a, 4, 3).unwrap(), MatRef::row_major(&b, 3, 5).unwrap(), 0.0, MatMut::row_major(&mut c, 4, 5).unwrap()).unwrap();
+    gemm_with(best, 1.0, MatRef::row_major(&a, 4, 3).unwrap(), MatRef::row_major(&b, 3, 5).unwrap(), 0.0, MatMut::row_major(&mut c, 4, 5).unwrap())
+        .unwrap();
     assert!(c[..5].iter().all(|&x| x == 3.0));
     assert!(c[5..10].iter().all(|x| x.is_nan()));
     assert!(c[10..15].iter().all(|&x| x == f32::INFINITY));
@@ -208,7 +210,8 @@ fn conv_reference(img: &[f32], h: usize, w: usize, k: &[f32], kh: usize, kw: usi
     let mut out = vec![0.0; oh * ow];
     for i in 0..oh {
         for j in 0..ow {
-            out[i * ow + j] = (0..kh).flat_map(|u| (0..kw).map(move |v| (u, v))).map(|(u, v)| img[(i + u) * w + j + v] as f64 * k[u * kw + v] as f64).sum();
+            out[i * ow + j] =
+                (0..kh).flat_map(|u| (0..kw).map(move |v| (u, v))).map(|(u, v)| img[(i + u) * w + j + v] as f64 * k[u * kw + v] as f64).sum();
         }
     }
     out
@@ -323,7 +326,16 @@ fn gemm_par_takes_its_parallelism_per_call() {
     let b = rng.data(k * n, -1.0, 1.0);
     let run = |par: Par| {
         let mut c = vec![0.0f32; m * n];
-        gemm_par(Backend::detect(), par, 1.0, MatRef::row_major(&a, m, k).unwrap(), MatRef::row_major(&b, k, n).unwrap(), 0.0, MatMut::row_major(&mut c, m, n).unwrap()).unwrap();
+        gemm_par(
+            Backend::detect(),
+            par,
+            1.0,
+            MatRef::row_major(&a, m, k).unwrap(),
+            MatRef::row_major(&b, k, n).unwrap(),
+            0.0,
+            MatMut::row_major(&mut c, m, n).unwrap(),
+        )
+        .unwrap();
         c
     };
     let seq = run(Par::Seq);

@@ -92,8 +92,13 @@ fn binary_ops_match_reference() {
                 for i in 0..n {
                     let want = r(xs[i] as f64, ys[i] as f64);
                     // The f32 op is the correctly rounded f64 result (denormal flushes aside).
-                    assert!(close(out[s + i], want, 0.5) || (want.abs() < 1e-37 && out[s + i].abs() < 1e-37),
-                        "{b} {name}({:e}, {:e}) = {:e}, want {want:e}", xs[i], ys[i], out[s + i]);
+                    assert!(
+                        close(out[s + i], want, 0.5) || (want.abs() < 1e-37 && out[s + i].abs() < 1e-37),
+                        "{b} {name}({:e}, {:e}) = {:e}, want {want:e}",
+                        xs[i],
+                        ys[i],
+                        out[s + i]
+                    );
                 }
             }
         }

@@ -168,7 +168,9 @@ fn every_unary_op_on_every_cpu_backend_matches_f64() {
                     let (x, y) = (a[i] as f64, bb[i] as f64);
                     let want = op.reference(x, y);
                     let got = out[i];
-                    r.check(within(got, want, op.magnitude(x, y), op.cpu_bound()), || format!("{}({x:e}, {y:e}) = {got:e}, want {want:e}", op.name()));
+                    r.check(within(got, want, op.magnitude(x, y), op.cpu_bound()), || {
+                        format!("{}({x:e}, {y:e}) = {got:e}, want {want:e}", op.name())
+                    });
                 }
             }
             total += r.finish(&format!("{} on {b}", op.name()), &mut fails);
@@ -226,7 +228,9 @@ fn every_op_on_wgpu_matches_f64() {
                     let w = op.reference(v[0]);
                     (w, w)
                 };
-                r.check(within_gpu(got, &[xi], &eval, op.gpu_bound()), || format!("{}({xi:e}) = {got:e}, want {:e} (n={n}, i={i})", op.name(), op.reference(xi as f64)));
+                r.check(within_gpu(got, &[xi], &eval, op.gpu_bound()), || {
+                    format!("{}({xi:e}) = {got:e}, want {:e} (n={n}, i={i})", op.name(), op.reference(xi as f64))
+                });
             }
         }
         total += r.finish(&format!("{} on wgpu", op.name()), &mut fails);
@@ -247,7 +251,12 @@ fn every_op_on_wgpu_matches_f64() {
         }
         total += r.finish(&format!("{} on wgpu", op.name()), &mut fails);
     }
-    println!("parity wgpu ({}): {} unary and {} binary ops, {total} values checked", dev.adapter_info().name, UnaryOp::all().len(), BinaryOp::all().len());
+    println!(
+        "parity wgpu ({}): {} unary and {} binary ops, {total} values checked",
+        dev.adapter_info().name,
+        UnaryOp::all().len(),
+        BinaryOp::all().len()
+    );
     assert_none(fails);
 }
 
@@ -278,7 +287,9 @@ fn every_op_on_cuda_matches_f64() {
                     let w = op.reference(v[0]);
                     (w, w)
                 };
-                r.check(within_gpu(got, &[xi], &eval, op.gpu_bound()), || format!("{}({xi:e}) = {got:e}, want {:e} (n={n}, i={i})", op.name(), op.reference(xi as f64)));
+                r.check(within_gpu(got, &[xi], &eval, op.gpu_bound()), || {
+                    format!("{}({xi:e}) = {got:e}, want {:e} (n={n}, i={i})", op.name(), op.reference(xi as f64))
+                });
             }
         }
         total += r.finish(&format!("{} on cuda", op.name()), &mut fails);
@@ -331,7 +342,13 @@ fn every_fused_kernel_assembles_with_ptxas() {
         for sm in [80, 90] {
             let file = dir.join(format!("{}_sm{sm}.ptx", k.name()));
             std::fs::write(&file, k.emit_ptx_for(sm)).unwrap();
-            let out = std::process::Command::new(&ptxas).arg(format!("-arch=sm_{sm}")).arg(&file).arg("-o").arg(file.with_extension("cubin")).output().expect("run ptxas");
+            let out = std::process::Command::new(&ptxas)
+                .arg(format!("-arch=sm_{sm}"))
+                .arg(&file)
+                .arg("-o")
+                .arg(file.with_extension("cubin"))
+                .output()
+                .expect("run ptxas");
             assert!(out.status.success(), "ptxas rejected {} for sm_{sm}:\n{}", k.name(), String::from_utf8_lossy(&out.stderr));
         }
     }
@@ -425,7 +442,13 @@ fn softmax_rows() -> Vec<Vec<f32>> {
 fn softmax_ok(got: &[f32], x: &[f32], log: bool, rel: f64, abs: f64) -> Result<(), String> {
     let want = softmax_ref(x, log);
     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-        let ok = if w.is_nan() || g.is_nan() { w.is_nan() && g.is_nan() } else if w.is_infinite() { g as f64 == w } else { (g as f64 - w).abs() <= rel * w.abs() + abs };
+        let ok = if w.is_nan() || g.is_nan() {
+            w.is_nan() && g.is_nan()
+        } else if w.is_infinite() {
+            g as f64 == w
+        } else {
+            (g as f64 - w).abs() <= rel * w.abs() + abs
+        };
         if !ok {
             return Err(format!("n={} [{i}]: got {g:e}, want {w:e}", x.len()));
         }
@@ -475,7 +498,9 @@ fn reductions_and_softmax_on_cuda_match_f64() {
                 // A GPU may flush denormal inputs: compare with the flushed input as well.
                 let xf: Vec<f32> = x.iter().map(|&v| ftz(v)).collect();
                 match dev.reduce(op, &xd, yo) {
-                    Ok(got) if reduce_ok(op, got, &x, (op.arity() == 2).then_some(&y[..])) || reduce_ok(op, got, &xf, (op.arity() == 2).then_some(&y[..])) => {}
+                    Ok(got)
+                        if reduce_ok(op, got, &x, (op.arity() == 2).then_some(&y[..]))
+                            || reduce_ok(op, got, &xf, (op.arity() == 2).then_some(&y[..])) => {}
                     Err(rayo::Error::EmptyInput { .. }) if n == 0 && op.empty_value().is_none() => {}
                     r => fails.push(format!("{} on cuda, n={n}, specials={specials}: {r:?}", op.name())),
                 }
@@ -489,6 +514,46 @@ fn reductions_and_softmax_on_cuda_match_f64() {
             if log { dev.log_softmax(&xd, &mut od) } else { dev.softmax(&xd, &mut od) }.unwrap();
             if let Err(e) = softmax_ok(&dev.download(&od).unwrap(), &x, log, 4e-6, 4e-6) {
                 fails.push(format!("{} on cuda: {e}", if log { "log_softmax" } else { "softmax" }));
+            }
+        }
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n"));
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn reductions_and_softmax_on_wgpu_match_f64() {
+    use rayo::gpu::GpuDevice;
+    use rayo::ops::ReduceOp;
+    if !GpuDevice::is_available() {
+        assert!(std::env::var("RAYO_REQUIRE_GPU").is_err(), "RAYO_REQUIRE_GPU is set but no wgpu adapter was found");
+        println!("SKIP wgpu: reductions_and_softmax_on_wgpu_match_f64 (no adapter)");
+        return;
+    }
+    let dev = GpuDevice::new().unwrap();
+    let mut fails = vec![];
+    for op in ReduceOp::ALL {
+        for (li, &n) in PARITY_LENGTHS.iter().chain(&[100_003]).enumerate() {
+            for specials in [false, true] {
+                let mut rng = Rng::new(li as u64 * 2 + specials as u64);
+                let x = if specials { rng.data_with_specials(n, -50.0, 50.0) } else { rng.data(n, -50.0, 50.0) };
+                let y = rng.data(n, -2.0, 2.0);
+                let yo = (op.arity() == 2).then_some(&y[..]);
+                let xf: Vec<f32> = x.iter().map(|&v| ftz(v)).collect();
+                match dev.reduce(op, &x, yo) {
+                    Ok(got) if reduce_ok(op, got, &x, yo) || reduce_ok(op, got, &xf, yo) => {}
+                    Err(rayo::Error::EmptyInput { .. }) if n == 0 && op.empty_value().is_none() => {}
+                    r => fails.push(format!("{} on wgpu, n={n}, specials={specials}: {r:?}", op.name())),
+                }
+            }
+        }
+    }
+    for x in softmax_rows() {
+        for log in [false, true] {
+            let mut out = vec![0.0f32; x.len()];
+            if log { dev.log_softmax(&x, &mut out) } else { dev.softmax(&x, &mut out) }.unwrap();
+            if let Err(e) = softmax_ok(&out, &x, log, 4e-6, 4e-6) {
+                fails.push(format!("{} on wgpu: {e}", if log { "log_softmax" } else { "softmax" }));
             }
         }
     }

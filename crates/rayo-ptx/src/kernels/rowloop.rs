@@ -70,13 +70,7 @@ impl Row {
     /// Combines per-thread tuples across the block: butterfly shuffles within each warp, then
     /// every thread folds the per-warp results from shared memory (arrays `smem[i]`, one per
     /// tuple field, each ≥ threads/32 floats). `merge` combines two tuples into a new one.
-    pub fn block_merge(
-        &self,
-        k: &mut PtxKernel,
-        vals: Vec<Reg>,
-        smem: &[String],
-        merge: &Merge,
-    ) -> Vec<Reg> {
+    pub fn block_merge(&self, k: &mut PtxKernel, vals: Vec<Reg>, smem: &[String], merge: &Merge) -> Vec<Reg> {
         let mut v = vals;
         for off in [16u32, 8, 4, 2, 1] {
             let o: Vec<Reg> = v.iter().map(|&r| k.shfl(ShflMode::Bfly, r, off, 0x1f)).collect();

@@ -108,9 +108,8 @@ impl Ctx<'_> {
         match &a.base {
             Operand::Reg(r) => {
                 self.read(*r)?;
-                let ok = r.ty.class() != TypeClass::Float
-                    && r.ty != PtxType::Pred
-                    && (r.ty.bits() == 64 || (r.ty.bits() == 32 && space == Space::Shared));
+                let ok =
+                    r.ty.class() != TypeClass::Float && r.ty != PtxType::Pred && (r.ty.bits() == 64 || (r.ty.bits() == 32 && space == Space::Shared));
                 if !ok {
                     return Err(format!("address register {} is .{}: needs a 64-bit integer (32-bit for shared)", r.name(), r.ty));
                 }

@@ -6,7 +6,6 @@ use super::types::PtxType;
 use core::fmt;
 use std::fmt::Write;
 
-
 impl fmt::Display for Reg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "%{}{}", self.ty.reg_prefix(), self.index)

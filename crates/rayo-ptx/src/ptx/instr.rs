@@ -191,9 +191,7 @@ impl BinOp {
     pub fn allows(self, ty: PtxType) -> bool {
         use super::types::TypeClass::*;
         match self {
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Min | BinOp::Max => {
-                ty.is_float() || ty.is_int()
-            }
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Min | BinOp::Max => ty.is_float() || ty.is_int(),
             BinOp::MulHi | BinOp::Rem => ty.is_int(),
             BinOp::MulWide => ty.is_int() && ty.bits() <= 32,
             BinOp::And | BinOp::Or | BinOp::Xor => matches!(ty.class(), Bits | Pred),
@@ -297,36 +295,131 @@ pub struct Inst {
 /// The instructions the builder can record.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    Mov { ty: PtxType, d: Reg, a: Operand },
-    Un { op: UnOp, ty: PtxType, d: Reg, a: Operand },
-    Bin { op: BinOp, ty: PtxType, d: Reg, a: Operand, b: Operand },
+    Mov {
+        ty: PtxType,
+        d: Reg,
+        a: Operand,
+    },
+    Un {
+        op: UnOp,
+        ty: PtxType,
+        d: Reg,
+        a: Operand,
+    },
+    Bin {
+        op: BinOp,
+        ty: PtxType,
+        d: Reg,
+        a: Operand,
+        b: Operand,
+    },
     /// `fma.rn` (floats) or `mad.lo` (integers): d = a*b + c
-    Fma { ty: PtxType, d: Reg, a: Operand, b: Operand, c: Operand },
+    Fma {
+        ty: PtxType,
+        d: Reg,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
     /// `mad.wide`: d (2x wide) = a*b + c
-    MadWide { ty: PtxType, d: Reg, a: Operand, b: Operand, c: Operand },
-    Setp { cmp: Cmp, ty: PtxType, d: Reg, a: Operand, b: Operand },
-    Selp { ty: PtxType, d: Reg, a: Operand, b: Operand, p: Reg },
+    MadWide {
+        ty: PtxType,
+        d: Reg,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    Setp {
+        cmp: Cmp,
+        ty: PtxType,
+        d: Reg,
+        a: Operand,
+        b: Operand,
+    },
+    Selp {
+        ty: PtxType,
+        d: Reg,
+        a: Operand,
+        b: Operand,
+        p: Reg,
+    },
     /// `cvt[.rnd].dty.sty`
-    Cvt { rnd: Option<&'static str>, dty: PtxType, sty: PtxType, d: Reg, a: Operand },
+    Cvt {
+        rnd: Option<&'static str>,
+        dty: PtxType,
+        sty: PtxType,
+        d: Reg,
+        a: Operand,
+    },
     /// `cvta.to.global.u64` and friends: generic address to a state space
-    CvtaTo { space: Space, d: Reg, a: Reg },
+    CvtaTo {
+        space: Space,
+        d: Reg,
+        a: Reg,
+    },
     /// `ld.space[.vN].ty`; `dst.len()` is the vector width (1, 2 or 4)
-    Ld { space: Space, ty: PtxType, dst: Regs, addr: Addr, nc: bool },
+    Ld {
+        space: Space,
+        ty: PtxType,
+        dst: Regs,
+        addr: Addr,
+        nc: bool,
+    },
     /// `ld.param.ty d, [name]`
-    LdParam { ty: PtxType, d: Reg, name: String },
-    St { space: Space, ty: PtxType, src: Vec<Operand>, addr: Addr },
-    Atom { space: Space, op: AtomOp, ty: PtxType, d: Reg, addr: Addr, b: Operand },
-    Red { space: Space, op: AtomOp, ty: PtxType, addr: Addr, b: Operand },
-    Shfl { mode: ShflMode, d: Reg, a: Operand, b: Operand, c: u32, mask: u32 },
-    Vote { mode: VoteMode, d: Reg, a: Reg, mask: u32 },
+    LdParam {
+        ty: PtxType,
+        d: Reg,
+        name: String,
+    },
+    St {
+        space: Space,
+        ty: PtxType,
+        src: Vec<Operand>,
+        addr: Addr,
+    },
+    Atom {
+        space: Space,
+        op: AtomOp,
+        ty: PtxType,
+        d: Reg,
+        addr: Addr,
+        b: Operand,
+    },
+    Red {
+        space: Space,
+        op: AtomOp,
+        ty: PtxType,
+        addr: Addr,
+        b: Operand,
+    },
+    Shfl {
+        mode: ShflMode,
+        d: Reg,
+        a: Operand,
+        b: Operand,
+        c: u32,
+        mask: u32,
+    },
+    Vote {
+        mode: VoteMode,
+        d: Reg,
+        a: Reg,
+        mask: u32,
+    },
     /// `cvt.rna.tf32.f32 d, a`: round an f32 to TF32 (the result is a .b32 bit pattern).
-    CvtTf32 { d: Reg, a: Reg },
+    CvtTf32 {
+        d: Reg,
+        a: Reg,
+    },
     /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}`:
     /// one warp multiplies a 16×8 TF32 tile by an 8×8 one and adds a 16×8 f32 tile.
     /// (Boxed: the fragments would make every instruction three times larger.)
     MmaTf32(Box<Mma>),
     Label(String),
-    Bra { target: String, uni: bool },
+    Bra {
+        target: String,
+        uni: bool,
+    },
     BarSync(u32),
     MembarGl,
     Ret,

@@ -44,11 +44,7 @@ fn exp_split<S: Simd>(s: S, x: S::V, lo: Option<S::V>) -> S::V {
         None => r,
     };
     let r = s.mul_add(n, s.splat(-LN2_LO), r);
-    let p = horner(
-        s,
-        r,
-        &[1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5],
-    );
+    let p = horner(s, r, &[1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5]);
     let y = s.add(s.mul_add(p, s.mul(r, r), r), s.splat(1.0));
     s.pow2_scale(y, n) // n is in [-150, 128]
 }
@@ -62,11 +58,7 @@ pub fn expm1_nonpositive<S: Simd>(s: S, x: S::V) -> S::V {
     let r = s.mul_add(n, s.splat(-LN2_HI), xc);
     let r = s.mul_add(n, s.splat(-LN2_LO), r);
     // expm1(r) = r + r^2/2 + r^3 q(r), |r| <= ln2/2
-    let q = horner(
-        s,
-        r,
-        &[2.481_812_3e-5, 1.989_095e-4, 1.388_891_6e-3, 8.333_311e-3, 4.166_666_5e-2, 0.166_666_67],
-    );
+    let q = horner(s, r, &[2.481_812_3e-5, 1.989_095e-4, 1.388_891_6e-3, 8.333_311e-3, 4.166_666_5e-2, 0.166_666_67]);
     let em1r = s.mul_add(s.mul(r, r), s.mul_add(r, q, s.splat(0.5)), r);
     // expm1(x) = 2^n expm1(r) + (2^n - 1); 2^n - 1 is exact for n >= -24.
     let p2 = s.pow2n(n);
@@ -83,10 +75,7 @@ pub fn ln<S: Simd>(s: S, x: S::V) -> S::V {
     let xs = s.select(den, s.mul(x, s.splat(8_388_608.0)), x);
     let bits = s.to_bits(xs);
     let e_raw = s.isub(s.ishr(bits, 23), s.isplat(127));
-    let m = s.from_bits(s.iadd(
-        s.to_bits(s.and(xs, s.from_bits(s.isplat(0x007f_ffff)))),
-        s.isplat(0x3f80_0000),
-    )); // m in [1, 2)
+    let m = s.from_bits(s.iadd(s.to_bits(s.and(xs, s.from_bits(s.isplat(0x007f_ffff)))), s.isplat(0x3f80_0000))); // m in [1, 2)
     let big = s.lt(s.splat(core::f32::consts::SQRT_2), m);
     let m = s.select(big, s.mul(m, s.splat(0.5)), m);
     let e = s.add(s.i_to_f(e_raw), s.select(big, s.splat(1.0), s.zero()));
@@ -97,14 +86,7 @@ pub fn ln<S: Simd>(s: S, x: S::V) -> S::V {
         s,
         f,
         &[
-            7.037_683_6e-2,
-            -1.151_461e-1,
-            1.167_699_9e-1,
-            -1.242_014_1e-1,
-            1.424_932_3e-1,
-            -1.666_805_8e-1,
-            2.000_071_5e-1,
-            -2.499_999_4e-1,
+            7.037_683_6e-2, -1.151_461e-1, 1.167_699_9e-1, -1.242_014_1e-1, 1.424_932_3e-1, -1.666_805_8e-1, 2.000_071_5e-1, -2.499_999_4e-1,
             3.333_333_1e-1,
         ],
     );
@@ -126,11 +108,7 @@ pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
     let a = s.abs(x);
     // |x| < 0.625: x + x^3 P(x^2)
     let z = s.mul(a, a);
-    let p = horner(
-        s,
-        z,
-        &[-5.704_988_7e-3, 2.063_908_9e-2, -5.373_971_6e-2, 1.333_144_2e-1, -3.333_328_2e-1],
-    );
+    let p = horner(s, z, &[-5.704_988_7e-3, 2.063_908_9e-2, -5.373_971_6e-2, 1.333_144_2e-1, -3.333_328_2e-1]);
     let small = s.mul_add(s.mul(p, z), a, a);
     // otherwise 1 - 2 / (e^{2|x|} + 1); past 9.1 that is 1 in f32 (the clamp keeps e finite)
     let ac = s.min(s.splat(9.5), a);
@@ -188,19 +166,7 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
     // Past 20 the tail is 0; clamping keeps inf − inf out of the exact-square split.
     let ac = s.min(s.splat(20.0), a);
     // |x| <= 1: Φ(x) = 0.5 + x E(x²)
-    let ep = horner(
-        s,
-        s.mul(x, x),
-        &[
-            5.367_327_3e-7,
-            -9.272_798e-6,
-            1.153_189_3e-4,
-            -1.187_287_8e-3,
-            9.973_55e-3,
-            -6.649_038e-2,
-            3.989_422_8e-1,
-        ],
-    );
+    let ep = horner(s, s.mul(x, x), &[5.367_327_3e-7, -9.272_798e-6, 1.153_189_3e-4, -1.187_287_8e-3, 9.973_55e-3, -6.649_038e-2, 3.989_422_8e-1]);
     let small = s.mul(x, s.mul_add(x, ep, s.splat(0.5)));
     // |x| > 1: |x| Φ(−|x|) = e^{−x²/2} h(1/|x|), h a polynomial in v = (1/|x| − c) / w
     let t = s.recip(ac);
@@ -209,20 +175,8 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
         s,
         v,
         &[
-5.155182079e-05,
-            -5.889248757e-05,
-            -1.518617758e-04,
-            2.889177891e-04,
-            -1.764116138e-04,
-            1.316017447e-04,
-            3.010103509e-05,
-            -9.683196935e-04,
-            3.121937205e-03,
-            -6.334572767e-03,
-            7.622989655e-03,
-            6.204406794e-03,
-            -7.810335049e-02,
-            3.299201973e-01,
+            5.155182079e-05, -5.889248757e-05, -1.518617758e-04, 2.889177891e-04, -1.764116138e-04, 1.316017447e-04, 3.010103509e-05,
+            -9.683196935e-04, 3.121937205e-03, -6.334572767e-03, 7.622989655e-03, 6.204406794e-03, -7.810335049e-02, 3.299201973e-01,
         ],
     );
     let tail = s.mul(exp_neg_half_square(s, ac), h);

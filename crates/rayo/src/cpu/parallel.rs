@@ -123,12 +123,7 @@ fn go3(a: &[f32], b: &[f32], out: &mut [f32], p: usize, f: &(impl Fn(&[f32], &[f
 }
 
 /// Maps parts of `x` with `f` and combines the results with `combine` (in order).
-pub fn map_reduce<T: Send>(
-    x: &[f32],
-    grain: usize,
-    f: &(impl Fn(&[f32]) -> T + Sync),
-    combine: &(impl Fn(T, T) -> T + Sync),
-) -> T {
+pub fn map_reduce<T: Send>(x: &[f32], grain: usize, f: &(impl Fn(&[f32]) -> T + Sync), combine: &(impl Fn(T, T) -> T + Sync)) -> T {
     reduce1(x, parts(x.len(), grain), f, combine)
 }
 
@@ -152,13 +147,7 @@ pub fn map_reduce2<T: Send>(
     reduce2(a, b, parts(a.len(), grain), f, combine)
 }
 
-fn reduce2<T: Send>(
-    a: &[f32],
-    b: &[f32],
-    p: usize,
-    f: &(impl Fn(&[f32], &[f32]) -> T + Sync),
-    c: &(impl Fn(T, T) -> T + Sync),
-) -> T {
+fn reduce2<T: Send>(a: &[f32], b: &[f32], p: usize, f: &(impl Fn(&[f32], &[f32]) -> T + Sync), c: &(impl Fn(T, T) -> T + Sync)) -> T {
     if p <= 1 {
         return f(a, b);
     }

@@ -76,8 +76,7 @@ impl CudaDevice {
         if !ffi::driver_library_present() {
             return Err(Error::NoDevice { api: "cuda", reason: "the CUDA driver library (libcuda.so) is not installed".into() });
         }
-        let count = CudaContext::device_count()
-            .map_err(|e| Error::NoDevice { api: "cuda", reason: format!("driver initialisation failed: {e}") })?;
+        let count = CudaContext::device_count().map_err(|e| Error::NoDevice { api: "cuda", reason: format!("driver initialisation failed: {e}") })?;
         if ordinal >= count.max(0) as usize {
             return Err(Error::NoDevice { api: "cuda", reason: format!("device {ordinal} requested, {count} present") });
         }
@@ -155,18 +154,17 @@ impl CudaDevice {
         }
         let name = &key.1;
         let module = kernel.module(self.sm);
-        let ptx = module
-            .emit_checked()
-            .map_err(|e| Error::Device { api: "cuda", message: format!("PTX checker rejected {name}: {e}") })?;
-        let entry = module.kernels().iter().find(|k| k.name() == name.as_str()).ok_or_else(|| Error::Device {
-            api: "cuda",
-            message: format!("the module of kernel {name} has no entry of that name"),
-        })?;
+        let ptx = module.emit_checked().map_err(|e| Error::Device { api: "cuda", message: format!("PTX checker rejected {name}: {e}") })?;
+        let entry = module
+            .kernels()
+            .iter()
+            .find(|k| k.name() == name.as_str())
+            .ok_or_else(|| Error::Device { api: "cuda", message: format!("the module of kernel {name} has no entry of that name") })?;
         let params: Arc<[rayo_ptx::ptx::PtxType]> = entry.params().iter().map(|p| p.ty).collect();
-        let m = self.ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(|e| Error::Device {
-            api: "cuda",
-            message: format!("loading {name}: {e}"),
-        })?;
+        let m = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+            .map_err(|e| Error::Device { api: "cuda", message: format!("loading {name}: {e}") })?;
         let func = m.load_function(name).map_err(drv)?;
         let loaded = Loaded { name: Arc::from(name.as_str()), func, params };
         cache.insert(key, loaded.clone());

@@ -132,9 +132,15 @@ mod tests {
         let r = launch(&dev.stream, &k, cfg, &mut [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(4), Arg::U32(4)]);
         assert_eq!(r, Err(Error::LengthMismatch { op: "cuda launch (kernel parameters)", expected: 6, actual: 5 }));
         // an f32 where a u32 is declared
-        let r = launch(&dev.stream, &k, cfg, &mut [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(4), Arg::F32(4.0), Arg::U32(4)]);
+        let r = launch(
+            &dev.stream,
+            &k,
+            cfg,
+            &mut [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(4), Arg::F32(4.0), Arg::U32(4)],
+        );
         assert!(matches!(r, Err(Error::Device { .. })), "{r:?}");
-        launch(&dev.stream, &k, cfg, &mut [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(4), Arg::U32(4), Arg::U32(4)]).unwrap();
+        launch(&dev.stream, &k, cfg, &mut [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(4), Arg::U32(4), Arg::U32(4)])
+            .unwrap();
         assert_eq!(dev.download(&c).unwrap(), vec![4.0; 16]);
     }
 }

@@ -21,9 +21,9 @@
 use super::buffer::DeviceBuffer;
 use super::device::CudaDevice;
 use super::ffi::drv;
+use super::Expr;
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
-use super::Expr;
 use rayo_ptx::kernels::GemmKernel;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -48,10 +48,7 @@ enum Step {
 impl Step {
     fn output(&self) -> BufId {
         match self {
-            Step::Elementwise { out, .. }
-            | Step::Softmax { out, .. }
-            | Step::RmsNorm { out, .. }
-            | Step::LayerNorm { out, .. } => *out,
+            Step::Elementwise { out, .. } | Step::Softmax { out, .. } | Step::RmsNorm { out, .. } | Step::LayerNorm { out, .. } => *out,
             Step::Gemm { c, .. } => *c,
         }
     }
@@ -105,7 +102,14 @@ fn run(dev: &CudaDevice, bufs: &mut [Option<DeviceBuffer>], step: &Step) -> Resu
         let ins: Vec<&DeviceBuffer> = step
             .inputs()
             .iter()
-            .map(|b| bufs[b.index].as_ref().ok_or(Error::InvalidArgument { op: OP, name: "buffer", value: b.index.into(), reason: "an op reads the buffer it writes" }))
+            .map(|b| {
+                bufs[b.index].as_ref().ok_or(Error::InvalidArgument {
+                    op: OP,
+                    name: "buffer",
+                    value: b.index.into(),
+                    reason: "an op reads the buffer it writes",
+                })
+            })
             .collect::<Result<_>>()?;
         match step {
             Step::Elementwise { expr, .. } => dev.elementwise(expr, &ins, &mut out),
@@ -166,7 +170,9 @@ impl<'d> GraphBuilder<'d> {
     }
     /// `c = a · b` (`m×k` times `k×n`) with the kernel [`CudaDevice::gemm`] would pick.
     pub fn gemm(&mut self, a: BufId, b: BufId, c: BufId, m: usize, k: usize, n: usize) -> Result<&mut Self> {
-        let dim = |d: usize| u32::try_from(d).map_err(|_| Error::BufferTooLarge { op: OP, bytes: (d as u64).saturating_mul(4), limit: u32::MAX as u64 * 4 });
+        let dim = |d: usize| {
+            u32::try_from(d).map_err(|_| Error::BufferTooLarge { op: OP, bytes: (d as u64).saturating_mul(4), limit: u32::MAX as u64 * 4 })
+        };
         let kernel = GemmKernel::for_device(dim(m)?, dim(k)?, dim(n)?, self.dev.info().multiprocessors);
         self.push(Step::Gemm { kernel, a, b, c })
     }

@@ -26,10 +26,10 @@ mod graph;
 mod ops;
 mod pinned;
 
+pub use crate::ops::ReduceOp;
 pub use buffer::DeviceBuffer;
 pub use device::{is_available, CudaDevice, DeviceInfo};
 pub use elementwise::{variants as elementwise_variants, Expr, FusedKernel, MAX_INPUTS, MAX_SCALARS};
 pub use graph::{BufId, CudaGraph, GraphBuilder};
 pub use pinned::PinnedBuffer;
-pub use crate::ops::ReduceOp;
 pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel};

@@ -3,10 +3,10 @@
 //! generated kernel that writes only the values needed later; intermediates come from the pool;
 //! only what `read` asks for is copied back.
 
+use super::buffer::{check_reduce_args, check_softmax_shape, softmax_name};
 use super::device::GpuDevice;
 use super::elementwise::{encode_chain, BinaryOp, Chain, Src, Step, UnaryOp, MAX_PARAMS};
 use super::encoder::{Encoder, Span};
-use super::buffer::{check_reduce_args, check_softmax_shape, softmax_name};
 use super::kernels::{encode_matmul, encode_reduce, encode_softmax};
 use super::pool::Pooled;
 use super::readback::submit_and_read;
@@ -375,12 +375,7 @@ impl GpuCommandBatch {
     /// Steps whose value is needed outside the group (a later node uses it), and the last step.
     fn outputs_of(&self, g: &Group, users: &[Vec<usize>]) -> Vec<usize> {
         let last = *g.nodes.last().expect("groups are non-empty");
-        g.nodes
-            .iter()
-            .enumerate()
-            .filter(|&(_, &n)| n == last || users[n].iter().any(|u| !g.nodes.contains(u)))
-            .map(|(j, _)| j)
-            .collect()
+        g.nodes.iter().enumerate().filter(|&(_, &n)| n == last || users[n].iter().any(|u| !g.nodes.contains(u))).map(|(j, _)| j).collect()
     }
 
     fn span(&self, id: usize) -> Span {
@@ -490,7 +485,12 @@ impl GpuCommandBatch {
         let ins: Vec<Span> = g.inputs.iter().map(|&n| self.span(n)).collect();
         // Inputs no longer used by the truncated chain must not be bound: keep the used ones.
         let used: Vec<usize> = (0..ins.len())
-            .filter(|&k| chain.steps.iter().any(|s| matches!(s, Step::Unary(_, Src::Input(x)) if *x == k) || matches!(s, Step::Binary(_, a, b) if *a == Src::Input(k) || *b == Src::Input(k))))
+            .filter(|&k| {
+                chain.steps.iter().any(|s| {
+                    matches!(s, Step::Unary(_, Src::Input(x)) if *x == k)
+                        || matches!(s, Step::Binary(_, a, b) if *a == Src::Input(k) || *b == Src::Input(k))
+                })
+            })
             .collect();
         let remap: HashMap<usize, usize> = used.iter().enumerate().map(|(new, &old)| (old, new)).collect();
         let fix = |s: Src| match s {

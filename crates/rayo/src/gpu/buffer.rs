@@ -275,9 +275,7 @@ pub(crate) fn check_softmax_shape(op: &'static str, x: usize, out: usize, rows: 
 
 /// Shape checks of matmul: a is m×k, b is k×n, c is m×n.
 pub(crate) fn check_matmul(a: usize, b: usize, c: usize, m: usize, k: usize, n: usize) -> Result<()> {
-    let mul = |x: usize, y: usize| {
-        x.checked_mul(y).ok_or_else(|| Error::SizeOverflow { op: "matmul", dims: vec![x, y] })
-    };
+    let mul = |x: usize, y: usize| x.checked_mul(y).ok_or_else(|| Error::SizeOverflow { op: "matmul", dims: vec![x, y] });
     let shape = |len: usize, r: usize, cc: usize| -> Result<()> {
         let want = mul(r, cc)?;
         if want == len {

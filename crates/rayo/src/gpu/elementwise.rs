@@ -8,7 +8,6 @@ use super::encoder::{grid_1d, Encoder, Meta, Span};
 use crate::Result;
 use std::fmt::Write;
 
-
 /// Parameters one generated kernel can carry.
 pub(crate) const MAX_PARAMS: usize = 16;
 

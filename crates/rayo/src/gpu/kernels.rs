@@ -51,8 +51,12 @@ fn reduce_source(combine: ReduceCombine, load: Load, vec4: bool) -> String {
     // NaN-propagating helpers: WGSL's max/min may drop a NaN operand on some drivers.
     let (combine_t, combine_s, init_from_first, horiz4) = match combine {
         ReduceCombine::Sum => ("(A + B)", "(A + B)", false, "return (v.x + v.y) + (v.z + v.w);"),
-        ReduceCombine::Max => (if vec4 { "max_v(A, B)" } else { "max_s(A, B)" }, "max_s(A, B)", true, "return max_s(max_s(v.x, v.y), max_s(v.z, v.w));"),
-        ReduceCombine::Min => (if vec4 { "min_v(A, B)" } else { "min_s(A, B)" }, "min_s(A, B)", true, "return min_s(min_s(v.x, v.y), min_s(v.z, v.w));"),
+        ReduceCombine::Max => {
+            (if vec4 { "max_v(A, B)" } else { "max_s(A, B)" }, "max_s(A, B)", true, "return max_s(max_s(v.x, v.y), max_s(v.z, v.w));")
+        }
+        ReduceCombine::Min => {
+            (if vec4 { "min_v(A, B)" } else { "min_s(A, B)" }, "min_s(A, B)", true, "return min_s(min_s(v.x, v.y), min_s(v.z, v.w));")
+        }
     };
     let (load_expr, extra) = match load {
         Load::Plain => ("x[IDX]", ""),
@@ -124,7 +128,15 @@ fn stage_groups(load: Load, x: &Span, y: Option<&Span>) -> usize {
     items.div_ceil(WG as usize).clamp(1, reduce_groups())
 }
 
-async fn reduce_stage(enc: &mut Encoder, combine: ReduceCombine, load: Load, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32) -> Result<usize> {
+async fn reduce_stage(
+    enc: &mut Encoder,
+    combine: ReduceCombine,
+    load: Load,
+    x: &Span,
+    y: Option<&Span>,
+    out: &Span,
+    out_offset: u32,
+) -> Result<usize> {
     let vec4 = can_vec4(load, x, y);
     let items = if vec4 { x.len / 4 } else { x.len };
     let key = format!("reduce/{combine:?}/{load:?}/{}", if vec4 { "vec4" } else { "f32" });
@@ -162,7 +174,15 @@ pub(crate) async fn encode_scaled_squares(enc: &mut Encoder, x: &Span, s: &Span,
     encode_reduce_load(enc, ReduceCombine::Sum, Load::ScaledSquare, x, Some(s), out, 0).await
 }
 
-async fn encode_reduce_load(enc: &mut Encoder, combine: ReduceCombine, load: Load, x: &Span, y: Option<&Span>, out: &Span, out_offset: u32) -> Result<()> {
+async fn encode_reduce_load(
+    enc: &mut Encoder,
+    combine: ReduceCombine,
+    load: Load,
+    x: &Span,
+    y: Option<&Span>,
+    out: &Span,
+    out_offset: u32,
+) -> Result<()> {
     let first_groups = stage_groups(load, x, y);
     if first_groups == 1 {
         reduce_stage(enc, combine, load, x, y, out, out_offset).await?;

@@ -58,8 +58,8 @@ pub(crate) fn next_owner_id() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
+/// The one reduction vocabulary of every backend (the same type as [`crate::ops::ReduceOp`]).
+pub use crate::ops::ReduceOp;
 pub use buffer::GpuBuffer;
 pub use device::{AdapterInfo, GpuDevice, GpuLimits};
 pub use elementwise::{BinaryOp, UnaryOp};
-/// The one reduction vocabulary of every backend (the same type as [`crate::ops::ReduceOp`]).
-pub use crate::ops::ReduceOp;

@@ -74,7 +74,8 @@ fn run_batch(
     if split && count >= 2 && parallel::max_threads() > 1 {
         let half = count / 2;
         let (o0, o1) = out.split_at_mut(half * size);
-        let (r0, r1) = parallel::both(|| run_batch(o0, size, first, half, split, one), || run_batch(o1, size, first + half, count - half, split, one));
+        let (r0, r1) =
+            parallel::both(|| run_batch(o0, size, first, half, split, one), || run_batch(o1, size, first + half, count - half, split, one));
         return r0.and(r1);
     }
     for (j, c) in out.chunks_exact_mut(size).enumerate().take(count) {

@@ -16,11 +16,11 @@
 //! zero (the hardware's default), and meet their own, stated, error bounds.
 
 mod binary;
+#[cfg(feature = "cuda")]
+pub(crate) mod ptx;
 mod reduce;
 mod registry;
 mod unary;
-#[cfg(feature = "cuda")]
-pub(crate) mod ptx;
 
 pub use binary::*;
 pub use reduce::{combine_f64, ReduceCombine, ReduceLoad, ReduceOp};

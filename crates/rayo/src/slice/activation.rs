@@ -5,9 +5,9 @@ use super::{apply, named_unary, unary, GRAIN_MATH, GRAIN_REDUCE, GRAIN_STREAM};
 use crate::backend::dispatch;
 use crate::cpu::kernels::functions as f;
 use crate::cpu::kernels::{elementwise::map, reduce, softmax as sm};
-use crate::ops::UnaryOp;
 use crate::cpu::parallel::{for_each_mut, map_reduce, parts, zip_map};
 use crate::error::check_len;
+use crate::ops::UnaryOp;
 use crate::{Backend, Error, Result};
 
 pub use crate::ops::{SELU_ALPHA, SELU_LAMBDA};
@@ -91,7 +91,5 @@ pub fn log_softmax(backend: Backend, x: &[f32], out: &mut [f32]) -> Result<()> {
     }
     let total = map_reduce(x, GRAIN_MATH, &|xp| dispatch!(backend, |s| sm::sum_exp_shifted(s, xp, m)), &|p, q| p + q);
     let lse = total.ln() as f32;
-    apply("log_softmax", x, out, GRAIN_STREAM, |xp, op| {
-        dispatch!(backend, |s| map(s, xp, op, f::SubTwice { m, c: lse }))
-    })
+    apply("log_softmax", x, out, GRAIN_STREAM, |xp, op| dispatch!(backend, |s| map(s, xp, op, f::SubTwice { m, c: lse })))
 }

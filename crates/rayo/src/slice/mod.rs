@@ -32,14 +32,7 @@ fn apply(op: &'static str, x: &[f32], out: &mut [f32], grain: usize, kernel: imp
 }
 
 /// Two-input [`apply`].
-fn apply2(
-    op: &'static str,
-    a: &[f32],
-    b: &[f32],
-    out: &mut [f32],
-    grain: usize,
-    kernel: impl Fn(&[f32], &[f32], &mut [f32]) + Sync,
-) -> Result<()> {
+fn apply2(op: &'static str, a: &[f32], b: &[f32], out: &mut [f32], grain: usize, kernel: impl Fn(&[f32], &[f32], &mut [f32]) + Sync) -> Result<()> {
     check_len(op, a.len(), b.len())?;
     check_len(op, a.len(), out.len())?;
     parallel::zip_map2(a, b, out, grain, &kernel);

@@ -99,7 +99,9 @@ pub fn reduce(backend: Backend, op: crate::ops::ReduceOp, x: &[f32], y: Option<&
     match (op, y) {
         (R::Dot, Some(y)) => dot(backend, x, y),
         (R::Dot, None) => Err(Error::InvalidArgument { op: "dot", name: "y", value: ArgValue::Bool(false), reason: "dot needs a second input" }),
-        (_, Some(_)) => Err(Error::InvalidArgument { op: op.name(), name: "y", value: ArgValue::Bool(true), reason: "only dot takes a second input" }),
+        (_, Some(_)) => {
+            Err(Error::InvalidArgument { op: op.name(), name: "y", value: ArgValue::Bool(true), reason: "only dot takes a second input" })
+        }
         (R::Sum, None) => Ok(sum(backend, x)),
         (R::Max, None) => max(backend, x),
         (R::Min, None) => min(backend, x),

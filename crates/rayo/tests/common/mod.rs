@@ -47,13 +47,7 @@ impl Rng {
     /// Random values in [lo, hi) with, every so often, a special value.
     pub fn data_with_specials(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
         (0..n)
-            .map(|_| {
-                if self.next_u64() % 16 == 0 {
-                    SPECIALS[(self.next_u64() % SPECIALS.len() as u64) as usize]
-                } else {
-                    self.uniform(lo, hi)
-                }
-            })
+            .map(|_| if self.next_u64() % 16 == 0 { SPECIALS[(self.next_u64() % SPECIALS.len() as u64) as usize] } else { self.uniform(lo, hi) })
             .collect()
     }
     pub fn data(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
@@ -62,22 +56,8 @@ impl Rng {
 }
 
 /// NaN, ±inf, ±0, denormals, huge and tiny values.
-pub const SPECIALS: [f32; 14] = [
-    f32::NAN,
-    f32::INFINITY,
-    f32::NEG_INFINITY,
-    0.0,
-    -0.0,
-    1e-45,
-    -1e-45,
-    1e-40,
-    -3e-39,
-    f32::MIN_POSITIVE,
-    3e38,
-    -3e38,
-    1e-20,
-    -1e-20,
-];
+pub const SPECIALS: [f32; 14] =
+    [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1e-45, -1e-45, 1e-40, -3e-39, f32::MIN_POSITIVE, 3e38, -3e38, 1e-20, -1e-20];
 
 /// The lengths every op is tested on.
 pub const LENGTHS: [usize; 18] = [0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 4097, 100_003];

@@ -5,9 +5,9 @@
 //! 16-byte shared loads each, and a warp's B loads cover 64 consecutive floats (no bank
 //! conflicts). Shared memory: As[2][BK][128] (A transposed), Bs[2][BK][128].
 
+use super::prologue::{load_passes, prologue, slice_count, Prologue};
 use crate::kernels::common::*;
 use crate::ptx::*;
-use super::prologue::{load_passes, prologue, slice_count, Prologue};
 
 const BM: u32 = 128;
 const BN: u32 = 128;

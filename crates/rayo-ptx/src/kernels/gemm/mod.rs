@@ -28,13 +28,20 @@ use crate::ptx::{PtxKernel, PtxType};
 pub enum GemmVariant {
     Naive,
     /// Square `tile`×`tile` thread blocks (8, 16 or 32).
-    Tiled { tile: u32 },
+    Tiled {
+        tile: u32,
+    },
     /// `split` = 1, or 2 for split-K: two blocks per output tile, each half of `k`, adding
     /// into a zeroed `c` (two adds onto zero: the same bits in either order).
-    Blocked { bk: u32, split: u32 },
+    Blocked {
+        bk: u32,
+        split: u32,
+    },
     /// TF32 tensor cores (`mma.sync`), 128×128 tiles, `bk`-deep slices (8 or 16): products
     /// rounded to TF32.
-    TensorCore { bk: u32 },
+    TensorCore {
+        bk: u32,
+    },
 }
 
 impl GemmVariant {
@@ -178,18 +185,10 @@ impl GemmKernel {
     pub fn launch(&self) -> LaunchConfig {
         let (m, n) = (self.m, self.n);
         match self.variant {
-            GemmVariant::Naive => {
-                LaunchConfig { grid: (n.div_ceil(16), m.div_ceil(16), 1), block: (16, 16, 1), shared_bytes: 0 }
-            }
-            GemmVariant::Tiled { tile } => {
-                LaunchConfig { grid: (n.div_ceil(tile), m.div_ceil(tile), 1), block: (tile, tile, 1), shared_bytes: 0 }
-            }
-            GemmVariant::TensorCore { .. } => {
-                LaunchConfig { grid: (n / 128, m / 128, 1), block: (prologue::THREADS, 1, 1), shared_bytes: 0 }
-            }
-            GemmVariant::Blocked { split, .. } => {
-                LaunchConfig { grid: (n / 128, m / 128, split), block: (prologue::THREADS, 1, 1), shared_bytes: 0 }
-            }
+            GemmVariant::Naive => LaunchConfig { grid: (n.div_ceil(16), m.div_ceil(16), 1), block: (16, 16, 1), shared_bytes: 0 },
+            GemmVariant::Tiled { tile } => LaunchConfig { grid: (n.div_ceil(tile), m.div_ceil(tile), 1), block: (tile, tile, 1), shared_bytes: 0 },
+            GemmVariant::TensorCore { .. } => LaunchConfig { grid: (n / 128, m / 128, 1), block: (prologue::THREADS, 1, 1), shared_bytes: 0 },
+            GemmVariant::Blocked { split, .. } => LaunchConfig { grid: (n / 128, m / 128, split), block: (prologue::THREADS, 1, 1), shared_bytes: 0 },
         }
     }
 }
@@ -259,7 +258,12 @@ mod tests {
         let big = GemmKernel::blocked_split(max - 127, max - 127, max - 127, 16, 2).unwrap(); // 2^32 - 128
         assert!(!big.indices_fit());
         assert_eq!(GemmKernel::blocked_split(max - 63, 128, 128, 16, 2), None);
-        for g in [GemmKernel::naive(max, max, max), GemmKernel::tiled(max, max, max, max), GemmKernel::auto(max, max, max), GemmKernel::for_device(max, max, max, max)] {
+        for g in [
+            GemmKernel::naive(max, max, max),
+            GemmKernel::tiled(max, max, max, max),
+            GemmKernel::auto(max, max, max),
+            GemmKernel::for_device(max, max, max, max),
+        ] {
             assert!(!g.indices_fit());
             let _ = (g.launch(), g.flops(), g.name());
         }

@@ -7,9 +7,9 @@
 //! 4·g + t reads row t, column g) fall in 32 different banks. Elements are rounded to TF32 once,
 //! on their way into shared memory.
 
+use super::prologue::{advance, load_passes, pass_pointers, prologue, slice_count, Prologue, THREADS};
 use crate::kernels::common::*;
 use crate::ptx::*;
-use super::prologue::{advance, load_passes, pass_pointers, prologue, slice_count, Prologue, THREADS};
 
 const BM: u32 = 128;
 const BN: u32 = 128;
@@ -61,12 +61,8 @@ pub(super) fn build(k: &mut PtxKernel, bk: u32) {
     let fb_idx = k.add(U, tstride, bn);
     let fb = k.fma(U, fb_idx, 4u32, sb0);
 
-    let ra: Vec<Vec<Reg>> = (0..a_passes)
-        .map(|_| (0..4).map(|_| k.reg(F)).collect())
-        .collect();
-    let rb: Vec<Vec<Reg>> = (0..b_passes)
-        .map(|_| (0..4).map(|_| k.reg(F)).collect())
-        .collect();
+    let ra: Vec<Vec<Reg>> = (0..a_passes).map(|_| (0..4).map(|_| k.reg(F)).collect()).collect();
+    let rb: Vec<Vec<Reg>> = (0..b_passes).map(|_| (0..4).map(|_| k.reg(F)).collect()).collect();
     let a_pass_bytes = k.bin(BinOp::MulWide, U, kd, a_rows_per_pass * 4);
     let b_pass_bytes = k.bin(BinOp::MulWide, U, n, 8 * 4);
     let b_step = k.bin(BinOp::MulWide, U, n, bk * 4);
@@ -91,12 +87,7 @@ pub(super) fn build(k: &mut PtxKernel, bk: u32) {
         let pb = k.add(U, sb_st, off);
         for (p, r) in rb.iter().enumerate() {
             let tb: Vec<Reg> = r.iter().map(|&v| k.cvt_tf32(v)).collect();
-            k.st_v(
-                Space::Shared,
-                B32,
-                Addr::at(pb, p as i64 * 8 * STRIDE as i64 * 4),
-                &tb,
-            );
+            k.st_v(Space::Shared, B32, Addr::at(pb, p as i64 * 8 * STRIDE as i64 * 4), &tb);
         }
     };
     // acc[(mi * 8 + ni) * 4 + r]
@@ -110,8 +101,7 @@ pub(super) fn build(k: &mut PtxKernel, bk: u32) {
             let af: Vec<[Reg; 4]> = (0..2)
                 .map(|mi| {
                     let o = kso + mi as i64 * 16 * 4;
-                    [0, 8 * 4, k4, k4 + 8 * 4]
-                        .map(|d| k.ld(Space::Shared, B32, Addr::at(pa, o + d)))
+                    [0, 8 * 4, k4, k4 + 8 * 4].map(|d| k.ld(Space::Shared, B32, Addr::at(pa, o + d)))
                 })
                 .collect();
             let bf: Vec<[Reg; 2]> = (0..8)

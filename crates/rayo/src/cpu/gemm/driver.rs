@@ -174,15 +174,7 @@ fn pack_b_parallel<S: Simd>(s: S, b: &MatRef, pc: usize, kc: usize, j0: usize, n
 
 /// Splits rows `r0..r1` (whose C data starts at `data[0]`) into `parts` ranges, multiples
 /// of `unit` rows, and runs `job` on each, in parallel.
-fn split_rows(
-    data: &mut [f32],
-    r0: usize,
-    r1: usize,
-    rs: usize,
-    parts: usize,
-    unit: usize,
-    job: &(impl Fn(usize, usize, &mut [f32]) + Sync),
-) {
+fn split_rows(data: &mut [f32], r0: usize, r1: usize, rs: usize, parts: usize, unit: usize, job: &(impl Fn(usize, usize, &mut [f32]) + Sync)) {
     let rows = r1 - r0;
     if parts <= 1 || rows <= unit {
         return job(r0, r1, data);
@@ -237,8 +229,7 @@ fn block<S: Simd, const MR: usize, const NV: usize, const KMAJOR: bool>(
         };
         for t in 0..strips {
             let rows = MR.min(mc - t * MR);
-            let (as_, ars) =
-                if in_place(t) { (&a.data[(ic + t * MR) * a.rs + pc..], a.rs) } else { (&apack[t * MR * kc..], kc) };
+            let (as_, ars) = if in_place(t) { (&a.data[(ic + t * MR) * a.rs + pc..], a.rs) } else { (&apack[t * MR * kc..], kc) };
             let acc = tile::<S, MR, NV, KMAJOR>(s, kc, as_, ars, bs, brs);
             store::<S, MR, NV>(s, &acc, &mut c[t * MR * rs + jr * nr * cs..], rs, cs, rows, cols, alpha, beta);
         }

@@ -10,9 +10,7 @@ pub struct Avx512(());
 impl Avx512 {
     #[inline]
     pub fn try_new() -> Option<Self> {
-        let ok = std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("fma");
+        let ok = std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
         ok.then_some(Avx512(()))
     }
 }

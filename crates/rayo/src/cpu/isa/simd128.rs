@@ -177,8 +177,7 @@ impl Simd for Simd128 {
     }
     #[inline(always)]
     fn reduce_add(self, a: v128) -> f32 {
-        (f32x4_extract_lane::<0>(a) + f32x4_extract_lane::<1>(a))
-            + (f32x4_extract_lane::<2>(a) + f32x4_extract_lane::<3>(a))
+        (f32x4_extract_lane::<0>(a) + f32x4_extract_lane::<1>(a)) + (f32x4_extract_lane::<2>(a) + f32x4_extract_lane::<3>(a))
     }
     #[inline(always)]
     fn reduce_max(self, a: v128) -> f32 {

@@ -198,9 +198,8 @@ impl Simd for Sse2 {
     fn transpose_tile(self, src: &[f32], lda: usize, dst: &mut [f32], ldb: usize) {
         let r: [__m128; 4] = core::array::from_fn(|i| self.load(&src[i * lda..]));
         // SAFETY: register-only shuffles (SSE2 is baseline on x86-64).
-        let (t0, t1, t2, t3) = unsafe {
-            (_mm_unpacklo_ps(r[0], r[1]), _mm_unpacklo_ps(r[2], r[3]), _mm_unpackhi_ps(r[0], r[1]), _mm_unpackhi_ps(r[2], r[3]))
-        };
+        let (t0, t1, t2, t3) =
+            unsafe { (_mm_unpacklo_ps(r[0], r[1]), _mm_unpacklo_ps(r[2], r[3]), _mm_unpackhi_ps(r[0], r[1]), _mm_unpackhi_ps(r[2], r[3])) };
         let out = unsafe { [_mm_movelh_ps(t0, t1), _mm_movehl_ps(t1, t0), _mm_movelh_ps(t2, t3), _mm_movehl_ps(t3, t2)] };
         for (j, v) in out.iter().enumerate() {
             self.store(&mut dst[j * ldb..], *v);

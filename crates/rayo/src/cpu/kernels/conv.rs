@@ -18,8 +18,7 @@ pub fn conv2d_valid<S: Simd>(s: S, img: &[f32], w: usize, ker: &[f32], kh: usize
         let orow = &mut out[i * ow..(i + 1) * ow];
         let mut j = 0;
         while j + STRIP * l <= ow {
-            let mut acc: [S::V; STRIP] =
-                core::array::from_fn(|c| if accumulate { s.load(&orow[j + c * l..]) } else { s.splat(0.0) });
+            let mut acc: [S::V; STRIP] = core::array::from_fn(|c| if accumulate { s.load(&orow[j + c * l..]) } else { s.splat(0.0) });
             for u in 0..kh {
                 let irow = &img[(i + u) * w + j..(i + u + 1) * w];
                 for (v, &kv) in ker[u * kw..(u + 1) * kw].iter().enumerate() {

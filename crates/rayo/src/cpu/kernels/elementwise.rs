@@ -50,7 +50,6 @@ macro_rules! unary_fn {
 }
 pub(crate) use unary_fn;
 
-
 /// How many leading elements to process separately so that `out` is vector-aligned after them
 /// (split-line stores cost more than the short head).
 #[inline(always)]

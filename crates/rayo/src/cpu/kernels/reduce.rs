@@ -10,14 +10,7 @@ const BLOCK: usize = 4096;
 /// Folds `x` with four independent accumulators (to hide the latency of `step`), the tail
 /// padded with `fill`. Returns the merged accumulator.
 #[inline(always)]
-fn fold<S: Simd, A: Copy>(
-    s: S,
-    x: &[f32],
-    fill: f32,
-    init: A,
-    step: impl Fn(A, S::V) -> A,
-    merge: impl Fn(A, A) -> A,
-) -> A {
+fn fold<S: Simd, A: Copy>(s: S, x: &[f32], fill: f32, init: A, step: impl Fn(A, S::V) -> A, merge: impl Fn(A, A) -> A) -> A {
     let l = S::LANES;
     let mut acc = [init; 4];
     let mut c4 = x.chunks_exact(4 * l);
@@ -139,13 +132,7 @@ pub fn max_abs<S: Simd>(s: S, x: &[f32]) -> f32 {
 }
 
 #[inline(always)]
-fn extreme<S: Simd>(
-    s: S,
-    x: &[f32],
-    identity: f32,
-    pick: impl Fn(S::V, S::V) -> S::V + Copy,
-    reduce: impl Fn(S::V) -> f32,
-) -> f32 {
+fn extreme<S: Simd>(s: S, x: &[f32], identity: f32, pick: impl Fn(S::V, S::V) -> S::V + Copy, reduce: impl Fn(S::V) -> f32) -> f32 {
     let (m, nan) = fold(
         s,
         x,

@@ -30,7 +30,9 @@ macro_rules! minmax {
                 s.select(s.is_nan(y), y, r)
             }
             const WGSL: &'static str = concat!(
-                "fn op_", $str, "(x: T, y: T, a: f32, b: f32) -> T {\n    let r = select(x, y, ",
+                "fn op_",
+                $str,
+                "(x: T, y: T, a: f32, b: f32) -> T {\n    let r = select(x, y, ",
                 $wgsl_cmp,
                 ");\n    return select(r, y, is_nan(y));\n}"
             );

@@ -4,8 +4,8 @@
 #![allow(clippy::excessive_precision)]
 
 use super::elu::Elu;
-use crate::ops::{Bound, Params, UnaryDef};
 use crate::cpu::simd::Simd;
+use crate::ops::{Bound, Params, UnaryDef};
 
 /// SELU's λ and α.
 pub const SELU_LAMBDA: f32 = 1.050_700_987_355_480_5;
