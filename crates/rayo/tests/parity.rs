@@ -192,7 +192,9 @@ fn bad_parameters_are_errors_on_the_cpu() {
 
 #[test]
 fn the_registry_names_every_op_once() {
+    // One namespace for benches and errors: element-wise and reduction names never collide.
     let mut names: Vec<&str> = UnaryOp::all().iter().map(|o| o.name()).chain(BinaryOp::all().iter().map(|o| o.name())).collect();
+    names.extend(rayo::ops::ReduceOp::ALL.iter().map(|o| o.name()));
     let n = names.len();
     names.sort();
     names.dedup();

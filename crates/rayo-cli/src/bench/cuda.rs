@@ -5,13 +5,36 @@
 use super::row::Row;
 use super::timer::Plan;
 use rayo::cuda::{CudaDevice, DeviceBuffer, Expr, GemmKernel, Kernel, ReduceOp};
+use rayo::ops::{BinaryOp, UnaryOp};
 use std::time::Instant;
 
-pub const OPS: &[&str] = &[
-    "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tf32_bk8", "gemm_tiled", "gemm_naive", "add",
-    "sigmoid", "fused", "sum", "dot", "max", "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "roundtrip_matmul", "graph_chain",
-    "transfer", "ptxgen",
+/// Rows that are not ops of the registry.
+const EXTRA: &[&str] = &[
+    "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tf32_bk8", "gemm_tiled", "gemm_naive", "fused",
+    "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "roundtrip_matmul", "graph_chain", "transfer", "ptxgen",
 ];
+
+/// Every op `rayo bench --backend cuda` knows: the registry's element-wise ops (one fused kernel
+/// each) and reductions, and the extra rows.
+pub fn ops() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = BinaryOp::all().into_iter().map(BinaryOp::name).collect();
+    v.extend(UnaryOp::all().into_iter().map(UnaryOp::name));
+    v.extend(ReduceOp::ALL.into_iter().map(ReduceOp::name));
+    v.extend(EXTRA);
+    v
+}
+
+/// The fused expression a registry op (or `fused`, sigmoid(x·y + x)·z) runs as.
+fn expr_for(op: &str) -> Option<Expr> {
+    if op == "fused" {
+        return Some(Expr::input(0).mul(Expr::input(1)).add(Expr::input(0)).sigmoid().mul(Expr::input(2)));
+    }
+    if let Some(u) = UnaryOp::from_name(op) {
+        return Some(Expr::input(0).apply(u));
+    }
+    BinaryOp::from_name(op).map(|b| Expr::input(0).combine(b, Expr::input(1)))
+}
+
 pub const DEFAULT_OPS: &[&str] = &["gemm", "add", "sum", "dot", "softmax", "layernorm", "roundtrip_add", "ptxgen"];
 const COLS: usize = 4096;
 
@@ -78,7 +101,7 @@ impl Cuda {
     /// The CUDA op measuring what `op` names on the other backends (`matmul` is `gemm`).
     pub fn op_for(op: &str) -> Option<&'static str> {
         let op = if op == "matmul" { "gemm" } else { op };
-        OPS.iter().copied().find(|o| *o == op)
+        ops().into_iter().find(|o| *o == op)
     }
 
     /// Sizes when none are given; `--quick` keeps every op to a fraction of a second.
@@ -128,12 +151,8 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
             let note = format!("resident {}", g.name().split('_').nth(1).unwrap_or(""));
             rows.push(row(op, n, Some((n, n, n)), ms, None, Some(g.flops()), &note));
         }
-        "add" | "sigmoid" | "fused" => {
-            let e = match op {
-                "add" => Expr::input(0).add(Expr::input(1)),
-                "sigmoid" => Expr::input(0).sigmoid(),
-                _ => Expr::input(0).mul(Expr::input(1)).add(Expr::input(0)).sigmoid().mul(Expr::input(2)),
-            };
+        o if expr_for(o).is_some() => {
+            let e = expr_for(o).ok_or("no expression")?;
             let ins: Vec<DeviceBuffer> = (0..e.arity()).map(|i| up(n, 10 + i as u64)).collect::<Result<_, _>>()?;
             let refs: Vec<&DeviceBuffer> = ins.iter().collect();
             let mut out = dev.zeros(n).map_err(err)?;
@@ -141,12 +160,8 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
             let bytes = (e.arity() + 1) as f64 * 4.0 * n as f64;
             rows.push(row(op, n, None, ms, Some(bytes), None, "resident"));
         }
-        "sum" | "dot" | "max" => {
-            let rop = match op {
-                "sum" => ReduceOp::Sum,
-                "dot" => ReduceOp::Dot,
-                _ => ReduceOp::Max,
-            };
+        o if ReduceOp::from_name(o).is_some() => {
+            let rop = ReduceOp::from_name(o).ok_or("no reduction")?;
             let x = up(n, 20)?;
             let y = if rop == ReduceOp::Dot { Some(up(n, 21)?) } else { None };
             let ms = device_ms(dev, plan, || dev.reduce_device(rop, &x, y.as_ref()).map(|_| ()))?;

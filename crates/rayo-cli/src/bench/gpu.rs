@@ -9,10 +9,18 @@ use rayo::gpu::{BinaryOp, GpuBuffer, GpuDevice, ReduceOp, UnaryOp};
 use std::hint::black_box;
 use std::time::Instant;
 
-pub const OPS: &[&str] = &[
-    "add", "sub", "mul", "scale", "relu", "leaky_relu", "elu", "sigmoid", "tanh", "swish", "gelu", "clip", "softmax", "log_softmax", "dot", "sum",
-    "max", "min", "matmul", "fused3", "unfused3",
-];
+/// Rows that are not ops of the registry.
+const EXTRA: &[&str] = &["softmax", "log_softmax", "matmul", "fused3", "unfused3"];
+
+/// Every op `rayo bench --backend wgpu` knows: the registry's element-wise ops and reductions
+/// (`rayo::ops`), and the extra rows.
+pub fn ops() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = BinaryOp::all().into_iter().map(BinaryOp::name).collect();
+    v.extend(UnaryOp::all().into_iter().map(UnaryOp::name));
+    v.extend(ReduceOp::ALL.into_iter().map(ReduceOp::name));
+    v.extend(EXTRA);
+    v
+}
 
 /// Ops `rayo bench --backend wgpu` measures when none are named.
 pub const DEFAULT_OPS: &[&str] = &["add", "relu", "gelu", "sum", "dot", "softmax", "fused3", "unfused3", "matmul"];
@@ -21,36 +29,21 @@ pub const DEFAULT_OPS: &[&str] = &["add", "relu", "gelu", "sum", "dot", "softmax
 const CHAIN: [UnaryOp; 3] = [UnaryOp::Scale(2.0), UnaryOp::Relu, UnaryOp::Tanh];
 
 fn unary(op: &str) -> Option<UnaryOp> {
-    Some(match op {
-        "scale" => UnaryOp::Scale(1.5),
-        "relu" => UnaryOp::Relu,
-        "leaky_relu" => UnaryOp::LeakyRelu(0.01),
-        "elu" => UnaryOp::Elu(1.0),
-        "sigmoid" => UnaryOp::Sigmoid,
-        "tanh" => UnaryOp::Tanh,
-        "swish" => UnaryOp::Swish,
-        "gelu" => UnaryOp::Gelu,
-        "clip" => UnaryOp::Clip(-1.0, 1.0),
-        _ => return None,
-    })
+    UnaryOp::from_name(op)
 }
 
 fn binary(op: &str) -> Option<BinaryOp> {
-    Some(match op {
-        "add" => BinaryOp::Add,
-        "sub" => BinaryOp::Sub,
-        "mul" => BinaryOp::Mul,
-        _ => return None,
-    })
+    BinaryOp::from_name(op)
 }
 
 /// Bytes one call must move (inputs read once, outputs written once).
 fn bytes(op: &str, n: usize) -> f64 {
-    let per = match op {
-        "sum" | "max" | "min" => 4,
-        "dot" => 8,
-        "add" | "sub" | "mul" => 12,
-        _ => 8,
+    let per = if let Some(r) = ReduceOp::from_name(op) {
+        4 * r.arity()
+    } else if binary(op).is_some() {
+        12
+    } else {
+        8
     };
     (per * n) as f64
 }
@@ -117,7 +110,7 @@ impl Wgpu {
     }
 
     pub fn has(&self, op: &str) -> bool {
-        OPS.contains(&op)
+        ops().contains(&op)
     }
 
     /// Sizes when none are given; `--quick` keeps a software adapter to seconds.
@@ -186,30 +179,17 @@ fn measure(dev: &GpuDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<(&'sta
         Some(rt(&mut || dev.unary(u, &a, &mut out)))
     } else if let Some(bo) = binary(op) {
         Some(rt(&mut || dev.binary(bo, &a, &b, &mut out)))
+    } else if let Some(r) = ReduceOp::from_name(op) {
+        let y = (r.arity() == 2).then_some(&b[..]);
+        Some(rt(&mut || {
+            dev.reduce(r, &a, y).map(|v| {
+                black_box(v);
+            })
+        }))
     } else {
         match op {
             "softmax" => Some(rt(&mut || dev.softmax(&a, &mut out))),
             "log_softmax" => Some(rt(&mut || dev.log_softmax(&a, &mut out))),
-            "dot" => Some(rt(&mut || {
-                dev.dot(&a, &b).map(|v| {
-                    black_box(v);
-                })
-            })),
-            "sum" => Some(rt(&mut || {
-                dev.sum(&a).map(|v| {
-                    black_box(v);
-                })
-            })),
-            "max" => Some(rt(&mut || {
-                dev.max(&a).map(|v| {
-                    black_box(v);
-                })
-            })),
-            "min" => Some(rt(&mut || {
-                dev.min(&a).map(|v| {
-                    black_box(v);
-                })
-            })),
             "matmul" => Some(rt(&mut || dev.matmul(&a, &b, &mut out, n, n, n))),
             _ => None,
         }
@@ -224,14 +204,13 @@ fn measure(dev: &GpuDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<(&'sta
         resident_ns(plan, dev, || dev.apply(u, &ga, &mut gout))?
     } else if let Some(bo) = binary(op) {
         resident_ns(plan, dev, || dev.apply_binary(bo, &ga, &gb, &mut gout))?
+    } else if let Some(r) = ReduceOp::from_name(op) {
+        let y = (r.arity() == 2).then_some(&gb);
+        resident_ns(plan, dev, || dev.reduce_resident(r, &ga, y).map(drop))?
     } else {
         match op {
             "softmax" => resident_ns(plan, dev, || dev.softmax_resident(&ga, &mut gout))?,
             "log_softmax" => resident_ns(plan, dev, || dev.log_softmax_resident(&ga, &mut gout))?,
-            "dot" => resident_ns(plan, dev, || dev.dot_resident(&ga, &gb).map(drop))?,
-            "sum" => resident_ns(plan, dev, || dev.reduce_resident(ReduceOp::Sum, &ga, None).map(drop))?,
-            "max" => resident_ns(plan, dev, || dev.reduce_resident(ReduceOp::Max, &ga, None).map(drop))?,
-            "min" => resident_ns(plan, dev, || dev.reduce_resident(ReduceOp::Min, &ga, None).map(drop))?,
             "matmul" => resident_ns(plan, dev, || dev.matmul_resident(&ga, &gb, &mut gout, n, n, n))?,
             "fused3" => resident_ns(plan, dev, || dev.apply_fused(&CHAIN, &ga, &mut gout))?,
             "unfused3" => resident_ns(plan, dev, || {

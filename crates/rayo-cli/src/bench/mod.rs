@@ -147,9 +147,9 @@ impl Gpu {
 fn known_ops() -> Vec<(&'static str, Vec<&'static str>)> {
     let mut v = vec![("cpu", cpu::ops().into_iter().chain(matrix::OPS.iter().copied()).collect())];
     #[cfg(feature = "gpu")]
-    v.push(("wgpu", gpu::OPS.to_vec()));
+    v.push(("wgpu", gpu::ops()));
     #[cfg(feature = "cuda")]
-    v.push(("cuda", cuda::OPS.to_vec()));
+    v.push(("cuda", cuda::ops()));
     v
 }
 
@@ -163,7 +163,7 @@ fn selection_has(sel: &Selection, op: &str) -> bool {
     let mut known = !sel.cpu.is_empty() && cpu_has(op);
     #[cfg(feature = "gpu")]
     {
-        known |= sel.wgpu && gpu::OPS.contains(&op);
+        known |= sel.wgpu && gpu::ops().contains(&op);
     }
     #[cfg(feature = "cuda")]
     {

@@ -1,5 +1,5 @@
-//! max, min of two inputs, NaN winning (as PyTorch's `maximum`/`minimum`); for equal inputs
-//! (±0) the first.
+//! maximum, minimum of two inputs, NaN winning (as PyTorch's `maximum`/`minimum`); for equal
+//! inputs (±0) the first. (`max`/`min` are the reductions.)
 
 use crate::cpu::simd::Simd;
 use crate::ops::{BinaryDef, Bound, Params};
@@ -47,5 +47,5 @@ macro_rules! minmax {
     };
 }
 
-minmax!(Max, "max", true, "x < y");
-minmax!(Min, "min", false, "y < x");
+minmax!(Max, "maximum", true, "x < y");
+minmax!(Min, "minimum", false, "y < x");
