@@ -21,6 +21,12 @@ pub fn run() -> Result<(), String> {
         outln!("caches:     {c}");
     }
     outln!("force cpu:  {}", rayo::force_cpu());
+    for line in rayo::Config::get().to_string().lines() {
+        outln!("config:     {line}");
+    }
+    for e in rayo::Config::problems() {
+        outln!("config:     ignored: {e}");
+    }
     gpu_info();
     outln!("cuda:       {}", cuda_line());
     Ok(())

@@ -373,8 +373,8 @@ fn empty_reductions_and_errors_are_the_cpus() {
     let (a, b) = (Vector::from_slice(&[1.0; 3]), Vector::from_slice(&[1.0; 2]));
     assert_eq!(d.dot(a.as_slice(), b.as_slice()), a.dot(&b));
     // y exactly for dot.
-    assert!(matches!(d.reduce(ReduceOp::Dot, &[1.0], None), Err(Error::InvalidParameter { op: "dot", name: "y", .. })));
-    assert!(matches!(d.reduce(ReduceOp::Sum, &[1.0], Some(&[1.0])), Err(Error::InvalidParameter { op: "sum", name: "y", .. })));
+    assert!(matches!(d.reduce(ReduceOp::Dot, &[1.0], None), Err(Error::InvalidArgument { op: "dot", name: "y", .. })));
+    assert!(matches!(d.reduce(ReduceOp::Sum, &[1.0], Some(&[1.0])), Err(Error::InvalidArgument { op: "sum", name: "y", .. })));
     // softmax: the CPU's variant for each condition.
     let (x3, mut out2, mut out3) = (Vector::from_slice(&[1.0; 3]), vec![0.0; 2], vec![0.0; 3]);
     assert_eq!(d.softmax(x3.as_slice(), &mut out2), x3.softmax_into(&mut out2));

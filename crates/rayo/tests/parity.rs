@@ -180,6 +180,19 @@ fn every_unary_op_on_every_cpu_backend_matches_f64() {
     assert_none(fails);
 }
 
+/// A wrong number of reduction inputs is the same error on every backend (`check_args`).
+#[test]
+fn reduction_argument_errors_are_the_same_variant_on_the_cpu() {
+    use rayo::ops::ReduceOp;
+    let x = [1.0f32, 2.0];
+    assert!(matches!(slice::reduce(Backend::Scalar, ReduceOp::Dot, &x, None), Err(rayo::Error::InvalidArgument { name: "y", .. })));
+    assert!(matches!(slice::reduce(Backend::Scalar, ReduceOp::Sum, &x, Some(&x)), Err(rayo::Error::InvalidArgument { name: "y", .. })));
+    assert!(matches!(
+        slice::reduce(Backend::Scalar, ReduceOp::Dot, &x, Some(&x[..1])),
+        Err(rayo::Error::LengthMismatch { expected: 2, actual: 1, .. })
+    ));
+}
+
 #[test]
 fn bad_parameters_are_errors_on_the_cpu() {
     let x = [1.0f32, 2.0];

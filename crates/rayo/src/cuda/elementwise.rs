@@ -125,11 +125,11 @@ impl Expr {
     pub fn validate(&self) -> Result<()> {
         const OP: &str = "cuda elementwise";
         if self.arity() > MAX_INPUTS {
-            return Err(Error::InvalidParameter { op: OP, name: "inputs", value: self.arity() as f64, reason: "at most 8 inputs" });
+            return Err(Error::InvalidArgument { op: OP, name: "inputs", value: self.arity().into(), reason: "at most 8 inputs" });
         }
         let n = self.scalars().len();
         if n > MAX_SCALARS {
-            return Err(Error::InvalidParameter { op: OP, name: "scalars", value: n as f64, reason: "at most 16 op parameters and constants" });
+            return Err(Error::InvalidArgument { op: OP, name: "scalars", value: n.into(), reason: "at most 16 op parameters and constants" });
         }
         self.walk_ops(&mut |u, b| match (u, b) {
             (Some(u), _) => u.validate(),

@@ -81,11 +81,10 @@ impl CudaDevice {
     /// norm_inf; max/min of an empty input is [`Error::EmptyInput`], the others give 0.
     pub fn reduce_device(&self, op: ReduceOp, x: &DeviceBuffer, y: Option<&DeviceBuffer>) -> Result<DeviceBuffer> {
         const OP: &str = "cuda reduce";
-        check_len(OP, op.arity(), 1 + y.is_some() as usize)?;
+        op.check_args(OP, x.len(), y.map(DeviceBuffer::len))?;
         self.owns(OP, &[x])?;
         if let Some(y) = y {
             self.owns(OP, &[y])?;
-            check_len(OP, x.len(), y.len())?;
         }
         if x.is_empty() {
             return match op.empty_value() {
@@ -216,7 +215,7 @@ impl CudaDevice {
         }
         let cfg = g.launch();
         if cfg.grid.1 > 65535 {
-            return Err(Error::InvalidParameter { op: OP, name: "m", value: m as f64, reason: "more rows than the grid allows" });
+            return Err(Error::InvalidArgument { op: OP, name: "m", value: m.into(), reason: "more rows than the grid allows" });
         }
         let f = self.loaded(&g)?;
         if g.needs_zeroed_output() {

@@ -237,13 +237,7 @@ impl GpuDevice {
 /// Argument checks of a reduction, in the CPU's and CUDA's order: `y` given exactly for `Dot`,
 /// equal lengths, then an empty input where the result is undefined.
 pub(crate) fn check_reduce_args(op: ReduceOp, x: usize, y: Option<usize>) -> Result<()> {
-    if (op == ReduceOp::Dot) != y.is_some() {
-        let reason = if y.is_some() { "only dot takes a second input" } else { "dot needs a second input" };
-        return Err(Error::InvalidParameter { op: op.name(), name: "y", value: y.map_or(0.0, |l| l as f64), reason });
-    }
-    if let Some(y) = y {
-        check_len(op.name(), x, y)?;
-    }
+    op.check_args(op.name(), x, y)?;
     if x == 0 && op.empty_value().is_none() {
         return Err(Error::EmptyInput { op: op.name() });
     }

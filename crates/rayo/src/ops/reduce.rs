@@ -106,6 +106,21 @@ impl ReduceOp {
         }
     }
 
+    /// The argument checks every backend makes, in one order: `y` given exactly for `Dot`
+    /// ([`Error::InvalidArgument`](crate::Error::InvalidArgument) naming `y`), then equal
+    /// lengths ([`Error::LengthMismatch`](crate::Error::LengthMismatch)). `op` names the
+    /// caller in the error.
+    pub fn check_args(self, op: &'static str, x: usize, y: Option<usize>) -> crate::Result<()> {
+        if (self == ReduceOp::Dot) != y.is_some() {
+            let reason = if y.is_some() { "only dot takes a second input" } else { "dot needs a second input" };
+            return Err(crate::Error::InvalidArgument { op, name: "y", value: crate::ArgValue::Bool(y.is_some()), reason });
+        }
+        match y {
+            Some(y) if y != x => Err(crate::Error::LengthMismatch { op, expected: x, actual: y }),
+            _ => Ok(()),
+        }
+    }
+
     /// Applied once to the combined value (the square root of `NormL2`).
     pub fn finish(self, acc: f64) -> f64 {
         if self == ReduceOp::NormL2 {

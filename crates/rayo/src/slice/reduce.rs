@@ -5,7 +5,6 @@ use crate::backend::dispatch;
 use crate::cpu::kernels::reduce as k;
 use crate::cpu::parallel::{map_reduce, map_reduce2};
 use crate::error::check_len;
-use crate::error::ArgValue;
 use crate::{Backend, Error, Result};
 
 /// The larger of two partial maxima, NaN winning.
@@ -96,17 +95,15 @@ pub fn norm_inf(backend: Backend, x: &[f32]) -> f32 {
 /// extra, or `Max`/`Min` of an empty slice.
 pub fn reduce(backend: Backend, op: crate::ops::ReduceOp, x: &[f32], y: Option<&[f32]>) -> Result<f32> {
     use crate::ops::ReduceOp as R;
-    match (op, y) {
-        (R::Dot, Some(y)) => dot(backend, x, y),
-        (R::Dot, None) => Err(Error::InvalidArgument { op: "dot", name: "y", value: ArgValue::Bool(false), reason: "dot needs a second input" }),
-        (_, Some(_)) => {
-            Err(Error::InvalidArgument { op: op.name(), name: "y", value: ArgValue::Bool(true), reason: "only dot takes a second input" })
-        }
-        (R::Sum, None) => Ok(sum(backend, x)),
-        (R::Max, None) => max(backend, x),
-        (R::Min, None) => min(backend, x),
-        (R::NormL1, None) => Ok(norm_l1(backend, x)),
-        (R::NormL2, None) => Ok(norm_l2(backend, x)),
-        (R::NormInf, None) => Ok(norm_inf(backend, x)),
+    op.check_args(op.name(), x.len(), y.map(<[f32]>::len))?;
+    match op {
+        // check_args has made sure y is given for Dot (and only for Dot).
+        R::Dot => dot(backend, x, y.unwrap_or(&[])),
+        R::Sum => Ok(sum(backend, x)),
+        R::Max => max(backend, x),
+        R::Min => min(backend, x),
+        R::NormL1 => Ok(norm_l1(backend, x)),
+        R::NormL2 => Ok(norm_l2(backend, x)),
+        R::NormInf => Ok(norm_inf(backend, x)),
     }
 }
