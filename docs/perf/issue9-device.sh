@@ -25,11 +25,11 @@ RAYO_REQUIRE_CUDA=1 $B/cuda 2>&1 | grep -E "^test |test result|panicked" | tee -
 RAYO_REQUIRE_GPU=1 $B/gpu 2>&1 | grep -E "^test |test result|panicked" | tee -a "$OUT/tests.txt"
 echo "== speed, before and after, interleaved (two rounds each)"
 CUDA_OPS="--op gemm --op add --op sigmoid --op fused --op sum --op dot --op max --op softmax --op log_softmax --op layernorm --op rmsnorm --op roundtrip_add --op graph_chain"
-WGPU_OPS="--op add --op relu --op gelu --op sum --op dot --op softmax --op fused3"
+WGPU_OPS="--op add --op relu --op gelu --op sum --op dot --op softmax --op fused3"  # --quick: 5 samples of 20 ms
 for round in 1 2; do
   for v in rayo-before rayo; do
     $B/$v bench --backend cuda --json $CUDA_OPS 2>/dev/null | sed "s/^{/{\"bin\":\"$v\",\"round\":$round,/" | tee -a "$OUT/cuda.jsonl"
-    $B/$v bench --backend wgpu --json --size 100000000 $WGPU_OPS 2>/dev/null | sed "s/^{/{\"bin\":\"$v\",\"round\":$round,/" | tee -a "$OUT/wgpu.jsonl"
+    $B/$v bench --backend wgpu --json --quick --size 100000000 $WGPU_OPS 2>/dev/null | sed "s/^{/{\"bin\":\"$v\",\"round\":$round,/" | tee -a "$OUT/wgpu.jsonl"
   done
 done
 echo "== PyTorch, same run (the after rows' ops and sizes)"

@@ -41,7 +41,7 @@ fn every_variant_assembles_for_sm80_and_sm90() {
     let dir = std::env::temp_dir().join(format!("rayo-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let kernels = all_variants();
-    assert!(kernels.len() >= 28, "only {} variants", kernels.len());
+    assert!(kernels.len() >= 26, "only {} variants", kernels.len());
     let mut checked = 0;
     for kern in &kernels {
         for sm in [80, 90] {
