@@ -736,7 +736,9 @@ fn bad_input_is_an_error_never_a_panic() {
     assert_eq!(d.relu(&[1.0; 4], &mut out), Err(Error::LengthMismatch { op: "relu", expected: 4, actual: 3 }));
     assert_eq!(d.vec_add(&[1.0; 3], &[1.0; 2], &mut out), Err(Error::LengthMismatch { op: "add", expected: 3, actual: 2 }));
     assert!(matches!(d.clip(&[1.0; 3], 2.0, 1.0, &mut out), Err(Error::InvalidParameter { op: "clip", .. })));
-    assert!(matches!(d.elu(&[1.0; 3], f32::NAN, &mut out), Err(Error::InvalidParameter { op: "elu", .. })));
+    // A NaN alpha is not an error (IEEE products, as on the CPU and in PyTorch): NaN for x ≤ 0.
+    d.elu(&[1.0, -1.0, 0.5], f32::NAN, &mut out).unwrap();
+    assert!(out[0] == 1.0 && out[1].is_nan() && out[2] == 0.5, "{out:?}");
     assert_eq!(d.dot(&[1.0; 3], &[1.0; 2]), Err(Error::LengthMismatch { op: "dot", expected: 3, actual: 2 }));
     assert_eq!(d.max(&[]), Err(Error::EmptyInput { op: "max" }));
     assert_eq!(d.min(&[]), Err(Error::EmptyInput { op: "min" }));

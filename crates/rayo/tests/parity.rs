@@ -197,7 +197,7 @@ fn reduction_argument_errors_are_the_same_variant_on_the_cpu() {
 fn bad_parameters_are_errors_on_the_cpu() {
     let x = [1.0f32, 2.0];
     let mut out = [0.0f32; 2];
-    for op in [UnaryOp::Clip(1.0, 0.0), UnaryOp::Clip(f32::NAN, 1.0), UnaryOp::LeakyRelu(f32::NAN), UnaryOp::Elu(f32::INFINITY)] {
+    for op in [UnaryOp::Clip(1.0, 0.0), UnaryOp::Clip(f32::NAN, 1.0), UnaryOp::Clip(0.0, f32::NAN)] {
         assert!(matches!(slice::unary(Backend::Scalar, op, &x, &mut out), Err(rayo::Error::InvalidParameter { .. })), "{op:?}");
     }
     assert!(slice::unary(Backend::Scalar, UnaryOp::Relu, &x, &mut out[..1]).is_err());

@@ -209,7 +209,7 @@ mod tests {
     fn bad_parameters_are_errors() {
         assert!(UnaryOp::Clip(1.0, 0.0).validate().is_err());
         assert!(UnaryOp::Clip(f32::NAN, 0.0).validate().is_err());
-        assert!(UnaryOp::Elu(f32::INFINITY).validate().is_err());
+        assert!(UnaryOp::Elu(f32::INFINITY).validate().is_ok(), "IEEE products, as on the CPU");
         assert!(UnaryOp::Clip(0.0, 0.0).validate().is_ok());
     }
 }

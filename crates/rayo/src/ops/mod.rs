@@ -116,12 +116,3 @@ pub(crate) fn wgsl_library() -> String {
     s.push_str(&BinaryOp::wgsl_library());
     s
 }
-
-/// A finite-parameter check shared by the ops that scale by a parameter.
-pub(crate) fn check_finite(op: &'static str, name: &'static str, v: f32) -> Result<()> {
-    if v.is_finite() {
-        Ok(())
-    } else {
-        Err(crate::Error::InvalidParameter { op, name, value: v as f64, reason: "must be finite" })
-    }
-}
