@@ -14,7 +14,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 B=.devbin-gpu
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-if ! $B/rayo info 2>/dev/null | grep -q "NVIDIA"; then
+if ! $B/rayo info 2>/dev/null | grep "^wgpu" | grep -q "NVIDIA"; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
   export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 fi

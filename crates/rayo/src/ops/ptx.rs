@@ -1,6 +1,7 @@
 //! PTX building blocks shared by the ops' emitters: NaN-preserving selects, rounding, and an
 //! exp with a Cody–Waite argument reduction (the bare `ex2.approx` of x·log2 e loses up to
-//! 2⁻²⁴·|x·log2 e| relative, 60 ULP near x = 88).
+//! 2⁻²⁴·|x·log2 e| relative, 60 ULP near x = 88). eˣ is within ~3 ULP; denormal results are
+//! flushed to zero by `ex2.approx.ftz`; 0 and inf beyond the range; NaN in NaN out.
 
 pub(crate) use rayo_ptx::ptx::{BinOp, Cmp, PtxKernel, PtxType, Reg, UnOp};
 
@@ -29,16 +30,10 @@ pub(crate) fn round(k: &mut PtxKernel, v: Reg) -> Reg {
     k.sub(F, t, 12_582_912.0f32)
 }
 
-/// eˣ within ~2 ULP (denormal results flushed to zero by `ex2.approx.ftz`); 0 and inf beyond
-/// the range; NaN in NaN out.
-pub(crate) fn exp(k: &mut PtxKernel, x: Reg) -> Reg {
-    let zero = k.mov(F, 0.0f32);
-    exp2_split(k, x, zero)
-}
-
 /// e^(hi + lo) for an exactly known `hi` and a small `lo` (|lo| ≲ 2), which joins the argument
-/// after the exact Cody–Waite step; the CPU's polynomial on |r| ≤ ln2/2, then 2ⁿ in two halves
-/// (`ex2.approx` of an integer is exact), so 2¹²⁸·0.98 does not overflow on the way.
+/// after the exact Cody–Waite step: e^r = 2^(r·log2 e) by `ex2.approx` on |r| ≤ ln2/2 (≤ 2 ULP:
+/// the product r·log2 e of a small r rounds harmlessly, unlike x·log2 e of a large x), then 2ⁿ in
+/// two halves (`ex2.approx` of an integer is exact), so 2¹²⁸·0.98 does not overflow on the way.
 pub(crate) fn exp2_split(k: &mut PtxKernel, hi: Reg, lo: Reg) -> Reg {
     let s = k.add(F, hi, lo);
     let lo_c = k.bin(BinOp::Max, F, s, -104.0f32);
@@ -52,18 +47,36 @@ pub(crate) fn exp2_split(k: &mut PtxKernel, hi: Reg, lo: Reg) -> Reg {
     let r = k.fma(F, n, -LN2_HI, h);
     let r = k.add(F, r, l);
     let r = k.fma(F, n, -LN2_LO, r);
-    let p = horner(k, r, &[1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5]);
-    let r2 = k.mul(F, r, r);
-    let e = k.fma(F, p, r2, r);
-    let e = k.add(F, e, 1.0f32);
-    let h = k.mul(F, n, 0.5f32);
-    let n1 = round(k, h);
+    let rl = k.mul(F, r, LOG2E);
+    let e = k.un(UnOp::Ex2, F, rl);
+    let half = k.mul(F, n, 0.5f32);
+    let n1 = round(k, half);
     let n2 = k.sub(F, n, n1);
     let p1 = k.un(UnOp::Ex2, F, n1);
     let p2 = k.un(UnOp::Ex2, F, n2);
     let y = k.mul(F, e, p1);
     let y = k.mul(F, y, p2);
     keep_nan(k, s, y)
+}
+
+/// eˣ alone: [`exp2_split`] without the second part (three instructions fewer).
+pub(crate) fn exp(k: &mut PtxKernel, x: Reg) -> Reg {
+    let lo_c = k.bin(BinOp::Max, F, x, -104.0f32);
+    let xc = k.bin(BinOp::Min, F, lo_c, 89.0f32);
+    let t = k.mul(F, xc, LOG2E);
+    let n = round(k, t);
+    let r = k.fma(F, n, -LN2_HI, xc);
+    let r = k.fma(F, n, -LN2_LO, r);
+    let rl = k.mul(F, r, LOG2E);
+    let e = k.un(UnOp::Ex2, F, rl);
+    let half = k.mul(F, n, 0.5f32);
+    let n1 = round(k, half);
+    let n2 = k.sub(F, n, n1);
+    let p1 = k.un(UnOp::Ex2, F, n1);
+    let p2 = k.un(UnOp::Ex2, F, n2);
+    let y = k.mul(F, e, p1);
+    let y = k.mul(F, y, p2);
+    keep_nan(k, x, y)
 }
 
 /// ln x: `lg2.approx` · ln 2 (absolute error ≤ 2⁻²¹ near 1, a few ULP elsewhere); ln 0 = −inf,

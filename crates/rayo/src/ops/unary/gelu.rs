@@ -59,8 +59,10 @@ fn op_gelu(x: T, a: f32, b: f32) -> T {
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {
         use crate::ops::ptx::*;
-        // As the WGSL: erfc(|x|/√2) = t·e^(−x²/2 + poly(t)), x² = hi + lo exactly.
-        let ax = k.un(UnOp::Abs, F, x);
+        // As the WGSL: erfc(|x|/√2) = t·e^(−x²/2 + poly(t)), x² = hi + lo exactly. Past
+        // |x| = 20 the tail is 0: the clamp keeps x² (and inf − inf) out of the split.
+        let abs_x = k.un(UnOp::Abs, F, x);
+        let ax = k.bin(BinOp::Min, F, abs_x, 20.0f32);
         let d = k.fma(F, ax, std::f32::consts::FRAC_1_SQRT_2 * 0.5, 1.0f32);
         let t = k.bin(BinOp::Div, F, 1.0f32, d);
         let poly = horner(k, t, &ERFC);
