@@ -3,10 +3,8 @@
 # for the 100M-float rows under each RAYO_WGPU_EW_ITEMS, reductions, matmul 4096², the 1K round
 # trip, then PyTorch with 1.4 s per row. Same layout as wgpu-run.sh (.devbin-gpu/, .gl/).
 set -uo pipefail
-# libvulkan1 from .gl/*.deb, unpacked under .gl/root (never over /) and found through
-# LD_LIBRARY_PATH.
-for f in .gl/*.deb; do dpkg -x "$f" .gl/root; done
-export LD_LIBRARY_PATH="$PWD/.gl/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
 export WGPU_BACKEND=vulkan PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=$(mktemp -d)
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

@@ -2,10 +2,10 @@
 # What ran on the lent GPU for docs/perf/wgpu-*.md, from the repository root, with x86-64 release
 # builds in .devbin-gpu/ (rayo, gpu-tests: the tests/gpu.rs binary) and libvulkan1 in .gl/*.deb.
 set -uo pipefail
-# libvulkan1 from .gl/*.deb, unpacked under .gl/root (never over /) and found through
-# LD_LIBRARY_PATH.
-for f in .gl/*.deb; do dpkg -x "$f" .gl/root; done
-export LD_LIBRARY_PATH="$PWD/.gl/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Only ever run on the lent GPU machine (a bare VM given back after the call): libvulkan1 over /,
+# as the device tool documents (under a folder with LD_LIBRARY_PATH the loader found no driver).
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
 export WGPU_BACKEND=vulkan PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=$(mktemp -d)
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"

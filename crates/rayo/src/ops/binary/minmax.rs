@@ -34,7 +34,7 @@ macro_rules! minmax {
                 $str,
                 "(x: T, y: T, a: f32, b: f32) -> T {\n    let r = select(x, y, ",
                 $wgsl_cmp,
-                ");\n    return select(r, y, is_nan(y));\n}"
+                ");\n    return select(select(r, y, is_nan(y)), x, is_nan(x));\n}"
             );
             #[cfg(feature = "cuda")]
             fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, y: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {

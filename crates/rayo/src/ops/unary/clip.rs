@@ -38,7 +38,7 @@ impl UnaryDef for Clip {
     }
     const WGSL: &'static str = "fn op_clip(x: T, a: f32, b: f32) -> T {
     let y = select(x, T(a), x < T(a));
-    return select(y, T(b), y > T(b));
+    return select(select(y, T(b), y > T(b)), x, is_nan(x));
 }";
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, p: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {

@@ -54,7 +54,7 @@ impl UnaryDef for Gelu {
 fn op_gelu(x: T, a: f32, b: f32) -> T {
     let c = erfc_half_sq(abs(x));
     let phi = select(1.0 - 0.5 * c, 0.5 * c, x < T(0.0));
-    return select(x * phi, T(-0.0), x < T(-3.4028235e38));
+    return select(select(x * phi, T(-0.0), x < T(-3.4028235e38)), x, is_nan(x));
 }";
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {

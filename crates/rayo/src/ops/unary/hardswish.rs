@@ -27,7 +27,7 @@ impl UnaryDef for Hardswish {
     }
     const WGSL: &'static str = "fn op_hardswish(x: T, a: f32, b: f32) -> T {
     let mid = x * (x + 3.0) * 0.16666667;
-    return select(select(mid, x, x >= T(3.0)), T(0.0), x <= T(-3.0));
+    return select(select(select(mid, x, x >= T(3.0)), T(0.0), x <= T(-3.0)), x, is_nan(x));
 }";
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {

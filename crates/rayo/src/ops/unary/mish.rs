@@ -27,7 +27,7 @@ impl UnaryDef for Mish {
     let e = rexp(min(x, T(20.0)));
     let n = e * (e + 2.0);
     let y = select(x, T(-3.4028235e38), x < T(-3.4028235e38)) * (n / (n + 2.0));
-    return select(y, x, x > T(20.0));
+    return select(select(y, x, x > T(20.0)), x, is_nan(x));
 }";
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {

@@ -43,9 +43,11 @@ pub use tanh::Tanh;
 /// i32 and bool types):
 /// - `is_nan` by the bits (a float comparison may be folded by a driver that assumes no NaN),
 ///   `nan_of` / `inf_of` as values the compiler cannot fold into an invalid constant;
-/// - `rexp2(hi, lo)` = e^(hi + lo) for an exact `hi` and a small `lo`, with the CPU's Cody–Waite
-///   reduction and polynomial and an exact power of two (builtin `exp` may be a low-precision
-///   `exp2(x·log2 e)`: 20 ULP on llvmpipe, up to 3 + 2|x| ULP by Vulkan's rules).
+/// - `rexp(x)` = eˣ and `rexp2(hi, lo)` = e^(hi + lo) for an exact `hi` and a small `lo`: the
+///   CPU's Cody–Waite reduction and polynomial, and an exact power of two in two halves (builtin
+///   `exp(x)` is `exp2(x·log2 e)`, whose rounding of x·log2 e costs 20 ULP at |x| = 20 on
+///   llvmpipe, and Vulkan allows 3 + 2|x| ULP; llvmpipe's `exp2` of the small remainder alone is
+///   13 ULP off, so the polynomial stays).
 #[cfg(any(feature = "gpu", feature = "gpu-wasm"))]
 pub(crate) const WGSL_PRELUDE: &str = "
 fn is_nan(x: T) -> B {
@@ -60,6 +62,10 @@ fn inf_of(x: T) -> T {
 fn pow2i(n: T) -> T {
     return bitcast<T>(bitcast<U>(I(n) + I(127)) << U(23u));
 }
+fn rexp_poly(r: T) -> T {
+    let p = ((((1.9875691e-4 * r + 1.3981999e-3) * r + 8.333452e-3) * r + 4.1665796e-2) * r + 0.16666665) * r + 0.5;
+    return fma(p, r * r, r) + 1.0;
+}
 fn rexp2(hi: T, lo: T) -> T {
     let s = hi + lo;
     let xc = clamp(s, T(-104.0), T(89.0));
@@ -68,13 +74,13 @@ fn rexp2(hi: T, lo: T) -> T {
     var r = fma(n, T(-0.6933594), select(xc, hi, inside));
     r = r + select(T(0.0), lo, inside);
     r = fma(n, T(2.1219444e-4), r);
-    let p = ((((1.9875691e-4 * r + 1.3981999e-3) * r + 8.333452e-3) * r + 4.1665796e-2) * r + 0.16666665) * r + 0.5;
-    let e = fma(p, r * r, r) + 1.0;
     let n1 = round(n * 0.5);
-    let y = e * pow2i(n1) * pow2i(n - n1);
+    let y = rexp_poly(r) * pow2i(n1) * pow2i(n - n1);
     return select(y, s, is_nan(s));
 }
 fn rexp(x: T) -> T {
+    // Through rexp2: written out without the `+ lo` between the two Cody–Waite steps, llvmpipe
+    // fused them (n·(ln2_hi + ln2_lo), 7 ULP at |x| = 20).
     return rexp2(x, T(0.0));
 }
 ";

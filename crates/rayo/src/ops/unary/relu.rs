@@ -21,7 +21,8 @@ impl UnaryDef for Relu {
     fn cpu<S: Simd>(s: S, x: S::V, _: Params) -> S::V {
         s.select(s.le(x, s.zero()), s.zero(), x)
     }
-    const WGSL: &'static str = "fn op_relu(x: T, a: f32, b: f32) -> T { return select(x, T(0.0), x <= T(0.0)); }";
+    // The NaN test by bits: NVIDIA's Vulkan compiler rewrote `x <= 0` so that relu(NaN) was 0.
+    const WGSL: &'static str = "fn op_relu(x: T, a: f32, b: f32) -> T { return select(select(x, T(0.0), x <= T(0.0)), x, is_nan(x)); }";
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {
         use crate::ops::ptx::*;

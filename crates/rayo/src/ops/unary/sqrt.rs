@@ -20,7 +20,8 @@ impl UnaryDef for Sqrt {
         s.sqrt(x)
     }
     const WGSL: &'static str = "fn op_sqrt(x: T, a: f32, b: f32) -> T {
-    return select(select(sqrt(x), x, x == T(0.0)), nan_of(x), x < T(0.0));
+    let zero = bitcast<T>(bitcast<U>(x) & U(0x80000000u)); // ±0 (a flushed denormal too)
+    return select(select(sqrt(x), zero, x == T(0.0)), nan_of(x), x < T(0.0));
 }";
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {
