@@ -47,15 +47,7 @@ pub(crate) fn exp2_split(k: &mut PtxKernel, hi: Reg, lo: Reg) -> Reg {
     let r = k.fma(F, n, -LN2_HI, h);
     let r = k.add(F, r, l);
     let r = k.fma(F, n, -LN2_LO, r);
-    let rl = k.mul(F, r, LOG2E);
-    let e = k.un(UnOp::Ex2, F, rl);
-    let half = k.mul(F, n, 0.5f32);
-    let n1 = round(k, half);
-    let n2 = k.sub(F, n, n1);
-    let p1 = k.un(UnOp::Ex2, F, n1);
-    let p2 = k.un(UnOp::Ex2, F, n2);
-    let y = k.mul(F, e, p1);
-    let y = k.mul(F, y, p2);
+    let y = scale(k, r, n);
     keep_nan(k, s, y)
 }
 
@@ -67,6 +59,13 @@ pub(crate) fn exp(k: &mut PtxKernel, x: Reg) -> Reg {
     let n = round(k, t);
     let r = k.fma(F, n, -LN2_HI, xc);
     let r = k.fma(F, n, -LN2_LO, r);
+    let y = scale(k, r, n);
+    keep_nan(k, x, y)
+}
+
+/// e^r · 2ⁿ for the reduced |r| ≤ ln2/2 and an integer-valued n: `ex2.approx` of r·log2 e, and
+/// 2ⁿ in two halves (each exact) so that 2¹²⁸·0.98 does not overflow on the way.
+fn scale(k: &mut PtxKernel, r: Reg, n: Reg) -> Reg {
     let rl = k.mul(F, r, LOG2E);
     let e = k.un(UnOp::Ex2, F, rl);
     let half = k.mul(F, n, 0.5f32);
@@ -75,8 +74,7 @@ pub(crate) fn exp(k: &mut PtxKernel, x: Reg) -> Reg {
     let p1 = k.un(UnOp::Ex2, F, n1);
     let p2 = k.un(UnOp::Ex2, F, n2);
     let y = k.mul(F, e, p1);
-    let y = k.mul(F, y, p2);
-    keep_nan(k, x, y)
+    k.mul(F, y, p2)
 }
 
 /// ln x: `lg2.approx` · ln 2 (absolute error ≤ 2⁻²¹ near 1, a few ULP elsewhere); ln 0 = −inf,
