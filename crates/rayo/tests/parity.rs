@@ -225,23 +225,17 @@ fn the_registry_names_every_op_once() {
     }
 }
 
-#[cfg(feature = "gpu")]
-#[test]
-fn every_op_on_wgpu_matches_f64() {
-    use rayo::gpu::GpuDevice;
-    if !GpuDevice::is_available() {
-        assert!(std::env::var("RAYO_REQUIRE_GPU").is_err(), "RAYO_REQUIRE_GPU is set but no wgpu adapter was found");
-        println!("SKIP wgpu: every_op_on_wgpu_matches_f64 (no adapter)");
-        return;
-    }
-    let dev = GpuDevice::new().unwrap();
+/// Every unary and binary op on one GPU backend (`unary`/`binary` run an op on host data and
+/// return the output) against f64, with the GPU bounds; prints what ran, fails with every
+/// mismatching op.
+#[allow(dead_code)]
+fn check_gpu_ops(backend: &str, unary: &dyn Fn(UnaryOp, &[f32]) -> Vec<f32>, binary: &dyn Fn(BinaryOp, &[f32], &[f32]) -> Vec<f32>) {
     let (mut total, mut fails) = (0, vec![]);
     for op in UnaryOp::all() {
         let mut r = Report::new();
         for (li, &n) in PARITY_LENGTHS.iter().enumerate() {
             let x = inputs(n, li as u64 + 7);
-            let mut out = vec![0.0f32; n];
-            dev.unary(op, &x, &mut out).unwrap();
+            let out = unary(op, &x);
             for (i, (&xi, &got)) in x.iter().zip(&out).enumerate() {
                 let eval = |v: &[f64]| {
                     let w = op.reference(v[0]);
@@ -252,14 +246,13 @@ fn every_op_on_wgpu_matches_f64() {
                 });
             }
         }
-        total += r.finish(&format!("{} on wgpu", op.name()), &mut fails);
+        total += r.finish(&format!("{} on {backend}", op.name()), &mut fails);
     }
     for op in BinaryOp::all() {
         let mut r = Report::new();
         for (li, &n) in PARITY_LENGTHS.iter().chain(&[400]).enumerate() {
             let (a, b) = binary_inputs(n, li as u64);
-            let mut out = vec![0.0f32; a.len()];
-            dev.binary(op, &a, &b, &mut out).unwrap();
+            let out = binary(op, &a, &b);
             for i in 0..a.len() {
                 let eval = |v: &[f64]| (op.reference(v[0], v[1]), op.magnitude(v[0], v[1]));
                 let got = out[i];
@@ -268,15 +261,33 @@ fn every_op_on_wgpu_matches_f64() {
                 });
             }
         }
-        total += r.finish(&format!("{} on wgpu", op.name()), &mut fails);
+        total += r.finish(&format!("{} on {backend}", op.name()), &mut fails);
     }
-    println!(
-        "parity wgpu ({}): {} unary and {} binary ops, {total} values checked",
-        dev.adapter_info().name,
-        UnaryOp::all().len(),
-        BinaryOp::all().len()
-    );
+    println!("parity {backend}: {} unary and {} binary ops, {total} values checked", UnaryOp::all().len(), BinaryOp::all().len());
     assert_none(fails);
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn every_op_on_wgpu_matches_f64() {
+    use rayo::gpu::GpuDevice;
+    if !GpuDevice::is_available() {
+        assert!(std::env::var("RAYO_REQUIRE_GPU").is_err(), "RAYO_REQUIRE_GPU is set but no wgpu adapter was found");
+        println!("SKIP wgpu: every_op_on_wgpu_matches_f64 (no adapter)");
+        return;
+    }
+    let dev = GpuDevice::new().unwrap();
+    let unary = |op: UnaryOp, x: &[f32]| {
+        let mut out = vec![0.0f32; x.len()];
+        dev.unary(op, x, &mut out).unwrap();
+        out
+    };
+    let binary = |op: BinaryOp, a: &[f32], b: &[f32]| {
+        let mut out = vec![0.0f32; a.len()];
+        dev.binary(op, a, b, &mut out).unwrap();
+        out
+    };
+    check_gpu_ops(&format!("wgpu ({})", dev.adapter_info().name), &unary, &binary);
 }
 
 #[cfg(feature = "cuda")]
@@ -291,49 +302,17 @@ fn every_op_on_cuda_matches_f64() {
             return;
         }
     };
-    let (mut total, mut fails) = (0, vec![]);
-    for op in UnaryOp::all() {
-        let mut r = Report::new();
-        let e = Expr::input(0).apply(op);
-        for (li, &n) in PARITY_LENGTHS.iter().enumerate() {
-            let x = inputs(n, li as u64 + 7);
-            let xd = dev.upload(&x).unwrap();
-            let mut od = dev.zeros(n).unwrap();
-            dev.elementwise(&e, &[&xd], &mut od).unwrap();
-            let out = dev.download(&od).unwrap();
-            for (i, (&xi, &got)) in x.iter().zip(&out).enumerate() {
-                let eval = |v: &[f64]| {
-                    let w = op.reference(v[0]);
-                    (w, w)
-                };
-                r.check(within_gpu(got, &[xi], &eval, op.gpu_bound()), || {
-                    format!("{}({xi:e}) = {got:e}, want {:e} (n={n}, i={i})", op.name(), op.reference(xi as f64))
-                });
-            }
-        }
-        total += r.finish(&format!("{} on cuda", op.name()), &mut fails);
-    }
-    for op in BinaryOp::all() {
-        let mut r = Report::new();
-        let e = Expr::input(0).combine(op, Expr::input(1));
-        for (li, &n) in PARITY_LENGTHS.iter().chain(&[400]).enumerate() {
-            let (a, b) = binary_inputs(n, li as u64);
-            let (ad, bd) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
-            let mut od = dev.zeros(a.len()).unwrap();
-            dev.elementwise(&e, &[&ad, &bd], &mut od).unwrap();
-            let out = dev.download(&od).unwrap();
-            for i in 0..a.len() {
-                let eval = |v: &[f64]| (op.reference(v[0], v[1]), op.magnitude(v[0], v[1]));
-                let got = out[i];
-                r.check(within_gpu(got, &[a[i], b[i]], &eval, op.gpu_bound()), || {
-                    format!("{}({:e}, {:e}) = {got:e}, want {:e}", op.name(), a[i], b[i], op.reference(a[i] as f64, b[i] as f64))
-                });
-            }
-        }
-        total += r.finish(&format!("{} on cuda", op.name()), &mut fails);
-    }
-    println!("parity cuda ({}): {} unary and {} binary ops, {total} values checked", dev.info().name, UnaryOp::all().len(), BinaryOp::all().len());
-    assert_none(fails);
+    // Each op as the one-op fused kernel on device buffers.
+    let run = |e: Expr, ins: &[&[f32]]| {
+        let bufs: Vec<_> = ins.iter().map(|x| dev.upload(x).unwrap()).collect();
+        let refs: Vec<_> = bufs.iter().collect();
+        let mut out = dev.zeros(ins[0].len()).unwrap();
+        dev.elementwise(&e, &refs, &mut out).unwrap();
+        dev.download(&out).unwrap()
+    };
+    let unary = |op: UnaryOp, x: &[f32]| run(Expr::input(0).apply(op), &[x]);
+    let binary = |op: BinaryOp, a: &[f32], b: &[f32]| run(Expr::input(0).combine(op, Expr::input(1)), &[a, b]);
+    check_gpu_ops(&format!("cuda ({})", dev.info().name), &unary, &binary);
 }
 
 /// The fused element-wise kernel of every op passes rayo-ptx's checker and NVIDIA's `ptxas`
