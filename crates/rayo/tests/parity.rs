@@ -225,11 +225,18 @@ fn the_registry_names_every_op_once() {
     }
 }
 
+/// Runs a unary op on a GPU backend: host input in, host output back.
+#[allow(dead_code)]
+type RunUnary<'a> = dyn Fn(UnaryOp, &[f32]) -> Vec<f32> + 'a;
+/// Runs a binary op on a GPU backend.
+#[allow(dead_code)]
+type RunBinary<'a> = dyn Fn(BinaryOp, &[f32], &[f32]) -> Vec<f32> + 'a;
+
 /// Every unary and binary op on one GPU backend (`unary`/`binary` run an op on host data and
 /// return the output) against f64, with the GPU bounds; prints what ran, fails with every
 /// mismatching op.
 #[allow(dead_code)]
-fn check_gpu_ops(backend: &str, unary: &dyn Fn(UnaryOp, &[f32]) -> Vec<f32>, binary: &dyn Fn(BinaryOp, &[f32], &[f32]) -> Vec<f32>) {
+fn check_gpu_ops(backend: &str, unary: &RunUnary, binary: &RunBinary) {
     let (mut total, mut fails) = (0, vec![]);
     for op in UnaryOp::all() {
         let mut r = Report::new();
