@@ -130,7 +130,7 @@ if section wgpu; then
     export WGPU_BACKEND=vulkan RAYO_REQUIRE_GPU=1 XDG_RUNTIME_DIR="$(mktemp -d)"
     lvp=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
     [ -f "$lvp" ] && export VK_ICD_FILENAMES="$lvp"
-    run cargo test -p rayo --features gpu --release --test gpu --test parity -- --nocapture
+    run cargo test -p rayo --features gpu --release --test gpu --test gpu_batch --test parity -- --nocapture
     run cargo test -p rayo --features gpu --release --lib gpu:: -- --nocapture
   )
 fi
