@@ -7,19 +7,7 @@
 #   parity cuda gpu   the test binaries of crates/rayo/tests/{parity,cuda,gpu}.rs (features gpu,cuda)
 # and libvulkan1 in .gl/*.deb. SKIP_CUDA=1 runs the wgpu part alone.
 set -uo pipefail
-# Only ever run on the lent GPU machine (a bare VM given back after the call): libvulkan1 over /,
-# as the device tool documents (under a folder with LD_LIBRARY_PATH the loader found no driver).
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export WGPU_BACKEND=vulkan PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=$(mktemp -d)
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-B=.devbin-gpu
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-if ! $B/rayo info 2>/dev/null | grep "^wgpu" | grep -q "NVIDIA"; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-fi
+. "$(dirname "$0")/gpu-env.sh"
 $B/rayo info 2>&1 | grep -Ei "cuda|wgpu|nvidia" | head -5
 echo "== correctness on this GPU: every op x backend (parity), CUDA and wgpu tests"
 RAYO_REQUIRE_CUDA=1 RAYO_REQUIRE_GPU=1 $B/parity --nocapture 2>&1 | grep -E "^test |test result|parity|panicked|mismatch|  [a-z_]+\(" | tee "$OUT/tests.txt"

@@ -3,12 +3,7 @@
 # for the 100M-float rows under each RAYO_WGPU_EW_ITEMS, reductions, matmul 4096², the 1K round
 # trip, then PyTorch with 1.4 s per row. Same layout as wgpu-run.sh (.devbin-gpu/, .gl/).
 set -uo pipefail
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export WGPU_BACKEND=vulkan PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=$(mktemp -d)
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-B=.devbin-gpu
+. "$(dirname "$0")/gpu-env.sh"
 $B/rayo bench --backend wgpu --quick --op matmul --size 4096 >/dev/null 2>&1   # clocks up
 for p in 1 2 4; do
   RAYO_WGPU_EW_ITEMS=$p $B/rayo bench --backend wgpu --json --op add --op relu --op gelu --op fused3 --op unfused3 \

@@ -2,19 +2,7 @@
 # What ran on the lent GPU for docs/perf/wgpu-*.md, from the repository root, with x86-64 release
 # builds in .devbin-gpu/ (rayo, gpu-tests: the tests/gpu.rs binary) and libvulkan1 in .gl/*.deb.
 set -uo pipefail
-# Only ever run on the lent GPU machine (a bare VM given back after the call): libvulkan1 over /,
-# as the device tool documents (under a folder with LD_LIBRARY_PATH the loader found no driver).
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export WGPU_BACKEND=vulkan PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=$(mktemp -d)
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-B=.devbin-gpu
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-if ! $B/rayo info 2>/dev/null | grep -q "NVIDIA"; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-fi
+. "$(dirname "$0")/gpu-env.sh"
 $B/rayo info | grep -E "^(cpu|threads|wgpu)"
 echo "== correctness (tests/gpu.rs on this GPU)"
 RAYO_REQUIRE_GPU=1 $B/gpu-tests 2>&1 | grep -E "^test |test result" | tee "$OUT/tests.txt"

@@ -478,64 +478,18 @@ fn softmax_on_every_cpu_backend_matches_f64() {
     assert!(fails.is_empty(), "{}", fails.join("\n"));
 }
 
-#[cfg(feature = "cuda")]
-#[test]
-fn reductions_and_softmax_on_cuda_match_f64() {
-    use rayo::cuda::CudaDevice;
-    use rayo::ops::ReduceOp;
-    let dev = match CudaDevice::new() {
-        Ok(d) => d,
-        Err(e) => {
-            assert!(std::env::var("RAYO_REQUIRE_CUDA").is_err(), "RAYO_REQUIRE_CUDA is set but: {e}");
-            println!("SKIP cuda: reductions_and_softmax_on_cuda_match_f64 ({e})");
-            return;
-        }
-    };
-    let mut fails = vec![];
-    for op in ReduceOp::ALL {
-        for (li, &n) in PARITY_LENGTHS.iter().chain(&[100_003]).enumerate() {
-            for specials in [false, true] {
-                let mut rng = Rng::new(li as u64 * 2 + specials as u64);
-                let x = if specials { rng.data_with_specials(n, -50.0, 50.0) } else { rng.data(n, -50.0, 50.0) };
-                let y = rng.data(n, -2.0, 2.0);
-                let (xd, yd) = (dev.upload(&x).unwrap(), dev.upload(&y).unwrap());
-                let yo = (op.arity() == 2).then_some(&yd);
-                // A GPU may flush denormal inputs: compare with the flushed input as well.
-                let xf: Vec<f32> = x.iter().map(|&v| ftz(v)).collect();
-                match dev.reduce(op, &xd, yo) {
-                    Ok(got)
-                        if reduce_ok(op, got, &x, (op.arity() == 2).then_some(&y[..]))
-                            || reduce_ok(op, got, &xf, (op.arity() == 2).then_some(&y[..])) => {}
-                    Err(rayo::Error::EmptyInput { .. }) if n == 0 && op.empty_value().is_none() => {}
-                    r => fails.push(format!("{} on cuda, n={n}, specials={specials}: {r:?}", op.name())),
-                }
-            }
-        }
-    }
-    for x in softmax_rows() {
-        for log in [false, true] {
-            let xd = dev.upload(&x).unwrap();
-            let mut od = dev.zeros(x.len()).unwrap();
-            if log { dev.log_softmax(&xd, &mut od) } else { dev.softmax(&xd, &mut od) }.unwrap();
-            if let Err(e) = softmax_ok(&dev.download(&od).unwrap(), &x, log, 4e-6, 4e-6) {
-                fails.push(format!("{} on cuda: {e}", if log { "log_softmax" } else { "softmax" }));
-            }
-        }
-    }
-    assert!(fails.is_empty(), "{}", fails.join("\n"));
-}
+/// Runs a reduction on a GPU backend (host data in, the value back).
+#[allow(dead_code)]
+type RunReduce<'a> = dyn Fn(rayo::ops::ReduceOp, &[f32], Option<&[f32]>) -> rayo::Result<f32> + 'a;
+/// Runs softmax (or log_softmax, `true`) of one row on a GPU backend.
+#[allow(dead_code)]
+type RunSoftmax<'a> = dyn Fn(&[f32], bool) -> Vec<f32> + 'a;
 
-#[cfg(feature = "gpu")]
-#[test]
-fn reductions_and_softmax_on_wgpu_match_f64() {
-    use rayo::gpu::GpuDevice;
+/// Every reduction (with and without special values; the input flushed as a GPU may) and
+/// softmax/log_softmax rows on one GPU backend against f64.
+#[allow(dead_code)]
+fn check_gpu_reductions(backend: &str, reduce: &RunReduce, softmax: &RunSoftmax) {
     use rayo::ops::ReduceOp;
-    if !GpuDevice::is_available() {
-        assert!(std::env::var("RAYO_REQUIRE_GPU").is_err(), "RAYO_REQUIRE_GPU is set but no wgpu adapter was found");
-        println!("SKIP wgpu: reductions_and_softmax_on_wgpu_match_f64 (no adapter)");
-        return;
-    }
-    let dev = GpuDevice::new().unwrap();
     let mut fails = vec![];
     for op in ReduceOp::ALL {
         for (li, &n) in PARITY_LENGTHS.iter().chain(&[100_003]).enumerate() {
@@ -545,22 +499,65 @@ fn reductions_and_softmax_on_wgpu_match_f64() {
                 let y = rng.data(n, -2.0, 2.0);
                 let yo = (op.arity() == 2).then_some(&y[..]);
                 let xf: Vec<f32> = x.iter().map(|&v| ftz(v)).collect();
-                match dev.reduce(op, &x, yo) {
+                match reduce(op, &x, yo) {
                     Ok(got) if reduce_ok(op, got, &x, yo) || reduce_ok(op, got, &xf, yo) => {}
                     Err(rayo::Error::EmptyInput { .. }) if n == 0 && op.empty_value().is_none() => {}
-                    r => fails.push(format!("{} on wgpu, n={n}, specials={specials}: {r:?}", op.name())),
+                    r => fails.push(format!("{} on {backend}, n={n}, specials={specials}: {r:?}", op.name())),
                 }
             }
         }
     }
     for x in softmax_rows() {
         for log in [false, true] {
-            let mut out = vec![0.0f32; x.len()];
-            if log { dev.log_softmax(&x, &mut out) } else { dev.softmax(&x, &mut out) }.unwrap();
-            if let Err(e) = softmax_ok(&out, &x, log, 4e-6, 4e-6) {
-                fails.push(format!("{} on wgpu: {e}", if log { "log_softmax" } else { "softmax" }));
+            if let Err(e) = softmax_ok(&softmax(&x, log), &x, log, 4e-6, 4e-6) {
+                fails.push(format!("{} on {backend}: {e}", if log { "log_softmax" } else { "softmax" }));
             }
         }
     }
     assert!(fails.is_empty(), "{}", fails.join("\n"));
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn reductions_and_softmax_on_cuda_match_f64() {
+    use rayo::cuda::CudaDevice;
+    let dev = match CudaDevice::new() {
+        Ok(d) => d,
+        Err(e) => {
+            assert!(std::env::var("RAYO_REQUIRE_CUDA").is_err(), "RAYO_REQUIRE_CUDA is set but: {e}");
+            println!("SKIP cuda: reductions_and_softmax_on_cuda_match_f64 ({e})");
+            return;
+        }
+    };
+    let reduce = |op, x: &[f32], y: Option<&[f32]>| {
+        let xd = dev.upload(x)?;
+        let yd = y.map(|y| dev.upload(y)).transpose()?;
+        dev.reduce(op, &xd, yd.as_ref())
+    };
+    let softmax = |x: &[f32], log: bool| {
+        let xd = dev.upload(x).unwrap();
+        let mut od = dev.zeros(x.len()).unwrap();
+        if log { dev.log_softmax(&xd, &mut od) } else { dev.softmax(&xd, &mut od) }.unwrap();
+        dev.download(&od).unwrap()
+    };
+    check_gpu_reductions("cuda", &reduce, &softmax);
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn reductions_and_softmax_on_wgpu_match_f64() {
+    use rayo::gpu::GpuDevice;
+    if !GpuDevice::is_available() {
+        assert!(std::env::var("RAYO_REQUIRE_GPU").is_err(), "RAYO_REQUIRE_GPU is set but no wgpu adapter was found");
+        println!("SKIP wgpu: reductions_and_softmax_on_wgpu_match_f64 (no adapter)");
+        return;
+    }
+    let dev = GpuDevice::new().unwrap();
+    let reduce = |op, x: &[f32], y: Option<&[f32]>| dev.reduce(op, x, y);
+    let softmax = |x: &[f32], log: bool| {
+        let mut out = vec![0.0f32; x.len()];
+        if log { dev.log_softmax(x, &mut out) } else { dev.softmax(x, &mut out) }.unwrap();
+        out
+    };
+    check_gpu_reductions("wgpu", &reduce, &softmax);
 }
