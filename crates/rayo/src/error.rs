@@ -51,6 +51,10 @@ pub enum Error {
     /// A buffer (or buffer id) made by one device, stream or batch was given to another; `owner`
     /// and `user` are the ids of the two (see e.g. `CudaDevice::id`).
     ForeignBuffer { op: &'static str, owner: u64, user: u64 },
+    /// A tensor type id rayo does not implement (`name` is ggml's name for it, or `unknown`).
+    UnsupportedType { id: u32, name: &'static str },
+    /// A length that is not a whole number of blocks of a quantized format.
+    NotBlockMultiple { format: &'static str, len: usize, block: usize },
 }
 
 /// The value of a non-float parameter in [`Error::InvalidArgument`], in its own type.
@@ -154,6 +158,15 @@ impl fmt::Display for Error {
             Error::Driver { api, message, .. } => write!(f, "{api} driver error: {message}"),
             Error::ForeignBuffer { op, owner, user } => {
                 write!(f, "{op}: buffer of device/batch {owner} used with device/batch {user}")
+            }
+            Error::UnsupportedType { id, name } => {
+                write!(
+                    f,
+                    "tensor type {id} ({name}) is not supported by rayo (supported: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1 Q2_K..Q6_K Q8_K)"
+                )
+            }
+            Error::NotBlockMultiple { format, len, block } => {
+                write!(f, "{format}: {len} values is not a whole number of {block}-value blocks")
             }
         }
     }

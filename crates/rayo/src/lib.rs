@@ -37,6 +37,7 @@ mod error;
 pub mod gpu;
 mod matrix;
 pub mod ops;
+pub mod quant;
 pub mod slice;
 mod tensor;
 mod vector;

@@ -141,6 +141,17 @@ pub trait Simd: Copy + Send + Sync + 'static {
         }
     }
 
+    /// Loads `s[..LANES]` (signed bytes, as quantized formats store them) as f32 lanes;
+    /// `s` must hold at least `LANES` bytes. One widening instruction where the ISA has it.
+    #[inline(always)]
+    fn load_i8(self, s: &[i8]) -> Self::V {
+        let mut buf = [0.0f32; 16];
+        for (b, &x) in buf.iter_mut().zip(&s[..Self::LANES]) {
+            *b = x as f32;
+        }
+        self.load(&buf)
+    }
+
     // ---- horizontal ----
     fn reduce_add(self, a: Self::V) -> f32;
     /// Largest lane by `max` semantics (NaN handling is the caller's).

@@ -176,6 +176,11 @@ impl Simd for Avx2 {
         unsafe { _mm256_sra_epi32(a, _mm_cvtsi32_si128(n as i32)) }
     }
     #[inline(always)]
+    fn load_i8(self, s: &[i8]) -> __m256 {
+        assert!(s.len() >= 8);
+        unsafe { _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(s.as_ptr().cast()))) }
+    }
+    #[inline(always)]
     fn i_to_f(self, a: __m256i) -> __m256 {
         unsafe { _mm256_cvtepi32_ps(a) }
     }

@@ -176,6 +176,11 @@ impl Simd for Avx512 {
         unsafe { _mm512_sra_epi32(a, _mm_cvtsi32_si128(n as i32)) }
     }
     #[inline(always)]
+    fn load_i8(self, s: &[i8]) -> __m512 {
+        assert!(s.len() >= 16);
+        unsafe { _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(s.as_ptr().cast()))) }
+    }
+    #[inline(always)]
     fn i_to_f(self, a: __m512i) -> __m512 {
         unsafe { _mm512_cvtepi32_ps(a) }
     }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's CPU tools (llama-quantize, llama-simple, llama-tokenize, llama-bench,
+# llama-perplexity) from the sdist of PyPI `llama-cpp-python` 0.3.36 into .cache/llama.cpp
+# (ignored), idempotently. About 8 minutes on 2 cores; a reference for development and for the
+# committed reference files, not part of every CI run. Prints the build's bin directory.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD/.cache/llama.cpp
+bin=$root/src/vendor/llama.cpp/build/bin
+if [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-simple" ]; then echo "$bin"; exit 0; fi
+mkdir -p "$root"
+[ -x "$root/venv/bin/cmake" ] || { python3 -m venv "$root/venv" && "$root/venv/bin/pip" install -q scikit-build-core cmake ninja; }
+if [ ! -d "$root/src" ]; then
+  PATH=$root/venv/bin:$PATH "$root/venv/bin/pip" download -q --no-deps --no-build-isolation \
+    --no-binary llama-cpp-python -d "$root" llama-cpp-python==0.3.36 >&2
+  tar xzf "$root"/llama_cpp_python-0.3.36.tar.gz -C "$root"
+  mv "$root"/llama_cpp_python-0.3.36 "$root/src"
+fi
+cd "$root/src/vendor/llama.cpp"
+PATH=$root/venv/bin:$PATH cmake -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF >&2
+PATH=$root/venv/bin:$PATH cmake --build build -j2 --target llama-bench llama-simple llama-quantize \
+  llama-tokenize llama-perplexity >&2
+echo "$bin"
