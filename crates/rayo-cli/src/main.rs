@@ -6,6 +6,8 @@ mod bench;
 mod info;
 mod out;
 mod ptx;
+#[allow(dead_code)] // the command lands with the GGUF reader
+mod quantize;
 
 use args::{Cli, Command};
 use clap::Parser;

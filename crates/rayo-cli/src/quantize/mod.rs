@@ -1,0 +1,3 @@
+//! `rayo quantize IN OUT TYPE`: llama.cpp's per-tensor choice of type ([`mix`]).
+
+pub mod mix;
