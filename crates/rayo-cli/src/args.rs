@@ -20,6 +20,43 @@ pub enum Command {
     Bench(BenchArgs),
     /// Writes the PTX of every rayo-ptx kernel variant, one checked file per kernel and target.
     Ptx(PtxArgs),
+    /// Rewrites a GGUF model in another format, each tensor's type chosen as llama-quantize does.
+    #[command(after_help = QUANTIZE_AFTER_HELP)]
+    Quantize(QuantizeArgs),
+}
+
+const QUANTIZE_AFTER_HELP: &str = "Types: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K
+F16 BF16 F32 (Q3_K, Q4_K and Q5_K are Q3_K_M, Q4_K_M and Q5_K_M, as in llama-quantize).
+The mixes follow llama.cpp: Q4_K_M keeps norms in F32, gives some attn_v and ffn_down tensors
+Q6_K, and a tensor whose rows are not a multiple of 256 wide falls back to Q5_0, Q5_1 or Q8_0.
+Quantized inputs are requantized (dequantized to f32 first), as llama-quantize --allow-requantize.";
+
+#[derive(Debug, Args)]
+pub struct QuantizeArgs {
+    /// The model to read (GGUF v2 or v3).
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// The file to write (written as OUT.part, renamed when complete).
+    #[arg(value_name = "OUT")]
+    pub output: PathBuf,
+    /// The target type or mix (see below).
+    #[arg(value_name = "TYPE", value_parser = parse_file_type)]
+    pub ty: String,
+    /// Threads that convert each tensor's rows (default: every core).
+    #[arg(long, value_name = "N", value_parser = parse_threads, default_value_t = default_threads())]
+    pub threads: usize,
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A `rayo quantize` TYPE, as llama-quantize names it.
+pub fn parse_file_type(s: &str) -> Result<String, String> {
+    match crate::quantize::mix::FileType::from_name(s.trim()) {
+        Some(t) => Ok(t.name().to_string()),
+        None => Err(format!("unknown type; known: {}", crate::quantize::mix::NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" "))),
+    }
 }
 
 #[derive(Debug, Args)]

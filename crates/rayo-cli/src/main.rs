@@ -1,12 +1,11 @@
 //! `rayo`: what this machine has (`rayo info`), how fast each backend is (`rayo bench`), and the
-//! PTX rayo generates (`rayo ptx`). `rayo --help`, `rayo <command> --help` for the flags.
+//! PTX rayo generates (`rayo ptx`), GGUF models rewritten in another format (`rayo quantize`). `rayo --help`, `rayo <command> --help` for the flags.
 
 mod args;
 mod bench;
 mod info;
 mod out;
 mod ptx;
-#[allow(dead_code)] // the command lands with the GGUF reader
 mod quantize;
 
 use args::{Cli, Command};
@@ -21,6 +20,7 @@ fn main() -> ExitCode {
         Command::Info => info::run(),
         Command::Bench(a) => bench::run(&a),
         Command::Ptx(a) => ptx::run(&a),
+        Command::Quantize(a) => quantize::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
