@@ -50,6 +50,33 @@ pub fn dequantize_with(backend: Backend, ty: GgmlType, bytes: &[u8], out: &mut [
     Ok(())
 }
 
+/// [`dequantize`] through each block's scalar definition ([`BlockCodec::dequantize`]): the
+/// reference the vector paths are tested against. Same errors.
+pub fn dequantize_scalar(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<()> {
+    check("quant::dequantize_scalar", ty, out.len(), bytes.len())?;
+    fn each<B: BlockCodec>(bytes: &[u8], out: &mut [f32]) {
+        for (c, o) in bytes.chunks_exact(core::mem::size_of::<B>()).zip(out.chunks_exact_mut(B::VALUES)) {
+            bytemuck::pod_read_unaligned::<B>(c).dequantize(o);
+        }
+    }
+    match ty {
+        GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => return dequantize_with(Backend::Scalar, ty, bytes, out),
+        GgmlType::Q4_0 => each::<BlockQ4_0>(bytes, out),
+        GgmlType::Q4_1 => each::<BlockQ4_1>(bytes, out),
+        GgmlType::Q5_0 => each::<BlockQ5_0>(bytes, out),
+        GgmlType::Q5_1 => each::<BlockQ5_1>(bytes, out),
+        GgmlType::Q8_0 => each::<BlockQ8_0>(bytes, out),
+        GgmlType::Q8_1 => each::<BlockQ8_1>(bytes, out),
+        GgmlType::Q2_K => each::<BlockQ2K>(bytes, out),
+        GgmlType::Q3_K => each::<BlockQ3K>(bytes, out),
+        GgmlType::Q4_K => each::<BlockQ4K>(bytes, out),
+        GgmlType::Q5_K => each::<BlockQ5K>(bytes, out),
+        GgmlType::Q6_K => each::<BlockQ6K>(bytes, out),
+        GgmlType::Q8_K => each::<BlockQ8K>(bytes, out),
+    }
+    Ok(())
+}
+
 /// Lengths already checked: `bytes` is `out.len() / VALUES` blocks.
 fn blocks_into<B: Unpack>(backend: Backend, bytes: &[u8], out: &mut [f32]) {
     let run = |blocks: &[B], out: &mut [f32]| dispatch!(backend, |s| kernel::dequantize_blocks(s, blocks, out));
