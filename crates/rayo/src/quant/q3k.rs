@@ -55,8 +55,8 @@ impl BlockCodec for BlockQ3K {
         let mut y = BlockQ3K { hmask: [0; 32], qs: [0; 64], scales: [0; 12], d: f16::ZERO };
         if max_scale != 0.0 {
             let iscale = -32.0 / max_scale;
-            for j in 0..16 {
-                let lj = (nearest_int(iscale * scales[j]) as i8).clamp(-32, 31) + 32;
+            for (j, &scale) in scales.iter().enumerate() {
+                let lj = (nearest_int(iscale * scale) as i8).clamp(-32, 31) + 32;
                 let lj = lj as u8;
                 if j < 8 {
                     y.scales[j] = lj & 0xF;

@@ -53,8 +53,8 @@ impl BlockCodec for BlockQ6K {
         }
         let iscale = -128.0 / max_scale;
         y.d = f16::from_f32(1.0 / iscale);
-        for ib in 0..16 {
-            y.scales[ib] = nearest_int(iscale * scales[ib]).min(127) as i8;
+        for (s, &scale) in y.scales.iter_mut().zip(&scales) {
+            *s = nearest_int(iscale * scale).min(127) as i8;
         }
         for j in 0..16 {
             let d = y.d.to_f32() * y.scales[j] as f32;
