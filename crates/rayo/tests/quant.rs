@@ -331,3 +331,26 @@ fn f16_to_f32(h: u16) -> f32 {
     quant::dequantize(GgmlType::F16, &h.to_le_bytes(), &mut out).unwrap();
     out[0]
 }
+
+/// Rows long enough to be split over threads give the bytes and values of block-at-a-time
+/// calls (which never split).
+#[test]
+fn long_rows_split_over_threads_match_block_at_a_time() {
+    let mut rng = Rng::new(13);
+    let n = 1 << 19;
+    let x = rng.data(n, -1.0, 1.0);
+    for ty in GgmlType::ALL {
+        let q = quant::quantize_to_vec(ty, &x).unwrap();
+        let bs = ty.block_size().max(256);
+        let per: Vec<u8> = x.chunks(bs).flat_map(|c| quant::quantize_to_vec(ty, c).unwrap()).collect();
+        assert!(q == per, "{ty}: threaded quantize differs");
+        let mut y = vec![0f32; n];
+        quant::dequantize(ty, &q, &mut y).unwrap();
+        let bytes_per = ty.bytes_for(bs).unwrap();
+        for (i, (c, o)) in q.chunks(bytes_per).zip(y.chunks(bs)).enumerate() {
+            let mut want = vec![0f32; bs];
+            quant::dequantize(ty, c, &mut want).unwrap();
+            assert_same(&format!("{ty} chunk {i}"), o, &want);
+        }
+    }
+}
