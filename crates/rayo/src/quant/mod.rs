@@ -21,7 +21,7 @@ mod search;
 mod types;
 
 pub use codec::{BlockCodec, MinKind, Unpack};
-pub use float::{bf16_bits_to_f32, f32_to_bf16_bits};
+pub use float::{bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits};
 pub use row::{dequantize, dequantize_scalar, dequantize_with, quantize, quantize_to_vec};
 pub use search::get_scale_min_k4;
 pub use types::{GgmlType, QK_K};

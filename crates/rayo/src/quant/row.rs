@@ -59,7 +59,7 @@ pub fn dequantize_with(backend: Backend, ty: GgmlType, bytes: &[u8], out: &mut [
 fn dequantize_part(backend: Backend, ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
     match ty {
         GgmlType::F32 => float::dequantize_f32(bytes, out),
-        GgmlType::F16 => float::dequantize_f16(bytes, out),
+        GgmlType::F16 => float::dequantize_f16(backend, bytes, out),
         GgmlType::BF16 => float::dequantize_bf16(bytes, out),
         GgmlType::Q4_0 => blocks_into::<BlockQ4_0>(backend, bytes, out),
         GgmlType::Q4_1 => blocks_into::<BlockQ4_1>(backend, bytes, out),
