@@ -162,7 +162,9 @@ fn sq_error(ty: GgmlType, q: &[u8], x: &[f32]) -> f64 {
 /// The k-quants' scale searches are long chains of f32 sums; rayo repeats them operation for
 /// operation (no fused multiply-adds: the reference library, ggml-base, is built without FMA
 /// contraction on x86-64), so 32/32 rows of every k-quant are identical and the test asks for
-/// all of them. A row that differs is reported with both quantizations' squared errors.
+/// all of them (an ad-hoc run on 4000 more random blocks per k-quant, 32000 per legacy format,
+/// also found every block identical). A row that differs is reported with both
+/// quantizations' squared errors.
 #[test]
 fn quantize_matches_the_references() {
     let x = inputs();
