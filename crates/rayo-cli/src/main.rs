@@ -1,9 +1,11 @@
-//! `rayo`: what this machine has (`rayo info`), how fast each backend is (`rayo bench`), and the
-//! PTX rayo generates (`rayo ptx`). `rayo --help`, `rayo <command> --help` for the flags.
+//! `rayo`: what this machine has (`rayo info`), how fast each backend is (`rayo bench`), the
+//! PTX rayo generates (`rayo ptx`), and what a GGUF model file holds (`rayo gguf`). `rayo --help`, `rayo <command> --help` for the flags.
 
 mod args;
 mod bench;
+mod gguf;
 mod info;
+mod json;
 mod out;
 mod ptx;
 
@@ -19,6 +21,7 @@ fn main() -> ExitCode {
         Command::Info => info::run(),
         Command::Bench(a) => bench::run(&a),
         Command::Ptx(a) => ptx::run(&a),
+        Command::Gguf(a) => gguf::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -112,8 +112,11 @@ fn every_value() -> Vec<(&'static str, GgufValue)> {
     ]
 }
 
+/// Tensors: (name, type, shape, data).
+type Tensors = Vec<(String, GgmlType, Vec<u64>, Vec<u8>)>;
+
 /// Tensors of several types: (name, type, shape) with random bytes of the right length.
-fn some_tensors(rng: &mut Rng) -> Vec<(String, GgmlType, Vec<u64>, Vec<u8>)> {
+fn some_tensors(rng: &mut Rng) -> Tensors {
     let specs: &[(&str, GgmlType, &[u64])] = &[
         ("token_embd.weight", GgmlType::Q8_0, &[64, 3]),
         ("norm", GgmlType::F32, &[5]),
@@ -136,7 +139,7 @@ fn some_tensors(rng: &mut Rng) -> Vec<(String, GgmlType, Vec<u64>, Vec<u8>)> {
 }
 
 /// A file with every value type and several tensors, aligned to `alignment` (None: default).
-fn sample_file(alignment: Option<u32>, seed: u64) -> (Vec<u8>, Vec<(String, GgmlType, Vec<u64>, Vec<u8>)>) {
+fn sample_file(alignment: Option<u32>, seed: u64) -> (Vec<u8>, Tensors) {
     let mut rng = Rng(seed);
     let mut w = GgufWriter::new();
     w.set("general.architecture", "llama");
