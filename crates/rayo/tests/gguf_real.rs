@@ -3,6 +3,8 @@
 //! table PyPI `gguf`'s GGUFReader made of it (`tests/data/smollm2-q4_1.gguf.tsv`, written by
 //! `scripts/ref/gguf-table.sh`). Skipped, with a printed reason, when the file is absent, unless
 //! `RAYO_REQUIRE_SMOLLM2=1`.
+// wasm32 has no files to map (`GgufFile::open` is native only).
+#![cfg(not(target_arch = "wasm32"))]
 
 use rayo::gguf::{GgufArray, GgufFile, GgufValue};
 use std::path::PathBuf;
