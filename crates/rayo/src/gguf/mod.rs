@@ -9,6 +9,7 @@
 //! let mut w = GgufWriter::new();
 //! w.set("general.architecture", "llama");
 //! w.set("llama.context_length", 2048u32);
+//! w.set("tokenizer.ggml.tokens", vec!["<s>".to_string(), "a".into()]); // an array of strings
 //! let data: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().flat_map(|x| x.to_le_bytes()).collect();
 //! w.add_tensor("w", GgmlType::F32, &[3, 2], data)?; // 2 rows of 3 (dims[0] is the row length)
 //! let mut bytes = Vec::new();
@@ -16,6 +17,8 @@
 //!
 //! let f = GgufFile::from_bytes(bytes)?;
 //! assert_eq!(f.metadata().get("llama.context_length").and_then(GgufValue::to_u64), Some(2048));
+//! let tokens = f.metadata().get("tokenizer.ggml.tokens").and_then(GgufValue::as_array);
+//! assert_eq!(tokens.and_then(|a| a.as_strs()).map(|t| t.len()), Some(2));
 //! let t = f.tensor("w").unwrap();
 //! assert_eq!((t.ty, t.shape.as_slice(), t.bytes), (GgmlType::F32, &[3u64, 2][..], 24));
 //! assert_eq!(&f.tensor_data(t)?[..4], &1.0f32.to_le_bytes());

@@ -364,6 +364,11 @@ macro_rules! from_scalar {
                     GgufArray::$variant(v)
                 }
             }
+            impl From<Vec<$t>> for GgufValue {
+                fn from(v: Vec<$t>) -> GgufValue {
+                    GgufValue::Array(GgufArray::$variant(v))
+                }
+            }
         )*
     };
 }
