@@ -1,11 +1,16 @@
-//! The command line (clap, derive): `rayo info`, `rayo bench`, `rayo ptx`. Every value is
+//! The command line (clap, derive): `rayo info`, `rayo bench`, `rayo ptx`, `rayo gguf`. Every value is
 //! checked here, so a bad one is a usage error with the flag and the reason, never a panic later.
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "rayo", version, about = "What this machine has, and how fast each rayo backend is", propagate_version = true)]
+#[command(
+    name = "rayo",
+    version,
+    about = "What this machine has, how fast each rayo backend is, and what a GGUF file holds",
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -20,6 +25,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Writes the PTX of every rayo-ptx kernel variant, one checked file per kernel and target.
     Ptx(PtxArgs),
+    /// What a GGUF model file holds: metadata, tensors (name, type, shape, bytes), a count per type.
+    Gguf(GgufArgs),
     /// Rewrites a GGUF model in another format, each tensor's type chosen as llama-quantize does.
     #[command(after_help = QUANTIZE_AFTER_HELP)]
     Quantize(QuantizeArgs),
@@ -90,6 +97,15 @@ pub struct PtxArgs {
     /// A target SM, `90` or `sm_90` (repeatable; default: 80 and 90).
     #[arg(long = "sm", value_name = "N", value_parser = parse_sm)]
     pub sms: Vec<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct GgufArgs {
+    /// The GGUF file (versions 2 and 3).
+    pub file: PathBuf,
+    /// One JSON object (version, alignment, data_offset, metadata in full, tensors) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The most elements (or n of an n×n matrix) `--size` takes: 2^32 f32s are 16 GiB per buffer.
@@ -238,10 +254,19 @@ mod tests {
     }
 
     #[test]
+    fn gguf_flags() {
+        let Command::Gguf(g) = parse(&["gguf", "m.gguf", "--json"]).unwrap().command else { panic!() };
+        assert_eq!((g.file, g.json), (PathBuf::from("m.gguf"), true));
+        let Command::Gguf(g) = parse(&["gguf", "m.gguf"]).unwrap().command else { panic!() };
+        assert!(!g.json);
+        assert!(error(&["gguf"]).contains("<FILE>"));
+    }
+
+    #[test]
     fn help_and_version() {
         assert_eq!(parse(&["--version"]).unwrap_err().kind(), ErrorKind::DisplayVersion);
         assert_eq!(parse(&["bench", "--version"]).unwrap_err().kind(), ErrorKind::DisplayVersion);
-        for sub in ["info", "bench", "ptx"] {
+        for sub in ["info", "bench", "ptx", "gguf"] {
             let e = parse(&[sub, "--help"]).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::DisplayHelp, "{sub}");
         }

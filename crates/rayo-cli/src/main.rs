@@ -1,9 +1,12 @@
-//! `rayo`: what this machine has (`rayo info`), how fast each backend is (`rayo bench`), and the
-//! PTX rayo generates (`rayo ptx`), GGUF models rewritten in another format (`rayo quantize`). `rayo --help`, `rayo <command> --help` for the flags.
+//! `rayo`: what this machine has (`rayo info`), how fast each backend is (`rayo bench`), the
+//! PTX rayo generates (`rayo ptx`), what a GGUF model file holds (`rayo gguf`), and a model
+//! rewritten in another format (`rayo quantize`). `rayo --help`, `rayo <command> --help` for the flags.
 
 mod args;
 mod bench;
+mod gguf;
 mod info;
+mod json;
 mod out;
 mod ptx;
 mod quantize;
@@ -20,6 +23,7 @@ fn main() -> ExitCode {
         Command::Info => info::run(),
         Command::Bench(a) => bench::run(&a),
         Command::Ptx(a) => ptx::run(&a),
+        Command::Gguf(a) => gguf::run(&a),
         Command::Quantize(a) => quantize::run(&a),
     };
     match result {

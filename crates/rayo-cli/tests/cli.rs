@@ -38,7 +38,7 @@ fn an_unknown_op_lists_the_known_ones() {
 
 #[test]
 fn help_per_subcommand_and_version() {
-    for sub in ["info", "bench", "ptx"] {
+    for sub in ["info", "bench", "ptx", "gguf"] {
         let o = rayo(&[sub, "--help"]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success() && out.contains(&format!("Usage: rayo {sub}")), "{sub}: {out}");

@@ -55,6 +55,13 @@ pub enum Error {
     UnsupportedType { id: u32, name: &'static str },
     /// A length that is not a whole number of blocks of a quantized format.
     NotBlockMultiple { format: &'static str, len: usize, block: usize },
+    /// A GGUF file that is truncated, corrupt or not GGUF: `offset` is the byte where the reader
+    /// found the problem, `what` says what it expected and found.
+    Gguf { offset: u64, what: crate::gguf::GgufProblem },
+    /// A GGUF writer asked to write something that is not a valid GGUF file.
+    GgufWrite { what: crate::gguf::GgufProblem },
+    /// Opening, reading or writing a file (or another `io::Write`, `path` `None`) failed.
+    Io { path: Option<std::path::PathBuf>, kind: std::io::ErrorKind, message: String },
 }
 
 /// The value of a non-float parameter in [`Error::InvalidArgument`], in its own type.
@@ -168,6 +175,10 @@ impl fmt::Display for Error {
             Error::NotBlockMultiple { format, len, block } => {
                 write!(f, "{format}: {len} values is not a whole number of {block}-value blocks")
             }
+            Error::Gguf { offset, what } => write!(f, "GGUF: at byte {offset}: {what}"),
+            Error::GgufWrite { what } => write!(f, "GGUF writer: {what}"),
+            Error::Io { path: Some(path), message, .. } => write!(f, "{}: {message}", path.display()),
+            Error::Io { path: None, message, .. } => write!(f, "I/O error: {message}"),
         }
     }
 }

@@ -33,6 +33,7 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
+pub mod gguf;
 #[cfg(any(feature = "gpu", feature = "gpu-wasm"))]
 pub mod gpu;
 mod matrix;
