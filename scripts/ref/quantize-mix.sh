@@ -3,7 +3,8 @@
 # `rayo quantize` takes: runs llama-quantize (scripts/ref/llama-cpp.sh) on the Q4_1 file
 # (scripts/fetch-smollm2.sh) and writes crates/rayo-cli/tests/data/smollm2-mix.txt: lines
 # `input NAME TYPE SHAPE` (the input's tensors in file order, shape as ne0xne1) and
-# `FILETYPE NAME TYPE` (llama-quantize's choice), read by the planner's test.
+# `FILETYPE NAME TYPE` (llama-quantize's choice), read by the planner's test, and
+# `sha256 FILETYPE HASH` of llama-quantize's whole file, which `rayo quantize` must reproduce.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$(./scripts/ref/llama-cpp.sh)
@@ -27,4 +28,5 @@ for t in types:
     for x in GGUFReader(f"{d}/{t}.gguf").tensors:
         print(t, x.name, x.tensor_type.name)
 PY
+(cd "$tmp" && for t in $types; do echo "sha256 $t $(sha256sum "$t.gguf" | cut -d' ' -f1)"; done) >>crates/rayo-cli/tests/data/smollm2-mix.txt
 echo "wrote crates/rayo-cli/tests/data/smollm2-mix.txt" >&2

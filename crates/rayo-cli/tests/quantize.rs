@@ -119,17 +119,23 @@ fn bad_input_is_an_error_and_leaves_no_file() {
     assert!(!out.exists() && !out.with_extension("gguf.part").exists());
 }
 
+/// SmolLM2-135M-Instruct (Q4_1), when present.
+fn smollm2() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let path = std::env::var_os("RAYO_SMOLLM2").map(PathBuf::from).unwrap_or_else(|| root.join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(std::env::var_os("RAYO_REQUIRE_MODEL").is_none(), "RAYO_REQUIRE_MODEL is set but {} is missing", path.display());
+    println!("SKIP model: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
+    None
+}
+
 /// SmolLM2-135M-Instruct (Q4_1) to Q4_K_M: every tensor gets the type llama-quantize gives it
 /// (tests/data/smollm2-mix.txt) and reads back close to the input.
 #[test]
 fn smollm2_q4_k_m_has_llama_cpp_types() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let path = std::env::var_os("RAYO_SMOLLM2").map(PathBuf::from).unwrap_or_else(|| root.join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
-    if !path.exists() {
-        assert!(std::env::var_os("RAYO_REQUIRE_MODEL").is_none(), "RAYO_REQUIRE_MODEL is set but {} is missing", path.display());
-        println!("SKIP model: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
-        return;
-    }
+    let Some(path) = smollm2() else { return };
     let out = tmp("smollm2-q4_k_m.gguf");
     let o = rayo(&["quantize", path.to_str().unwrap(), out.to_str().unwrap(), "Q4_K_M"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -150,4 +156,27 @@ fn smollm2_q4_k_m_has_llama_cpp_types() {
         assert!(e < 0.1, "{name}: relative RMS error {e} against the Q4_1 input");
     }
     std::fs::remove_file(&out).unwrap();
+}
+
+/// Every file type: the whole file `rayo quantize` writes is byte for byte the one
+/// `llama-quantize --allow-requantize` wrote (its sha256 in tests/data/smollm2-mix.txt, from
+/// scripts/ref/quantize-mix.sh): same types, same order, same metadata, same quantized bits.
+#[test]
+fn smollm2_in_every_type_is_llama_quantize_s_file() {
+    use sha2::{Digest, Sha256};
+    let Some(path) = smollm2() else { return };
+    let want = include_str!("data/smollm2-mix.txt");
+    let mut n = 0;
+    for line in want.lines().filter(|l| l.starts_with("sha256 ")) {
+        let mut it = line.split(' ').skip(1);
+        let (ty, hash) = (it.next().unwrap(), it.next().unwrap());
+        let out = tmp(&format!("smollm2-{ty}.gguf"));
+        let o = rayo(&["quantize", path.to_str().unwrap(), out.to_str().unwrap(), ty]);
+        assert!(o.status.success(), "{ty}: {}", String::from_utf8_lossy(&o.stderr));
+        let got: String = Sha256::digest(std::fs::read(&out).unwrap()).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got, hash, "{ty}: rayo's file differs from llama-quantize's");
+        std::fs::remove_file(&out).unwrap();
+        n += 1;
+    }
+    assert_eq!(n, 14);
 }

@@ -31,8 +31,11 @@ pub fn run(a: &QuantizeArgs) -> Result<(), String> {
 
     let mut w = rayo::gguf::GgufWriter::new();
     *w.metadata_mut() = input.metadata().clone();
-    w.set("general.quantization_version", QUANTIZATION_VERSION);
-    w.set("general.file_type", ftype as u32);
+    // As llama.cpp's gguf_set_val_*: an existing key is removed and the new value appended.
+    for (key, value) in [("general.quantization_version", QUANTIZATION_VERSION), ("general.file_type", ftype as u32)] {
+        w.metadata_mut().remove(key);
+        w.set(key, value);
+    }
     let mut plan = Vec::with_capacity(order.len());
     for t in &order {
         let to = planner.choose(&t.name, &t.shape, t.ty);
