@@ -126,7 +126,7 @@ fn smollm2() -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
-    assert!(std::env::var_os("RAYO_REQUIRE_MODEL").is_none(), "RAYO_REQUIRE_MODEL is set but {} is missing", path.display());
+    assert!(std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_none(), "RAYO_REQUIRE_SMOLLM2 is set but {} is missing", path.display());
     println!("SKIP model: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
     None
 }
