@@ -39,7 +39,16 @@ fn small_model(path: &Path) -> Vec<(String, Vec<u64>, Vec<f32>)> {
     w.set("llama.attention.head_count_kv", 2u32);
     let mut tensors = vec![("token_embd.weight".to_string(), vec![512u64, 16])];
     for l in 0..2 {
-        for (t, shape) in [("attn_norm", vec![512u64]), ("attn_q", vec![512, 64]), ("attn_k", vec![512, 16]), ("attn_v", vec![512, 16]), ("attn_output", vec![512, 64]), ("ffn_down", vec![768, 32]), ("ffn_up", vec![512, 48]), ("ffn_norm", vec![512])] {
+        for (t, shape) in [
+            ("attn_norm", vec![512u64]),
+            ("attn_q", vec![512, 64]),
+            ("attn_k", vec![512, 16]),
+            ("attn_v", vec![512, 16]),
+            ("attn_output", vec![512, 64]),
+            ("ffn_down", vec![768, 32]),
+            ("ffn_up", vec![512, 48]),
+            ("ffn_norm", vec![512]),
+        ] {
             tensors.push((format!("blk.{l}.{t}.weight"), shape));
         }
     }
@@ -74,7 +83,18 @@ fn a_small_model_in_every_type_reads_back_within_its_format_error() {
     let src = tmp("small-f32.gguf");
     let model = small_model(&src);
     // Relative RMS error of uniform values per format (a 2-bit format is coarse).
-    for (ty, max_err) in [("Q4_0", 0.12), ("Q4_1", 0.1), ("Q5_0", 0.06), ("Q5_1", 0.05), ("Q8_0", 0.01), ("Q2_K", 0.4), ("Q3_K", 0.2), ("Q4_K_M", 0.12), ("Q5_K_M", 0.06), ("Q6_K", 0.03)] {
+    for (ty, max_err) in [
+        ("Q4_0", 0.12),
+        ("Q4_1", 0.1),
+        ("Q5_0", 0.06),
+        ("Q5_1", 0.05),
+        ("Q8_0", 0.01),
+        ("Q2_K", 0.4),
+        ("Q3_K", 0.2),
+        ("Q4_K_M", 0.12),
+        ("Q5_K_M", 0.06),
+        ("Q6_K", 0.03),
+    ] {
         let out = tmp(&format!("small-{ty}.gguf"));
         let o = rayo(&["quantize", src.to_str().unwrap(), out.to_str().unwrap(), ty, "--threads", "2"]);
         assert!(o.status.success(), "{ty}: {}", String::from_utf8_lossy(&o.stderr));

@@ -104,11 +104,8 @@ pub struct ModelInfo {
 
 impl ModelInfo {
     fn n_gqa(&self) -> usize {
-        if self.n_head_kv == 0 {
-            0
-        } else {
-            self.n_head / self.n_head_kv
-        }
+        // llama.cpp's n_gqa(): 0 when there are no KV heads.
+        self.n_head.checked_div(self.n_head_kv).unwrap_or(0)
     }
     /// llama.cpp's `LLM_TYPE_70B`: a llama with 80 layers and grouped KV heads.
     fn is_70b(&self) -> bool {
@@ -206,8 +203,6 @@ pub struct Planner {
     n_attention_wv: usize,
     i_attention_wv: usize,
     i_ffn_down: usize,
-    i_ffn_gate: usize,
-    i_ffn_up: usize,
     /// Tensors whose row length forced a fallback type.
     pub n_fallback: usize,
 }
@@ -215,7 +210,7 @@ pub struct Planner {
 impl Planner {
     /// `names`: every tensor name in the file (the counters need the totals up front).
     pub fn new<'a>(ftype: FileType, model: ModelInfo, names: impl IntoIterator<Item = &'a str>) -> Planner {
-        let mut p = Planner { ftype, model, has_tied_embeddings: true, n_attention_wv: 0, i_attention_wv: 0, i_ffn_down: 0, i_ffn_gate: 0, i_ffn_up: 0, n_fallback: 0 };
+        let mut p = Planner { ftype, model, has_tied_embeddings: true, n_attention_wv: 0, i_attention_wv: 0, i_ffn_down: 0, n_fallback: 0 };
         for name in names {
             let c = category(name);
             if is_attn_v(c) {
@@ -369,11 +364,8 @@ impl Planner {
             } else if ft == F::Q5_K_M {
                 t = G::Q6_K;
             }
-        } else if cat == Category::FfnGate {
-            self.i_ffn_gate += 1;
-        } else if cat == Category::FfnUp {
-            self.i_ffn_up += 1;
         }
+        // (ffn_gate and ffn_up change only in the IQ file types, which rayo does not write.)
         t
     }
 }

@@ -43,7 +43,10 @@ pub fn run(a: &QuantizeArgs) -> Result<(), String> {
         plan.push((*t, to));
     }
     if planner.n_fallback > 0 {
-        errln!("rayo quantize: {} tensors have rows not a multiple of their type's block: they fall back to a 32-wide type (as llama.cpp does)", planner.n_fallback);
+        errln!(
+            "rayo quantize: {} tensors have rows not a multiple of their type's block: they fall back to a 32-wide type (as llama.cpp does)",
+            planner.n_fallback
+        );
     }
 
     let part = a.output.with_extension(match a.output.extension() {
@@ -88,10 +91,18 @@ fn bytes_as(t: &TensorInfo, to: GgmlType) -> u64 {
 
 /// Writes the header, then each tensor (copied, or converted on `threads` threads), with a
 /// progress bar on stderr over the values converted.
-fn write_tensors<W: Write>(input: &GgufFile, plan: &[(&TensorInfo, GgmlType)], w: rayo::gguf::GgufWriter, out: W, threads: usize) -> Result<(), String> {
+fn write_tensors<W: Write>(
+    input: &GgufFile,
+    plan: &[(&TensorInfo, GgmlType)],
+    w: rayo::gguf::GgufWriter,
+    out: W,
+    threads: usize,
+) -> Result<(), String> {
     let total: u64 = plan.iter().map(|(t, _)| t.elements()).sum();
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(4));
-    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     let mut s = w.start(out).map_err(|e| e.to_string())?;
     for (t, to) in plan {
         bar.set_message(format!("{} {} -> {}", t.name, t.ty, to));
@@ -144,5 +155,11 @@ fn model_info(m: &Metadata) -> ModelInfo {
     let arch = m.get("general.architecture").and_then(GgufValue::as_str).unwrap_or("").to_string();
     let int = |key: &str| m.get(&format!("{arch}.{key}")).and_then(GgufValue::to_u64).map(|v| v as usize);
     let n_head = int("attention.head_count").unwrap_or(0);
-    ModelInfo { n_layer: int("block_count").unwrap_or(0), n_head, n_head_kv: int("attention.head_count_kv").unwrap_or(n_head), n_expert: int("expert_count").unwrap_or(0), arch }
+    ModelInfo {
+        n_layer: int("block_count").unwrap_or(0),
+        n_head,
+        n_head_kv: int("attention.head_count_kv").unwrap_or(n_head),
+        n_expert: int("expert_count").unwrap_or(0),
+        arch,
+    }
 }
