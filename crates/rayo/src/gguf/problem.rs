@@ -59,7 +59,7 @@ pub enum GgufProblem {
     ElementCountOverflow { name: String, shape: Vec<u64> },
     /// A ggml type id rayo does not implement (`type_name` is ggml's name for it, or `unknown`).
     UnsupportedTensorType { name: String, id: u32, type_name: &'static str },
-    /// The row length `row` (dims[0]) is not a multiple of the type's block size.
+    /// The row length `row` (`dims[0]`) is not a multiple of the type's block size.
     NotBlockMultiple { name: String, ty: GgmlType, row: u64, block: u64 },
     /// The byte size of `elements` values of `ty` overflows a u64.
     ByteSizeOverflow { name: String, ty: GgmlType, elements: u64 },
