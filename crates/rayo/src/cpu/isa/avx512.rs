@@ -4,15 +4,41 @@ use crate::cpu::simd::Simd;
 use core::arch::x86_64::*;
 
 /// Proof that the CPU has AVX-512F, AVX2 and FMA: only `try_new` makes one.
+///
+/// `vnni` records AVX-512 VNNI (with VL) as a flag of this token rather than a token of its own:
+/// it only changes the two byte dots (`vpdpbusd` instead of `maddubs` + `madd`), so a second
+/// token would duplicate every f32 method and add a backend users would have to know about.
+/// `vectorize` compiles the kernel twice (with and without the feature) and picks the copy
+/// once, so the flag is a loop-invariant branch in the copy that runs.
 #[derive(Clone, Copy, Debug)]
-pub struct Avx512(());
+pub struct Avx512 {
+    vnni: bool,
+}
 
 impl Avx512 {
     #[inline]
     pub fn try_new() -> Option<Self> {
         let ok = std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
-        ok.then_some(Avx512(()))
+        let vnni = std::is_x86_feature_detected!("avx512vnni") && std::is_x86_feature_detected!("avx512vl");
+        ok.then_some(Avx512 { vnni })
     }
+
+    /// The same token with VNNI off (so tests reach the `maddubs` path on a VNNI machine).
+    pub fn without_vnni(self) -> Self {
+        Avx512 { vnni: false }
+    }
+
+    /// Whether the byte dots use AVX-512 VNNI.
+    pub fn has_vnni(self) -> bool {
+        self.vnni
+    }
+}
+
+/// `vpdpbusd` on 256-bit lanes: u8 × i8, four products summed into each i32 lane.
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,avx512vnni,avx512vl")]
+fn dpbusd(a: __m256i, b: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)
 }
 
 #[inline(always)]
@@ -27,6 +53,9 @@ impl Simd for Avx512 {
     type V = __m512;
     type I = __m512i;
     type M = __mmask16;
+    type B = __m256i;
+    type D = __m256i;
+    type F = __m256;
     const LANES: usize = 16;
     const NAME: &'static str = "avx512";
 
@@ -36,8 +65,19 @@ impl Simd for Avx512 {
         unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        // SAFETY: the token proves the features `run` is compiled for.
-        unsafe { run(f) }
+        #[target_feature(enable = "avx512f,avx2,fma,avx512vnni,avx512vl")]
+        unsafe fn run_vnni<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        // SAFETY: the token proves the features `run` (and, with `vnni`, `run_vnni`) is
+        // compiled for.
+        unsafe {
+            if self.vnni {
+                run_vnni(f)
+            } else {
+                run(f)
+            }
+        }
     }
     #[inline(always)]
     fn splat(self, x: f32) -> __m512 {
@@ -215,6 +255,23 @@ impl Simd for Avx512 {
             let r = _mm512_rcp14_ps(a);
             _mm512_fmadd_ps(r, _mm512_fnmadd_ps(a, r, _mm512_set1_ps(1.0)), r)
         }
+    }
+    super::bytes256::byte_lanes_256!();
+    #[inline(always)]
+    fn dot_u8i8(self, a: __m256i, b: __m256i) -> __m256i {
+        if self.vnni {
+            // SAFETY: `vnni` is set only when the CPU has avx512vnni and avx512vl.
+            unsafe { dpbusd(a, b) }
+        } else {
+            // SAFETY: register-only; the token proves AVX2.
+            unsafe { super::bytes256::dot_u8i8(a, b) }
+        }
+    }
+    #[inline(always)]
+    fn dot_i8i8(self, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: register-only; the token proves AVX2.
+        let (ua, sb) = unsafe { super::bytes256::sign_trick(a, b) };
+        self.dot_u8i8(ua, sb)
     }
     #[inline(always)]
     fn reduce_add(self, a: __m512) -> f32 {
