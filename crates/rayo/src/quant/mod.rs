@@ -5,11 +5,15 @@
 //! Per block, [`BlockCodec`] is the definition (`dequantize`, scalar) and the quantizer;
 //! the row functions check lengths and take bytes of any alignment.
 
+mod activation;
 pub mod blocks;
 mod codec;
+mod dot;
+mod dot_f32;
 mod float;
 mod kernel;
 mod legacy;
+mod matmul;
 mod q2k;
 mod q3k;
 mod q4k;
@@ -20,8 +24,10 @@ mod row;
 mod search;
 mod types;
 
+pub use activation::{activation_type, quantize_activations_with};
 pub use codec::{BlockCodec, MinKind, Unpack};
 pub use float::{bf16_bits_to_f32, f32_to_bf16_bits};
+pub use matmul::{matmul, matmul_f32act, matmul_with, matvec, matvec_f32act, Activations, QuantMatrix};
 pub use row::{dequantize, dequantize_with, quantize, quantize_to_vec};
 pub use search::get_scale_min_k4;
 pub use types::{GgmlType, QK_K};
