@@ -8,6 +8,7 @@ mod cuda;
 #[cfg(feature = "gpu")]
 mod gpu;
 mod matrix;
+mod quant;
 pub mod row;
 mod timer;
 
@@ -145,7 +146,9 @@ impl Gpu {
 /// Every op each backend of this build knows, for error messages and `--op list`.
 #[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_mut))]
 fn known_ops() -> Vec<(&'static str, Vec<&'static str>)> {
-    let mut v = vec![("cpu", cpu::ops().into_iter().chain(matrix::OPS.iter().copied()).collect())];
+    // The quantized rows' names are made at run time (one per format); leaked once per call.
+    let q: Vec<&'static str> = quant::ops().into_iter().map(|s| &*Box::leak(s.into_boxed_str())).collect();
+    let mut v = vec![("cpu", cpu::ops().into_iter().chain(matrix::OPS.iter().copied()).chain(q).collect())];
     #[cfg(feature = "gpu")]
     v.push(("wgpu", gpu::ops()));
     #[cfg(feature = "cuda")]
@@ -154,7 +157,7 @@ fn known_ops() -> Vec<(&'static str, Vec<&'static str>)> {
 }
 
 fn cpu_has(op: &str) -> bool {
-    cpu::ops().contains(&op) || matrix::OPS.contains(&op)
+    cpu::ops().contains(&op) || matrix::OPS.contains(&op) || quant::has(op)
 }
 
 /// Whether some selected backend knows `op` (whether or not this machine has that backend).
@@ -282,6 +285,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         let is_matrix = matrix::OPS.contains(&op.as_str());
         let sizes = match (args.sizes.is_empty(), cpu_has(op), gpus.iter().find_map(|g| g.op_for(op).map(|o| (g, o)))) {
             (false, _, _) => args.sizes.clone(),
+            (true, true, _) if quant::has(op) => vec![quant::default_size(op)],
             (true, true, _) => default_sizes(is_matrix, args.quick),
             (true, false, Some((g, gop))) => g.default_sizes(&gop, args.quick),
             (true, false, None) => vec![],
@@ -294,7 +298,13 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             if cpu_has(op) {
                 for &b in &sel.cpu {
                     for &t in &threads {
-                        let rows = if is_matrix { matrix::run(op, n, b, t, plan) } else { cpu::run(op, n, b, t, plan).into_iter().collect() };
+                        let rows = if quant::has(op) {
+                            quant::run(op, n, b, t, plan).into_iter().collect()
+                        } else if is_matrix {
+                            matrix::run(op, n, b, t, plan)
+                        } else {
+                            cpu::run(op, n, b, t, plan).into_iter().collect()
+                        };
                         rows.iter().for_each(emit);
                     }
                 }

@@ -30,18 +30,54 @@ pub(crate) fn dot_rows<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], a:
     use GgmlType::*;
     match ty {
         // Legacy formats: (block bytes, offset of qs, signed (q − k), has a min m).
-        Q4_0 => legacy::<S, R, 18, false>(s, w, a, |s, b| (s.bsub(s.bload_nib(&b[2..]), s.bsplat(8)), f16_at(b, 0), 0.0)),
-        Q4_1 => legacy::<S, R, 20, true>(s, w, a, |s, b| (s.bload_nib(&b[4..]), f16_at(b, 0), f16_at(b, 2))),
-        Q5_0 => legacy::<S, R, 22, false>(s, w, a, |s, b| {
-            let hi = s.band(s.bbits(u32::from_le_bytes([b[2], b[3], b[4], b[5]])), s.bsplat(0x10));
-            (s.bsub(s.bor(s.bload_nib(&b[6..]), hi), s.bsplat(16)), f16_at(b, 0), 0.0)
-        }),
-        Q5_1 => legacy::<S, R, 24, true>(s, w, a, |s, b| {
-            let hi = s.band(s.bbits(u32::from_le_bytes([b[4], b[5], b[6], b[7]])), s.bsplat(0x10));
-            (s.bor(s.bload_nib(&b[8..]), hi), f16_at(b, 0), f16_at(b, 2))
-        }),
-        Q8_0 => legacy::<S, R, 34, false>(s, w, a, |s, b| (s.bload(&b[2..]), f16_at(b, 0), 0.0)),
-        Q8_1 => legacy::<S, R, 36, false>(s, w, a, |s, b| (s.bload(&b[4..]), f16_at(b, 0), 0.0)),
+        Q4_0 => legacy::<S, R, 18, false>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| (s.bsub(s.bload_nib(&b[2..]), s.bsplat(8)), f16_at(b, 0), 0.0),
+        ),
+        Q4_1 => legacy::<S, R, 20, true>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| (s.bload_nib(&b[4..]), f16_at(b, 0), f16_at(b, 2)),
+        ),
+        Q5_0 => legacy::<S, R, 22, false>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| {
+                let hi = s.band(s.bbits(u32::from_le_bytes([b[2], b[3], b[4], b[5]])), s.bsplat(0x10));
+                (s.bsub(s.bor(s.bload_nib(&b[6..]), hi), s.bsplat(16)), f16_at(b, 0), 0.0)
+            },
+        ),
+        Q5_1 => legacy::<S, R, 24, true>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| {
+                let hi = s.band(s.bbits(u32::from_le_bytes([b[4], b[5], b[6], b[7]])), s.bsplat(0x10));
+                (s.bor(s.bload_nib(&b[8..]), hi), f16_at(b, 0), f16_at(b, 2))
+            },
+        ),
+        Q8_0 => legacy::<S, R, 34, false>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| (s.bload(&b[2..]), f16_at(b, 0), 0.0),
+        ),
+        Q8_1 => legacy::<S, R, 36, false>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| (s.bload(&b[4..]), f16_at(b, 0), 0.0),
+        ),
         Q2_K => q2_k(s, w, a),
         Q3_K => q3_k(s, w, a),
         Q4_K => q4_k(s, w, a),
@@ -75,7 +111,11 @@ fn legacy<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
             }
         }
     }
-    core::array::from_fn(|r| s.fsum(acc[r]) + msum[r])
+    let mut out = msum;
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o += s.fsum(a);
+    }
+    out
 }
 
 /// Sums `Σ_k c[k]·bsums[k]` over the 16 sub-blocks of a super-block.
@@ -90,7 +130,10 @@ fn q8_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
     let mut acc = [s.fzero(); R];
     for (i, b) in w.chunks_exact(292).enumerate() {
         let dw = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        let q: [S::B; 8] = core::array::from_fn(|j| s.bload(&b[4 + 32 * j..]));
+        let mut q = [s.bsplat(0); 8];
+        for (j, q) in q.iter_mut().enumerate() {
+            *q = s.bload(&b[4 + 32 * j..]);
+        }
         for r in 0..R {
             let y = bytes(&a[r].qs[256 * i..256 * i + 256]);
             let mut isum = s.dzero();
@@ -100,7 +143,11 @@ fn q8_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             acc[r] = s.fmadd_d(acc[r], isum, dw * a[r].d[i]);
         }
     }
-    acc.map(|v| s.fsum(v))
+    let mut out = [0f32; R];
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = s.fsum(a);
+    }
+    out
 }
 
 /// Runs the 8 unpacked vectors of a k-quant super-block (32 values each, two 16-value
@@ -134,7 +181,11 @@ fn kquant_rows<S: Simd, const R: usize>(
 
 #[inline(always)]
 fn finish<S: Simd, const R: usize>(s: S, acc: [S::F; R], extra: [f32; R]) -> [f32; R] {
-    core::array::from_fn(|r| s.fsum(acc[r]) + extra[r])
+    let mut out = extra;
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o += s.fsum(a);
+    }
+    out
 }
 
 /// Q4_K: `d·sc·q − dmin·m` over 8 sub-blocks of 32.
@@ -150,14 +201,11 @@ fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             (sc[2 * j], sc[2 * j + 1]) = (x as i16, x as i16);
             (mn[2 * j], mn[2 * j + 1]) = (m as i32, m as i32);
         }
-        let q: [S::B; 8] = core::array::from_fn(|j| {
+        let mut q = [s.bsplat(0); 8];
+        for j in 0..8 {
             let x = s.bload(&b[16 + 32 * (j / 2)..]);
-            if j % 2 == 0 {
-                s.band(x, s.bsplat(15))
-            } else {
-                s.bshr(x, 4)
-            }
-        });
+            q[j] = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
+        }
         kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, a, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
@@ -178,11 +226,12 @@ fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
         }
         let qh = s.bload(&b[16..]);
         let (one, nib) = (s.bsplat(1), s.bsplat(15));
-        let q: [S::B; 8] = core::array::from_fn(|j| {
+        let mut q = [s.bsplat(0); 8];
+        for j in 0..8 {
             let x = s.bload(&b[48 + 32 * (j / 2)..]);
             let low = if j % 2 == 0 { s.band(x, nib) } else { s.bshr(x, 4) };
-            s.bor(low, s.bshl(s.band(s.bshr(qh, j as u32), one), 4))
-        });
+            q[j] = s.bor(low, s.bshl(s.band(s.bshr(qh, j as u32), one), 4));
+        }
         kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, a, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
@@ -199,13 +248,14 @@ fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
         let (nib, three) = (s.bsplat(15), s.bsplat(3));
         // Vector j = 4h + t covers values 128h + 32t ..: low nibbles of ql[64h..] (t = 0, 1)
         // or high nibbles (t = 2, 3), and bits 2t..2t+2 of qh[32h..].
-        let q: [S::B; 8] = core::array::from_fn(|j| {
+        let mut q = [s.bsplat(0); 8];
+        for j in 0..8 {
             let (h, t) = (j / 4, j % 4);
             let ql = s.bload(&b[64 * h + 32 * (t % 2)..]);
             let qh = s.bload(&b[128 + 32 * h..]);
             let low = if t < 2 { s.band(ql, nib) } else { s.bshr(ql, 4) };
-            s.bor(low, s.bshl(s.band(s.bshr(qh, 2 * t as u32), three), 4))
-        });
+            q[j] = s.bor(low, s.bshl(s.band(s.bshr(qh, 2 * t as u32), three), 4));
+        }
         kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c32, bs) as f32, a, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
@@ -218,20 +268,24 @@ fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
     for (i, b) in w.chunks_exact(110).enumerate() {
         let d = f16_at(b, 108);
         let p = &b[96..108];
-        let sc: [i16; 16] = core::array::from_fn(|j| {
-            let low = if j < 8 { p[j] & 0xF } else { p[j - 8] >> 4 };
-            let high = (p[8 + j % 4] >> (2 * (j / 4))) & 3;
-            (low | (high << 4)) as i16 - 32
-        });
+        let sc: [i16; 16] = core::array::from_fn(
+            #[inline(always)]
+            |j| {
+                let low = if j < 8 { p[j] & 0xF } else { p[j - 8] >> 4 };
+                let high = (p[8 + j % 4] >> (2 * (j / 4))) & 3;
+                (low | (high << 4)) as i16 - 32
+            },
+        );
         let c4: [i32; 16] = core::array::from_fn(|k| 4 * sc[k] as i32);
         let hm = s.bload(&b[..32]);
         let (one, three) = (s.bsplat(1), s.bsplat(3));
         // Vector j = 4h + t: bits 2t..2t+2 of qs[32h..], bit j of hmask; `q + 4h` is 0..=7.
-        let q: [S::B; 8] = core::array::from_fn(|j| {
+        let mut q = [s.bsplat(0); 8];
+        for j in 0..8 {
             let (h, t) = (j / 4, j % 4);
             let low = s.band(s.bshr(s.bload(&b[32 + 32 * h..]), 2 * t as u32), three);
-            s.bor(low, s.bshl(s.band(s.bshr(hm, j as u32), one), 2))
-        });
+            q[j] = s.bor(low, s.bshl(s.band(s.bshr(hm, j as u32), one), 2));
+        }
         kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c4, bs) as f32, a, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
@@ -246,10 +300,11 @@ fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
         let sc: [i16; 16] = core::array::from_fn(|k| (b[k] & 15) as i16);
         let mn: [i32; 16] = core::array::from_fn(|k| (b[k] >> 4) as i32);
         let three = s.bsplat(3);
-        let q: [S::B; 8] = core::array::from_fn(|j| {
+        let mut q = [s.bsplat(0); 8];
+        for j in 0..8 {
             let (h, t) = (j / 4, j % 4);
-            s.band(s.bshr(s.bload(&b[16 + 32 * h..]), 2 * t as u32), three)
-        });
+            q[j] = s.band(s.bshr(s.bload(&b[16 + 32 * h..]), 2 * t as u32), three);
+        }
         kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, a, &mut acc, &mut extra);
     }
     finish(s, acc, extra)

@@ -62,7 +62,11 @@ fn floats<S: Simd, const R: usize, const SIZE: usize>(s: S, w: &[u8], x: &[&[f32
         decode(bytes, buf);
         accumulate(s, buf, x, c * CHUNK, &mut acc);
     }
-    acc.map(|v| s.reduce_add(v))
+    let mut out = [0f32; R];
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = s.reduce_add(a);
+    }
+    out
 }
 
 #[inline(always)]
@@ -76,5 +80,9 @@ fn blocks<S: Simd, const R: usize, B: Unpack>(s: S, w: &[u8], x: &[&[f32]; R]) -
         kernel::dequantize_blocks(s, core::slice::from_ref(&block), buf);
         accumulate(s, buf, x, i * B::VALUES, &mut acc);
     }
-    acc.map(|v| s.reduce_add(v))
+    let mut out = [0f32; R];
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = s.reduce_add(a);
+    }
+    out
 }
