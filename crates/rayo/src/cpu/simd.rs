@@ -186,6 +186,12 @@ pub trait Simd: Copy + Send + Sync + 'static {
         let buf: [u8; 32] = core::array::from_fn(|j| if bits >> j & 1 == 1 { 0xFF } else { 0 });
         self.bload(&buf)
     }
+    /// An IEEE half (the scales of the quantized blocks) as f32: one instruction where the ISA
+    /// converts halves (F16C on x86-64), else `half`'s conversion.
+    #[inline(always)]
+    fn f16_to_f32(self, h: u16) -> f32 {
+        half::f16::from_bits(h).to_f32()
+    }
     /// `Σ a[i]·b[i]` with `a` unsigned in `0..=127` and `b` signed (the bound keeps the pair
     /// sums of `maddubs` from saturating).
     fn dot_u8i8(self, a: Self::B, b: Self::B) -> Self::D;

@@ -44,7 +44,7 @@ pub(crate) struct QActs {
     pub qs: Vec<i8>,
     /// One per block.
     pub d: Vec<f32>,
-    /// Q8_1: `d·Σq` per block (exact, with the f16 `d`).
+    /// Q8_0 and Q8_1: `d·Σq` per block (exact, with the f16 `d`).
     pub sums: Vec<f32>,
     /// Q8_1: the file format's `s`, `f16(Σq · d)` with `d` before its rounding.
     s_ref: Vec<f16>,
@@ -76,18 +76,20 @@ impl QActs {
                 }
             }
             _ => {
+                // Q8_0 rows carry the sums too (not part of its file format): Q4_0 and Q5_0
+                // then multiply unsigned `q` and take the offset out as a min (`−8·d`, `−16·d`).
+                a.sums = vec![0.0; nb];
                 let with_sum = ty == GgmlType::Q8_1;
                 if with_sum {
-                    a.sums = vec![0.0; nb];
                     a.s_ref = vec![f16::ZERO; nb];
                 }
                 for (i, (x, q)) in x.chunks_exact(32).zip(a.qs.chunks_exact_mut(32)).enumerate() {
                     let d32 = q8_block(s, x, q);
                     let d = f16::from_f32(d32).to_f32();
                     a.d[i] = d;
+                    let sum = q.iter().map(|&v| v as i32).sum::<i32>() as f32;
+                    a.sums[i] = d * sum;
                     if with_sum {
-                        let sum = q.iter().map(|&v| v as i32).sum::<i32>() as f32;
-                        a.sums[i] = d * sum;
                         a.s_ref[i] = f16::from_f32(sum * d32);
                     }
                 }

@@ -7,15 +7,13 @@
 //! integer sums with the activations' block sums (Q8_1's `s`, Q8_K's `bsums`) as llama.cpp
 //! does; integer sums are scaled to f32 once per block (per super-block for the k-quants).
 
-use half::f16;
-
 use super::activation::ActRow;
 use super::{get_scale_min_k4, GgmlType};
 use crate::cpu::simd::Simd;
 
 #[inline(always)]
-fn f16_at(b: &[u8], o: usize) -> f32 {
-    f16::from_le_bytes([b[o], b[o + 1]]).to_f32()
+fn f16_at<S: Simd>(s: S, b: &[u8], o: usize) -> f32 {
+    s.f16_to_f32(u16::from_le_bytes([b[o], b[o + 1]]))
 }
 
 #[inline(always)]
@@ -29,29 +27,34 @@ fn bytes(q: &[i8]) -> &[u8] {
 pub(crate) fn dot_rows<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     use GgmlType::*;
     match ty {
-        // Legacy formats: (block bytes, offset of qs, signed (q − k), has a min m).
-        Q4_0 => legacy::<S, R, 18, false>(
+        // Q4_0/Q5_0: unsigned `q` with the offset as a min (`d·(q − 8) = d·q − 8·d`), so
+        // the dot needs no sign trick.
+        Q4_0 => legacy::<S, R, 18, true>(
             s,
             w,
             a,
             #[inline(always)]
-            |s, b| (s.bsub(s.bload_nib(&b[2..]), s.bsplat(8)), f16_at(b, 0), 0.0),
+            |s, b| {
+                let d = f16_at(s, b, 0);
+                (s.bload_nib(&b[2..]), d, -8.0 * d)
+            },
         ),
         Q4_1 => legacy::<S, R, 20, true>(
             s,
             w,
             a,
             #[inline(always)]
-            |s, b| (s.bload_nib(&b[4..]), f16_at(b, 0), f16_at(b, 2)),
+            |s, b| (s.bload_nib(&b[4..]), f16_at(s, b, 0), f16_at(s, b, 2)),
         ),
-        Q5_0 => legacy::<S, R, 22, false>(
+        Q5_0 => legacy::<S, R, 22, true>(
             s,
             w,
             a,
             #[inline(always)]
             |s, b| {
                 let hi = s.band(s.bbits(u32::from_le_bytes([b[2], b[3], b[4], b[5]])), s.bsplat(0x10));
-                (s.bsub(s.bor(s.bload_nib(&b[6..]), hi), s.bsplat(16)), f16_at(b, 0), 0.0)
+                let d = f16_at(s, b, 0);
+                (s.bor(s.bload_nib(&b[6..]), hi), d, -16.0 * d)
             },
         ),
         Q5_1 => legacy::<S, R, 24, true>(
@@ -61,7 +64,7 @@ pub(crate) fn dot_rows<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], a:
             #[inline(always)]
             |s, b| {
                 let hi = s.band(s.bbits(u32::from_le_bytes([b[4], b[5], b[6], b[7]])), s.bsplat(0x10));
-                (s.bor(s.bload_nib(&b[8..]), hi), f16_at(b, 0), f16_at(b, 2))
+                (s.bor(s.bload_nib(&b[8..]), hi), f16_at(s, b, 0), f16_at(s, b, 2))
             },
         ),
         Q8_0 => legacy::<S, R, 34, false>(
@@ -69,14 +72,14 @@ pub(crate) fn dot_rows<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], a:
             w,
             a,
             #[inline(always)]
-            |s, b| (s.bload(&b[2..]), f16_at(b, 0), 0.0),
+            |s, b| (s.bload(&b[2..]), f16_at(s, b, 0), 0.0),
         ),
         Q8_1 => legacy::<S, R, 36, false>(
             s,
             w,
             a,
             #[inline(always)]
-            |s, b| (s.bload(&b[4..]), f16_at(b, 0), 0.0),
+            |s, b| (s.bload(&b[4..]), f16_at(s, b, 0), 0.0),
         ),
         Q2_K => q2_k(s, w, a),
         Q3_K => q3_k(s, w, a),
@@ -97,25 +100,39 @@ fn legacy<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
     a: &[ActRow<'_>; R],
     decode: impl Fn(S, &[u8]) -> (S::B, f32, f32),
 ) -> [f32; R] {
-    let mut acc = [s.fzero(); R];
+    // Two accumulators per row (even and odd blocks): the FMA's latency is not a chain.
+    let mut acc = [[s.fzero(); R]; 2];
     let mut msum = [0f32; R];
-    for (i, b) in w.chunks_exact(SIZE).enumerate() {
-        let (q, dw, mw) = decode(s, b);
-        for r in 0..R {
-            let y = s.bload(bytes(&a[r].qs[32 * i..]));
-            if MIN {
-                acc[r] = s.fmadd_d(acc[r], s.dot_u8i8(q, y), dw * a[r].d[i]);
-                msum[r] += mw * a[r].sums[i];
-            } else {
-                acc[r] = s.fmadd_d(acc[r], s.dot_i8i8(q, y), dw * a[r].d[i]);
-            }
-        }
+    let pairs = w.chunks_exact(2 * SIZE);
+    let rest = pairs.remainder();
+    let n = w.len() / SIZE / 2 * 2;
+    let [acc0, acc1] = &mut acc;
+    for (p, b) in pairs.enumerate() {
+        legacy_step::<S, R, MIN>(s, 2 * p, decode(s, &b[..SIZE]), a, acc0, &mut msum);
+        legacy_step::<S, R, MIN>(s, 2 * p + 1, decode(s, &b[SIZE..]), a, acc1, &mut msum);
+    }
+    if rest.len() == SIZE {
+        legacy_step::<S, R, MIN>(s, n, decode(s, rest), a, acc0, &mut msum);
     }
     let mut out = msum;
-    for (o, a) in out.iter_mut().zip(acc) {
-        *o += s.fsum(a);
+    for (o, (a0, a1)) in out.iter_mut().zip(acc[0].into_iter().zip(acc[1])) {
+        *o += s.fsum(a0) + s.fsum(a1);
     }
     out
+}
+
+/// Block `i` (decoded) against each activation row.
+#[inline(always)]
+fn legacy_step<S: Simd, const R: usize, const MIN: bool>(s: S, i: usize, (q, dw, mw): (S::B, f32, f32), a: &[ActRow<'_>; R], acc: &mut [S::F; R], msum: &mut [f32; R]) {
+    for r in 0..R {
+        let y = s.bload(bytes(&a[r].qs[32 * i..32 * i + 32]));
+        if MIN {
+            acc[r] = s.fmadd_d(acc[r], s.dot_u8i8(q, y), dw * a[r].d[i]);
+            msum[r] += mw * a[r].sums[i];
+        } else {
+            acc[r] = s.fmadd_d(acc[r], s.dot_i8i8(q, y), dw * a[r].d[i]);
+        }
+    }
 }
 
 /// Sums `Σ_k c[k]·bsums[k]` over the 16 sub-blocks of a super-block.
@@ -193,7 +210,7 @@ fn finish<S: Simd, const R: usize>(s: S, acc: [S::F; R], extra: [f32; R]) -> [f3
 fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
     for (i, b) in w.chunks_exact(144).enumerate() {
-        let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+        let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
         let packed: &[u8; 12] = b[4..16].try_into().unwrap();
         let (mut sc, mut mn) = ([0i16; 16], [0i32; 16]);
         for j in 0..8 {
@@ -216,7 +233,7 @@ fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
 fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
     for (i, b) in w.chunks_exact(176).enumerate() {
-        let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
+        let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
         let packed: &[u8; 12] = b[4..16].try_into().unwrap();
         let (mut sc, mut mn) = ([0i16; 16], [0i32; 16]);
         for j in 0..8 {
@@ -242,7 +259,7 @@ fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
 fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
     for (i, b) in w.chunks_exact(210).enumerate() {
-        let d = f16_at(b, 208);
+        let d = f16_at(s, b, 208);
         let sc: [i16; 16] = core::array::from_fn(|k| b[192 + k] as i8 as i16);
         let c32: [i32; 16] = core::array::from_fn(|k| 32 * sc[k] as i32);
         let (nib, three) = (s.bsplat(15), s.bsplat(3));
@@ -266,7 +283,7 @@ fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
 fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
     for (i, b) in w.chunks_exact(110).enumerate() {
-        let d = f16_at(b, 108);
+        let d = f16_at(s, b, 108);
         let p = &b[96..108];
         let sc: [i16; 16] = core::array::from_fn(
             #[inline(always)]
@@ -296,7 +313,7 @@ fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
 fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
     for (i, b) in w.chunks_exact(84).enumerate() {
-        let (d, dmin) = (f16_at(b, 80), f16_at(b, 82));
+        let (d, dmin) = (f16_at(s, b, 80), f16_at(s, b, 82));
         let sc: [i16; 16] = core::array::from_fn(|k| (b[k] & 15) as i16);
         let mn: [i32; 16] = core::array::from_fn(|k| (b[k] >> 4) as i32);
         let three = s.bsplat(3);
