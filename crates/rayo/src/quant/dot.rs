@@ -123,7 +123,14 @@ fn legacy<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
 
 /// Block `i` (decoded) against each activation row.
 #[inline(always)]
-fn legacy_step<S: Simd, const R: usize, const MIN: bool>(s: S, i: usize, (q, dw, mw): (S::B, f32, f32), a: &[ActRow<'_>; R], acc: &mut [S::F; R], msum: &mut [f32; R]) {
+fn legacy_step<S: Simd, const R: usize, const MIN: bool>(
+    s: S,
+    i: usize,
+    (q, dw, mw): (S::B, f32, f32),
+    a: &[ActRow<'_>; R],
+    acc: &mut [S::F; R],
+    msum: &mut [f32; R],
+) {
     for r in 0..R {
         let y = s.bload(bytes(&a[r].qs[32 * i..32 * i + 32]));
         if MIN {

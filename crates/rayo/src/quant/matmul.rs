@@ -14,6 +14,28 @@ use crate::backend::dispatch;
 use crate::cpu::parallel::{both, Par};
 use crate::{Backend, Error, Result};
 
+/// [`dispatch!`], with AVX-512 VNNI's token where the CPU has it (only the byte dots of these
+/// kernels differ, so only they are compiled for it).
+macro_rules! dispatch_dots {
+    ($backend:expr, |$s:ident| $body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        let vnni = if $backend == Backend::Avx512 { crate::cpu::isa::avx512::Avx512::try_new_vnni() } else { None };
+        #[cfg(not(target_arch = "x86_64"))]
+        let vnni: Option<()> = None;
+        match vnni {
+            #[cfg(target_arch = "x86_64")]
+            Some($s) => {
+                use crate::cpu::simd::Simd as _;
+                $s.vectorize(
+                    #[inline(always)]
+                    || $body,
+                )
+            }
+            _ => dispatch!($backend, |$s| $body),
+        }
+    }};
+}
+
 /// Activation rows multiplied with one pass over a weight row's blocks.
 const TILE: usize = 4;
 
@@ -155,7 +177,7 @@ impl Job<'_, '_> {
     /// Weight rows `r0..r1` into `yt` (`(r1 − r0) × m`), over `p` threads.
     fn split(&self, r0: usize, r1: usize, yt: &mut [f32], p: usize) {
         if p <= 1 {
-            return dispatch!(self.backend, |s| self.rows(s, r0, r1, yt));
+            return dispatch_dots!(self.backend, |s| self.rows(s, r0, r1, yt));
         }
         let mid = r0 + (r1 - r0) * (p / 2) / p;
         let (a, b) = yt.split_at_mut((mid - r0) * self.m);

@@ -5,32 +5,30 @@ use core::arch::x86_64::*;
 
 /// Proof that the CPU has AVX-512F, AVX2, FMA and F16C: only `try_new` makes one.
 ///
-/// `vnni` records AVX-512 VNNI (with VL) as a flag of this token rather than a token of its own:
-/// it only changes the two byte dots (`vpdpbusd` instead of `maddubs` + `madd`), so a second
-/// token would duplicate every f32 method and add a backend users would have to know about.
-/// `vectorize` compiles the kernel twice (with and without the feature) and picks the copy
-/// once, so the flag is a loop-invariant branch in the copy that runs.
+/// `VNNI` (a type parameter, off by default) says the CPU also has AVX-512 VNNI with VL: it
+/// only changes the two byte dots (`vpdpbusd` instead of `maddubs` + `madd`), so it is not a
+/// backend of its own. As a constant it costs nothing in the loops: a run-time flag was tried
+/// first and left a branch in every block of the quantized kernels (LLVM did not unswitch
+/// them). Only the quantized products ask for the VNNI token ([`Avx512::try_new_vnni`]); the
+/// other kernels are compiled once, for `Avx512<false>`.
 #[derive(Clone, Copy, Debug)]
-pub struct Avx512 {
-    vnni: bool,
-}
+pub struct Avx512<const VNNI: bool = false>(());
 
 impl Avx512 {
     #[inline]
     pub fn try_new() -> Option<Self> {
-        let ok = std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("f16c");
+        let ok = std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("fma")
+            && std::is_x86_feature_detected!("f16c");
+        ok.then_some(Avx512(()))
+    }
+
+    /// The VNNI token, where the CPU has AVX-512 VNNI and VL as well.
+    #[inline]
+    pub fn try_new_vnni() -> Option<Avx512<true>> {
         let vnni = std::is_x86_feature_detected!("avx512vnni") && std::is_x86_feature_detected!("avx512vl");
-        ok.then_some(Avx512 { vnni })
-    }
-
-    /// The same token with VNNI off (so tests reach the `maddubs` path on a VNNI machine).
-    pub fn without_vnni(self) -> Self {
-        Avx512 { vnni: false }
-    }
-
-    /// Whether the byte dots use AVX-512 VNNI.
-    pub fn has_vnni(self) -> bool {
-        self.vnni
+        Avx512::try_new().filter(|_| vnni).map(|_| Avx512(()))
     }
 }
 
@@ -49,7 +47,7 @@ fn tail_mask(len: usize) -> __mmask16 {
 // SAFETY (every `unsafe` block below): an `Avx512` value exists only after `try_new` saw
 // avx512f, avx2, fma and f16c on this CPU; pointer accesses stay inside the slices they come from
 // (full loads/stores assert the length; masked ones touch only `len` lanes).
-impl Simd for Avx512 {
+impl<const VNNI: bool> Simd for Avx512<VNNI> {
     type V = __m512;
     type I = __m512i;
     type M = __mmask16;
@@ -69,10 +67,10 @@ impl Simd for Avx512 {
         unsafe fn run_vnni<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        // SAFETY: the token proves the features `run` (and, with `vnni`, `run_vnni`) is
+        // SAFETY: the token proves the features `run` (and, with `VNNI`, `run_vnni`) is
         // compiled for.
         unsafe {
-            if self.vnni {
+            if VNNI {
                 run_vnni(f)
             } else {
                 run(f)
@@ -259,8 +257,8 @@ impl Simd for Avx512 {
     super::bytes256::byte_lanes_256!();
     #[inline(always)]
     fn dot_u8i8(self, a: __m256i, b: __m256i) -> __m256i {
-        if self.vnni {
-            // SAFETY: `vnni` is set only when the CPU has avx512vnni and avx512vl.
+        if VNNI {
+            // SAFETY: an `Avx512<true>` is made only where the CPU has avx512vnni and avx512vl.
             unsafe { dpbusd(a, b) }
         } else {
             // SAFETY: register-only; the token proves AVX2.
