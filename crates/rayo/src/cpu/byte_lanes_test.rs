@@ -87,3 +87,16 @@ fn byte_lanes_match_scalar_on_every_isa() {
     }
     println!("byte lanes checked on: {}", ran.join(", "));
 }
+
+#[test]
+fn f16_to_f32_is_exact_for_every_half() {
+    for backend in Backend::available() {
+        let bad = dispatch!(backend, |s| (0..=u16::MAX)
+            .filter(|&h| {
+                let (got, want) = (s.f16_to_f32(h), half::f16::from_bits(h).to_f32());
+                !(got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan())
+            })
+            .count());
+        assert_eq!(bad, 0, "{backend}");
+    }
+}

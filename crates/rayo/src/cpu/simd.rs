@@ -186,11 +186,18 @@ pub trait Simd: Copy + Send + Sync + 'static {
         let buf: [u8; 32] = core::array::from_fn(|j| if bits >> j & 1 == 1 { 0xFF } else { 0 });
         self.bload(&buf)
     }
-    /// An IEEE half (the scales of the quantized blocks) as f32: one instruction where the ISA
-    /// converts halves (F16C on x86-64), else `half`'s conversion.
+    /// An IEEE half (the scales of the quantized blocks) as f32, exactly, without branches:
+    /// the magnitude bits moved into place and scaled by 2^112 (right for zero, subnormals and
+    /// normals), ±inf and NaN patched by a select. Scalar on purpose: F16C's `vcvtph2ps` on one
+    /// value made LLVM merge the half into a live register (`vpinsrw`), a false dependency that
+    /// chained each block's scale to the previous block's sum.
     #[inline(always)]
     fn f16_to_f32(self, h: u16) -> f32 {
-        half::f16::from_bits(h).to_f32()
+        let h = h as u32;
+        let mag = (h & 0x7fff) << 13;
+        let v = f32::from_bits(mag) * f32::from_bits(0x7780_0000);
+        let v = if h & 0x7c00 == 0x7c00 { f32::from_bits(mag | 0x7f80_0000) } else { v };
+        f32::from_bits(v.to_bits() | ((h & 0x8000) << 16))
     }
     /// `Σ a[i]·b[i]` with `a` unsigned in `0..=127` and `b` signed (the bound keeps the pair
     /// sums of `maddubs` from saturating).

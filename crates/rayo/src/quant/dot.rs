@@ -100,25 +100,49 @@ fn legacy<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
     a: &[ActRow<'_>; R],
     decode: impl Fn(S, &[u8]) -> (S::B, f32, f32),
 ) -> [f32; R] {
+    // Each row's blocks as fixed-size arrays of exactly `nb`: the loops index them without
+    // bounds checks.
+    let (w, _) = w.as_chunks::<SIZE>();
+    let nb = w.len();
+    let rows: [Row<'_>; R] = core::array::from_fn(|r| Row::new::<32>(&a[r], nb, MIN));
     // Two accumulators per row (even and odd blocks): the FMA's latency is not a chain.
     let mut acc = [[s.fzero(); R]; 2];
-    let mut msum = [0f32; R];
-    let pairs = w.chunks_exact(2 * SIZE);
-    let rest = pairs.remainder();
-    let n = w.len() / SIZE / 2 * 2;
+    let mut msum = [[0f32; R]; 2];
     let [acc0, acc1] = &mut acc;
-    for (p, b) in pairs.enumerate() {
-        legacy_step::<S, R, MIN>(s, 2 * p, decode(s, &b[..SIZE]), a, acc0, &mut msum);
-        legacy_step::<S, R, MIN>(s, 2 * p + 1, decode(s, &b[SIZE..]), a, acc1, &mut msum);
+    let [msum0, msum1] = &mut msum;
+    for p in 0..nb / 2 {
+        let i = 2 * p;
+        legacy_step::<S, R, MIN>(s, i, decode(s, &w[i]), &rows, acc0, msum0);
+        legacy_step::<S, R, MIN>(s, i + 1, decode(s, &w[i + 1]), &rows, acc1, msum1);
     }
-    if rest.len() == SIZE {
-        legacy_step::<S, R, MIN>(s, n, decode(s, rest), a, acc0, &mut msum);
+    if nb % 2 == 1 {
+        legacy_step::<S, R, MIN>(s, nb - 1, decode(s, &w[nb - 1]), &rows, acc0, msum0);
     }
-    let mut out = msum;
-    for (o, (a0, a1)) in out.iter_mut().zip(acc[0].into_iter().zip(acc[1])) {
-        *o += s.fsum(a0) + s.fsum(a1);
+    let mut out = [0f32; R];
+    for r in 0..R {
+        out[r] = s.fsum(acc[0][r]) + s.fsum(acc[1][r]) + (msum[0][r] + msum[1][r]);
     }
     out
+}
+
+/// One activation row cut to `nb` blocks of `N` values.
+struct Row<'a, const N: usize = 32> {
+    qs: &'a [[u8; N]],
+    d: &'a [f32],
+    sums: &'a [f32],
+    bsums: &'a [[i16; 16]],
+}
+
+impl<'a> Row<'a> {
+    #[inline(always)]
+    fn new<const N: usize>(a: &ActRow<'a>, nb: usize, sums: bool) -> Row<'a, N> {
+        Row {
+            qs: &bytes(a.qs).as_chunks::<N>().0[..nb],
+            d: &a.d[..nb],
+            sums: if sums { &a.sums[..nb] } else { &[] },
+            bsums: if N == 256 { &a.bsums.as_chunks::<16>().0[..nb] } else { &[] },
+        }
+    }
 }
 
 /// Block `i` (decoded) against each activation row.
@@ -127,12 +151,12 @@ fn legacy_step<S: Simd, const R: usize, const MIN: bool>(
     s: S,
     i: usize,
     (q, dw, mw): (S::B, f32, f32),
-    a: &[ActRow<'_>; R],
+    a: &[Row<'_>; R],
     acc: &mut [S::F; R],
     msum: &mut [f32; R],
 ) {
     for r in 0..R {
-        let y = s.bload(bytes(&a[r].qs[32 * i..32 * i + 32]));
+        let y = s.bload(&a[r].qs[i]);
         if MIN {
             acc[r] = s.fmadd_d(acc[r], s.dot_u8i8(q, y), dw * a[r].d[i]);
             msum[r] += mw * a[r].sums[i];
@@ -144,27 +168,29 @@ fn legacy_step<S: Simd, const R: usize, const MIN: bool>(
 
 /// Sums `Σ_k c[k]·bsums[k]` over the 16 sub-blocks of a super-block.
 #[inline(always)]
-fn bsum_dot(c: &[i32; 16], bsums: &[i16]) -> i32 {
-    c.iter().zip(&bsums[..16]).map(|(&c, &b)| c * b as i32).sum()
+fn bsum_dot(c: &[i32; 16], bsums: &[i16; 16]) -> i32 {
+    c.iter().zip(bsums).map(|(&c, &b)| c * b as i32).sum()
 }
 
 /// Q8_K weights: `d·Σ q·y` over 8 vectors of 32.
 #[inline(always)]
 fn q8_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let mut acc = [s.fzero(); R];
-    for (i, b) in w.chunks_exact(292).enumerate() {
+    let (w, _) = w.as_chunks::<292>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
         let dw = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         let mut q = [s.bsplat(0); 8];
         for (j, q) in q.iter_mut().enumerate() {
             *q = s.bload(&b[4 + 32 * j..]);
         }
         for r in 0..R {
-            let y = bytes(&a[r].qs[256 * i..256 * i + 256]);
+            let y = &rows[r].qs[i];
             let mut isum = s.dzero();
             for (j, q) in q.iter().enumerate() {
                 isum = s.dadd(isum, s.dot_i8i8(*q, s.bload(&y[32 * j..])));
             }
-            acc[r] = s.fmadd_d(acc[r], isum, dw * a[r].d[i]);
+            acc[r] = s.fmadd_d(acc[r], isum, dw * rows[r].d[i]);
         }
     }
     let mut out = [0f32; R];
@@ -186,20 +212,20 @@ fn kquant_rows<S: Simd, const R: usize>(
     q: &[S::B; 8],
     sc: &[i16; 16],
     d: f32,
-    corr: impl Fn(&[i16]) -> f32,
-    a: &[ActRow<'_>; R],
+    corr: impl Fn(&[i16; 16]) -> f32,
+    a: &[Row<'_, 256>; R],
     acc: &mut [S::F; R],
     extra: &mut [f32; R],
 ) {
     for r in 0..R {
-        let y = bytes(&a[r].qs[256 * i..256 * i + 256]);
+        let y = &a[r].qs[i];
         let mut isum = s.dzero();
         for (j, q) in q.iter().enumerate() {
             isum = s.dadd(isum, s.dot_u8i8_s2(*q, s.bload(&y[32 * j..]), sc[2 * j], sc[2 * j + 1]));
         }
         let dy = a[r].d[i];
         acc[r] = s.fmadd_d(acc[r], isum, d * dy);
-        extra[r] += dy * corr(&a[r].bsums[16 * i..16 * i + 16]);
+        extra[r] += dy * corr(&a[r].bsums[i]);
     }
 }
 
@@ -216,7 +242,9 @@ fn finish<S: Simd, const R: usize>(s: S, acc: [S::F; R], extra: [f32; R]) -> [f3
 #[inline(always)]
 fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    for (i, b) in w.chunks_exact(144).enumerate() {
+    let (w, _) = w.as_chunks::<144>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
         let packed: &[u8; 12] = b[4..16].try_into().unwrap();
         let (mut sc, mut mn) = ([0i16; 16], [0i32; 16]);
@@ -230,7 +258,7 @@ fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let x = s.bload(&b[16 + 32 * (j / 2)..]);
             q[j] = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, a, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
@@ -239,7 +267,9 @@ fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
 #[inline(always)]
 fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    for (i, b) in w.chunks_exact(176).enumerate() {
+    let (w, _) = w.as_chunks::<176>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
         let packed: &[u8; 12] = b[4..16].try_into().unwrap();
         let (mut sc, mut mn) = ([0i16; 16], [0i32; 16]);
@@ -256,7 +286,7 @@ fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let low = if j % 2 == 0 { s.band(x, nib) } else { s.bshr(x, 4) };
             q[j] = s.bor(low, s.bshl(s.band(s.bshr(qh, j as u32), one), 4));
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, a, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
@@ -265,7 +295,9 @@ fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
 #[inline(always)]
 fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    for (i, b) in w.chunks_exact(210).enumerate() {
+    let (w, _) = w.as_chunks::<210>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
         let d = f16_at(s, b, 208);
         let sc: [i16; 16] = core::array::from_fn(|k| b[192 + k] as i8 as i16);
         let c32: [i32; 16] = core::array::from_fn(|k| 32 * sc[k] as i32);
@@ -280,7 +312,7 @@ fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let low = if t < 2 { s.band(ql, nib) } else { s.bshr(ql, 4) };
             q[j] = s.bor(low, s.bshl(s.band(s.bshr(qh, 2 * t as u32), three), 4));
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c32, bs) as f32, a, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c32, bs) as f32, &rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
@@ -289,7 +321,9 @@ fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
 #[inline(always)]
 fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    for (i, b) in w.chunks_exact(110).enumerate() {
+    let (w, _) = w.as_chunks::<110>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
         let d = f16_at(s, b, 108);
         let p = &b[96..108];
         let sc: [i16; 16] = core::array::from_fn(
@@ -310,7 +344,7 @@ fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let low = s.band(s.bshr(s.bload(&b[32 + 32 * h..]), 2 * t as u32), three);
             q[j] = s.bor(low, s.bshl(s.band(s.bshr(hm, j as u32), one), 2));
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c4, bs) as f32, a, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c4, bs) as f32, &rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
@@ -319,7 +353,9 @@ fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
 #[inline(always)]
 fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    for (i, b) in w.chunks_exact(84).enumerate() {
+    let (w, _) = w.as_chunks::<84>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 80), f16_at(s, b, 82));
         let sc: [i16; 16] = core::array::from_fn(|k| (b[k] & 15) as i16);
         let mn: [i32; 16] = core::array::from_fn(|k| (b[k] >> 4) as i32);
@@ -329,7 +365,7 @@ fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let (h, t) = (j / 4, j % 4);
             q[j] = s.band(s.bshr(s.bload(&b[16 + 32 * h..]), 2 * t as u32), three);
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, a, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }

@@ -3,20 +3,20 @@
 use crate::cpu::simd::Simd;
 use core::arch::x86_64::*;
 
-/// Proof that the CPU has AVX2, FMA and F16C (every AVX2 CPU has F16C): only `try_new` makes one.
+/// Proof that the CPU has AVX2 and FMA: only `try_new` makes one.
 #[derive(Clone, Copy, Debug)]
 pub struct Avx2(());
 
 impl Avx2 {
     #[inline]
     pub fn try_new() -> Option<Self> {
-        let ok = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("f16c");
+        let ok = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
         ok.then_some(Avx2(()))
     }
 }
 
-// SAFETY (every `unsafe` block below): an `Avx2` value exists only after `try_new` saw avx2, fma
-// and f16c on this CPU; full loads/stores assert the slice holds 8 elements, partial ones go through
+// SAFETY (every `unsafe` block below): an `Avx2` value exists only after `try_new` saw avx2 and
+// fma on this CPU; full loads/stores assert the slice holds 8 elements, partial ones go through
 // a stack buffer.
 impl Simd for Avx2 {
     type V = __m256;
@@ -30,7 +30,7 @@ impl Simd for Avx2 {
 
     #[inline(always)]
     fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
-        #[target_feature(enable = "avx2,fma,f16c")]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
             f()
         }

@@ -3,7 +3,7 @@
 use crate::cpu::simd::Simd;
 use core::arch::x86_64::*;
 
-/// Proof that the CPU has AVX-512F, AVX2, FMA and F16C: only `try_new` makes one.
+/// Proof that the CPU has AVX-512F, AVX2 and FMA: only `try_new` makes one.
 ///
 /// `VNNI` (a type parameter, off by default) says the CPU also has AVX-512 VNNI with VL: it
 /// only changes the two byte dots (`vpdpbusd` instead of `maddubs` + `madd`), so it is not a
@@ -17,10 +17,7 @@ pub struct Avx512<const VNNI: bool = false>(());
 impl Avx512 {
     #[inline]
     pub fn try_new() -> Option<Self> {
-        let ok = std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("fma")
-            && std::is_x86_feature_detected!("f16c");
+        let ok = std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
         ok.then_some(Avx512(()))
     }
 
@@ -34,7 +31,7 @@ impl Avx512 {
 
 /// `vpdpbusd` on 256-bit lanes: u8 × i8, four products summed into each i32 lane.
 #[inline]
-#[target_feature(enable = "avx512f,avx2,fma,f16c,avx512vnni,avx512vl")]
+#[target_feature(enable = "avx512f,avx2,fma,avx512vnni,avx512vl")]
 fn dpbusd(a: __m256i, b: __m256i) -> __m256i {
     _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)
 }
@@ -45,7 +42,7 @@ fn tail_mask(len: usize) -> __mmask16 {
 }
 
 // SAFETY (every `unsafe` block below): an `Avx512` value exists only after `try_new` saw
-// avx512f, avx2, fma and f16c on this CPU; pointer accesses stay inside the slices they come from
+// avx512f, avx2 and fma on this CPU; pointer accesses stay inside the slices they come from
 // (full loads/stores assert the length; masked ones touch only `len` lanes).
 impl<const VNNI: bool> Simd for Avx512<VNNI> {
     type V = __m512;
@@ -59,11 +56,11 @@ impl<const VNNI: bool> Simd for Avx512<VNNI> {
 
     #[inline(always)]
     fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
-        #[target_feature(enable = "avx512f,avx2,fma,f16c")]
+        #[target_feature(enable = "avx512f,avx2,fma")]
         unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        #[target_feature(enable = "avx512f,avx2,fma,f16c,avx512vnni,avx512vl")]
+        #[target_feature(enable = "avx512f,avx2,fma,avx512vnni,avx512vl")]
         unsafe fn run_vnni<R>(f: impl FnOnce() -> R) -> R {
             f()
         }

@@ -173,11 +173,6 @@ macro_rules! byte_lanes_256 {
             unsafe { _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(scale), acc) }
         }
         #[inline(always)]
-        fn f16_to_f32(self, h: u16) -> f32 {
-            // SAFETY: register-only; the token proves F16C (checked with AVX2).
-            unsafe { _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32))) }
-        }
-        #[inline(always)]
         fn fsum(self, a: __m256) -> f32 {
             // SAFETY: register-only; the token proves AVX2.
             unsafe { super::bytes256::hsum_f32(a) }
