@@ -114,7 +114,7 @@ fi
 
 if section debug; then
   # A debug build: overflow checks live, so a wrapped size is a panic the tests see.
-  run cargo test -p rayo --lib --test hostile --test errors
+  run cargo test -p rayo --lib --test hostile --test errors --test quant
 fi
 
 if section readme; then

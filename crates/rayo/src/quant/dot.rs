@@ -254,9 +254,9 @@ fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             (mn[2 * j], mn[2 * j + 1]) = (m as i32, m as i32);
         }
         let mut q = [s.bsplat(0); 8];
-        for j in 0..8 {
+        for (j, qj) in q.iter_mut().enumerate() {
             let x = s.bload(&b[16 + 32 * (j / 2)..]);
-            q[j] = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
+            *qj = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
         }
         kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
     }
@@ -281,10 +281,10 @@ fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
         let qh = s.bload(&b[16..]);
         let (one, nib) = (s.bsplat(1), s.bsplat(15));
         let mut q = [s.bsplat(0); 8];
-        for j in 0..8 {
+        for (j, qj) in q.iter_mut().enumerate() {
             let x = s.bload(&b[48 + 32 * (j / 2)..]);
             let low = if j % 2 == 0 { s.band(x, nib) } else { s.bshr(x, 4) };
-            q[j] = s.bor(low, s.bshl(s.band(s.bshr(qh, j as u32), one), 4));
+            *qj = s.bor(low, s.bshl(s.band(s.bshr(qh, j as u32), one), 4));
         }
         kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
     }
@@ -305,12 +305,12 @@ fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
         // Vector j = 4h + t covers values 128h + 32t ..: low nibbles of ql[64h..] (t = 0, 1)
         // or high nibbles (t = 2, 3), and bits 2t..2t+2 of qh[32h..].
         let mut q = [s.bsplat(0); 8];
-        for j in 0..8 {
+        for (j, qj) in q.iter_mut().enumerate() {
             let (h, t) = (j / 4, j % 4);
             let ql = s.bload(&b[64 * h + 32 * (t % 2)..]);
             let qh = s.bload(&b[128 + 32 * h..]);
             let low = if t < 2 { s.band(ql, nib) } else { s.bshr(ql, 4) };
-            q[j] = s.bor(low, s.bshl(s.band(s.bshr(qh, 2 * t as u32), three), 4));
+            *qj = s.bor(low, s.bshl(s.band(s.bshr(qh, 2 * t as u32), three), 4));
         }
         kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c32, bs) as f32, &rows, &mut acc, &mut extra);
     }
@@ -339,10 +339,10 @@ fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
         let (one, three) = (s.bsplat(1), s.bsplat(3));
         // Vector j = 4h + t: bits 2t..2t+2 of qs[32h..], bit j of hmask; `q + 4h` is 0..=7.
         let mut q = [s.bsplat(0); 8];
-        for j in 0..8 {
+        for (j, qj) in q.iter_mut().enumerate() {
             let (h, t) = (j / 4, j % 4);
             let low = s.band(s.bshr(s.bload(&b[32 + 32 * h..]), 2 * t as u32), three);
-            q[j] = s.bor(low, s.bshl(s.band(s.bshr(hm, j as u32), one), 2));
+            *qj = s.bor(low, s.bshl(s.band(s.bshr(hm, j as u32), one), 2));
         }
         kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c4, bs) as f32, &rows, &mut acc, &mut extra);
     }
@@ -361,9 +361,9 @@ fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
         let mn: [i32; 16] = core::array::from_fn(|k| (b[k] >> 4) as i32);
         let three = s.bsplat(3);
         let mut q = [s.bsplat(0); 8];
-        for j in 0..8 {
+        for (j, qj) in q.iter_mut().enumerate() {
             let (h, t) = (j / 4, j % 4);
-            q[j] = s.band(s.bshr(s.bload(&b[16 + 32 * h..]), 2 * t as u32), three);
+            *qj = s.band(s.bshr(s.bload(&b[16 + 32 * h..]), 2 * t as u32), three);
         }
         kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
     }

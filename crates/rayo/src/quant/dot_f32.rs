@@ -17,7 +17,11 @@ pub(crate) fn dot_rows_f32<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8]
     use GgmlType::*;
     match ty {
         F32 => floats::<S, R, 4>(s, w, x, float::dequantize_f32),
-        F16 => floats::<S, R, 2>(s, w, x, float::dequantize_f16),
+        F16 => floats::<S, R, 2>(s, w, x, |b, o| {
+            for (o, h) in o.iter_mut().zip(b.chunks_exact(2)) {
+                *o = s.f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
+            }
+        }),
         BF16 => floats::<S, R, 2>(s, w, x, float::dequantize_bf16),
         Q4_0 => blocks::<S, R, BlockQ4_0>(s, w, x),
         Q4_1 => blocks::<S, R, BlockQ4_1>(s, w, x),
@@ -54,7 +58,7 @@ fn accumulate<S: Simd, const R: usize>(s: S, buf: &[f32], x: &[&[f32]; R], at: u
 }
 
 #[inline(always)]
-fn floats<S: Simd, const R: usize, const SIZE: usize>(s: S, w: &[u8], x: &[&[f32]; R], decode: fn(&[u8], &mut [f32])) -> [f32; R] {
+fn floats<S: Simd, const R: usize, const SIZE: usize>(s: S, w: &[u8], x: &[&[f32]; R], decode: impl Fn(&[u8], &mut [f32])) -> [f32; R] {
     let mut acc = [s.zero(); R];
     let mut buf = [0f32; CHUNK];
     for (c, bytes) in w.chunks(CHUNK * SIZE).enumerate() {

@@ -55,8 +55,8 @@ impl BlockCodec for BlockQ3K {
         let mut y = BlockQ3K { hmask: [0; 32], qs: [0; 64], scales: [0; 12], d: f16::ZERO };
         if max_scale != 0.0 {
             let iscale = -32.0 / max_scale;
-            for j in 0..16 {
-                let lj = (nearest_int(iscale * scales[j]) as i8).clamp(-32, 31) + 32;
+            for (j, &scale) in scales.iter().enumerate() {
+                let lj = (nearest_int(iscale * scale) as i8).clamp(-32, 31) + 32;
                 let lj = lj as u8;
                 if j < 8 {
                     y.scales[j] = lj & 0xF;
@@ -97,8 +97,15 @@ impl Unpack for BlockQ3K {
     const MIN: MinKind = MinKind::None;
     #[inline(always)]
     fn unpack(&self, q: &mut [i8; 256], d: &mut [f32; 16], _m: &mut [f32; 16]) {
-        for (i, q) in q.iter_mut().enumerate() {
-            *q = self.q(i);
+        // As `q(i)`, in loops the compiler vectorizes: value 128h + 32k + l.
+        for h in 0..2 {
+            for k in 0..4 {
+                for l in 0..32 {
+                    let low = ((self.qs[32 * h + l] >> (2 * k)) & 3) as i8;
+                    let high = ((self.hmask[l] >> (4 * h + k)) & 1) as i8;
+                    q[128 * h + 32 * k + l] = low - 4 + 4 * high;
+                }
+            }
         }
         let dd = self.d.to_f32();
         for (g, d) in d.iter_mut().enumerate() {
