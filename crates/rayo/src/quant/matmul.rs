@@ -37,7 +37,7 @@ macro_rules! dispatch_dots {
 }
 
 /// Activation rows multiplied with one pass over a weight row's blocks.
-const TILE: usize = 4;
+const TILE: usize = 8;
 
 /// Below this many weight bytes × activation rows a product stays on one thread.
 const PAR_GRAIN: usize = 1 << 18;
