@@ -16,13 +16,29 @@ const CHUNK: usize = 256;
 pub(crate) fn dot_rows_f32<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], x: &[&[f32]; R]) -> [f32; R] {
     use GgmlType::*;
     match ty {
-        F32 => floats::<S, R, 4>(s, w, x, float::dequantize_f32),
-        F16 => floats::<S, R, 2>(s, w, x, |b, o| {
-            for (o, h) in o.iter_mut().zip(b.chunks_exact(2)) {
-                *o = s.f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
-            }
-        }),
-        BF16 => floats::<S, R, 2>(s, w, x, float::dequantize_bf16),
+        // The conversions inline into this ISA's context (closures, not function pointers,
+        // which were compiled without its features), so their loops vectorize.
+        F32 => floats::<S, R, 4>(
+            s,
+            w,
+            x,
+            #[inline(always)]
+            |b| f32::from_le_bytes(b),
+        ),
+        F16 => floats::<S, R, 2>(
+            s,
+            w,
+            x,
+            #[inline(always)]
+            |b| float::f16_bits_to_f32(u16::from_le_bytes(b)),
+        ),
+        BF16 => floats::<S, R, 2>(
+            s,
+            w,
+            x,
+            #[inline(always)]
+            |b| float::bf16_bits_to_f32(u16::from_le_bytes(b)),
+        ),
         Q4_0 => blocks::<S, R, BlockQ4_0>(s, w, x),
         Q4_1 => blocks::<S, R, BlockQ4_1>(s, w, x),
         Q5_0 => blocks::<S, R, BlockQ5_0>(s, w, x),
@@ -58,12 +74,14 @@ fn accumulate<S: Simd, const R: usize>(s: S, buf: &[f32], x: &[&[f32]; R], at: u
 }
 
 #[inline(always)]
-fn floats<S: Simd, const R: usize, const SIZE: usize>(s: S, w: &[u8], x: &[&[f32]; R], decode: impl Fn(&[u8], &mut [f32])) -> [f32; R] {
+fn floats<S: Simd, const R: usize, const SIZE: usize>(s: S, w: &[u8], x: &[&[f32]; R], decode: impl Fn([u8; SIZE]) -> f32) -> [f32; R] {
     let mut acc = [s.zero(); R];
     let mut buf = [0f32; CHUNK];
     for (c, bytes) in w.chunks(CHUNK * SIZE).enumerate() {
         let buf = &mut buf[..bytes.len() / SIZE];
-        decode(bytes, buf);
+        for (o, v) in buf.iter_mut().zip(bytes.as_chunks::<SIZE>().0) {
+            *o = decode(*v);
+        }
         accumulate(s, buf, x, c * CHUNK, &mut acc);
     }
     let mut out = [0f32; R];
