@@ -18,13 +18,7 @@ pub(crate) fn dot_rows_f32<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8]
     match ty {
         // The conversions inline into this ISA's context (closures, not function pointers,
         // which were compiled without its features), so their loops vectorize.
-        F32 => floats::<S, R, 4>(
-            s,
-            w,
-            x,
-            #[inline(always)]
-            |b| f32::from_le_bytes(b),
-        ),
+        F32 => floats::<S, R, 4>(s, w, x, f32::from_le_bytes),
         F16 => floats::<S, R, 2>(
             s,
             w,
