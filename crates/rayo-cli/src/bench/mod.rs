@@ -29,12 +29,16 @@ wgpu, CUDA), with a skip line for one that is absent. `rayo bench --op list` pri
 backend knows. Matrix ops (matmul matvec transpose conv2d; cuda gemm*) take --size n as n×n.
 wgpu gives two rows per op (roundtrip: host slices in and out; resident: data on the device);
 on a software adapter (lavapipe, SwiftShader) its rows are labelled wgpu-sw.
+Quantized products (CPU): `read` (sum of 256 MiB, GB/s), qmatvec_<FMT> and qmatmul_<FMT> for
+FMT in F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1 Q2_K..Q6_K Q8_K (--size n: n×n weights,
+default 4096; qmatmul multiplies 64 rows), and matmul_m64 (the f32 GEMM of that shape).
 
 Examples:
   rayo bench --quick
   rayo bench --op add --op gelu --size 100K --size 10M --backend avx2 --backend avx512
   rayo bench --op matmul --size 1024 --threads 1 --threads 2 --json
-  rayo bench --backend cuda --op gemm --op ptxgen";
+  rayo bench --backend cuda --op gemm --op ptxgen
+  rayo bench --backend avx512 --threads 1 --threads 2 --op read --op qmatvec_Q4_K --op qmatmul_Q4_K --op matmul_m64";
 
 /// Which backends a run measures.
 struct Selection {
