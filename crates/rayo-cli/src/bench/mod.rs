@@ -8,6 +8,7 @@ mod cuda;
 #[cfg(feature = "gpu")]
 mod gpu;
 mod matrix;
+mod quant;
 pub mod row;
 mod timer;
 
@@ -28,12 +29,16 @@ wgpu, CUDA), with a skip line for one that is absent. `rayo bench --op list` pri
 backend knows. Matrix ops (matmul matvec transpose conv2d; cuda gemm*) take --size n as n×n.
 wgpu gives two rows per op (roundtrip: host slices in and out; resident: data on the device);
 on a software adapter (lavapipe, SwiftShader) its rows are labelled wgpu-sw.
+Quantized products (CPU): `read` (sum of 256 MiB, GB/s), qmatvec_<FMT> and qmatmul_<FMT> for
+FMT in F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1 Q2_K..Q6_K Q8_K (--size n: n×n weights,
+default 4096; qmatmul multiplies 64 rows), and matmul_m64 (the f32 GEMM of that shape).
 
 Examples:
   rayo bench --quick
   rayo bench --op add --op gelu --size 100K --size 10M --backend avx2 --backend avx512
   rayo bench --op matmul --size 1024 --threads 1 --threads 2 --json
-  rayo bench --backend cuda --op gemm --op ptxgen";
+  rayo bench --backend cuda --op gemm --op ptxgen
+  rayo bench --backend avx512 --threads 1 --threads 2 --op read --op qmatvec_Q4_K --op qmatmul_Q4_K --op matmul_m64";
 
 /// Which backends a run measures.
 struct Selection {
@@ -145,7 +150,9 @@ impl Gpu {
 /// Every op each backend of this build knows, for error messages and `--op list`.
 #[cfg_attr(not(any(feature = "gpu", feature = "cuda")), allow(unused_mut))]
 fn known_ops() -> Vec<(&'static str, Vec<&'static str>)> {
-    let mut v = vec![("cpu", cpu::ops().into_iter().chain(matrix::OPS.iter().copied()).collect())];
+    // The quantized rows' names are made at run time (one per format); leaked once per call.
+    let q: Vec<&'static str> = quant::ops().into_iter().map(|s| &*Box::leak(s.into_boxed_str())).collect();
+    let mut v = vec![("cpu", cpu::ops().into_iter().chain(matrix::OPS.iter().copied()).chain(q).collect())];
     #[cfg(feature = "gpu")]
     v.push(("wgpu", gpu::ops()));
     #[cfg(feature = "cuda")]
@@ -154,7 +161,7 @@ fn known_ops() -> Vec<(&'static str, Vec<&'static str>)> {
 }
 
 fn cpu_has(op: &str) -> bool {
-    cpu::ops().contains(&op) || matrix::OPS.contains(&op)
+    cpu::ops().contains(&op) || matrix::OPS.contains(&op) || quant::has(op)
 }
 
 /// Whether some selected backend knows `op` (whether or not this machine has that backend).
@@ -282,6 +289,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         let is_matrix = matrix::OPS.contains(&op.as_str());
         let sizes = match (args.sizes.is_empty(), cpu_has(op), gpus.iter().find_map(|g| g.op_for(op).map(|o| (g, o)))) {
             (false, _, _) => args.sizes.clone(),
+            (true, true, _) if quant::has(op) => vec![quant::default_size(op)],
             (true, true, _) => default_sizes(is_matrix, args.quick),
             (true, false, Some((g, gop))) => g.default_sizes(&gop, args.quick),
             (true, false, None) => vec![],
@@ -294,7 +302,13 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             if cpu_has(op) {
                 for &b in &sel.cpu {
                     for &t in &threads {
-                        let rows = if is_matrix { matrix::run(op, n, b, t, plan) } else { cpu::run(op, n, b, t, plan).into_iter().collect() };
+                        let rows = if quant::has(op) {
+                            quant::run(op, n, b, t, plan).into_iter().collect()
+                        } else if is_matrix {
+                            matrix::run(op, n, b, t, plan)
+                        } else {
+                            cpu::run(op, n, b, t, plan).into_iter().collect()
+                        };
                         rows.iter().for_each(emit);
                     }
                 }

@@ -1,6 +1,8 @@
 //! Everything that runs on the CPU: the `Simd` trait and its instruction sets, the kernels
 //! written once over it, the math polynomials, threading and buffer reuse.
 
+#[cfg(test)]
+mod byte_lanes_test;
 pub mod caches;
 pub mod gemm;
 // The `Simd` vocabulary is complete by design (every instruction set implements every

@@ -22,6 +22,12 @@ pub trait Simd: Copy + Send + Sync + 'static {
     type I: Copy;
     /// A per-lane predicate.
     type M: Copy;
+    /// 32 bytes (see "byte lanes" below).
+    type B: Copy;
+    /// i32 partial sums of byte products.
+    type D: Copy;
+    /// f32 lanes, as many as `D` has.
+    type F: Copy;
 
     const LANES: usize;
     const NAME: &'static str;
@@ -151,6 +157,65 @@ pub trait Simd: Copy + Send + Sync + 'static {
         }
         self.load(&buf)
     }
+
+    // ---- byte lanes (quantized dot products) ----
+    //
+    // A `B` holds 32 bytes: one block of a 32-value format, or two 16-value sub-blocks of a
+    // k-quant, so each format's kernel is written once over these. Dots sum groups of byte
+    // products into the i32 lanes of a `D` (how many lanes, and which bytes land in which, is
+    // the ISA's business: only `dsum` of a `D` is defined); `F` holds f32 lanes as many as a
+    // `D`'s, the accumulator of scaled dots.
+
+    /// Loads `s[..32]`.
+    fn bload(self, s: &[u8]) -> Self::B;
+    /// Loads `s[..16]` as 32 nibbles: lane `i < 16` is `s[i] & 15`, lane `16 + i` is `s[i] >> 4`
+    /// (the layout of Q4_0 and Q5_0).
+    fn bload_nib(self, s: &[u8]) -> Self::B;
+    fn bsplat(self, x: u8) -> Self::B;
+    fn band(self, a: Self::B, b: Self::B) -> Self::B;
+    fn bor(self, a: Self::B, b: Self::B) -> Self::B;
+    /// Wrapping byte subtraction.
+    fn bsub(self, a: Self::B, b: Self::B) -> Self::B;
+    /// Logical shift right of each byte by `n < 8`.
+    fn bshr(self, a: Self::B, n: u32) -> Self::B;
+    /// Shift left of each byte by `n < 8` (bits leaving the byte are lost).
+    fn bshl(self, a: Self::B, n: u32) -> Self::B;
+    /// Byte `j` is `0xFF` where bit `j` of `bits` is set, else 0 (Q5_0/Q5_1's fifth bits).
+    #[inline(always)]
+    fn bbits(self, bits: u32) -> Self::B {
+        let buf: [u8; 32] = core::array::from_fn(|j| if bits >> j & 1 == 1 { 0xFF } else { 0 });
+        self.bload(&buf)
+    }
+    /// An IEEE half (the scales of the quantized blocks) as f32, exactly, without branches:
+    /// the magnitude bits moved into place and scaled by 2^112 (right for zero, subnormals and
+    /// normals), ±inf and NaN patched by a select. Scalar on purpose: F16C's `vcvtph2ps` on one
+    /// value made LLVM merge the half into a live register (`vpinsrw`), a false dependency that
+    /// chained each block's scale to the previous block's sum.
+    #[inline(always)]
+    fn f16_to_f32(self, h: u16) -> f32 {
+        let h = h as u32;
+        let mag = (h & 0x7fff) << 13;
+        let v = f32::from_bits(mag) * f32::from_bits(0x7780_0000);
+        let v = if h & 0x7c00 == 0x7c00 { f32::from_bits(mag | 0x7f80_0000) } else { v };
+        f32::from_bits(v.to_bits() | ((h & 0x8000) << 16))
+    }
+    /// `Σ a[i]·b[i]` with `a` unsigned in `0..=127` and `b` signed (the bound keeps the pair
+    /// sums of `maddubs` from saturating).
+    fn dot_u8i8(self, a: Self::B, b: Self::B) -> Self::D;
+    /// `Σ a[i]·b[i]` with both signed in `-127..=127`.
+    fn dot_i8i8(self, a: Self::B, b: Self::B) -> Self::D;
+    /// `s0·Σ_{i<16} a[i]·b[i] + s1·Σ_{i≥16} a[i]·b[i]`, `a` in `0..=127`, `b` signed, `s0, s1`
+    /// in `-128..=127` (the k-quants' sub-block scales).
+    fn dot_u8i8_s2(self, a: Self::B, b: Self::B, s0: i16, s1: i16) -> Self::D;
+    fn dzero(self) -> Self::D;
+    fn dadd(self, a: Self::D, b: Self::D) -> Self::D;
+    /// The sum of the lanes.
+    fn dsum(self, a: Self::D) -> i32;
+    fn fzero(self) -> Self::F;
+    /// `acc + scale · (d as f32)`, lane by lane.
+    fn fmadd_d(self, acc: Self::F, d: Self::D, scale: f32) -> Self::F;
+    /// The sum of the lanes.
+    fn fsum(self, a: Self::F) -> f32;
 
     // ---- horizontal ----
     fn reduce_add(self, a: Self::V) -> f32;

@@ -18,11 +18,15 @@
 //! # Ok::<(), rayo::Error>(())
 //! ```
 
+mod activation;
 pub mod blocks;
 mod codec;
+mod dot;
+mod dot_f32;
 mod float;
 mod kernel;
 mod legacy;
+mod matmul;
 mod q2k;
 mod q3k;
 mod q4k;
@@ -33,8 +37,10 @@ mod row;
 mod search;
 mod types;
 
+pub use activation::{activation_type, quantize_activations_with};
 pub use codec::{BlockCodec, MinKind, Unpack};
 pub use float::{bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits};
+pub use matmul::{matmul, matmul_f32act, matmul_with, matvec, matvec_f32act, Activations, QuantMatrix};
 pub use row::{dequantize, dequantize_scalar, dequantize_with, quantize, quantize_to_vec};
 pub use search::get_scale_min_k4;
 pub use types::{GgmlType, QK_K};

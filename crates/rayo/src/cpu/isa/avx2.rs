@@ -22,6 +22,9 @@ impl Simd for Avx2 {
     type V = __m256;
     type I = __m256i;
     type M = __m256;
+    type B = __m256i;
+    type D = __m256i;
+    type F = __m256;
     const LANES: usize = 8;
     const NAME: &'static str = "avx2";
 
@@ -187,6 +190,20 @@ impl Simd for Avx2 {
     #[inline(always)]
     fn round(self, a: __m256) -> __m256 {
         unsafe { _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
+    }
+    super::bytes256::byte_lanes_256!();
+    #[inline(always)]
+    fn dot_u8i8(self, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: register-only; the token proves AVX2.
+        unsafe { super::bytes256::dot_u8i8(a, b) }
+    }
+    #[inline(always)]
+    fn dot_i8i8(self, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: register-only; the token proves AVX2.
+        unsafe {
+            let (ua, sb) = super::bytes256::sign_trick(a, b);
+            super::bytes256::dot_u8i8(ua, sb)
+        }
     }
     #[inline(always)]
     fn reduce_add(self, a: __m256) -> f32 {

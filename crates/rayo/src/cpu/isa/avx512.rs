@@ -4,8 +4,15 @@ use crate::cpu::simd::Simd;
 use core::arch::x86_64::*;
 
 /// Proof that the CPU has AVX-512F, AVX2 and FMA: only `try_new` makes one.
+///
+/// `VNNI` (a type parameter, off by default) says the CPU also has AVX-512 VNNI with VL: it
+/// only changes the two byte dots (`vpdpbusd` instead of `maddubs` + `madd`), so it is not a
+/// backend of its own. As a constant it costs nothing in the loops: a run-time flag was tried
+/// first and left a branch in every block of the quantized kernels (LLVM did not unswitch
+/// them). Only the quantized products ask for the VNNI token ([`Avx512::try_new_vnni`]); the
+/// other kernels are compiled once, for `Avx512<false>`.
 #[derive(Clone, Copy, Debug)]
-pub struct Avx512(());
+pub struct Avx512<const VNNI: bool = false>(());
 
 impl Avx512 {
     #[inline]
@@ -13,6 +20,20 @@ impl Avx512 {
         let ok = std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
         ok.then_some(Avx512(()))
     }
+
+    /// The VNNI token, where the CPU has AVX-512 VNNI and VL as well.
+    #[inline]
+    pub fn try_new_vnni() -> Option<Avx512<true>> {
+        let vnni = std::is_x86_feature_detected!("avx512vnni") && std::is_x86_feature_detected!("avx512vl");
+        Avx512::try_new().filter(|_| vnni).map(|_| Avx512(()))
+    }
+}
+
+/// `vpdpbusd` on 256-bit lanes: u8 × i8, four products summed into each i32 lane.
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,avx512vnni,avx512vl")]
+fn dpbusd(a: __m256i, b: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)
 }
 
 #[inline(always)]
@@ -23,10 +44,13 @@ fn tail_mask(len: usize) -> __mmask16 {
 // SAFETY (every `unsafe` block below): an `Avx512` value exists only after `try_new` saw
 // avx512f, avx2 and fma on this CPU; pointer accesses stay inside the slices they come from
 // (full loads/stores assert the length; masked ones touch only `len` lanes).
-impl Simd for Avx512 {
+impl<const VNNI: bool> Simd for Avx512<VNNI> {
     type V = __m512;
     type I = __m512i;
     type M = __mmask16;
+    type B = __m256i;
+    type D = __m256i;
+    type F = __m256;
     const LANES: usize = 16;
     const NAME: &'static str = "avx512";
 
@@ -36,8 +60,19 @@ impl Simd for Avx512 {
         unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        // SAFETY: the token proves the features `run` is compiled for.
-        unsafe { run(f) }
+        #[target_feature(enable = "avx512f,avx2,fma,avx512vnni,avx512vl")]
+        unsafe fn run_vnni<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        // SAFETY: the token proves the features `run` (and, with `VNNI`, `run_vnni`) is
+        // compiled for.
+        unsafe {
+            if VNNI {
+                run_vnni(f)
+            } else {
+                run(f)
+            }
+        }
     }
     #[inline(always)]
     fn splat(self, x: f32) -> __m512 {
@@ -215,6 +250,23 @@ impl Simd for Avx512 {
             let r = _mm512_rcp14_ps(a);
             _mm512_fmadd_ps(r, _mm512_fnmadd_ps(a, r, _mm512_set1_ps(1.0)), r)
         }
+    }
+    super::bytes256::byte_lanes_256!();
+    #[inline(always)]
+    fn dot_u8i8(self, a: __m256i, b: __m256i) -> __m256i {
+        if VNNI {
+            // SAFETY: an `Avx512<true>` is made only where the CPU has avx512vnni and avx512vl.
+            unsafe { dpbusd(a, b) }
+        } else {
+            // SAFETY: register-only; the token proves AVX2.
+            unsafe { super::bytes256::dot_u8i8(a, b) }
+        }
+    }
+    #[inline(always)]
+    fn dot_i8i8(self, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: register-only; the token proves AVX2.
+        let (ua, sb) = unsafe { super::bytes256::sign_trick(a, b) };
+        self.dot_u8i8(ua, sb)
     }
     #[inline(always)]
     fn reduce_add(self, a: __m512) -> f32 {

@@ -4,6 +4,8 @@
 pub mod avx2;
 #[cfg(target_arch = "x86_64")]
 pub mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod bytes256;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 pub mod scalar;

@@ -19,6 +19,9 @@ impl Simd for Neon {
     type V = float32x4_t;
     type I = int32x4_t;
     type M = uint32x4_t;
+    type B = (int8x16_t, int8x16_t);
+    type D = int32x4_t;
+    type F = float32x4_t;
     const LANES: usize = 4;
     const NAME: &'static str = "neon";
 
@@ -178,6 +181,90 @@ impl Simd for Neon {
         unsafe { vrndnq_f32(a) }
     }
     #[inline(always)]
+    fn bload(self, s: &[u8]) -> (int8x16_t, int8x16_t) {
+        assert!(s.len() >= 32);
+        unsafe { (vld1q_s8(s.as_ptr().cast()), vld1q_s8(s.as_ptr().add(16).cast())) }
+    }
+    #[inline(always)]
+    fn bload_nib(self, s: &[u8]) -> (int8x16_t, int8x16_t) {
+        assert!(s.len() >= 16);
+        unsafe {
+            let x = vld1q_u8(s.as_ptr());
+            (vreinterpretq_s8_u8(vandq_u8(x, vdupq_n_u8(15))), vreinterpretq_s8_u8(vshrq_n_u8::<4>(x)))
+        }
+    }
+    #[inline(always)]
+    fn bsplat(self, x: u8) -> (int8x16_t, int8x16_t) {
+        let v = unsafe { vdupq_n_s8(x as i8) };
+        (v, v)
+    }
+    #[inline(always)]
+    fn band(self, a: (int8x16_t, int8x16_t), b: (int8x16_t, int8x16_t)) -> (int8x16_t, int8x16_t) {
+        unsafe { (vandq_s8(a.0, b.0), vandq_s8(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn bor(self, a: (int8x16_t, int8x16_t), b: (int8x16_t, int8x16_t)) -> (int8x16_t, int8x16_t) {
+        unsafe { (vorrq_s8(a.0, b.0), vorrq_s8(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn bsub(self, a: (int8x16_t, int8x16_t), b: (int8x16_t, int8x16_t)) -> (int8x16_t, int8x16_t) {
+        unsafe { (vsubq_s8(a.0, b.0), vsubq_s8(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn bshr(self, a: (int8x16_t, int8x16_t), n: u32) -> (int8x16_t, int8x16_t) {
+        // `vshlq_u8` by a negative count shifts right (logically, on u8 lanes).
+        unsafe {
+            let c = vdupq_n_s8(-(n as i8));
+            let f = |x: int8x16_t| vreinterpretq_s8_u8(vshlq_u8(vreinterpretq_u8_s8(x), c));
+            (f(a.0), f(a.1))
+        }
+    }
+    #[inline(always)]
+    fn bshl(self, a: (int8x16_t, int8x16_t), n: u32) -> (int8x16_t, int8x16_t) {
+        unsafe {
+            let c = vdupq_n_s8(n as i8);
+            let f = |x: int8x16_t| vreinterpretq_s8_u8(vshlq_u8(vreinterpretq_u8_s8(x), c));
+            (f(a.0), f(a.1))
+        }
+    }
+    #[inline(always)]
+    fn dot_u8i8(self, a: (int8x16_t, int8x16_t), b: (int8x16_t, int8x16_t)) -> int32x4_t {
+        // `a` ≤ 127 reads the same as i8, so both dots are signed `vmull` + pairwise adds.
+        self.dot_i8i8(a, b)
+    }
+    #[inline(always)]
+    fn dot_i8i8(self, a: (int8x16_t, int8x16_t), b: (int8x16_t, int8x16_t)) -> int32x4_t {
+        unsafe { vaddq_s32(dot16(a.0, b.0), dot16(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn dot_u8i8_s2(self, a: (int8x16_t, int8x16_t), b: (int8x16_t, int8x16_t), s0: i16, s1: i16) -> int32x4_t {
+        unsafe { vmlaq_n_s32(vmulq_n_s32(dot16(a.0, b.0), s0 as i32), dot16(a.1, b.1), s1 as i32) }
+    }
+    #[inline(always)]
+    fn dzero(self) -> int32x4_t {
+        unsafe { vdupq_n_s32(0) }
+    }
+    #[inline(always)]
+    fn dadd(self, a: int32x4_t, b: int32x4_t) -> int32x4_t {
+        unsafe { vaddq_s32(a, b) }
+    }
+    #[inline(always)]
+    fn dsum(self, a: int32x4_t) -> i32 {
+        unsafe { vaddvq_s32(a) }
+    }
+    #[inline(always)]
+    fn fzero(self) -> float32x4_t {
+        unsafe { vdupq_n_f32(0.0) }
+    }
+    #[inline(always)]
+    fn fmadd_d(self, acc: float32x4_t, d: int32x4_t, scale: f32) -> float32x4_t {
+        unsafe { vfmaq_n_f32(acc, vcvtq_f32_s32(d), scale) }
+    }
+    #[inline(always)]
+    fn fsum(self, a: float32x4_t) -> f32 {
+        unsafe { vaddvq_f32(a) }
+    }
+    #[inline(always)]
     fn reduce_add(self, a: float32x4_t) -> f32 {
         unsafe { vaddvq_f32(a) }
     }
@@ -189,4 +276,13 @@ impl Simd for Neon {
     fn reduce_min(self, a: float32x4_t) -> f32 {
         unsafe { vminvq_f32(a) }
     }
+}
+
+/// 16 i8 products (`vmull_s8`, exact in i16) summed four to an i32 lane. (`vdotq_s32` would do
+/// it in one instruction on CPUs with the dot-product extension, but its intrinsic is not
+/// stable Rust yet.)
+#[inline(always)]
+fn dot16(a: int8x16_t, b: int8x16_t) -> int32x4_t {
+    // SAFETY: register-only NEON, baseline on aarch64.
+    unsafe { vpadalq_s16(vpaddlq_s16(vmull_s8(vget_low_s8(a), vget_low_s8(b))), vmull_high_s8(a, b)) }
 }

@@ -9,6 +9,9 @@ impl Simd for Scalar {
     type V = f32;
     type I = i32;
     type M = bool;
+    type B = [u8; 32];
+    type D = i32;
+    type F = f32;
     const LANES: usize = 1;
     const NAME: &'static str = "scalar";
 
@@ -166,6 +169,76 @@ impl Simd for Scalar {
     #[inline(always)]
     fn i_to_f(self, a: i32) -> f32 {
         a as f32
+    }
+    #[inline(always)]
+    fn bload(self, s: &[u8]) -> [u8; 32] {
+        s[..32].try_into().unwrap()
+    }
+    #[inline(always)]
+    fn bload_nib(self, s: &[u8]) -> [u8; 32] {
+        let s = &s[..16];
+        core::array::from_fn(|i| if i < 16 { s[i] & 15 } else { s[i - 16] >> 4 })
+    }
+    #[inline(always)]
+    fn bsplat(self, x: u8) -> [u8; 32] {
+        [x; 32]
+    }
+    #[inline(always)]
+    fn band(self, a: [u8; 32], b: [u8; 32]) -> [u8; 32] {
+        core::array::from_fn(|i| a[i] & b[i])
+    }
+    #[inline(always)]
+    fn bor(self, a: [u8; 32], b: [u8; 32]) -> [u8; 32] {
+        core::array::from_fn(|i| a[i] | b[i])
+    }
+    #[inline(always)]
+    fn bsub(self, a: [u8; 32], b: [u8; 32]) -> [u8; 32] {
+        core::array::from_fn(|i| a[i].wrapping_sub(b[i]))
+    }
+    #[inline(always)]
+    fn bshr(self, a: [u8; 32], n: u32) -> [u8; 32] {
+        a.map(|x| x >> n)
+    }
+    #[inline(always)]
+    fn bshl(self, a: [u8; 32], n: u32) -> [u8; 32] {
+        a.map(|x| x << n)
+    }
+    #[inline(always)]
+    fn dot_u8i8(self, a: [u8; 32], b: [u8; 32]) -> i32 {
+        a.iter().zip(&b).map(|(&x, &y)| x as i32 * y as i8 as i32).sum()
+    }
+    #[inline(always)]
+    fn dot_i8i8(self, a: [u8; 32], b: [u8; 32]) -> i32 {
+        a.iter().zip(&b).map(|(&x, &y)| x as i8 as i32 * y as i8 as i32).sum()
+    }
+    #[inline(always)]
+    fn dot_u8i8_s2(self, a: [u8; 32], b: [u8; 32], s0: i16, s1: i16) -> i32 {
+        let half = |r: core::ops::Range<usize>| a[r.clone()].iter().zip(&b[r]).map(|(&x, &y)| x as i32 * y as i8 as i32).sum::<i32>();
+        s0 as i32 * half(0..16) + s1 as i32 * half(16..32)
+    }
+    #[inline(always)]
+    fn dzero(self) -> i32 {
+        0
+    }
+    #[inline(always)]
+    fn dadd(self, a: i32, b: i32) -> i32 {
+        a.wrapping_add(b)
+    }
+    #[inline(always)]
+    fn dsum(self, a: i32) -> i32 {
+        a
+    }
+    #[inline(always)]
+    fn fzero(self) -> f32 {
+        0.0
+    }
+    #[inline(always)]
+    fn fmadd_d(self, acc: f32, d: i32, scale: f32) -> f32 {
+        acc + scale * d as f32
+    }
+    #[inline(always)]
+    fn fsum(self, a: f32) -> f32 {
+        a
     }
     #[inline(always)]
     fn reduce_add(self, a: f32) -> f32 {

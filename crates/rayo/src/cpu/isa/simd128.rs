@@ -19,6 +19,9 @@ impl Simd for Simd128 {
     type V = v128;
     type I = v128;
     type M = v128;
+    type B = (v128, v128);
+    type D = v128;
+    type F = v128;
     const LANES: usize = 4;
     const NAME: &'static str = "simd128";
 
@@ -176,6 +179,81 @@ impl Simd for Simd128 {
         f32x4_nearest(a)
     }
     #[inline(always)]
+    fn bload(self, s: &[u8]) -> (v128, v128) {
+        assert!(s.len() >= 32);
+        unsafe { (v128_load(s.as_ptr().cast()), v128_load(s.as_ptr().add(16).cast())) }
+    }
+    #[inline(always)]
+    fn bload_nib(self, s: &[u8]) -> (v128, v128) {
+        assert!(s.len() >= 16);
+        let x = unsafe { v128_load(s.as_ptr().cast()) };
+        (v128_and(x, u8x16_splat(15)), u8x16_shr(x, 4))
+    }
+    #[inline(always)]
+    fn bsplat(self, x: u8) -> (v128, v128) {
+        (u8x16_splat(x), u8x16_splat(x))
+    }
+    #[inline(always)]
+    fn band(self, a: (v128, v128), b: (v128, v128)) -> (v128, v128) {
+        (v128_and(a.0, b.0), v128_and(a.1, b.1))
+    }
+    #[inline(always)]
+    fn bor(self, a: (v128, v128), b: (v128, v128)) -> (v128, v128) {
+        (v128_or(a.0, b.0), v128_or(a.1, b.1))
+    }
+    #[inline(always)]
+    fn bsub(self, a: (v128, v128), b: (v128, v128)) -> (v128, v128) {
+        (i8x16_sub(a.0, b.0), i8x16_sub(a.1, b.1))
+    }
+    #[inline(always)]
+    fn bshr(self, a: (v128, v128), n: u32) -> (v128, v128) {
+        (u8x16_shr(a.0, n), u8x16_shr(a.1, n))
+    }
+    #[inline(always)]
+    fn bshl(self, a: (v128, v128), n: u32) -> (v128, v128) {
+        (i8x16_shl(a.0, n), i8x16_shl(a.1, n))
+    }
+    #[inline(always)]
+    fn dot_u8i8(self, a: (v128, v128), b: (v128, v128)) -> v128 {
+        // `a` ≤ 127 reads the same as i8.
+        self.dot_i8i8(a, b)
+    }
+    #[inline(always)]
+    fn dot_i8i8(self, a: (v128, v128), b: (v128, v128)) -> v128 {
+        i32x4_add(i32x4_extadd_pairwise_i16x8(prod16(a.0, b.0)), i32x4_extadd_pairwise_i16x8(prod16(a.1, b.1)))
+    }
+    #[inline(always)]
+    fn dot_u8i8_s2(self, a: (v128, v128), b: (v128, v128), s0: i16, s1: i16) -> v128 {
+        i32x4_add(i32x4_dot_i16x8(prod16(a.0, b.0), i16x8_splat(s0)), i32x4_dot_i16x8(prod16(a.1, b.1), i16x8_splat(s1)))
+    }
+    #[inline(always)]
+    fn dzero(self) -> v128 {
+        i32x4_splat(0)
+    }
+    #[inline(always)]
+    fn dadd(self, a: v128, b: v128) -> v128 {
+        i32x4_add(a, b)
+    }
+    #[inline(always)]
+    fn dsum(self, a: v128) -> i32 {
+        i32x4_extract_lane::<0>(a)
+            .wrapping_add(i32x4_extract_lane::<1>(a))
+            .wrapping_add(i32x4_extract_lane::<2>(a))
+            .wrapping_add(i32x4_extract_lane::<3>(a))
+    }
+    #[inline(always)]
+    fn fzero(self) -> v128 {
+        f32x4_splat(0.0)
+    }
+    #[inline(always)]
+    fn fmadd_d(self, acc: v128, d: v128, scale: f32) -> v128 {
+        f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(d), f32x4_splat(scale)))
+    }
+    #[inline(always)]
+    fn fsum(self, a: v128) -> f32 {
+        self.reduce_add(a)
+    }
+    #[inline(always)]
     fn reduce_add(self, a: v128) -> f32 {
         (f32x4_extract_lane::<0>(a) + f32x4_extract_lane::<1>(a)) + (f32x4_extract_lane::<2>(a) + f32x4_extract_lane::<3>(a))
     }
@@ -191,4 +269,11 @@ impl Simd for Simd128 {
         let h = self.min(h, i32x4_shuffle::<1, 0, 3, 2>(h, h));
         f32x4_extract_lane::<0>(h)
     }
+}
+
+/// The 16 i8 products of `a` and `b` (exact in i16), pairs summed: 8 i16 lanes. The pair sums
+/// fit too: |2 · 127 · 128| < 2^15.
+#[inline(always)]
+fn prod16(a: v128, b: v128) -> v128 {
+    i16x8_add(i16x8_extmul_low_i8x16(a, b), i16x8_extmul_high_i8x16(a, b))
 }

@@ -21,6 +21,9 @@ impl Simd for Sse2 {
     type V = __m128;
     type I = __m128i;
     type M = __m128;
+    type B = (__m128i, __m128i);
+    type D = __m128i;
+    type F = __m128;
     const LANES: usize = 4;
     const NAME: &'static str = "sse2";
 
@@ -174,6 +177,108 @@ impl Simd for Sse2 {
         unsafe { _mm_cvtepi32_ps(a) }
     }
     #[inline(always)]
+    fn bload(self, s: &[u8]) -> (__m128i, __m128i) {
+        assert!(s.len() >= 32);
+        unsafe { (_mm_loadu_si128(s.as_ptr().cast()), _mm_loadu_si128(s.as_ptr().add(16).cast())) }
+    }
+    #[inline(always)]
+    fn bload_nib(self, s: &[u8]) -> (__m128i, __m128i) {
+        assert!(s.len() >= 16);
+        unsafe {
+            let x = _mm_loadu_si128(s.as_ptr().cast());
+            let m = _mm_set1_epi8(15);
+            (_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16::<4>(x), m))
+        }
+    }
+    #[inline(always)]
+    fn bsplat(self, x: u8) -> (__m128i, __m128i) {
+        let v = unsafe { _mm_set1_epi8(x as i8) };
+        (v, v)
+    }
+    #[inline(always)]
+    fn band(self, a: (__m128i, __m128i), b: (__m128i, __m128i)) -> (__m128i, __m128i) {
+        unsafe { (_mm_and_si128(a.0, b.0), _mm_and_si128(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn bor(self, a: (__m128i, __m128i), b: (__m128i, __m128i)) -> (__m128i, __m128i) {
+        unsafe { (_mm_or_si128(a.0, b.0), _mm_or_si128(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn bsub(self, a: (__m128i, __m128i), b: (__m128i, __m128i)) -> (__m128i, __m128i) {
+        unsafe { (_mm_sub_epi8(a.0, b.0), _mm_sub_epi8(a.1, b.1)) }
+    }
+    #[inline(always)]
+    fn bshr(self, a: (__m128i, __m128i), n: u32) -> (__m128i, __m128i) {
+        unsafe {
+            let (c, m) = (_mm_cvtsi32_si128(n as i32), _mm_set1_epi8((0xFFu8 >> n) as i8));
+            (_mm_and_si128(_mm_srl_epi16(a.0, c), m), _mm_and_si128(_mm_srl_epi16(a.1, c), m))
+        }
+    }
+    #[inline(always)]
+    fn bshl(self, a: (__m128i, __m128i), n: u32) -> (__m128i, __m128i) {
+        unsafe {
+            let (c, m) = (_mm_cvtsi32_si128(n as i32), _mm_set1_epi8((0xFFu8 << n) as i8));
+            (_mm_and_si128(_mm_sll_epi16(a.0, c), m), _mm_and_si128(_mm_sll_epi16(a.1, c), m))
+        }
+    }
+    #[inline(always)]
+    fn dot_u8i8(self, a: (__m128i, __m128i), b: (__m128i, __m128i)) -> __m128i {
+        unsafe {
+            _mm_add_epi32(
+                madd16(zext_lo(a.0), sext_lo(b.0), zext_hi(a.0), sext_hi(b.0)),
+                madd16(zext_lo(a.1), sext_lo(b.1), zext_hi(a.1), sext_hi(b.1)),
+            )
+        }
+    }
+    #[inline(always)]
+    fn dot_i8i8(self, a: (__m128i, __m128i), b: (__m128i, __m128i)) -> __m128i {
+        unsafe {
+            _mm_add_epi32(
+                madd16(sext_lo(a.0), sext_lo(b.0), sext_hi(a.0), sext_hi(b.0)),
+                madd16(sext_lo(a.1), sext_lo(b.1), sext_hi(a.1), sext_hi(b.1)),
+            )
+        }
+    }
+    #[inline(always)]
+    fn dot_u8i8_s2(self, a: (__m128i, __m128i), b: (__m128i, __m128i), s0: i16, s1: i16) -> __m128i {
+        // Products fit i16 (|a·b| ≤ 127·128); `madd` with the scale sums pairs of them.
+        unsafe {
+            let half = |a: __m128i, b: __m128i, s: i16| {
+                let p = _mm_add_epi16(_mm_mullo_epi16(zext_lo(a), sext_lo(b)), _mm_mullo_epi16(zext_hi(a), sext_hi(b)));
+                _mm_madd_epi16(p, _mm_set1_epi16(s))
+            };
+            _mm_add_epi32(half(a.0, b.0, s0), half(a.1, b.1, s1))
+        }
+    }
+    #[inline(always)]
+    fn dzero(self) -> __m128i {
+        unsafe { _mm_setzero_si128() }
+    }
+    #[inline(always)]
+    fn dadd(self, a: __m128i, b: __m128i) -> __m128i {
+        unsafe { _mm_add_epi32(a, b) }
+    }
+    #[inline(always)]
+    fn dsum(self, a: __m128i) -> i32 {
+        unsafe {
+            let x = _mm_add_epi32(a, _mm_shuffle_epi32::<0b01_00_11_10>(a));
+            let x = _mm_add_epi32(x, _mm_shuffle_epi32::<0b10_11_00_01>(x));
+            _mm_cvtsi128_si32(x)
+        }
+    }
+    #[inline(always)]
+    fn fzero(self) -> __m128 {
+        unsafe { _mm_setzero_ps() }
+    }
+    #[inline(always)]
+    fn fmadd_d(self, acc: __m128, d: __m128i, scale: f32) -> __m128 {
+        unsafe { _mm_add_ps(acc, _mm_mul_ps(_mm_cvtepi32_ps(d), _mm_set1_ps(scale))) }
+    }
+    #[inline(always)]
+    fn fsum(self, a: __m128) -> f32 {
+        self.reduce_add(a)
+    }
+    #[inline(always)]
     fn reduce_add(self, a: __m128) -> f32 {
         unsafe {
             let s = _mm_add_ps(a, _mm_movehl_ps(a, a));
@@ -205,4 +310,28 @@ impl Simd for Sse2 {
             self.store(&mut dst[j * ldb..], *v);
         }
     }
+}
+
+// Byte widening for the SSE2 dots (SSE2 has no `maddubs`): bytes to i16 lanes, then `madd`.
+// SAFETY (each): register-only SSE2, baseline on x86-64.
+#[inline(always)]
+fn zext_lo(a: __m128i) -> __m128i {
+    unsafe { _mm_unpacklo_epi8(a, _mm_setzero_si128()) }
+}
+#[inline(always)]
+fn zext_hi(a: __m128i) -> __m128i {
+    unsafe { _mm_unpackhi_epi8(a, _mm_setzero_si128()) }
+}
+#[inline(always)]
+fn sext_lo(a: __m128i) -> __m128i {
+    unsafe { _mm_srai_epi16::<8>(_mm_unpacklo_epi8(a, a)) }
+}
+#[inline(always)]
+fn sext_hi(a: __m128i) -> __m128i {
+    unsafe { _mm_srai_epi16::<8>(_mm_unpackhi_epi8(a, a)) }
+}
+/// `madd(a0, b0) + madd(a1, b1)`: i16 products summed in pairs into i32 lanes.
+#[inline(always)]
+fn madd16(a0: __m128i, b0: __m128i, a1: __m128i, b1: __m128i) -> __m128i {
+    unsafe { _mm_add_epi32(_mm_madd_epi16(a0, b0), _mm_madd_epi16(a1, b1)) }
 }

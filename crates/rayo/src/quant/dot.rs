@@ -1,0 +1,380 @@
+//! Integer dot products of one weight row (any block format, bytes of any alignment) with `R`
+//! rows of quantized activations ([`ActRow`]), written once over the byte lanes of [`Simd`].
+//!
+//! Each weight block is unpacked once into byte vectors and then multiplied with all `R`
+//! activation rows, so a product of many rows (prefill) unpacks each block once per tile
+//! rather than once per row. Offsets (`q − 8`, `q − 32`, ...) and mins are taken out of the
+//! integer sums with the activations' block sums (Q8_1's `s`, Q8_K's `bsums`) as llama.cpp
+//! does; integer sums are scaled to f32 once per block (per super-block for the k-quants).
+
+use super::activation::ActRow;
+use super::{get_scale_min_k4, GgmlType};
+use crate::cpu::simd::Simd;
+
+#[inline(always)]
+fn f16_at<S: Simd>(s: S, b: &[u8], o: usize) -> f32 {
+    s.f16_to_f32(u16::from_le_bytes([b[o], b[o + 1]]))
+}
+
+#[inline(always)]
+fn bytes(q: &[i8]) -> &[u8] {
+    bytemuck::cast_slice(q)
+}
+
+/// `[w · a[r] for r in 0..R]` for a quantized weight row `w` (whole blocks of `ty`) and
+/// activation rows quantized to `activation_type(ty)`.
+#[inline(always)]
+pub(crate) fn dot_rows<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+    use GgmlType::*;
+    match ty {
+        // Q4_0/Q5_0: unsigned `q` with the offset as a min (`d·(q − 8) = d·q − 8·d`), so
+        // the dot needs no sign trick.
+        Q4_0 => legacy::<S, R, 18, true>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| {
+                let d = f16_at(s, b, 0);
+                (s.bload_nib(&b[2..]), d, -8.0 * d)
+            },
+        ),
+        Q4_1 => legacy::<S, R, 20, true>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| (s.bload_nib(&b[4..]), f16_at(s, b, 0), f16_at(s, b, 2)),
+        ),
+        Q5_0 => legacy::<S, R, 22, true>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| {
+                let hi = s.band(s.bbits(u32::from_le_bytes([b[2], b[3], b[4], b[5]])), s.bsplat(0x10));
+                let d = f16_at(s, b, 0);
+                (s.bor(s.bload_nib(&b[6..]), hi), d, -16.0 * d)
+            },
+        ),
+        Q5_1 => legacy::<S, R, 24, true>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| {
+                let hi = s.band(s.bbits(u32::from_le_bytes([b[4], b[5], b[6], b[7]])), s.bsplat(0x10));
+                (s.bor(s.bload_nib(&b[8..]), hi), f16_at(s, b, 0), f16_at(s, b, 2))
+            },
+        ),
+        Q8_0 => legacy::<S, R, 34, false>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| (s.bload(&b[2..]), f16_at(s, b, 0), 0.0),
+        ),
+        Q8_1 => legacy::<S, R, 36, false>(
+            s,
+            w,
+            a,
+            #[inline(always)]
+            |s, b| (s.bload(&b[4..]), f16_at(s, b, 0), 0.0),
+        ),
+        Q2_K => q2_k(s, w, a),
+        Q3_K => q3_k(s, w, a),
+        Q4_K => q4_k(s, w, a),
+        Q5_K => q5_k(s, w, a),
+        Q6_K => q6_k(s, w, a),
+        Q8_K => q8_k(s, w, a),
+        F32 | F16 | BF16 => unreachable!("float weights take the f32 path"),
+    }
+}
+
+/// The 32-value formats. `decode` gives the block's 32 values as bytes — signed (`q − k`)
+/// without a min, unsigned `q` with one — its `d` and its `m` (value = `d·q + m`).
+#[inline(always)]
+fn legacy<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
+    s: S,
+    w: &[u8],
+    a: &[ActRow<'_>; R],
+    decode: impl Fn(S, &[u8]) -> (S::B, f32, f32),
+) -> [f32; R] {
+    // Each row's blocks as fixed-size arrays of exactly `nb`: the loops index them without
+    // bounds checks.
+    let (w, _) = w.as_chunks::<SIZE>();
+    let nb = w.len();
+    let rows: [Row<'_>; R] = core::array::from_fn(|r| Row::new::<32>(&a[r], nb, MIN));
+    // Two accumulators per row (even and odd blocks): the FMA's latency is not a chain.
+    let mut acc = [[s.fzero(); R]; 2];
+    let mut msum = [[0f32; R]; 2];
+    let [acc0, acc1] = &mut acc;
+    let [msum0, msum1] = &mut msum;
+    for p in 0..nb / 2 {
+        let i = 2 * p;
+        legacy_step::<S, R, MIN>(s, i, decode(s, &w[i]), &rows, acc0, msum0);
+        legacy_step::<S, R, MIN>(s, i + 1, decode(s, &w[i + 1]), &rows, acc1, msum1);
+    }
+    if nb % 2 == 1 {
+        legacy_step::<S, R, MIN>(s, nb - 1, decode(s, &w[nb - 1]), &rows, acc0, msum0);
+    }
+    let mut out = [0f32; R];
+    for r in 0..R {
+        out[r] = s.fsum(acc[0][r]) + s.fsum(acc[1][r]) + (msum[0][r] + msum[1][r]);
+    }
+    out
+}
+
+/// One activation row cut to `nb` blocks of `N` values.
+struct Row<'a, const N: usize = 32> {
+    qs: &'a [[u8; N]],
+    d: &'a [f32],
+    sums: &'a [f32],
+    bsums: &'a [[i16; 16]],
+}
+
+impl<'a> Row<'a> {
+    #[inline(always)]
+    fn new<const N: usize>(a: &ActRow<'a>, nb: usize, sums: bool) -> Row<'a, N> {
+        Row {
+            qs: &bytes(a.qs).as_chunks::<N>().0[..nb],
+            d: &a.d[..nb],
+            sums: if sums { &a.sums[..nb] } else { &[] },
+            bsums: if N == 256 { &a.bsums.as_chunks::<16>().0[..nb] } else { &[] },
+        }
+    }
+}
+
+/// Block `i` (decoded) against each activation row.
+#[inline(always)]
+fn legacy_step<S: Simd, const R: usize, const MIN: bool>(
+    s: S,
+    i: usize,
+    (q, dw, mw): (S::B, f32, f32),
+    a: &[Row<'_>; R],
+    acc: &mut [S::F; R],
+    msum: &mut [f32; R],
+) {
+    for r in 0..R {
+        let y = s.bload(&a[r].qs[i]);
+        if MIN {
+            acc[r] = s.fmadd_d(acc[r], s.dot_u8i8(q, y), dw * a[r].d[i]);
+            msum[r] += mw * a[r].sums[i];
+        } else {
+            acc[r] = s.fmadd_d(acc[r], s.dot_i8i8(q, y), dw * a[r].d[i]);
+        }
+    }
+}
+
+/// Sums `Σ_k c[k]·bsums[k]` over the 16 sub-blocks of a super-block.
+#[inline(always)]
+fn bsum_dot(c: &[i32; 16], bsums: &[i16; 16]) -> i32 {
+    c.iter().zip(bsums).map(|(&c, &b)| c * b as i32).sum()
+}
+
+/// Q8_K weights: `d·Σ q·y` over 8 vectors of 32.
+#[inline(always)]
+fn q8_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+    let mut acc = [s.fzero(); R];
+    let (w, _) = w.as_chunks::<292>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
+        let dw = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let mut q = [s.bsplat(0); 8];
+        for (j, q) in q.iter_mut().enumerate() {
+            *q = s.bload(&b[4 + 32 * j..]);
+        }
+        for r in 0..R {
+            let y = &rows[r].qs[i];
+            let mut isum = s.dzero();
+            for (j, q) in q.iter().enumerate() {
+                isum = s.dadd(isum, s.dot_i8i8(*q, s.bload(&y[32 * j..])));
+            }
+            acc[r] = s.fmadd_d(acc[r], isum, dw * rows[r].d[i]);
+        }
+    }
+    let mut out = [0f32; R];
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = s.fsum(a);
+    }
+    out
+}
+
+/// Runs the 8 unpacked vectors of a k-quant super-block (32 values each, two 16-value
+/// sub-blocks with scales `sc[2j]`, `sc[2j + 1]`) against each activation row: the integer
+/// sum goes to `acc` scaled by `d·d_y`, and `corr·d_y` (the offsets and mins, from `bsums`) to
+/// `extra`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn kquant_rows<S: Simd, const R: usize>(
+    s: S,
+    i: usize,
+    q: &[S::B; 8],
+    sc: &[i16; 16],
+    d: f32,
+    corr: impl Fn(&[i16; 16]) -> f32,
+    a: &[Row<'_, 256>; R],
+    acc: &mut [S::F; R],
+    extra: &mut [f32; R],
+) {
+    for r in 0..R {
+        let y = &a[r].qs[i];
+        let mut isum = s.dzero();
+        for (j, q) in q.iter().enumerate() {
+            isum = s.dadd(isum, s.dot_u8i8_s2(*q, s.bload(&y[32 * j..]), sc[2 * j], sc[2 * j + 1]));
+        }
+        let dy = a[r].d[i];
+        acc[r] = s.fmadd_d(acc[r], isum, d * dy);
+        extra[r] += dy * corr(&a[r].bsums[i]);
+    }
+}
+
+#[inline(always)]
+fn finish<S: Simd, const R: usize>(s: S, acc: [S::F; R], extra: [f32; R]) -> [f32; R] {
+    let mut out = extra;
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o += s.fsum(a);
+    }
+    out
+}
+
+/// Q4_K: `d·sc·q − dmin·m` over 8 sub-blocks of 32.
+#[inline(always)]
+fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+    let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
+    let (w, _) = w.as_chunks::<144>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
+        let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
+        let packed: &[u8; 12] = b[4..16].try_into().unwrap();
+        let (mut sc, mut mn) = ([0i16; 16], [0i32; 16]);
+        for j in 0..8 {
+            let (x, m) = get_scale_min_k4(j, packed);
+            (sc[2 * j], sc[2 * j + 1]) = (x as i16, x as i16);
+            (mn[2 * j], mn[2 * j + 1]) = (m as i32, m as i32);
+        }
+        let mut q = [s.bsplat(0); 8];
+        for (j, qj) in q.iter_mut().enumerate() {
+            let x = s.bload(&b[16 + 32 * (j / 2)..]);
+            *qj = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
+        }
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
+    }
+    finish(s, acc, extra)
+}
+
+/// Q5_K: Q4_K with a fifth bit per value from `qh` (bit `j` of `qh[l]` for vector `j`).
+#[inline(always)]
+fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+    let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
+    let (w, _) = w.as_chunks::<176>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
+        let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
+        let packed: &[u8; 12] = b[4..16].try_into().unwrap();
+        let (mut sc, mut mn) = ([0i16; 16], [0i32; 16]);
+        for j in 0..8 {
+            let (x, m) = get_scale_min_k4(j, packed);
+            (sc[2 * j], sc[2 * j + 1]) = (x as i16, x as i16);
+            (mn[2 * j], mn[2 * j + 1]) = (m as i32, m as i32);
+        }
+        let qh = s.bload(&b[16..]);
+        let (one, nib) = (s.bsplat(1), s.bsplat(15));
+        let mut q = [s.bsplat(0); 8];
+        for (j, qj) in q.iter_mut().enumerate() {
+            let x = s.bload(&b[48 + 32 * (j / 2)..]);
+            let low = if j % 2 == 0 { s.band(x, nib) } else { s.bshr(x, 4) };
+            *qj = s.bor(low, s.bshl(s.band(s.bshr(qh, j as u32), one), 4));
+        }
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
+    }
+    finish(s, acc, extra)
+}
+
+/// Q6_K: `d·sc·(q − 32)` over 16 sub-blocks of 16; 4 low bits in `ql`, 2 high in `qh`.
+#[inline(always)]
+fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+    let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
+    let (w, _) = w.as_chunks::<210>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
+        let d = f16_at(s, b, 208);
+        let sc: [i16; 16] = core::array::from_fn(|k| b[192 + k] as i8 as i16);
+        let c32: [i32; 16] = core::array::from_fn(|k| 32 * sc[k] as i32);
+        let (nib, three) = (s.bsplat(15), s.bsplat(3));
+        // Vector j = 4h + t covers values 128h + 32t ..: low nibbles of ql[64h..] (t = 0, 1)
+        // or high nibbles (t = 2, 3), and bits 2t..2t+2 of qh[32h..].
+        let mut q = [s.bsplat(0); 8];
+        for (j, qj) in q.iter_mut().enumerate() {
+            let (h, t) = (j / 4, j % 4);
+            let ql = s.bload(&b[64 * h + 32 * (t % 2)..]);
+            let qh = s.bload(&b[128 + 32 * h..]);
+            let low = if t < 2 { s.band(ql, nib) } else { s.bshr(ql, 4) };
+            *qj = s.bor(low, s.bshl(s.band(s.bshr(qh, 2 * t as u32), three), 4));
+        }
+        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c32, bs) as f32, &rows, &mut acc, &mut extra);
+    }
+    finish(s, acc, extra)
+}
+
+/// Q3_K: `d·(sc − 32)·(q − 4·!h)`: 2 low bits in `qs`, the high bit in `hmask`.
+#[inline(always)]
+fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+    let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
+    let (w, _) = w.as_chunks::<110>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
+        let d = f16_at(s, b, 108);
+        let p = &b[96..108];
+        // The 6-bit scales as llama.cpp unpacks them: four words of four, low nibbles from
+        // bytes 0..8, high bits from bytes 8..12 (a loop over j with variable shifts was 30%).
+        let word = |o: usize| u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]]);
+        let (a0, a1, t) = (word(0), word(4), word(8));
+        let (k4, k2) = (0x0f0f_0f0fu32, 0x0303_0303u32);
+        let words = [
+            (a0 & k4) | ((t & k2) << 4),
+            (a1 & k4) | (((t >> 2) & k2) << 4),
+            ((a0 >> 4) & k4) | (((t >> 4) & k2) << 4),
+            ((a1 >> 4) & k4) | (((t >> 6) & k2) << 4),
+        ];
+        let mut sc = [0i16; 16];
+        for (k, w) in words.iter().enumerate() {
+            for (b, v) in w.to_le_bytes().iter().enumerate() {
+                sc[4 * k + b] = *v as i16 - 32;
+            }
+        }
+        let c4: [i32; 16] = core::array::from_fn(|k| 4 * sc[k] as i32);
+        let hm = s.bload(&b[..32]);
+        let (one, three) = (s.bsplat(1), s.bsplat(3));
+        // Vector j = 4h + t: bits 2t..2t+2 of qs[32h..], bit j of hmask; `q + 4h` is 0..=7.
+        let mut q = [s.bsplat(0); 8];
+        for (j, qj) in q.iter_mut().enumerate() {
+            let (h, t) = (j / 4, j % 4);
+            let low = s.band(s.bshr(s.bload(&b[32 + 32 * h..]), 2 * t as u32), three);
+            *qj = s.bor(low, s.bshl(s.band(s.bshr(hm, j as u32), one), 2));
+        }
+        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c4, bs) as f32, &rows, &mut acc, &mut extra);
+    }
+    finish(s, acc, extra)
+}
+
+/// Q2_K: `d·(sc & 15)·q − dmin·(sc >> 4)` with 2-bit `q`.
+#[inline(always)]
+fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+    let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
+    let (w, _) = w.as_chunks::<84>();
+    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    for (i, b) in w.iter().enumerate() {
+        let (d, dmin) = (f16_at(s, b, 80), f16_at(s, b, 82));
+        let sc: [i16; 16] = core::array::from_fn(|k| (b[k] & 15) as i16);
+        let mn: [i32; 16] = core::array::from_fn(|k| (b[k] >> 4) as i32);
+        let three = s.bsplat(3);
+        let mut q = [s.bsplat(0); 8];
+        for (j, qj) in q.iter_mut().enumerate() {
+            let (h, t) = (j / 4, j % 4);
+            *qj = s.band(s.bshr(s.bload(&b[16 + 32 * h..]), 2 * t as u32), three);
+        }
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
+    }
+    finish(s, acc, extra)
+}

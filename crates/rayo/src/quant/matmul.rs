@@ -1,0 +1,218 @@
+//! Products of a quantized weight matrix (rows of whole blocks, as a GGUF file stores a
+//! tensor: `rows` = the output features, `cols` = the input features) with f32 activations:
+//! matrix–vector for decoding, matrix–matrix for a prompt's rows.
+//!
+//! Two paths: [`Activations::Quantized`] quantizes the activations on the fly to the paired
+//! 8-bit format ([`activation_type`], as llama.cpp does) and runs integer dot products;
+//! [`Activations::F32`] dequantizes the weights on the fly and keeps the activations exact.
+//! Float weights (F32/F16/BF16) always take the f32 path. Threads split the weight rows;
+//! each weight row is read once per tile of activation rows.
+
+use super::activation::{activation_type, ActRow, QActs};
+use super::{dot, dot_f32, GgmlType};
+use crate::backend::dispatch;
+use crate::cpu::parallel::{both, Par};
+use crate::{Backend, Error, Result};
+
+/// [`dispatch!`], with AVX-512 VNNI's token where the CPU has it (only the byte dots of these
+/// kernels differ, so only they are compiled for it).
+macro_rules! dispatch_dots {
+    ($backend:expr, |$s:ident| $body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        let vnni = if $backend == Backend::Avx512 { crate::cpu::isa::avx512::Avx512::try_new_vnni() } else { None };
+        #[cfg(not(target_arch = "x86_64"))]
+        let vnni: Option<()> = None;
+        match vnni {
+            #[cfg(target_arch = "x86_64")]
+            Some($s) => {
+                use crate::cpu::simd::Simd as _;
+                $s.vectorize(
+                    #[inline(always)]
+                    || $body,
+                )
+            }
+            _ => dispatch!($backend, |$s| $body),
+        }
+    }};
+}
+
+/// Activation rows multiplied with one pass over a weight row's blocks.
+const TILE: usize = 8;
+
+/// Below this many weight bytes × activation rows a product stays on one thread.
+const PAR_GRAIN: usize = 1 << 18;
+
+/// A row-major weight matrix of `rows × cols` values of `ty`, borrowed (a GGUF file's tensor
+/// data in place, any alignment): each row is `ty.bytes_for(cols)` bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct QuantMatrix<'a> {
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    bytes: &'a [u8],
+}
+
+impl<'a> QuantMatrix<'a> {
+    /// Checks that `cols` is a whole number of `ty`'s blocks (`NotBlockMultiple`) and that
+    /// `bytes` holds exactly `rows` such rows (`LengthMismatch`, `SizeOverflow`).
+    pub fn new(ty: GgmlType, rows: usize, cols: usize, bytes: &'a [u8]) -> Result<Self> {
+        let row = ty.bytes_for(cols)?;
+        let total = row.checked_mul(rows).ok_or(Error::SizeOverflow { op: "QuantMatrix::new", dims: vec![rows, cols] })?;
+        if bytes.len() != total {
+            return Err(Error::LengthMismatch { op: "QuantMatrix::new", expected: total, actual: bytes.len() });
+        }
+        Ok(QuantMatrix { ty, rows, cols, bytes })
+    }
+    pub fn ty(&self) -> GgmlType {
+        self.ty
+    }
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+    /// The bytes of row `j` (`j < rows`).
+    pub fn row(&self, j: usize) -> &'a [u8] {
+        let n = self.bytes.len() / self.rows.max(1);
+        &self.bytes[j * n..(j + 1) * n]
+    }
+}
+
+/// What the activations of a product are made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Activations {
+    /// Quantized on the fly to [`activation_type`] of the weights; integer dot products.
+    Quantized,
+    /// Exact f32; the weights are dequantized on the fly.
+    F32,
+}
+
+/// `y = W·x` (`x`: `cols` values, `y`: `rows`), activations quantized (see [`matmul_with`]).
+pub fn matvec(w: &QuantMatrix<'_>, x: &[f32], y: &mut [f32], par: Par) -> Result<()> {
+    check_vec("quant::matvec", w, x, y)?;
+    matmul_with(Backend::selected(), Activations::Quantized, w, x, y, par)
+}
+
+/// [`matvec`] with exact f32 activations (the weights dequantized on the fly).
+pub fn matvec_f32act(w: &QuantMatrix<'_>, x: &[f32], y: &mut [f32], par: Par) -> Result<()> {
+    check_vec("quant::matvec_f32act", w, x, y)?;
+    matmul_with(Backend::selected(), Activations::F32, w, x, y, par)
+}
+
+/// `Y = X·Wᵀ` for `m` activation rows: `x` is `m × cols`, `y` is `m × rows` (row-major;
+/// `m = x.len() / cols`), activations quantized (see [`matmul_with`]).
+pub fn matmul(w: &QuantMatrix<'_>, x: &[f32], y: &mut [f32], par: Par) -> Result<()> {
+    matmul_with(Backend::selected(), Activations::Quantized, w, x, y, par)
+}
+
+/// [`matmul`] with exact f32 activations.
+pub fn matmul_f32act(w: &QuantMatrix<'_>, x: &[f32], y: &mut [f32], par: Par) -> Result<()> {
+    matmul_with(Backend::selected(), Activations::F32, w, x, y, par)
+}
+
+fn check_vec(op: &'static str, w: &QuantMatrix<'_>, x: &[f32], y: &[f32]) -> Result<()> {
+    if x.len() != w.cols {
+        return Err(Error::LengthMismatch { op, expected: w.cols, actual: x.len() });
+    }
+    if y.len() != w.rows {
+        return Err(Error::LengthMismatch { op, expected: w.rows, actual: y.len() });
+    }
+    Ok(())
+}
+
+/// The product on a given backend (an unsupported one runs the scalar code) with the given
+/// activations. Errors: `cols` is 0 (`EmptyInput`), `x.len()` is not a multiple of `cols`
+/// (`SizeMismatch`), `y.len()` is not `m · rows` (`LengthMismatch`).
+pub fn matmul_with(backend: Backend, act: Activations, w: &QuantMatrix<'_>, x: &[f32], y: &mut [f32], par: Par) -> Result<()> {
+    const OP: &str = "quant::matmul";
+    if w.cols == 0 {
+        return Err(Error::EmptyInput { op: OP });
+    }
+    if x.len() % w.cols != 0 {
+        return Err(Error::SizeMismatch { op: OP, shape: vec![x.len() / w.cols + 1, w.cols], len: x.len() });
+    }
+    let m = x.len() / w.cols;
+    let want = m.checked_mul(w.rows).ok_or(Error::SizeOverflow { op: OP, dims: vec![m, w.rows] })?;
+    if y.len() != want {
+        return Err(Error::LengthMismatch { op: OP, expected: want, actual: y.len() });
+    }
+    if m == 0 || w.rows == 0 {
+        return Ok(());
+    }
+    let act_ty = match act {
+        Activations::Quantized => activation_type(w.ty),
+        Activations::F32 => None,
+    };
+    let acts = act_ty.map(|t| dispatch!(backend, |s| QActs::quantize(s, t, x, w.cols)));
+    let threads = if w.bytes.len().saturating_mul(m) < PAR_GRAIN { 1 } else { par.thread_count().min(w.rows) };
+    let job = Job { backend, w, x, acts: acts.as_ref(), m };
+    if m == 1 {
+        job.split(0, w.rows, y, threads);
+    } else {
+        // Threads own whole weight rows, so they fill `yᵀ` (rows × m); transposed at the end.
+        let mut yt = vec![0f32; want];
+        job.split(0, w.rows, &mut yt, threads);
+        for (j, col) in yt.chunks_exact(m).enumerate() {
+            for (i, v) in col.iter().enumerate() {
+                y[i * w.rows + j] = *v;
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Job<'a, 'w> {
+    backend: Backend,
+    w: &'a QuantMatrix<'w>,
+    x: &'a [f32],
+    acts: Option<&'a QActs>,
+    m: usize,
+}
+
+impl Job<'_, '_> {
+    /// Weight rows `r0..r1` into `yt` (`(r1 − r0) × m`), over `p` threads.
+    fn split(&self, r0: usize, r1: usize, yt: &mut [f32], p: usize) {
+        if p <= 1 {
+            return dispatch_dots!(self.backend, |s| self.rows(s, r0, r1, yt));
+        }
+        let mid = r0 + (r1 - r0) * (p / 2) / p;
+        let (a, b) = yt.split_at_mut((mid - r0) * self.m);
+        both(|| self.split(r0, mid, a, p / 2), || self.split(mid, r1, b, p - p / 2));
+    }
+
+    #[inline(always)]
+    fn rows<S: crate::cpu::simd::Simd>(&self, s: S, r0: usize, r1: usize, yt: &mut [f32]) {
+        let (m, ty, cols) = (self.m, self.w.ty, self.w.cols);
+        for (j, out) in (r0..r1).zip(yt.chunks_exact_mut(m)) {
+            let wrow = self.w.row(j);
+            let mut i = 0;
+            match self.acts {
+                Some(a) => {
+                    while i + TILE <= m {
+                        let rows: [ActRow<'_>; TILE] = core::array::from_fn(|t| a.row(i + t));
+                        out[i..i + TILE].copy_from_slice(&dot::dot_rows(s, ty, wrow, &rows));
+                        i += TILE;
+                    }
+                    for (i, o) in out.iter_mut().enumerate().skip(i) {
+                        *o = dot::dot_rows(s, ty, wrow, &[a.row(i)])[0];
+                    }
+                }
+                None => {
+                    let xr = |i: usize| &self.x[i * cols..(i + 1) * cols];
+                    while i + TILE <= m {
+                        let rows: [&[f32]; TILE] = core::array::from_fn(|t| xr(i + t));
+                        out[i..i + TILE].copy_from_slice(&dot_f32::dot_rows_f32(s, ty, wrow, &rows));
+                        i += TILE;
+                    }
+                    for (i, o) in out.iter_mut().enumerate().skip(i) {
+                        *o = dot_f32::dot_rows_f32(s, ty, wrow, &[xr(i)])[0];
+                    }
+                }
+            }
+        }
+    }
+}

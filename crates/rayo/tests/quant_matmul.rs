@@ -1,0 +1,192 @@
+//! Quantized matrix products (rayo::quant::matmul*) for every weight format on every ISA,
+//! against f64 products of the dequantized weights with (a) the exact f32 activations for the
+//! f32-activation path, (b) the dequantized 8-bit activations for the integer path. The
+//! tolerance is derived: f32 rounding of each per-block term plus the f32 accumulation, times
+//! a bound on the terms' magnitude.
+
+mod common;
+
+use common::{backends, Rng};
+use rayo::quant::{self, activation_type, Activations, GgmlType, QuantMatrix};
+use rayo::{Backend, Error, Par};
+
+/// Columns for a shape: one block, or several.
+fn cols_for(ty: GgmlType, many: bool) -> usize {
+    match (ty.block_size(), many) {
+        (1, false) => 33,
+        (1, true) => 300,
+        (b, false) => b,
+        (b, true) => 3 * b.max(128),
+    }
+}
+
+/// Quantized weights (rows × cols) at byte offset 1 of their buffer (unaligned for every
+/// block with f16 fields), with their dequantized values.
+fn weights(rng: &mut Rng, ty: GgmlType, rows: usize, cols: usize) -> (Vec<u8>, Vec<f32>) {
+    let mut buf = vec![0u8];
+    for _ in 0..rows {
+        // Rows of different scales and a shift, so mins and offsets matter.
+        let scale = rng.uniform(0.1, 3.0);
+        let shift = rng.uniform(-0.5, 0.5);
+        let row: Vec<f32> = (0..cols).map(|_| scale * (rng.uniform(-1.0, 1.0) + shift)).collect();
+        buf.extend(quant::quantize_to_vec(ty, &row).unwrap());
+    }
+    let mut deq = vec![0f32; rows * cols];
+    quant::dequantize(ty, &buf[1..], &mut deq).unwrap();
+    (buf, deq)
+}
+
+/// The activations the product sees: exact, or quantized to the paired format and back.
+fn seen_activations(backend: Backend, ty: GgmlType, act: Activations, x: &[f32], cols: usize) -> Vec<f32> {
+    match (act, activation_type(ty)) {
+        (Activations::Quantized, Some(at)) => {
+            let mut out = vec![0f32; x.len()];
+            for (xr, or) in x.chunks_exact(cols).zip(out.chunks_exact_mut(cols)) {
+                let bytes = quant::quantize_activations_with(backend, at, xr).unwrap();
+                quant::dequantize(at, &bytes, or).unwrap();
+            }
+            out
+        }
+        _ => x.to_vec(),
+    }
+}
+
+/// Checks `y` (m × rows) against the f64 product; returns the largest error / tolerance.
+fn check(y: &[f32], w: &[f32], a: &[f32], rows: usize, cols: usize, what: &str) -> f64 {
+    let m = a.len() / cols;
+    let mut worst = 0f64;
+    for j in 0..rows {
+        let wr = &w[j * cols..(j + 1) * cols];
+        let wmax = wr.iter().fold(0f64, |m, v| m.max(v.abs() as f64));
+        for i in 0..m {
+            let ar = &a[i * cols..(i + 1) * cols];
+            let exact: f64 = wr.iter().zip(ar).map(|(&w, &a)| w as f64 * a as f64).sum();
+            // Every f32 term (d·d_y·Σq·y, m·s, offsets) is bounded by Σ(|w| + max|w|)·|a|;
+            // each carries a few roundings and the accumulation adds one per term.
+            let mag: f64 = wr.iter().zip(ar).map(|(&w, &a)| (w.abs() as f64 + wmax) * a.abs() as f64).sum();
+            let tol = (cols as f64 + 8.0) * f32::EPSILON as f64 * mag + 1e-30;
+            let err = (y[i * rows + j] as f64 - exact).abs();
+            assert!(err <= tol, "{what}: y[{i}][{j}] = {} vs {exact} (err {err:e} > tol {tol:e})", y[i * rows + j]);
+            worst = worst.max(err / tol);
+        }
+    }
+    worst
+}
+
+#[test]
+fn every_format_every_isa_against_f64() {
+    let mut rng = Rng::new(10);
+    let mut ran = 0;
+    for backend in backends("quant_matmul") {
+        for ty in GgmlType::ALL {
+            let mut worst = [0f64; 2];
+            for (rows, many) in [(1, false), (3, true), (5, false)] {
+                let cols = cols_for(ty, many);
+                let (buf, wdeq) = weights(&mut rng, ty, rows, cols);
+                let w = QuantMatrix::new(ty, rows, cols, &buf[1..]).unwrap();
+                for m in [1, 7, 64, 65] {
+                    if m > 7 && !many {
+                        continue;
+                    }
+                    let x = rng.data(m * cols, -2.0, 2.0);
+                    for (k, act) in [Activations::Quantized, Activations::F32].into_iter().enumerate() {
+                        let a = seen_activations(backend, ty, act, &x, cols);
+                        let mut first: Option<Vec<f32>> = None;
+                        for threads in [1, 2] {
+                            let mut y = vec![f32::NAN; m * rows];
+                            quant::matmul_with(backend, act, &w, &x, &mut y, Par::threads(threads)).unwrap();
+                            let what = format!("{backend} {ty} {act:?} rows {rows} cols {cols} m {m} threads {threads}");
+                            worst[k] = worst[k].max(check(&y, &wdeq, &a, rows, cols, &what));
+                            // Rows are independent of the split: threads give the same bits.
+                            match &first {
+                                None => first = Some(y),
+                                Some(f) => assert_eq!(
+                                    f.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                                    y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                                    "{what}"
+                                ),
+                            }
+                            ran += 1;
+                        }
+                    }
+                }
+            }
+            println!("{backend} {ty}: worst err/tol quantized {:.3}, f32 {:.3}", worst[0], worst[1]);
+        }
+    }
+    println!("{ran} products checked");
+}
+
+#[test]
+fn large_products_split_over_threads() {
+    // Enough work for the thread split (≥ 2^18 weight bytes × rows): the parallel path.
+    let mut rng = Rng::new(11);
+    for ty in [GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K] {
+        let (rows, cols) = (67, 2048);
+        let (buf, wdeq) = weights(&mut rng, ty, rows, cols);
+        let w = QuantMatrix::new(ty, rows, cols, &buf[1..]).unwrap();
+        for m in [1, 9] {
+            let x = rng.data(m * cols, -1.0, 1.0);
+            let a = seen_activations(Backend::selected(), ty, Activations::Quantized, &x, cols);
+            let mut y1 = vec![0f32; m * rows];
+            let mut y2 = vec![0f32; m * rows];
+            quant::matmul(&w, &x, &mut y1, Par::Seq).unwrap();
+            quant::matmul(&w, &x, &mut y2, Par::threads(2)).unwrap();
+            assert_eq!(y1, y2);
+            check(&y1, &wdeq, &a, rows, cols, &format!("{ty} m {m}"));
+            if m == 1 {
+                let mut yv = vec![0f32; rows];
+                quant::matvec(&w, &x, &mut yv, Par::threads(2)).unwrap();
+                assert_eq!(yv, y1);
+                quant::matvec_f32act(&w, &x, &mut yv, Par::Seq).unwrap();
+                check(&yv, &wdeq, &x, rows, cols, &format!("{ty} f32act"));
+            }
+        }
+    }
+}
+
+#[test]
+fn activation_quantizers_equal_the_reference() {
+    let mut rng = Rng::new(12);
+    for backend in backends("quant_matmul activations") {
+        for ty in [GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K] {
+            for case in 0..20 {
+                let n = ty.block_size() * (1 + case % 3);
+                let mut x = rng.data(n, -3.0, 3.0);
+                match case {
+                    // Ties: amax 127 makes d = 1, so k + 0.5 lands exactly on a half.
+                    0 => x.iter_mut().enumerate().for_each(|(i, v)| *v = if i % 32 == 0 { 127.0 } else { (i % 40) as f32 - 19.5 }),
+                    1 => x.fill(0.0),
+                    // The largest magnitude twice, with both signs (Q8_K keeps the first).
+                    2 => {
+                        x[5] = -4.0;
+                        x[9] = 4.0;
+                    }
+                    _ => {}
+                }
+                let got = quant::quantize_activations_with(backend, ty, &x).unwrap();
+                let want = quant::quantize_to_vec(ty, &x).unwrap();
+                assert_eq!(got, want, "{backend} {ty} case {case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn shape_errors_carry_their_numbers() {
+    let bytes = vec![0u8; 2 * 18];
+    assert!(matches!(QuantMatrix::new(GgmlType::Q4_0, 2, 33, &bytes), Err(Error::NotBlockMultiple { len: 33, block: 32, .. })));
+    assert!(matches!(QuantMatrix::new(GgmlType::Q4_0, 3, 32, &bytes), Err(Error::LengthMismatch { expected: 54, actual: 36, .. })));
+    assert!(matches!(QuantMatrix::new(GgmlType::Q4_K, usize::MAX / 2, 256, &bytes), Err(Error::SizeOverflow { .. })));
+    let w = QuantMatrix::new(GgmlType::Q4_0, 2, 32, &bytes).unwrap();
+    let mut y = vec![0f32; 2];
+    assert!(matches!(quant::matvec(&w, &[0.0; 31], &mut y, Par::Seq), Err(Error::LengthMismatch { expected: 32, actual: 31, .. })));
+    assert!(matches!(quant::matvec(&w, &[0.0; 32], &mut y[..1], Par::Seq), Err(Error::LengthMismatch { expected: 2, actual: 1, .. })));
+    assert!(matches!(quant::matmul(&w, &[0.0; 70], &mut y, Par::Seq), Err(Error::SizeMismatch { len: 70, .. })));
+    assert!(matches!(quant::matmul(&w, &[0.0; 64], &mut y, Par::Seq), Err(Error::LengthMismatch { expected: 4, actual: 2, .. })));
+    let e = QuantMatrix::new(GgmlType::F32, 2, 0, &[]).unwrap();
+    assert!(matches!(quant::matmul(&e, &[], &mut [], Par::Seq), Err(Error::EmptyInput { .. })));
+    // m = 0 rows is an empty product, not an error.
+    quant::matmul(&w, &[], &mut [], Par::Seq).unwrap();
+    assert!(matches!(quant::quantize_activations_with(Backend::Scalar, GgmlType::Q4_0, &[0.0; 32]), Err(Error::UnsupportedType { id: 2, .. })));
+}
