@@ -8,7 +8,8 @@
 //! does; integer sums are scaled to f32 once per block (per super-block for the k-quants).
 
 use super::activation::ActRow;
-use super::{get_scale_min_k4, GgmlType};
+use super::search::scales_mins_k4;
+use super::GgmlType;
 use crate::cpu::simd::Simd;
 
 #[inline(always)]
@@ -238,6 +239,23 @@ fn finish<S: Simd, const R: usize>(s: S, acc: [S::F; R], extra: [f32; R]) -> [f3
     out
 }
 
+/// A Q4_K/Q5_K block's scales, one per 16 values (each of the 8 twice), and its 8 mins.
+#[inline(always)]
+fn k4_scales(packed: &[u8; 12]) -> ([i16; 16], [u8; 8]) {
+    let (sc8, mn) = scales_mins_k4(packed);
+    let mut sc = [0i16; 16];
+    for (j, &x) in sc8.iter().enumerate() {
+        (sc[2 * j], sc[2 * j + 1]) = (x as i16, x as i16);
+    }
+    (sc, mn)
+}
+
+/// `Σ_j m[j]·(bsums[2j] + bsums[2j+1])`: the mins of 32 values against the activations' sums.
+#[inline(always)]
+fn min_dot(m: &[u8; 8], bsums: &[i16; 16]) -> i32 {
+    m.iter().enumerate().map(|(j, &m)| m as i32 * (bsums[2 * j] as i32 + bsums[2 * j + 1] as i32)).sum()
+}
+
 /// Q4_K: `d·sc·q − dmin·m` over 8 sub-blocks of 32.
 #[inline(always)]
 fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
@@ -246,19 +264,13 @@ fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
     let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
     for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
-        let packed: &[u8; 12] = b[4..16].try_into().unwrap();
-        let (mut sc, mut mn) = ([0i16; 16], [0i32; 16]);
-        for j in 0..8 {
-            let (x, m) = get_scale_min_k4(j, packed);
-            (sc[2 * j], sc[2 * j + 1]) = (x as i16, x as i16);
-            (mn[2 * j], mn[2 * j + 1]) = (m as i32, m as i32);
-        }
+        let (sc, mn) = k4_scales(b[4..16].try_into().unwrap());
         let mut q = [s.bsplat(0); 8];
         for (j, qj) in q.iter_mut().enumerate() {
             let x = s.bload(&b[16 + 32 * (j / 2)..]);
             *qj = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * min_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
@@ -271,13 +283,7 @@ fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
     let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
     for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
-        let packed: &[u8; 12] = b[4..16].try_into().unwrap();
-        let (mut sc, mut mn) = ([0i16; 16], [0i32; 16]);
-        for j in 0..8 {
-            let (x, m) = get_scale_min_k4(j, packed);
-            (sc[2 * j], sc[2 * j + 1]) = (x as i16, x as i16);
-            (mn[2 * j], mn[2 * j + 1]) = (m as i32, m as i32);
-        }
+        let (sc, mn) = k4_scales(b[4..16].try_into().unwrap());
         let qh = s.bload(&b[16..]);
         let (one, nib) = (s.bsplat(1), s.bsplat(15));
         let mut q = [s.bsplat(0); 8];
@@ -286,7 +292,7 @@ fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let low = if j % 2 == 0 { s.band(x, nib) } else { s.bshr(x, 4) };
             *qj = s.bor(low, s.bshl(s.band(s.bshr(qh, j as u32), one), 4));
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * min_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
