@@ -18,7 +18,12 @@ pub(crate) fn dot_rows_f32<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8]
     match ty {
         // The conversions inline into this ISA's context (closures, not function pointers,
         // which were compiled without its features), so their loops vectorize.
-        F32 => floats::<S, R, 4>(s, w, x, f32::from_le_bytes),
+        // Aligned f32 weights are read in place (little-endian targets only: the bytes are the
+        // file's); otherwise each chunk is decoded.
+        F32 => match bytemuck::try_cast_slice::<u8, f32>(w) {
+            Ok(wf) if cfg!(target_endian = "little") => f32_rows(s, wf, x),
+            _ => floats::<S, R, 4>(s, w, x, f32::from_le_bytes),
+        },
         F16 => floats::<S, R, 2>(
             s,
             w,
@@ -65,6 +70,28 @@ fn accumulate<S: Simd, const R: usize>(s: S, buf: &[f32], x: &[&[f32]; R], at: u
             acc[r] = s.mul_add(w, s.load_partial(&x[r][at + full..at + n], 0.0), acc[r]);
         }
     }
+}
+
+/// f32 weights in place: two accumulators per row (the FMA latency is not a chain).
+#[inline(always)]
+fn f32_rows<S: Simd, const R: usize>(s: S, w: &[f32], x: &[&[f32]; R]) -> [f32; R] {
+    let mut acc = [[s.zero(); R]; 2];
+    let step = 2 * S::LANES;
+    let full = w.len() - w.len() % step;
+    for k in (0..full).step_by(step) {
+        let (w0, w1) = (s.load(&w[k..]), s.load(&w[k + S::LANES..]));
+        for r in 0..R {
+            acc[0][r] = s.mul_add(w0, s.load(&x[r][k..]), acc[0][r]);
+            acc[1][r] = s.mul_add(w1, s.load(&x[r][k + S::LANES..]), acc[1][r]);
+        }
+    }
+    let [mut acc0, acc1] = acc;
+    accumulate(s, &w[full..], x, full, &mut acc0);
+    let mut out = [0f32; R];
+    for r in 0..R {
+        out[r] = s.reduce_add(s.add(acc0[r], acc1[r]));
+    }
+    out
 }
 
 #[inline(always)]
