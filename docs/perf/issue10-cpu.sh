@@ -23,4 +23,19 @@ OPS="$OPS --op matmul_m64"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $RAYO bench --backend $BACKEND --threads 1 --threads 2 $OPS"
 "$RAYO" bench --backend "$BACKEND" --threads 1 --threads 2 $OPS
+# The same products in llama.cpp, in the same run (its test-backend-ops, built with
+# LLAMA_BUILD_TESTS=ON in scripts/ref/llama-cpp.sh's tree; it uses half the cores: 1 here):
+# 4096 rows × k, one f32 activation row, its own Q8 activation quantization included.
+TBO=${LLAMA_TBO:-.cache/llama.cpp/src/vendor/llama.cpp/build/bin/test-backend-ops}
+if [ -x "$TBO" ]; then
+  echo "# llama.cpp: $TBO perf -o MUL_MAT -b CPU -p 'type_a=(...),type_b=f32,m=4096,n=1,k='"
+  "$TBO" perf -o MUL_MAT -b CPU -p 'type_a=(f32|f16|bf16|q4_0|q4_1|q5_0|q5_1|q8_0|q2_K|q3_K|q4_K|q5_K|q6_K),type_b=f32,m=4096,n=1,k=' 2>&1 |
+    sed 's/\x1b\[[0-9;]*m//g' | grep 'MUL_MAT(' |
+    awk 'BEGIN { split("f32 4 f16 2 bf16 2 q4_0 0.5625 q4_1 0.625 q5_0 0.6875 q5_1 0.75 q8_0 1.0625 q2_K 0.328125 q3_K 0.4296875 q4_K 0.5625 q5_K 0.6875 q6_K 0.8203125", a, " "); for (i = 1; i < 26; i += 2) bpw[a[i]] = a[i + 1] }
+      { match($0, /type_a=[a-zA-Z0-9_]+/); t = substr($0, RSTART + 7, RLENGTH - 7); match($0, /k=[0-9]+/); k = substr($0, RSTART + 2, RLENGTH - 2)
+        match($0, /[0-9.]+ us\/run/); us = substr($0, RSTART, RLENGTH - 7)
+        printf "llama.cpp qmatvec %-5s 4096x%-6s 1 thread %10.1f us %6.1f GB/s %6.1f Gweights/s\n", t, k, us, 4096 * k * bpw[t] / us / 1e3, 4096 * k / us / 1e3 }'
+else
+  echo "# llama.cpp's test-backend-ops not built ($TBO): no same-run reference"
+fi
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
