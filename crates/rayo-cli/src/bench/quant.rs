@@ -72,7 +72,8 @@ fn weights(ty: GgmlType, n: usize) -> Option<Vec<u8>> {
 pub fn run(op: &str, n: usize, backend: Backend, threads: usize, plan: Plan) -> Option<Row> {
     let prev = rayo::set_max_threads(threads);
     let par = Par::threads(threads);
-    let row = |mkn, ns: f64, gbps, gflops, note| Row { op: op.to_string(), n, mkn, backend: backend.name().to_string(), threads, ns, gbps, gflops, note };
+    let row =
+        |mkn, ns: f64, gbps, gflops, note| Row { op: op.to_string(), n, mkn, backend: backend.name().to_string(), threads, ns, gbps, gflops, note };
     let out = match op {
         "read" => {
             let a = data(n, 0);
