@@ -13,7 +13,7 @@ model=${RAYO_SMOLLM2:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 [ -x .venv-gguf/bin/python ] || { python3 -m venv .venv-gguf && .venv-gguf/bin/pip install -q gguf==0.19.0 numpy; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-types="Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K"
+types="Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K F16 BF16"
 for t in $types; do
   "$bin/llama-quantize" --allow-requantize "$model" "$tmp/$t.gguf" "$t" 2 >"$tmp/$t.log" 2>&1 || { cat "$tmp/$t.log"; exit 1; }
 done

@@ -198,5 +198,5 @@ fn smollm2_in_every_type_is_llama_quantize_s_file() {
         std::fs::remove_file(&out).unwrap();
         n += 1;
     }
-    assert_eq!(n, 14);
+    assert_eq!(n, 16);
 }

@@ -422,7 +422,7 @@ mod tests {
         }
         input.sort_by_key(|(n, _, _)| llama_order(n));
         let model = ModelInfo { arch: "llama".into(), n_layer: 30, n_head: 9, n_head_kv: 3, n_expert: 0 };
-        assert_eq!(want.len(), 14);
+        assert_eq!(want.len(), 16);
         for (ftype_name, types) in &want {
             let ftype = FileType::from_name(ftype_name).unwrap();
             let mut p = Planner::new(ftype, model.clone(), input.iter().map(|(n, _, _)| *n));
