@@ -2,9 +2,11 @@
 //! with a closed stdout, and (when `scripts/fetch-smollm2.sh` has fetched it) on SmolLM2-135M
 //! Q4_1 against the table PyPI `gguf` made of it.
 
+mod common;
+
 use rayo::gguf::{GgufArray, GgufValue, GgufWriter};
 use rayo::quant::GgmlType;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 fn rayo(args: &[&str]) -> Output {
@@ -150,22 +152,9 @@ fn a_closed_stdout_is_not_a_panic() {
     closed_stdout(&["gguf", &f, "--json"]);
 }
 
-fn smollm2() -> Option<PathBuf> {
-    let p = match std::env::var_os("RAYO_SMOLLM2") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-    };
-    if p.exists() {
-        Some(p)
-    } else {
-        println!("SKIP rayo gguf on SmolLM2: {} is absent (scripts/fetch-smollm2.sh fetches it)", p.display());
-        None
-    }
-}
-
 #[test]
 fn smollm2_json_lists_every_tensor_as_the_gguf_package_reads_it() {
-    let Some(model) = smollm2() else { return };
+    let Some(model) = common::smollm2("rayo gguf on SmolLM2") else { return };
     let model = model.to_str().unwrap();
     let o = rayo(&["gguf", model, "--json"]);
     assert!(o.status.success(), "{}", text(&o.stderr));

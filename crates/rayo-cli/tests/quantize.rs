@@ -1,6 +1,8 @@
 //! `rayo quantize` as a user runs it: a small model written here, and SmolLM2-135M when
 //! scripts/fetch-smollm2.sh has fetched it (else a `SKIP` line).
 
+mod common;
+
 use rayo::gguf::{GgufFile, GgufWriter};
 use rayo::quant::GgmlType;
 use std::path::{Path, PathBuf};
@@ -139,23 +141,11 @@ fn bad_input_is_an_error_and_leaves_no_file() {
     assert!(!out.exists() && !out.with_extension("gguf.part").exists());
 }
 
-/// SmolLM2-135M-Instruct (Q4_1), when present.
-fn smollm2() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let path = std::env::var_os("RAYO_SMOLLM2").map(PathBuf::from).unwrap_or_else(|| root.join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_none(), "RAYO_REQUIRE_SMOLLM2 is set but {} is missing", path.display());
-    println!("SKIP model: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
-    None
-}
-
 /// SmolLM2-135M-Instruct (Q4_1) to Q4_K_M: every tensor gets the type llama-quantize gives it
 /// (tests/data/smollm2-mix.txt) and reads back close to the input.
 #[test]
 fn smollm2_q4_k_m_has_llama_cpp_types() {
-    let Some(path) = smollm2() else { return };
+    let Some(path) = common::smollm2("rayo quantize on SmolLM2") else { return };
     let out = tmp("smollm2-q4_k_m.gguf");
     let o = rayo(&["quantize", path.to_str().unwrap(), out.to_str().unwrap(), "Q4_K_M"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -184,7 +174,7 @@ fn smollm2_q4_k_m_has_llama_cpp_types() {
 #[test]
 fn smollm2_in_every_type_is_llama_quantize_s_file() {
     use sha2::{Digest, Sha256};
-    let Some(path) = smollm2() else { return };
+    let Some(path) = common::smollm2("rayo quantize on SmolLM2") else { return };
     let want = include_str!("data/smollm2-mix.txt");
     let mut n = 0;
     for line in want.lines().filter(|l| l.starts_with("sha256 ")) {

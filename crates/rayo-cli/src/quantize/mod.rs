@@ -39,8 +39,8 @@ pub fn run(a: &QuantizeArgs) -> Result<(), String> {
     let mut plan = Vec::with_capacity(order.len());
     for t in &order {
         let to = planner.choose(&t.name, &t.shape, t.ty);
-        w.declare_tensor(&t.name, to, &t.shape).map_err(|e| e.to_string())?;
-        plan.push((*t, to));
+        let bytes = w.declare_tensor(&t.name, to, &t.shape).map_err(|e| e.to_string())?;
+        plan.push((*t, to, bytes));
     }
     if planner.n_fallback > 0 {
         errln!(
@@ -61,10 +61,10 @@ pub fn run(a: &QuantizeArgs) -> Result<(), String> {
     }
     std::fs::rename(&part, &a.output).map_err(|e| format!("renaming {} to {}: {e}", part.display(), a.output.display()))?;
 
-    let in_bytes: u64 = plan.iter().map(|(t, _)| t.bytes).sum();
-    let out_bytes: u64 = plan.iter().map(|(t, to)| bytes_as(t, *to)).sum();
+    let in_bytes: u64 = plan.iter().map(|(t, _, _)| t.bytes).sum();
+    let out_bytes: u64 = plan.iter().map(|(_, _, bytes)| bytes).sum();
     let mut counts: BTreeMap<GgmlType, usize> = BTreeMap::new();
-    plan.iter().for_each(|(_, to)| *counts.entry(*to).or_default() += 1);
+    plan.iter().for_each(|(_, to, _)| *counts.entry(*to).or_default() += 1);
     let per_type: Vec<String> = counts.iter().map(|(t, n)| format!("{n} {t}")).collect();
     outln!(
         "{}: {} ({} tensors: {}), {:.1} MB -> {:.1} MB in {:.1} s",
@@ -79,32 +79,22 @@ pub fn run(a: &QuantizeArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The tensor's size in type `to`.
-fn bytes_as(t: &TensorInfo, to: GgmlType) -> u64 {
-    if to == t.ty {
-        t.bytes
-    } else {
-        // declare_tensor checked that this fits.
-        t.elements() / to.block_size() as u64 * to.type_size() as u64
-    }
-}
-
 /// Writes the header, then each tensor (copied, or converted on `threads` threads), with a
 /// progress bar on stderr over the values converted.
 fn write_tensors<W: Write>(
     input: &GgufFile,
-    plan: &[(&TensorInfo, GgmlType)],
+    plan: &[(&TensorInfo, GgmlType, u64)],
     w: rayo::gguf::GgufWriter,
     out: W,
     threads: usize,
 ) -> Result<(), String> {
-    let total: u64 = plan.iter().map(|(t, _)| t.elements()).sum();
+    let total: u64 = plan.iter().map(|(t, _, _)| t.elements()).sum();
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(4));
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut s = w.start(out).map_err(|e| e.to_string())?;
-    for (t, to) in plan {
+    for (t, to, _) in plan {
         bar.set_message(format!("{} {} -> {}", t.name, t.ty, to));
         let data = input.tensor_data(t).map_err(|e| e.to_string())?;
         if *to == t.ty {

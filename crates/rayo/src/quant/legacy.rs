@@ -5,19 +5,7 @@ use half::f16;
 
 use super::blocks::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1, QK32};
 use super::codec::{BlockCodec, MinKind, Unpack};
-
-/// Largest |x| and the signed value that has it (the first one, as ggml's strict `<` keeps).
-#[inline(always)]
-fn signed_absmax(x: &[f32]) -> f32 {
-    let (mut amax, mut max) = (0.0f32, 0.0f32);
-    for &v in x {
-        if amax < v.abs() {
-            amax = v.abs();
-            max = v;
-        }
-    }
-    max
-}
+use super::search::signed_max;
 
 #[inline(always)]
 fn min_max(x: &[f32]) -> (f32, f32) {
@@ -80,7 +68,7 @@ impl BlockCodec for BlockQ4_0 {
 
     fn quantize(src: &[f32]) -> Self {
         let x = &src[..QK32];
-        let d = signed_absmax(x) / -8.0;
+        let d = signed_max(x).0 / -8.0;
         let id = inverse(d);
         let mut qs = [0u8; 16];
         for j in 0..16 {
@@ -155,7 +143,7 @@ impl BlockCodec for BlockQ5_0 {
 
     fn quantize(src: &[f32]) -> Self {
         let x = &src[..QK32];
-        let d = signed_absmax(x) / -16.0;
+        let d = signed_max(x).0 / -16.0;
         let id = inverse(d);
         let mut q = [0u8; 32];
         for (q, &v) in q.iter_mut().zip(x) {
@@ -229,13 +217,17 @@ fn q8_values(x: &[f32]) -> (f32, [i8; 32]) {
     (d, qs)
 }
 
+/// `q·d`: the values of Q8_0 and Q8_1 blocks.
+fn dequantize_q8(d: f16, qs: &[i8; 32], out: &mut [f32]) {
+    let d = d.to_f32();
+    for (o, &q) in out[..QK32].iter_mut().zip(qs) {
+        *o = q as f32 * d;
+    }
+}
+
 impl BlockCodec for BlockQ8_0 {
     fn dequantize(&self, out: &mut [f32]) {
-        let out = &mut out[..QK32];
-        let d = self.d.to_f32();
-        for (o, &q) in out.iter_mut().zip(&self.qs) {
-            *o = q as f32 * d;
-        }
+        dequantize_q8(self.d, &self.qs, out);
     }
 
     fn quantize(src: &[f32]) -> Self {
@@ -257,11 +249,7 @@ impl Unpack for BlockQ8_0 {
 impl BlockCodec for BlockQ8_1 {
     /// As Q8_0; `s` is not a value.
     fn dequantize(&self, out: &mut [f32]) {
-        let out = &mut out[..QK32];
-        let d = self.d.to_f32();
-        for (o, &q) in out.iter_mut().zip(&self.qs) {
-            *o = q as f32 * d;
-        }
+        dequantize_q8(self.d, &self.qs, out);
     }
 
     fn quantize(src: &[f32]) -> Self {

@@ -3,7 +3,7 @@
 
 use super::blocks::BlockQ8K;
 use super::codec::{BlockCodec, MinKind, Unpack};
-use super::search::nearest_int;
+use super::search::{nearest_int, signed_max};
 use super::QK_K;
 
 impl BlockCodec for BlockQ8K {
@@ -17,13 +17,7 @@ impl BlockCodec for BlockQ8K {
     fn quantize(src: &[f32]) -> Self {
         let x = &src[..QK_K];
         let mut y = BlockQ8K { d: 0.0, qs: [0; QK_K], bsums: [0; 16] };
-        let (mut max, mut amax) = (0f32, 0f32);
-        for &v in x {
-            if v.abs() > amax {
-                amax = v.abs();
-                max = v;
-            }
-        }
+        let (max, amax) = signed_max(x);
         if amax == 0.0 {
             return y;
         }

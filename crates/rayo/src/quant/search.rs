@@ -15,21 +15,27 @@ pub(crate) fn nearest_int(fval: f32) -> i32 {
     (i & 0x007f_ffff) - 0x0040_0000
 }
 
+/// The value of largest magnitude (the first one, as ggml's strict comparison keeps) and that
+/// magnitude.
+#[inline(always)]
+pub(crate) fn signed_max(x: &[f32]) -> (f32, f32) {
+    let (mut max, mut amax) = (0.0f32, 0.0f32);
+    for &v in x {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    (max, amax)
+}
+
 /// `make_qx_quants` with `qw == NULL`: symmetric quantization of `x` to `L[i] ∈ [0, 2·nmax)`
 /// (offset by `nmax`), returning the scale. `rmse_type` chooses the weights (1: x², 2: 1,
 /// 3: |x|, else √|x|); 0 takes the plain max scale, a negative type returns early.
 pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], rmse_type: i32) -> f32 {
     let n = x.len();
     let l_out = &mut l_out[..n];
-    let mut max = 0.0f32;
-    let mut amax = 0.0f32;
-    for &v in x {
-        let ax = v.abs();
-        if ax > amax {
-            amax = ax;
-            max = v;
-        }
-    }
+    let (max, amax) = signed_max(x);
     if amax < GROUP_MAX_EPS {
         l_out.fill(0);
         return 0.0;
@@ -96,15 +102,7 @@ pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], rmse_type: 
 pub(crate) fn make_q3_quants(nmax: i32, x: &[f32], l_out: &mut [i8], do_rmse: bool) -> f32 {
     let n = x.len();
     let l_out = &mut l_out[..n];
-    let mut max = 0.0f32;
-    let mut amax = 0.0f32;
-    for &v in x {
-        let ax = v.abs();
-        if ax > amax {
-            amax = ax;
-            max = v;
-        }
-    }
+    let (max, amax) = signed_max(x);
     if amax < GROUP_MAX_EPS {
         l_out.fill(0);
         return 0.0;
