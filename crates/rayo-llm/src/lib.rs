@@ -6,3 +6,15 @@
 //! bulk.
 
 pub use rayo::{Error, Result};
+
+pub mod backend;
+pub mod config;
+pub mod cpu;
+pub mod model;
+pub mod session;
+pub mod weights;
+
+pub use backend::{Backend, KvType};
+pub use config::{Config, RopeStyle};
+pub use model::Model;
+pub use session::{Forward, Logits, Session, SessionOptions};

@@ -253,6 +253,12 @@ impl<const VNNI: bool> Simd for Avx512<VNNI> {
     }
     super::bytes256::byte_lanes_256!();
     #[inline(always)]
+    fn f16_to_f32(self, h: u16) -> f32 {
+        // One `vcvtph2ps` (the default is ~8 scalar ops, per block scale of every format).
+        // SAFETY: register-only; AVX-512F implies F16C.
+        unsafe { _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32))) }
+    }
+    #[inline(always)]
     fn dot_u8i8(self, a: __m256i, b: __m256i) -> __m256i {
         if VNNI {
             // SAFETY: an `Avx512<true>` is made only where the CPU has avx512vnni and avx512vl.

@@ -1,0 +1,68 @@
+//! What a device must provide to run the model: the forward pass ([`crate::session`]) is
+//! written once over this trait, and each backend (the CPU here; CUDA and wgpu later)
+//! supplies the ops on its own buffers.
+//!
+//! Activations are row-major `m × width` f32 buffers with room for a session's largest batch;
+//! each op takes the `m` rows it acts on.
+
+use crate::config::Config;
+use crate::weights::WeightRef;
+use rayo::gguf::GgufFile;
+use rayo::Result;
+
+/// Element type of the KV cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KvType {
+    /// IEEE half precision, as llama.cpp stores it by default.
+    #[default]
+    F16,
+    F32,
+}
+
+/// The ops of a llama-family forward pass on one device.
+pub trait Backend {
+    /// A weight matrix as this backend holds it (in place in the file on the CPU).
+    type Weight;
+    /// A small f32 vector (norm weights, biases).
+    type Vector;
+    /// An activation buffer.
+    type Buf;
+    /// The KV cache of all layers.
+    type Kv;
+
+    /// The backend's name, as `--backend` spells it.
+    fn name(&self) -> &'static str;
+
+    /// Makes a weight matrix of `file` usable by this backend.
+    fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Self::Weight>;
+    /// Makes a vector usable by this backend.
+    fn vector(&mut self, v: &[f32]) -> Result<Self::Vector>;
+    /// An activation buffer of `len` values.
+    fn buffer(&mut self, len: usize) -> Result<Self::Buf>;
+    /// A KV cache for `positions` positions of every layer of `cfg`.
+    fn kv_cache(&mut self, cfg: &Config, positions: usize, ty: KvType) -> Result<Self::Kv>;
+
+    /// `x[i] = table[tokens[i]]` (rows of `width` values).
+    fn embed(&mut self, table: &Self::Weight, tokens: &[u32], x: &mut Self::Buf) -> Result<()>;
+    /// `out = x / rms(x) · w` per row of `width` values, for `m` rows.
+    fn rms_norm(&mut self, x: &Self::Buf, w: &Self::Vector, eps: f32, m: usize, out: &mut Self::Buf) -> Result<()>;
+    /// `out = x · Wᵀ` for `m` rows of `x` (`m × w.cols` → `m × w.rows`).
+    fn matmul(&mut self, w: &Self::Weight, x: &Self::Buf, m: usize, out: &mut Self::Buf) -> Result<()>;
+    /// `x[i] += b` for `m` rows.
+    fn add_bias(&mut self, x: &mut Self::Buf, b: &Self::Vector, m: usize) -> Result<()>;
+    /// `x += y` over the first `len` values.
+    fn add(&mut self, x: &mut Self::Buf, y: &Self::Buf, len: usize) -> Result<()>;
+    /// `gate = silu(gate) · up` over the first `len` values.
+    fn swiglu(&mut self, gate: &mut Self::Buf, up: &Self::Buf, len: usize) -> Result<()>;
+    /// Rotates the first `cfg.n_rot` values of each head of `q` (`cfg.n_head` heads) and `k`
+    /// (`cfg.n_head_kv` heads) for `m` rows at positions `pos0, pos0 + 1, ...`.
+    fn rope(&mut self, cfg: &Config, q: &mut Self::Buf, k: &mut Self::Buf, m: usize, pos0: usize) -> Result<()>;
+    /// Stores `k` and `v` (`m` rows) at positions `pos0..pos0 + m` of `layer` in the cache,
+    /// then writes causal grouped-query attention of `q` over positions `0..=pos` to `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn attention(&mut self, cfg: &Config, kv: &mut Self::Kv, layer: usize, q: &Self::Buf, k: &Self::Buf, v: &Self::Buf, m: usize, pos0: usize, out: &mut Self::Buf) -> Result<()>;
+    /// Copies row `row` of `x` (rows of `width` values) to row 0 of `out`.
+    fn copy_row(&mut self, x: &Self::Buf, row: usize, width: usize, out: &mut Self::Buf) -> Result<()>;
+    /// Copies the first `out.len()` values of `x` to the host.
+    fn read(&mut self, x: &Self::Buf, out: &mut [f32]) -> Result<()>;
+}

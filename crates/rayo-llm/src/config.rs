@@ -1,0 +1,135 @@
+//! A model's hyperparameters, read from a GGUF file's `{arch}.*` metadata keys.
+
+use rayo::gguf::Metadata;
+use rayo::{Error, Result};
+
+/// How RoPE pairs a head's values (llama.cpp's `llama_model_rope_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// Adjacent pairs `(2i, 2i+1)` ("NORM"): GGUF `llama`, whose converter permutes the Q/K rows
+    /// so that this equals HF's rotate-half on the original weights.
+    Adjacent,
+    /// Pairs `(i, i + n_rot/2)` ("NEOX"): `qwen2` and others converted without the permutation.
+    HalfSplit,
+}
+
+/// The architectures this engine runs: `(general.architecture, rope style, q/k/v biases)`.
+const ARCHITECTURES: &[(&str, RopeStyle, bool)] = &[("llama", RopeStyle::Adjacent, false), ("qwen2", RopeStyle::HalfSplit, true)];
+
+/// A llama-family model's shape and constants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// `general.architecture`.
+    pub arch: String,
+    /// Transformer blocks.
+    pub n_layer: usize,
+    /// Width of the residual stream.
+    pub n_embd: usize,
+    /// Width of the feed-forward hidden layer.
+    pub n_ff: usize,
+    /// Query heads.
+    pub n_head: usize,
+    /// Key/value heads (grouped-query attention: `n_head / n_head_kv` query heads share one).
+    pub n_head_kv: usize,
+    /// Values per head.
+    pub head_dim: usize,
+    /// Values per head that RoPE rotates (`rope.dimension_count`, at most `head_dim`).
+    pub n_rot: usize,
+    /// RoPE's frequency base.
+    pub rope_base: f32,
+    /// How RoPE pairs values.
+    pub rope_style: RopeStyle,
+    /// RMSNorm's epsilon.
+    pub eps: f32,
+    /// The context length the model was trained for (the most positions a session holds).
+    pub context_length: usize,
+    /// Tokens in the vocabulary (rows of the embedding table).
+    pub vocab_size: usize,
+    /// Whether the attention projections have biases (`attn_q.bias`, ... as in `qwen2`).
+    pub qkv_bias: bool,
+}
+
+impl Config {
+    /// Reads the configuration from `meta`; `vocab_rows` is the number of rows of
+    /// `token_embd.weight` (used when `{arch}.vocab_size` is absent). Errors name the key.
+    pub fn from_gguf(meta: &Metadata, vocab_rows: usize) -> Result<Config> {
+        let arch = meta
+            .get("general.architecture")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| Error::Model { what: "metadata key general.architecture is missing or not a string".into() })?
+            .to_string();
+        let Some(&(_, rope_style, qkv_bias)) = ARCHITECTURES.iter().find(|a| a.0 == arch) else {
+            let known: Vec<&str> = ARCHITECTURES.iter().map(|a| a.0).collect();
+            return Err(Error::Model { what: format!("architecture `{arch}` is not supported (supported: {})", known.join(", ")) });
+        };
+        let key = |k: &str| format!("{arch}.{k}");
+        let int = |k: &str| -> Result<Option<usize>> {
+            match meta.get(&key(k)) {
+                None => Ok(None),
+                Some(v) => v.to_u64().and_then(|v| usize::try_from(v).ok()).filter(|&v| v > 0).map(Some).ok_or_else(|| Error::Model {
+                    what: format!("metadata key {} is {v:?}, expected a positive integer", key(k)),
+                }),
+            }
+        };
+        let need = |k: &str| int(k)?.ok_or_else(|| Error::Model { what: format!("metadata key {} is missing", key(k)) });
+        let float = |k: &str, default: f32| -> Result<f32> {
+            match meta.get(&key(k)) {
+                None => Ok(default),
+                Some(v) => v.to_f64().map(|v| v as f32).filter(|v| v.is_finite() && *v > 0.0).ok_or_else(|| Error::Model {
+                    what: format!("metadata key {} is {v:?}, expected a positive number", key(k)),
+                }),
+            }
+        };
+        let n_embd = need("embedding_length")?;
+        let n_head = need("attention.head_count")?;
+        let n_head_kv = int("attention.head_count_kv")?.unwrap_or(n_head);
+        if n_head % n_head_kv != 0 {
+            return Err(Error::Model { what: format!("{n_head} query heads cannot share {n_head_kv} key/value heads evenly") });
+        }
+        let head_dim = match int("attention.key_length")? {
+            Some(d) => d,
+            None if n_embd % n_head == 0 => n_embd / n_head,
+            None => return Err(Error::Model { what: format!("embedding length {n_embd} is not a multiple of {n_head} heads") }),
+        };
+        if let Some(v) = int("attention.value_length")? {
+            if v != head_dim {
+                return Err(Error::Model { what: format!("value length {v} differs from key length {head_dim} (not supported)") });
+            }
+        }
+        let n_rot = int("rope.dimension_count")?.unwrap_or(head_dim);
+        if n_rot > head_dim || n_rot % 2 != 0 {
+            return Err(Error::Model { what: format!("rope dimension count {n_rot} must be even and at most the head size {head_dim}") });
+        }
+        Ok(Config {
+            n_layer: need("block_count")?,
+            n_embd,
+            n_ff: need("feed_forward_length")?,
+            n_head,
+            n_head_kv,
+            head_dim,
+            n_rot,
+            rope_base: float("rope.freq_base", 10_000.0)?,
+            rope_style,
+            eps: float("attention.layer_norm_rms_epsilon", 1e-5)?,
+            context_length: need("context_length")?,
+            vocab_size: int("vocab_size")?.unwrap_or(vocab_rows),
+            qkv_bias,
+            arch,
+        })
+    }
+
+    /// Query heads per key/value head.
+    pub fn group(&self) -> usize {
+        self.n_head / self.n_head_kv
+    }
+
+    /// Width of the queries (`n_head · head_dim`).
+    pub fn q_width(&self) -> usize {
+        self.n_head * self.head_dim
+    }
+
+    /// Width of the keys and of the values (`n_head_kv · head_dim`).
+    pub fn kv_width(&self) -> usize {
+        self.n_head_kv * self.head_dim
+    }
+}

@@ -1,0 +1,81 @@
+//! Rotary position embedding on the CPU, computed as ggml computes it (so that the angles
+//! agree to the bit): θᵢ = pos · scaleⁱ with `scale = base^(−2/n_rot)` built by repeated f32
+//! multiplication, `cosf`/`sinf` of each.
+
+use crate::config::{Config, RopeStyle};
+
+/// Rotates `q` (`m` rows of `n_head` heads) and `k` (`m` rows of `n_head_kv` heads) for the
+/// positions `pos0..pos0 + m`.
+pub fn rope(cfg: &Config, q: &mut [f32], k: &mut [f32], pos0: usize) {
+    let half = cfg.n_rot / 2;
+    let scale = cfg.rope_base.powf(-2.0 / cfg.n_rot as f32);
+    let mut cs = vec![(0f32, 0f32); half];
+    for (i, (qr, kr)) in q.chunks_exact_mut(cfg.q_width()).zip(k.chunks_exact_mut(cfg.kv_width())).enumerate() {
+        let mut theta = (pos0 + i) as f32;
+        for c in cs.iter_mut() {
+            *c = (theta.cos(), theta.sin());
+            theta *= scale;
+        }
+        for head in qr.chunks_exact_mut(cfg.head_dim).chain(kr.chunks_exact_mut(cfg.head_dim)) {
+            rotate(cfg.rope_style, &mut head[..cfg.n_rot], &cs);
+        }
+    }
+}
+
+fn rotate(style: RopeStyle, x: &mut [f32], cs: &[(f32, f32)]) {
+    let half = cs.len();
+    for (j, &(c, s)) in cs.iter().enumerate() {
+        let (a, b) = match style {
+            RopeStyle::Adjacent => (2 * j, 2 * j + 1),
+            RopeStyle::HalfSplit => (j, j + half),
+        };
+        let (x0, x1) = (x[a], x[b]);
+        x[a] = x0 * c - x1 * s;
+        x[b] = x0 * s + x1 * c;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(style: RopeStyle) -> Config {
+        Config {
+            arch: "llama".into(),
+            n_layer: 1,
+            n_embd: 8,
+            n_ff: 8,
+            n_head: 2,
+            n_head_kv: 1,
+            head_dim: 4,
+            n_rot: 4,
+            rope_base: 10000.0,
+            rope_style: style,
+            eps: 1e-5,
+            context_length: 16,
+            vocab_size: 4,
+            qkv_bias: false,
+        }
+    }
+
+    /// Against the definition in f64: pair (a, b) of every head turns by pos·base^(−2j/n_rot).
+    #[test]
+    fn rotates_pairs_by_the_position_angle() {
+        for style in [RopeStyle::Adjacent, RopeStyle::HalfSplit] {
+            let c = cfg(style);
+            let q0: Vec<f32> = (0..8).map(|i| i as f32 * 0.37 - 1.0).collect();
+            let k0: Vec<f32> = (0..4).map(|i| i as f32 * -0.21 + 0.5).collect();
+            let (mut q, mut k) = (q0.clone(), k0.clone());
+            rope(&c, &mut q, &mut k, 5);
+            for (orig, got) in q0.chunks(4).chain(k0.chunks(4)).zip(q.chunks(4).chain(k.chunks(4))) {
+                for j in 0..2 {
+                    let (a, b) = if style == RopeStyle::Adjacent { (2 * j, 2 * j + 1) } else { (j, j + 2) };
+                    let th = 5.0 * 10000f64.powf(-2.0 * j as f64 / 4.0);
+                    let (x0, x1) = (orig[a] as f64, orig[b] as f64);
+                    assert!((got[a] as f64 - (x0 * th.cos() - x1 * th.sin())).abs() < 1e-5, "{style:?} {j}");
+                    assert!((got[b] as f64 - (x0 * th.sin() + x1 * th.cos())).abs() < 1e-5, "{style:?} {j}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! A model file, opened: the GGUF file (mapped), its [`Config`] and its [`Weights`] (places in
+//! the file). Sessions ([`crate::Session`]) run it on a backend.
+
+use crate::config::Config;
+use crate::weights::Weights;
+use rayo::gguf::GgufFile;
+use rayo::{Error, Result};
+use std::sync::Arc;
+
+/// A llama-family model from a GGUF file.
+pub struct Model {
+    file: Arc<GgufFile>,
+    config: Config,
+    weights: Weights,
+}
+
+impl Model {
+    /// Maps and checks the file at `path`.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<Model> {
+        Model::from_file(GgufFile::open(path)?)
+    }
+
+    /// Checks a parsed GGUF file: its architecture, hyperparameters and every tensor's
+    /// presence and shape.
+    pub fn from_file(file: GgufFile) -> Result<Model> {
+        let vocab_rows = match file.tensor("token_embd.weight") {
+            Some(t) if t.shape.len() == 2 => usize::try_from(t.shape[1]).unwrap_or(usize::MAX),
+            Some(t) => return Err(Error::Model { what: format!("tensor token_embd.weight has shape {:?}, expected 2 dimensions", t.shape) }),
+            None => return Err(Error::Model { what: "tensor token_embd.weight is missing".into() }),
+        };
+        let config = Config::from_gguf(file.metadata(), vocab_rows)?;
+        let weights = Weights::from_gguf(&file, &config)?;
+        Ok(Model { file: Arc::new(file), config, weights })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn weights(&self) -> &Weights {
+        &self.weights
+    }
+
+    /// The file (shared with the CPU backend, which reads weights from it in place).
+    pub fn file(&self) -> &Arc<GgufFile> {
+        &self.file
+    }
+}

@@ -1,0 +1,243 @@
+//! The forward pass, written once over [`Backend`]: a session holds a backend's copy of the
+//! weights, the KV cache and the position, and turns tokens into logits. A prompt runs as
+//! batched products (up to `batch` rows at a time); decoding is one row per call.
+
+use crate::backend::{Backend, KvType};
+use crate::config::Config;
+use crate::model::Model;
+use crate::weights::WeightRef;
+use rayo::{Error, Result};
+
+/// How a session is sized.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionOptions {
+    /// Positions the KV cache holds (0 = the model's context length).
+    pub context: usize,
+    /// The KV cache's element type.
+    pub kv_type: KvType,
+    /// The most tokens one batched step processes (longer prompts run in several).
+    pub batch: usize,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions { context: 0, kv_type: KvType::F16, batch: 256 }
+    }
+}
+
+/// Which logits [`Session::forward`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logits {
+    /// Those of the last token only (`vocab` values).
+    Last,
+    /// Those of every token (`tokens × vocab` values, row-major).
+    All,
+}
+
+struct Layer<B: Backend> {
+    attn_norm: B::Vector,
+    wq: B::Weight,
+    wk: B::Weight,
+    wv: B::Weight,
+    bias: Option<[B::Vector; 3]>,
+    wo: B::Weight,
+    ffn_norm: B::Vector,
+    gate: B::Weight,
+    up: B::Weight,
+    down: B::Weight,
+}
+
+/// Activation buffers, each with room for `batch` rows.
+struct Buffers<B: Backend> {
+    x: B::Buf,
+    xn: B::Buf,
+    q: B::Buf,
+    k: B::Buf,
+    v: B::Buf,
+    att: B::Buf,
+    gate: B::Buf,
+    up: B::Buf,
+    last: B::Buf,
+    logits: B::Buf,
+}
+
+/// A model running on a backend, with its KV cache.
+pub struct Session<B: Backend> {
+    backend: B,
+    cfg: Config,
+    token_embd: B::Weight,
+    layers: Vec<Layer<B>>,
+    output_norm: B::Vector,
+    output: B::Weight,
+    kv: B::Kv,
+    bufs: Buffers<B>,
+    context: usize,
+    batch: usize,
+    pos: usize,
+}
+
+impl<B: Backend> Session<B> {
+    /// Loads `model`'s weights into `backend` and allocates the KV cache and buffers.
+    pub fn new(model: &Model, mut backend: B, opts: SessionOptions) -> Result<Session<B>> {
+        let cfg = model.config().clone();
+        let context = if opts.context == 0 { cfg.context_length } else { opts.context };
+        if opts.batch == 0 {
+            return Err(Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" });
+        }
+        let batch = opts.batch.min(context);
+        let file = model.file();
+        let w = model.weights();
+        let token_embd = backend.weight(file, &w.token_embd)?;
+        let output = backend.weight(file, &w.output)?;
+        let mut layers = Vec::with_capacity(w.layers.len());
+        for l in &w.layers {
+            let mut weight = |r: &WeightRef| backend.weight(file, r);
+            let (wq, wk, wv, wo) = (weight(&l.wq)?, weight(&l.wk)?, weight(&l.wv)?, weight(&l.wo)?);
+            let (gate, up, down) = (weight(&l.gate)?, weight(&l.up)?, weight(&l.down)?);
+            let bias = match &l.bias {
+                Some([a, b, c]) => Some([backend.vector(a)?, backend.vector(b)?, backend.vector(c)?]),
+                None => None,
+            };
+            layers.push(Layer { attn_norm: backend.vector(&l.attn_norm)?, wq, wk, wv, bias, wo, ffn_norm: backend.vector(&l.ffn_norm)?, gate, up, down });
+        }
+        let output_norm = backend.vector(&w.output_norm)?;
+        let kv = backend.kv_cache(&cfg, context, opts.kv_type)?;
+        let (d, qw, kvw, ff) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff);
+        let mut buf = |n: usize| backend.buffer(batch * n);
+        let bufs = Buffers { x: buf(d)?, xn: buf(d.max(qw))?, q: buf(qw)?, k: buf(kvw)?, v: buf(kvw)?, att: buf(qw)?, gate: buf(ff)?, up: buf(ff)?, last: backend.buffer(d)?, logits: backend.buffer(cfg.vocab_size)? };
+        Ok(Session { backend, cfg, token_embd, layers, output_norm, output, kv, bufs, context, batch, pos: 0 })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    pub fn kv(&self) -> &B::Kv {
+        &self.kv
+    }
+
+    /// Positions already in the KV cache (the next token's position).
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Positions the KV cache holds.
+    pub fn context(&self) -> usize {
+        self.context
+    }
+
+    /// Forgets everything after position `pos` (0 starts over); later tokens overwrite the cache.
+    pub fn rewind(&mut self, pos: usize) {
+        self.pos = self.pos.min(pos);
+    }
+
+    /// Runs `tokens` at the next positions and returns their logits. Errors: the tokens do not
+    /// fit in the context (nothing is run), a token id past the vocabulary.
+    pub fn forward(&mut self, tokens: &[u32], which: Logits) -> Result<Vec<f32>> {
+        let vocab = self.cfg.vocab_size;
+        if tokens.is_empty() {
+            return Err(Error::EmptyInput { op: "Session::forward" });
+        }
+        if tokens.len() > self.context - self.pos {
+            return Err(Error::Model {
+                what: format!("{} tokens at position {} do not fit the context of {} positions", tokens.len(), self.pos, self.context),
+            });
+        }
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= vocab) {
+            return Err(Error::Model { what: format!("token id {t} is past the vocabulary of {vocab} tokens") });
+        }
+        let mut out = Vec::with_capacity(if which == Logits::All { tokens.len() * vocab } else { vocab });
+        for (c, chunk) in tokens.chunks(self.batch).enumerate() {
+            let last_chunk = (c + 1) * self.batch >= tokens.len();
+            self.step(chunk)?;
+            match which {
+                Logits::All => {
+                    for r in 0..chunk.len() {
+                        self.logits_of_row(r, &mut out)?;
+                    }
+                }
+                Logits::Last if last_chunk => self.logits_of_row(chunk.len() - 1, &mut out)?,
+                Logits::Last => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// One batch through every layer; leaves the final hidden states in `bufs.x`.
+    fn step(&mut self, tokens: &[u32]) -> Result<()> {
+        let (b, c, f) = (&mut self.backend, &self.cfg, &mut self.bufs);
+        let (m, pos) = (tokens.len(), self.pos);
+        b.embed(&self.token_embd, tokens, &mut f.x)?;
+        for (i, l) in self.layers.iter().enumerate() {
+            b.rms_norm(&f.x, &l.attn_norm, c.eps, m, &mut f.xn)?;
+            b.matmul(&l.wq, &f.xn, m, &mut f.q)?;
+            b.matmul(&l.wk, &f.xn, m, &mut f.k)?;
+            b.matmul(&l.wv, &f.xn, m, &mut f.v)?;
+            if let Some([bq, bk, bv]) = &l.bias {
+                b.add_bias(&mut f.q, bq, m)?;
+                b.add_bias(&mut f.k, bk, m)?;
+                b.add_bias(&mut f.v, bv, m)?;
+            }
+            b.rope(c, &mut f.q, &mut f.k, m, pos)?;
+            b.attention(c, &mut self.kv, i, &f.q, &f.k, &f.v, m, pos, &mut f.att)?;
+            b.matmul(&l.wo, &f.att, m, &mut f.xn)?;
+            b.add(&mut f.x, &f.xn, m * c.n_embd)?;
+            b.rms_norm(&f.x, &l.ffn_norm, c.eps, m, &mut f.xn)?;
+            b.matmul(&l.gate, &f.xn, m, &mut f.gate)?;
+            b.matmul(&l.up, &f.xn, m, &mut f.up)?;
+            b.swiglu(&mut f.gate, &f.up, m * c.n_ff)?;
+            b.matmul(&l.down, &f.gate, m, &mut f.xn)?;
+            b.add(&mut f.x, &f.xn, m * c.n_embd)?;
+        }
+        self.pos += m;
+        Ok(())
+    }
+
+    /// Appends the logits of row `r` of the last batch to `out`.
+    fn logits_of_row(&mut self, r: usize, out: &mut Vec<f32>) -> Result<()> {
+        let (b, c, f) = (&mut self.backend, &self.cfg, &mut self.bufs);
+        b.copy_row(&f.x, r, c.n_embd, &mut f.xn)?;
+        b.rms_norm(&f.xn, &self.output_norm, c.eps, 1, &mut f.last)?;
+        b.matmul(&self.output, &f.last, 1, &mut f.logits)?;
+        let n = out.len();
+        out.resize(n + c.vocab_size, 0.0);
+        b.read(&f.logits, &mut out[n..])
+    }
+}
+
+/// A session with its backend type erased, for code that picks the backend at run time
+/// (`--backend`): generation and benchmarks run over `&mut dyn Forward`.
+pub trait Forward {
+    /// [`Session::forward`].
+    fn forward(&mut self, tokens: &[u32], which: Logits) -> Result<Vec<f32>>;
+    /// [`Session::rewind`].
+    fn rewind(&mut self, pos: usize);
+    /// [`Session::position`].
+    fn position(&self) -> usize;
+    /// [`Session::context`].
+    fn context(&self) -> usize;
+    /// The backend's name.
+    fn backend_name(&self) -> &'static str;
+}
+
+impl<B: Backend> Forward for Session<B> {
+    fn forward(&mut self, tokens: &[u32], which: Logits) -> Result<Vec<f32>> {
+        Session::forward(self, tokens, which)
+    }
+    fn rewind(&mut self, pos: usize) {
+        Session::rewind(self, pos)
+    }
+    fn position(&self) -> usize {
+        self.pos
+    }
+    fn context(&self) -> usize {
+        self.context
+    }
+    fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+}
