@@ -6,3 +6,7 @@
 //! bulk.
 
 pub use rayo::{Error, Result};
+
+pub mod tokenizer;
+
+pub use tokenizer::Tokenizer;
