@@ -93,3 +93,57 @@ fn llama_cpp_vocab_test_files() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+fn smollm2() -> Option<GgufFile> {
+    let path =
+        std::env::var_os("RAYO_SMOLLM2").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
+    if !path.exists() {
+        println!("SKIP tokenizer: no SmolLM2 at {} (run scripts/fetch-smollm2.sh or set RAYO_SMOLLM2)", path.display());
+        return None;
+    }
+    Some(GgufFile::open(&path).unwrap())
+}
+
+/// The committed corpus and llama-tokenize's ids for it (parse_special, then not).
+fn corpus() -> Vec<(String, Vec<u32>, Vec<u32>)> {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let text = std::fs::read_to_string(data.join("tokenizer-corpus.txt")).unwrap();
+    let golden = std::fs::read_to_string(data.join("tokenizer-golden-smollm2.txt")).unwrap();
+    let ids = |line: &str, tag: &str| -> Vec<u32> {
+        let list = line.strip_prefix(tag).unwrap().trim().trim_start_matches('[').trim_end_matches(']');
+        list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect()
+    };
+    let lines: Vec<&str> = golden.lines().collect();
+    let cases: Vec<&str> = text.split("\n__case__\n").collect();
+    assert_eq!(cases.len() * 2, lines.len(), "corpus and golden ids differ in number of cases");
+    cases.iter().enumerate().map(|(i, c)| (c.to_string(), ids(lines[2 * i], "parse "), ids(lines[2 * i + 1], "noparse "))).collect()
+}
+
+#[test]
+fn smollm2_matches_llama_tokenize_on_corpus() {
+    let Some(file) = smollm2() else { return };
+    let t0 = std::time::Instant::now();
+    let tok = Tokenizer::from_gguf(file.metadata()).unwrap();
+    println!("SmolLM2 tokenizer built in {:.1} ms ({} tokens)", t0.elapsed().as_secs_f64() * 1e3, tok.vocab_size());
+    assert_eq!(tok.vocab_size(), 49152);
+    assert_eq!((tok.bos(), tok.eos()), (Some(1), Some(2)));
+    assert!(!tok.adds_bos());
+    // llama.cpp's EOG set for SmolLM2: <|endoftext|>, <|im_end|>, <reponame> (FIM repo).
+    assert_eq!(tok.eog_ids(), vec![0, 2, 4]);
+    let cases = corpus();
+    let mut bad = Vec::new();
+    for (text, parse, noparse) in &cases {
+        // llama-tokenize passes add_special = the model's add_bos (false here).
+        for (ps, want) in [(true, parse), (false, noparse)] {
+            let got = tok.encode(text, tok.adds_bos(), ps).unwrap();
+            if &got != want {
+                bad.push(format!("{text:?} parse_special={ps}\n  want {want:?}\n  got  {got:?}"));
+            }
+        }
+        assert_eq!(&tok.decode(parse).unwrap(), text, "decode(encode(x)) with special tokens parsed");
+        assert_eq!(&tok.decode(noparse).unwrap(), text, "decode(encode(x)) without");
+    }
+    assert!(bad.is_empty(), "{} of {} encodings differ from llama-tokenize:\n{}", bad.len(), 2 * cases.len(), bad.join("\n"));
+    // The corpus must exercise special tokens: parsing them changes some encodings.
+    assert!(cases.iter().filter(|(_, p, n)| p != n).count() >= 5);
+}
