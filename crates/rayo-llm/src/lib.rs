@@ -10,11 +10,17 @@ pub use rayo::{Error, Result};
 pub mod backend;
 pub mod config;
 pub mod cpu;
+pub mod generate;
 pub mod model;
 pub mod session;
+pub mod tokenizer;
+mod utf8;
 pub mod weights;
 
 pub use backend::{Backend, KvType};
 pub use config::{Config, RopeStyle};
+pub use generate::{generate, Stats, Stop};
 pub use model::Model;
 pub use session::{Forward, Logits, Session, SessionOptions};
+pub use tokenizer::Tokenizer;
+pub use utf8::Utf8Stream;

@@ -1,0 +1,287 @@
+//! The tokenizer a GGUF file describes in its `tokenizer.ggml.*` metadata, token for token as
+//! llama.cpp's `llama_tokenize` and `llama_token_to_piece` (`src/llama-vocab.cpp`).
+//!
+//! Two models: byte-level BPE (`gpt2`) with the pre-tokenizer `tokenizer.ggml.pre` names
+//! ([`pretokenize`]), and SentencePiece (`llama`, [`spm`]). Special tokens are cut out of the
+//! text first ([`special`]) when asked to.
+
+mod bpe;
+mod pretokenize;
+mod special;
+mod spm;
+mod unicode;
+mod unicode_data;
+mod vocab;
+
+use std::collections::HashSet;
+
+use rayo::gguf::Metadata;
+
+use crate::{Error, Result};
+use bpe::Bpe;
+use pretokenize::PreTokenizer;
+use special::Fragment;
+use vocab::{attr, SpecialIds, Vocab};
+
+pub(crate) fn err(what: String) -> Error {
+    Error::Tokenizer { what }
+}
+
+/// Which algorithm turns a piece of text into ids.
+#[derive(Debug)]
+enum Model {
+    /// Byte-level BPE after a pre-tokenizer; `ignore_merges`: a word that is a token is taken
+    /// whole (llama3).
+    Bpe { bpe: Box<Bpe>, pre: PreTokenizer, ignore_merges: bool },
+    /// SentencePiece; `add_space_prefix`: a space before text that starts the input or follows
+    /// a special token.
+    Spm { add_space_prefix: bool },
+}
+
+/// A tokenizer built from GGUF metadata.
+#[derive(Debug)]
+pub struct Tokenizer {
+    vocab: Vocab,
+    model: Model,
+    special: SpecialIds,
+    eog: HashSet<u32>,
+    /// Special tokens, longest text first (the order the text is searched in).
+    special_order: Vec<u32>,
+    add_bos: bool,
+    add_eos: bool,
+    /// Each token's bytes as `llama_token_to_piece(id, special = true)` gives them.
+    pieces: Vec<Vec<u8>>,
+}
+
+/// The BPE pre-tokenizer for `tokenizer.ggml.pre`, whether merges are skipped for words that
+/// are tokens, and whether BOS is added by default (llama.cpp's table, the families whose code
+/// paths rayo has).
+fn bpe_pre(pre: Option<&str>) -> Result<(PreTokenizer, bool, bool)> {
+    use PreTokenizer::*;
+    Ok(match pre.unwrap_or("default") {
+        "default" => (Default, false, false),
+        "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "falcon-h1" | "pixtral" | "midm-2.0" | "lfm2" | "jina-v5-nano" => (Llama3, true, true),
+        "dbrx" | "smaug-bpe" => (Llama3, false, false),
+        "falcon" => (Falcon, false, false),
+        "starcoder" | "refact" | "command-r" | "smollm" | "codeshell" | "exaone" | "minerva-7b" | "mellum2" => (Starcoder, false, false),
+        "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v2-es" | "jina-v2-de" | "a.x-4.0" | "mellum" | "modern-bert" | "mpt"
+        | "olmo" | "jais" | "trillion" | "granite-docling" | "exaone4" | "jina-v1-en" | "jina-v2-code" | "roberta-bpe" => (Gpt2, false, false),
+        "qwen2" | "deepseek-r1-qwen" | "kormo" | "f2llmv2" | "stablelm2" | "hunyuan" | "solar-open" | "megrez" => (Qwen2, false, false),
+        other => {
+            return Err(err(format!(
+            "tokenizer.ggml.pre = {other:?} is not supported (rayo has gpt-2, llama-bpe, qwen2, smollm/starcoder, falcon, default and their aliases)"
+        )))
+        }
+    })
+}
+
+impl Tokenizer {
+    /// Builds the tokenizer from a GGUF file's metadata.
+    pub fn from_gguf(meta: &Metadata) -> Result<Tokenizer> {
+        let model_name = vocab::string(meta, "tokenizer.ggml.model")?.ok_or_else(|| err("tokenizer.ggml.model is missing".into()))?;
+        let pre_name = vocab::string(meta, "tokenizer.ggml.pre")?;
+        let mut vocab = Vocab::from_gguf(meta)?;
+        let (model, defaults, mut add_bos) = match model_name {
+            "gpt2" => {
+                let (pre, ignore_merges, add_bos) = bpe_pre(pre_name)?;
+                let bpe = Box::new(Bpe::from_gguf(meta, &vocab)?);
+                (Model::Bpe { bpe, pre, ignore_merges }, SpecialIds { bos: Some(11), eos: Some(11), ..SpecialIds::default() }, add_bos)
+            }
+            "llama" => {
+                let add_space_prefix = vocab::boolean(meta, "tokenizer.ggml.add_space_prefix")?.unwrap_or(true);
+                (Model::Spm { add_space_prefix }, SpecialIds { bos: Some(1), eos: Some(2), unk: Some(0), ..SpecialIds::default() }, true)
+            }
+            other => return Err(err(format!("tokenizer.ggml.model = {other:?} is not supported (rayo has gpt2 and llama)"))),
+        };
+        let (special, eog) = vocab.special_ids(meta, defaults)?;
+        add_bos = vocab::boolean(meta, "tokenizer.ggml.add_bos_token")?.unwrap_or(add_bos);
+        let add_eos = vocab::boolean(meta, "tokenizer.ggml.add_eos_token")?.unwrap_or(false);
+
+        let special_order = special::special_order(&vocab);
+        // llama.cpp strips spaces after Phi-3's special tokens (by the model's name).
+        let name = vocab::string(meta, "general.name")?.unwrap_or("").to_ascii_lowercase();
+        if name.contains("phi-3") || name.contains("phi3") {
+            for &id in &special_order {
+                vocab.attrs[id as usize] |= attr::RSTRIP;
+            }
+            for (t, on) in [("</s>", true), ("<unk>", false), ("<s>", false), ("<|endoftext|>", false)] {
+                if let Some(id) = vocab.id(t) {
+                    let a = &mut vocab.attrs[id as usize];
+                    *a = if on { *a | attr::RSTRIP } else { *a & !attr::RSTRIP };
+                }
+            }
+        }
+
+        let is_spm = matches!(model, Model::Spm { .. });
+        let pieces = (0..vocab.len()).map(|i| piece(&vocab, i, is_spm)).collect();
+        Ok(Tokenizer { vocab, model, special, eog, special_order, add_bos, add_eos, pieces })
+    }
+
+    /// The ids of `text`, as llama.cpp's `llama_tokenize(text, add_special, parse_special)`:
+    /// `add_special` adds BOS/EOS where the model asks for them, `parse_special` lets control
+    /// tokens written in the text (`<|im_start|>`) become those tokens.
+    pub fn encode(&self, text: &str, add_special: bool, parse_special: bool) -> Result<Vec<u32>> {
+        let frags = special::partition(&self.vocab, &self.special_order, text, parse_special);
+        let mut out = Vec::with_capacity(text.len() / 3 + 2);
+        if add_special && self.add_bos {
+            out.push(self.special.bos.ok_or_else(|| err("the model asks for a BOS token (tokenizer.ggml.add_bos_token) but has none".into()))?);
+        }
+        let mut prev_special = true;
+        for f in frags {
+            match f {
+                Fragment::Token(id) => {
+                    out.push(id);
+                    prev_special = true;
+                }
+                Fragment::Text(s, e) => {
+                    let piece = text.get(s..e).ok_or_else(|| err(format!("special-token cut {s}..{e} is not on a character boundary")))?;
+                    match &self.model {
+                        Model::Bpe { bpe, pre, ignore_merges } => self.encode_bpe(bpe, *pre, *ignore_merges, piece, &mut out),
+                        Model::Spm { add_space_prefix } => {
+                            let mut t = String::with_capacity(piece.len() + 3);
+                            if *add_space_prefix && prev_special {
+                                t.push(' ');
+                            }
+                            t.push_str(piece);
+                            spm::encode(&self.vocab, &t.replace(' ', "\u{2581}"), &mut out)?;
+                        }
+                    }
+                    prev_special = false;
+                }
+            }
+        }
+        if add_special && self.add_eos {
+            out.push(self.special.eos.ok_or_else(|| err("the model asks for an EOS token (tokenizer.ggml.add_eos_token) but has none".into()))?);
+        }
+        Ok(out)
+    }
+
+    fn encode_bpe(&self, bpe: &Bpe, pre: PreTokenizer, ignore_merges: bool, text: &str, out: &mut Vec<u32>) {
+        let cpts: Vec<u32> = text.chars().map(|c| c as u32).collect();
+        // Byte offset of each code point, to slice words out of `text`.
+        let mut offs = Vec::with_capacity(cpts.len() + 1);
+        offs.extend(text.char_indices().map(|(i, _)| i));
+        offs.push(text.len());
+        let table = unicode::byte_to_char_table();
+        for (a, b) in pre.split(&cpts) {
+            let word = &text.as_bytes()[offs[a]..offs[b]];
+            if ignore_merges {
+                let encoded: String = word.iter().map(|&x| table[x as usize]).collect();
+                if let Some(id) = self.vocab.id(&encoded) {
+                    out.push(id);
+                    continue;
+                }
+            }
+            bpe.encode_word(word, out);
+        }
+    }
+
+    /// The bytes of token `id` as llama.cpp's `llama_token_to_piece(id, special = true)` renders
+    /// them (a byte-level token may hold part of a UTF-8 character).
+    pub fn token_bytes(&self, id: u32) -> Result<&[u8]> {
+        self.pieces
+            .get(id as usize)
+            .map(|p| p.as_slice())
+            .ok_or_else(|| err(format!("token id {id} is past the vocabulary ({} tokens)", self.vocab.len())))
+    }
+
+    /// The text of `ids`: their bytes joined, read as UTF-8 (invalid sequences become U+FFFD).
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        let mut bytes = Vec::new();
+        for &id in ids {
+            bytes.extend_from_slice(self.token_bytes(id)?);
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The number of tokens.
+    pub fn vocab_size(&self) -> usize {
+        self.vocab.len()
+    }
+
+    /// The beginning-of-sequence token.
+    pub fn bos(&self) -> Option<u32> {
+        self.special.bos
+    }
+
+    /// The end-of-sequence token.
+    pub fn eos(&self) -> Option<u32> {
+        self.special.eos
+    }
+
+    /// Whether `id` ends generation (llama.cpp's EOG set: EOS, EOT, EOM, FIM pad/repo/sep and
+    /// the tokens whose text marks an end: `<|im_end|>`, `<|endoftext|>`, `<|eot_id|>`, ...).
+    pub fn is_eog(&self, id: u32) -> bool {
+        self.eog.contains(&id)
+    }
+
+    /// The end-of-generation tokens, ascending.
+    pub fn eog_ids(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.eog.iter().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Whether encoding with `add_special` adds BOS / EOS.
+    pub fn adds_bos(&self) -> bool {
+        self.add_bos
+    }
+
+    /// See [`Tokenizer::adds_bos`].
+    pub fn adds_eos(&self) -> bool {
+        self.add_eos
+    }
+
+    /// The id of the token whose text is exactly `text`.
+    pub fn token_id(&self, text: &str) -> Option<u32> {
+        self.vocab.id(text)
+    }
+
+    /// Whether `id` is a control token (rendered only when special tokens are shown).
+    pub fn is_control(&self, id: u32) -> bool {
+        self.vocab.attrs.get(id as usize).is_some_and(|a| a & attr::CONTROL != 0)
+    }
+}
+
+/// `llama_token_to_piece(id, special = true)` for token `i`.
+fn piece(vocab: &Vocab, i: usize, is_spm: bool) -> Vec<u8> {
+    let a = vocab.attrs[i];
+    let text = &vocab.texts[i];
+    if a & (attr::UNKNOWN | attr::CONTROL | attr::USER_DEFINED) != 0 {
+        return text.as_bytes().to_vec();
+    }
+    if a & attr::NORMAL != 0 {
+        if is_spm {
+            return text.replace('\u{2581}', " ").into_bytes();
+        }
+        return decode_byte_chars(text);
+    }
+    if a & attr::BYTE != 0 {
+        // "<0xXX>"; llama.cpp's strtol reads what hex digits there are.
+        let hex = text.get(3..5).unwrap_or("");
+        let digits: String = hex.chars().take_while(|c| c.is_ascii_hexdigit()).collect();
+        return vec![u8::from_str_radix(&digits, 16).unwrap_or(0)];
+    }
+    Vec::new() // unused and undefined tokens render as nothing
+}
+
+/// GPT-2 byte characters back to bytes (llama.cpp's `llama_decode_text`, its marker for a
+/// character outside the map included).
+fn decode_byte_chars(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        match unicode::char_to_byte(c) {
+            Some(b) => out.push(b),
+            None => {
+                out.extend_from_slice(b"[UNK_BYTE_0x");
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.extend_from_slice(format!("{b:02x}").as_bytes());
+                }
+                out.extend_from_slice(text.as_bytes());
+                out.push(b']');
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,79 @@
+//! Special tokens in text: llama.cpp's `tokenizer_st_partition` cuts the text at every
+//! occurrence of a control, user-defined or unknown token (longest texts first), leaving the
+//! pieces between to the tokenizer. With `parse_special` false only user-defined tokens cut.
+
+use super::vocab::{attr, Vocab};
+
+/// A piece of the text: raw text (a byte range) or a token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fragment {
+    Text(usize, usize),
+    Token(u32),
+}
+
+/// The special tokens in llama.cpp's search order: longest text first.
+pub(crate) fn special_order(vocab: &Vocab) -> Vec<u32> {
+    let mut ids: Vec<u32> =
+        (0..vocab.len() as u32).filter(|&i| vocab.attrs[i as usize] & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0).collect();
+    ids.sort_by_key(|&i| std::cmp::Reverse(vocab.texts[i as usize].len()));
+    ids
+}
+
+/// C's `isspace` in the "C" locale.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
+}
+
+/// Cuts `text` at the special tokens of `order`.
+pub(crate) fn partition(vocab: &Vocab, order: &[u32], text: &str, parse_special: bool) -> Vec<Fragment> {
+    let bytes = text.as_bytes();
+    let mut frags = if text.is_empty() { Vec::new() } else { vec![Fragment::Text(0, text.len())] };
+    for &id in order {
+        let a = vocab.attrs[id as usize];
+        if !parse_special && a & (attr::CONTROL | attr::UNKNOWN) != 0 {
+            continue;
+        }
+        let tok = vocab.texts[id as usize].as_bytes();
+        if !frags.iter().any(|f| matches!(*f, Fragment::Text(s, e) if find(&bytes[s..e], tok).is_some())) {
+            continue;
+        }
+        let mut next = Vec::with_capacity(frags.len() + 2);
+        for f in frags {
+            let Fragment::Text(mut s, e) = f else {
+                next.push(f);
+                continue;
+            };
+            while let Some(m) = find(&bytes[s..e], tok).map(|m| s + m) {
+                let mut left_end = m;
+                if a & attr::LSTRIP != 0 {
+                    while left_end > s && is_c_space(bytes[left_end - 1]) {
+                        left_end -= 1;
+                    }
+                }
+                if left_end > s {
+                    next.push(Fragment::Text(s, left_end));
+                }
+                next.push(Fragment::Token(id));
+                s = m + tok.len();
+                if a & attr::RSTRIP != 0 {
+                    while s < e && is_c_space(bytes[s]) {
+                        s += 1;
+                    }
+                }
+            }
+            if s < e {
+                next.push(Fragment::Text(s, e));
+            }
+        }
+        frags = next;
+    }
+    frags
+}
+
+/// The first occurrence of `needle` in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || needle.len() > hay.len() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
