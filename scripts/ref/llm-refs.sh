@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# llama.cpp's reference outputs for rayo-llm's correctness tests, on SmolLM2-135M-Instruct Q4_1
+# (scripts/fetch-smollm2.sh) and its Q8_0, Q6_K and Q4_K_M mixes (llama-quantize
+# --allow-requantize into .cache/models/; `rayo quantize` writes byte-identical files, so one
+# set of references serves both). Builds scripts/ref/llama-ref.cpp against the llama.cpp of
+# scripts/ref/llama-cpp.sh and writes into crates/rayo-llm/tests/data/:
+#   greedy-TYPE.txt       32 greedy tokens per line of prompts.txt (format in the file's header)
+#   forced-ids.txt        the ids of forced-text.txt (llama.cpp's tokenizer)
+#   forced-TYPE.txt       those ids teacher-forced: per position top-1 and top-32 log-probs
+#   chat-smollm2.txt      SmolLM2's chat template rendered by Python jinja2 (as HF does)
+# and the full logits of the forced run, f32 [positions x vocab], into .cache/ref/forced-TYPE.f32
+# (not committed; scripts/ref/kld.py compares them with a rayo dump). Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=$(./scripts/ref/llama-cpp.sh)
+llama=$(dirname "$(dirname "$bin")")
+model=${RAYO_SMOLLM2:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+[ -f "$model" ] || model=$(./scripts/fetch-smollm2.sh)
+data=crates/rayo-llm/tests/data
+mkdir -p .cache/ref .cache/models
+[ -x .venv-ref/bin/python ] || { python3 -m venv .venv-ref && .venv-ref/bin/pip install -q numpy==2.4.6 jinja2==3.1.6; }
+
+ref=.cache/ref/llama-ref
+if [ ! -x "$ref" ] || [ scripts/ref/llama-ref.cpp -nt "$ref" ]; then
+  g++ -O2 -std=c++17 -I"$llama/include" -I"$llama/ggml/include" scripts/ref/llama-ref.cpp -o "$ref" \
+    -L"$bin" -lllama -lggml -lggml-base -Wl,-rpath,"$bin"
+fi
+commit=$(sed -n 's/.*LLAMA_COMMIT = "\(.*\)";/\1/p' "$llama/build/common/build-info.cpp")
+version="llama.cpp $commit (vendored in PyPI llama-cpp-python 0.3.36, CPU build, GGML_NATIVE)"
+config=$("$ref" config)
+# llama-simple's context settings plus 2 threads; flash attention 'auto' resolves to enabled on the CPU.
+fa=$("$ref" greedy "$model" 1 "x" 2>&1 >/dev/null | sed -n 's/.*Flash Attention \(.*\)/\1/p' | head -1)
+
+# The greedy mode reproduces llama-simple byte for byte (it prints the prompt, the text, "\n").
+p="The capital of France is"
+want=$("$bin/llama-simple" -m "$model" -n 32 "$p" 2>/dev/null | od -An -tx1)
+text=$("$ref" greedy "$model" 32 "$p" 2>/dev/null | sed -n 's/^text //p')
+got=$(printf '%s%b\n' "$p" "$text" | od -An -tx1)
+[ "$want" = "$got" ] || { echo "llm-refs: llama-ref greedy differs from llama-simple on '$p'" >&2; exit 1; }
+
+"$ref" tokenize "$model" $data/forced-text.txt 2>/dev/null | sed 's/^ids //' | tr ' ' '\n' >$data/forced-ids.txt
+
+for t in Q4_1 Q8_0 Q6_K Q4_K_M; do
+  m=.cache/models/SmolLM2-135M-Instruct.$t.gguf
+  if [ "$t" = Q4_1 ]; then m=$model
+  elif [ ! -f "$m" ]; then
+    "$bin/llama-quantize" --allow-requantize "$model" "$m.part" "$t" 2 >.cache/ref/quantize-$t.log 2>&1 \
+      || { cat .cache/ref/quantize-$t.log; exit 1; }
+    mv "$m.part" "$m"
+  fi
+  sha=$(sha256sum "$m" | cut -d' ' -f1)
+  # The file `rayo quantize` must reproduce (crates/rayo-cli/tests/data/smollm2-mix.txt).
+  mix=$(sed -n "s/^sha256 $t //p" crates/rayo-cli/tests/data/smollm2-mix.txt)
+  [ "$t" = Q4_1 ] || [ "$mix" = "$sha" ] || { echo "llm-refs: $m sha256 $sha is not smollm2-mix.txt's $mix" >&2; exit 1; }
+  head="# $version; $config; flash attention $fa
+# model SmolLM2-135M-Instruct.$t.gguf sha256 $sha (llama-quantize --allow-requantize from the Q4_1 file, nthreads 2)"
+  {
+    echo "$head"
+    cat <<'EOF'
+# Greedy continuations made by scripts/ref/llm-refs.sh (scripts/ref/llama-ref.cpp), as llama-simple:
+# prompt tokenized with add_special=true, parse_special=true; the prompt decoded in one batch, then
+# one token per decode; next token = first maximum of the logits; stop at an end-of-generation token.
+# Per prompt (prompts.txt, in order), five lines:
+#   prompt K TEXT        K = 0-based line of prompts.txt, TEXT escaped as in prompts.txt
+#   prompt_ids ID...     the prompt's ids
+#   gen_ids ID...        up to 32 generated ids (fewer when an end-of-generation token came)
+#   eog ID               the end-of-generation id that stopped it, -1 when all 32 were generated
+#   text TEXT            the generated tokens' pieces (special tokens rendered), escaped
+# Escapes: \\ \n \r \t, and \xHH for other control bytes and bytes that are not valid UTF-8.
+EOF
+    "$ref" greedy-file "$m" 32 $data/prompts.txt 2>/dev/null
+  } >$data/greedy-$t.txt
+  {
+    echo "$head"
+    cat <<'EOF'
+# Teacher-forced logits made by scripts/ref/llm-refs.sh (scripts/ref/llama-ref.cpp): forced-ids.txt
+# (forced-text.txt tokenized by llama.cpp) evaluated in one batch (n_batch = n_ubatch = n_ctx = its
+# length) with logits at every position. One line per position:
+#   pos I ID TOP1 ID:LOGPROB x32
+# ID = the input token at position I, TOP1 = llama.cpp's argmax of the logits after it (the first
+# maximum), then the 32 largest entries (ties: lower id first) with their log-softmax, 4 decimals.
+EOF
+    "$ref" forced "$m" $data/forced-ids.txt .cache/ref/forced-$t.f32 2>/dev/null
+  } >$data/forced-$t.txt
+  echo "llm-refs: $t done" >&2
+done
+
+.venv-ref/bin/python scripts/ref/chat-ref.py "$model" >$data/chat-smollm2.txt
+echo "llm-refs: wrote $data/{greedy,forced}-*.txt, forced-ids.txt, chat-smollm2.txt; logits in .cache/ref/" >&2
