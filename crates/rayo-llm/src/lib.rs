@@ -6,3 +6,4 @@
 //! bulk.
 
 pub use rayo::{Error, Result};
+pub mod sample;
