@@ -12,6 +12,7 @@ pub mod config;
 pub mod cpu;
 pub mod generate;
 pub mod model;
+pub mod sample;
 pub mod session;
 pub mod tokenizer;
 mod utf8;

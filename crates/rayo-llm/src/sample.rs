@@ -1,0 +1,213 @@
+//! Choosing the next token from a row of logits: greedy, or a seeded draw after llama.cpp's
+//! common sampler chain (repetition penalty → top-k → top-p → min-p → temperature → draw).
+//!
+//! The filters follow llama.cpp's definitions (`src/llama-sampler.cpp`): top-p keeps the
+//! shortest prefix of the sorted candidates whose probability reaches `top_p`; min-p keeps the
+//! candidates whose probability is at least `min_p` times the largest; both see the
+//! probabilities before temperature. The draw uses `fastrand` seeded from the config, so one
+//! seed gives one sequence of tokens (not llama.cpp's sequence: its RNG is mt19937).
+
+use rayo::{ArgValue, Error, Result};
+
+/// The sampling parameters. `Default` follows llama.cpp's common defaults (temperature 0.8,
+/// top-k 40, top-p 0.95, min-p 0.05, no repetition penalty over the last 64 tokens).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SamplerConfig {
+    /// Logits are divided by it before the draw; 0 is greedy (argmax, first maximum on ties).
+    pub temperature: f32,
+    /// Keep the `top_k` most likely tokens; 0 = off.
+    pub top_k: usize,
+    /// Keep the most likely tokens until their probability reaches `top_p`; 1 = off.
+    pub top_p: f32,
+    /// Keep tokens with probability ≥ `min_p` × the largest; 0 = off.
+    pub min_p: f32,
+    /// Divide a positive logit (multiply a negative one) of each token seen in the last
+    /// `repeat_last_n` tokens of the history by it; 1 = off.
+    pub repeat_penalty: f32,
+    /// How many of the latest history tokens the penalty looks at; 0 = off.
+    pub repeat_last_n: usize,
+    /// The random generator's seed.
+    pub seed: u64,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> SamplerConfig {
+        SamplerConfig { temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05, repeat_penalty: 1.0, repeat_last_n: 64, seed: 0 }
+    }
+}
+
+impl SamplerConfig {
+    /// Argmax of the logits, nothing else.
+    pub fn greedy() -> SamplerConfig {
+        SamplerConfig { temperature: 0.0, top_k: 0, top_p: 1.0, min_p: 0.0, repeat_penalty: 1.0, repeat_last_n: 0, seed: 0 }
+    }
+
+    /// Checks every parameter; the error names the first bad one and its value.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |name, value: f32, reason| Err(Error::InvalidParameter { op: "sampler", name, value: value as f64, reason });
+        let t = self.temperature;
+        if !t.is_finite() || t < 0.0 {
+            return bad("temperature", t, "must be finite and >= 0 (0 = greedy)");
+        }
+        let p = self.top_p;
+        if p.is_nan() || p <= 0.0 || p > 1.0 {
+            return bad("top_p", p, "must be in (0, 1] (1 = off)");
+        }
+        let m = self.min_p;
+        if m.is_nan() || !(0.0..=1.0).contains(&m) {
+            return bad("min_p", m, "must be in [0, 1] (0 = off)");
+        }
+        let r = self.repeat_penalty;
+        if !r.is_finite() || r <= 0.0 {
+            return bad("repeat_penalty", r, "must be finite and > 0 (1 = off)");
+        }
+        Ok(())
+    }
+}
+
+/// One token still in the running: its id and its (penalized, then scaled) logit.
+#[derive(Clone, Copy, Debug)]
+struct Cand {
+    id: u32,
+    logit: f32,
+}
+
+/// Most likely first; equal logits keep the lower id first, as argmax does.
+fn by_logit_desc(a: &Cand, b: &Cand) -> std::cmp::Ordering {
+    b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id))
+}
+
+/// A sampler: the config, its seeded generator and reused scratch buffers.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    cfg: SamplerConfig,
+    rng: fastrand::Rng,
+    cand: Vec<Cand>,
+    window: Vec<u32>,
+    probs: Vec<f64>,
+}
+
+impl Sampler {
+    /// A sampler for `cfg`, after [`SamplerConfig::validate`].
+    pub fn new(cfg: SamplerConfig) -> Result<Sampler> {
+        cfg.validate()?;
+        let rng = fastrand::Rng::with_seed(cfg.seed);
+        Ok(Sampler { cfg, rng, cand: Vec::new(), window: Vec::new(), probs: Vec::new() })
+    }
+
+    /// The config it samples with.
+    pub fn config(&self) -> &SamplerConfig {
+        &self.cfg
+    }
+
+    /// The next token for `logits` (one per vocabulary entry) after the tokens of `history`
+    /// (prompt and generated so far; only the penalty reads it). Errors: empty logits, a NaN or
+    /// +inf logit, no finite logit, a history id past the vocabulary.
+    pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> Result<u32> {
+        self.prepare(logits, history)?;
+        if self.cfg.temperature == 0.0 {
+            // Candidates are in id order here: the first maximum wins ties.
+            let mut best = self.cand[0];
+            for &c in &self.cand[1..] {
+                if c.logit > best.logit {
+                    best = c;
+                }
+            }
+            return Ok(best.id);
+        }
+        self.filter();
+        Ok(self.draw())
+    }
+
+    /// Checks the logits and fills `cand` with every token, penalized, in id order.
+    fn prepare(&mut self, logits: &[f32], history: &[u32]) -> Result<()> {
+        let n = logits.len();
+        if n == 0 {
+            return Err(Error::EmptyInput { op: "sample" });
+        }
+        if n > u32::MAX as usize {
+            return Err(Error::InvalidArgument { op: "sample", name: "vocabulary size", value: ArgValue::Usize(n), reason: "exceeds u32 ids" });
+        }
+        if let Some(i) = logits.iter().position(|x| x.is_nan() || *x == f32::INFINITY) {
+            return Err(Error::Model { what: format!("sample: logit {i} of {n} is {}", logits[i]) });
+        }
+        if !logits.iter().any(|x| x.is_finite()) {
+            return Err(Error::Model { what: format!("sample: all {n} logits are -inf") });
+        }
+        self.cand.clear();
+        self.cand.extend(logits.iter().enumerate().map(|(i, &logit)| Cand { id: i as u32, logit }));
+        let (penalty, last_n) = (self.cfg.repeat_penalty, self.cfg.repeat_last_n);
+        if penalty != 1.0 && last_n > 0 {
+            // Each distinct token of the window once, as llama.cpp (counts matter only to its
+            // frequency/presence penalties, which this sampler does not have).
+            self.window.clear();
+            self.window.extend_from_slice(&history[history.len().saturating_sub(last_n)..]);
+            self.window.sort_unstable();
+            self.window.dedup();
+            for &id in &self.window {
+                let c = self.cand.get_mut(id as usize).ok_or(Error::IndexOutOfBounds { index: id as usize, len: n })?;
+                c.logit = if c.logit > 0.0 { c.logit / penalty } else { c.logit * penalty };
+            }
+        }
+        Ok(())
+    }
+
+    /// top-k → top-p → min-p on `cand` (which keeps at least its best token).
+    fn filter(&mut self) {
+        let cand = &mut self.cand;
+        cand.retain(|c| c.logit > f32::NEG_INFINITY);
+        let k = self.cfg.top_k;
+        if k > 0 && k < cand.len() {
+            cand.select_nth_unstable_by(k - 1, by_logit_desc);
+            cand.truncate(k);
+        }
+        if self.cfg.top_p < 1.0 {
+            cand.sort_unstable_by(by_logit_desc);
+            softmax(cand, 1.0, &mut self.probs);
+            let mut cum = 0.0;
+            let mut keep = cand.len();
+            for (i, p) in self.probs.iter().enumerate() {
+                cum += p;
+                if cum >= self.cfg.top_p as f64 {
+                    keep = i + 1;
+                    break;
+                }
+            }
+            cand.truncate(keep);
+        }
+        if self.cfg.min_p > 0.0 {
+            // p_i ≥ min_p · p_max  ⇔  logit_i ≥ max + ln(min_p).
+            let max = cand.iter().fold(f32::NEG_INFINITY, |m, c| m.max(c.logit));
+            let floor = max as f64 + (self.cfg.min_p as f64).ln();
+            cand.retain(|c| c.logit as f64 >= floor);
+        }
+    }
+
+    /// One draw from softmax(cand / temperature).
+    fn draw(&mut self) -> u32 {
+        softmax(&self.cand, self.cfg.temperature, &mut self.probs);
+        let mut r = self.rng.f64();
+        for (c, p) in self.cand.iter().zip(&self.probs) {
+            if r < *p {
+                return c.id;
+            }
+            r -= p;
+        }
+        // Rounding left r just above the sum: the last candidate.
+        self.cand[self.cand.len() - 1].id
+    }
+}
+
+/// Softmax of the candidates' logits divided by `t` into `out`, in f64. Subtracting the maximum
+/// before dividing keeps a tiny temperature from overflowing: every exponent is ≤ 0.
+fn softmax(cand: &[Cand], t: f32, out: &mut Vec<f64>) {
+    let max = cand.iter().fold(f32::NEG_INFINITY, |m, c| m.max(c.logit)) as f64;
+    out.clear();
+    out.extend(cand.iter().map(|c| ((c.logit as f64 - max) / t as f64).exp()));
+    let sum: f64 = out.iter().sum();
+    out.iter_mut().for_each(|p| *p /= sum);
+}
+
+#[cfg(test)]
+#[path = "sample_tests.rs"]
+mod tests;

@@ -1,0 +1,206 @@
+use super::*;
+
+fn cfg(temperature: f32) -> SamplerConfig {
+    SamplerConfig { temperature, top_k: 0, top_p: 1.0, min_p: 0.0, repeat_penalty: 1.0, repeat_last_n: 0, seed: 7 }
+}
+
+/// The ids the filters keep, sorted.
+fn kept(c: SamplerConfig, logits: &[f32], history: &[u32]) -> Vec<u32> {
+    let mut s = Sampler::new(c).unwrap();
+    s.prepare(logits, history).unwrap();
+    s.filter();
+    let mut ids: Vec<u32> = s.cand.iter().map(|c| c.id).collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Logits whose softmax is `p` (up to a shift).
+fn logits_of(p: &[f64]) -> Vec<f32> {
+    p.iter().map(|p| p.ln() as f32).collect()
+}
+
+/// A few pseudo-random logit rows (a small LCG: the test needs variety, not quality).
+fn rows() -> Vec<Vec<f32>> {
+    let mut x = 12345u64;
+    (0..20)
+        .map(|r| {
+            (0..50 + r)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    ((x >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn argmax(x: &[f32]) -> u32 {
+    let mut b = 0;
+    for i in 1..x.len() {
+        if x[i] > x[b] {
+            b = i;
+        }
+    }
+    b as u32
+}
+
+#[test]
+fn greedy_is_argmax_first_max_on_ties() {
+    let mut s = Sampler::new(SamplerConfig::greedy()).unwrap();
+    for row in rows() {
+        assert_eq!(s.sample(&row, &[]).unwrap(), argmax(&row));
+    }
+    assert_eq!(s.sample(&[1.0, 3.0, -2.0, 3.0], &[]).unwrap(), 1);
+    assert_eq!(s.sample(&[f32::NEG_INFINITY, -5.0, f32::NEG_INFINITY], &[]).unwrap(), 1);
+}
+
+#[test]
+fn top_k_1_is_greedy_at_any_temperature() {
+    for t in [0.1, 1.0, 5.0, 100.0] {
+        let mut s = Sampler::new(SamplerConfig { top_k: 1, ..cfg(t) }).unwrap();
+        for row in rows() {
+            assert_eq!(s.sample(&row, &[]).unwrap(), argmax(&row), "temperature {t}");
+        }
+        // Ties: the lower id, as argmax.
+        assert_eq!(s.sample(&[0.0, 2.0, 2.0, 1.0], &[]).unwrap(), 1);
+    }
+}
+
+#[test]
+fn frequencies_match_softmax_over_temperature() {
+    let logits = [1.0f32, 2.0, 0.5, -1.0, 1.5];
+    for t in [0.7f32, 1.0, 2.5] {
+        let mut s = Sampler::new(cfg(t)).unwrap();
+        let n = 200_000;
+        let mut count = [0usize; 5];
+        for _ in 0..n {
+            count[s.sample(&logits, &[]).unwrap() as usize] += 1;
+        }
+        let e: Vec<f64> = logits.iter().map(|&l| (l as f64 / t as f64).exp()).collect();
+        let z: f64 = e.iter().sum();
+        for i in 0..5 {
+            let (want, got) = (e[i] / z, count[i] as f64 / n as f64);
+            // 5 standard deviations of a frequency over n draws.
+            let tol = 5.0 * (want * (1.0 - want) / n as f64).sqrt();
+            assert!((want - got).abs() < tol, "T {t} token {i}: frequency {got}, softmax {want}, tol {tol}");
+        }
+    }
+}
+
+#[test]
+fn same_seed_same_tokens_other_seed_other_tokens() {
+    let logits = [0.3f32, 0.1, 0.2, 0.0, 0.25, 0.15];
+    let run = |seed| {
+        let mut s = Sampler::new(SamplerConfig { seed, ..cfg(1.0) }).unwrap();
+        (0..64).map(|_| s.sample(&logits, &[]).unwrap()).collect::<Vec<_>>()
+    };
+    assert_eq!(run(1), run(1));
+    assert_ne!(run(1), run(2));
+}
+
+#[test]
+fn top_k_keeps_the_k_largest() {
+    let logits = [0.5f32, 3.0, -1.0, 2.0, 1.0, 2.5];
+    assert_eq!(kept(SamplerConfig { top_k: 3, ..cfg(1.0) }, &logits, &[]), vec![1, 3, 5]);
+    assert_eq!(kept(SamplerConfig { top_k: 100, ..cfg(1.0) }, &logits, &[]), vec![0, 1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn top_p_keeps_the_shortest_prefix_reaching_p() {
+    // Sorted probabilities 0.5, 0.3, 0.15, 0.05 (ids 2, 0, 3, 1).
+    let logits = logits_of(&[0.3, 0.05, 0.5, 0.15]);
+    let at = |p| kept(SamplerConfig { top_p: p, ..cfg(1.0) }, &logits, &[]);
+    assert_eq!(at(0.4), vec![2]);
+    assert_eq!(at(0.75), vec![0, 2]);
+    assert_eq!(at(0.9), vec![0, 2, 3]);
+    assert_eq!(at(0.99), vec![0, 1, 2, 3]);
+    // Temperature comes after: a hot draw still never leaves the kept set.
+    let mut s = Sampler::new(SamplerConfig { top_p: 0.75, ..cfg(50.0) }).unwrap();
+    let mut seen = [false; 4];
+    for _ in 0..2000 {
+        seen[s.sample(&logits, &[]).unwrap() as usize] = true;
+    }
+    assert_eq!(seen, [true, false, true, false]);
+}
+
+#[test]
+fn min_p_keeps_tokens_above_a_fraction_of_the_best() {
+    // Probabilities 0.6, 0.3, 0.06, 0.04: min_p 0.08 puts the floor at 0.048.
+    let logits = logits_of(&[0.06, 0.6, 0.04, 0.3]);
+    let at = |m| kept(SamplerConfig { min_p: m, ..cfg(1.0) }, &logits, &[]);
+    assert_eq!(at(0.08), vec![0, 1, 3]);
+    assert_eq!(at(0.4), vec![1, 3]);
+    assert_eq!(at(0.9), vec![1]);
+    assert_eq!(at(0.01), vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn repetition_penalty_lowers_recent_tokens_only() {
+    let logits = [2.0f32, 1.9, -1.0, -1.2, 0.5];
+    let c = SamplerConfig { repeat_penalty: 2.0, repeat_last_n: 2, ..SamplerConfig::greedy() };
+    let mut s = Sampler::new(c.clone()).unwrap();
+    // Token 0 in the window (twice: penalized once): 2.0 / 2 = 1.0 < 1.9.
+    assert_eq!(s.sample(&logits, &[4, 0, 0]).unwrap(), 1);
+    // Token 0 outside the last 2: no change.
+    assert_eq!(s.sample(&logits, &[0, 4, 4]).unwrap(), 0);
+    // Negative logits are multiplied: -1.0 * 2 = -2.0 < -1.2.
+    s.prepare(&logits, &[2, 0]).unwrap();
+    let got: Vec<f32> = s.cand.iter().map(|c| c.logit).collect();
+    assert_eq!(got, vec![1.0, 1.9, -2.0, -1.2, 0.5]);
+    // Off (1.0 or last_n 0): the history is not read.
+    let mut off = Sampler::new(SamplerConfig { repeat_last_n: 0, ..c }).unwrap();
+    assert_eq!(off.sample(&logits, &[0, 0]).unwrap(), 0);
+}
+
+#[test]
+fn bad_parameters_are_errors_with_their_value() {
+    let bad = |c: SamplerConfig, name: &str| match Sampler::new(c) {
+        Err(Error::InvalidParameter { name: n, .. }) => assert_eq!(n, name),
+        other => panic!("{name}: expected InvalidParameter, got {other:?}"),
+    };
+    bad(SamplerConfig { temperature: f32::NAN, ..cfg(1.0) }, "temperature");
+    bad(SamplerConfig { temperature: -0.5, ..cfg(1.0) }, "temperature");
+    bad(SamplerConfig { temperature: f32::INFINITY, ..cfg(1.0) }, "temperature");
+    bad(SamplerConfig { top_p: 0.0, ..cfg(1.0) }, "top_p");
+    bad(SamplerConfig { top_p: 1.5, ..cfg(1.0) }, "top_p");
+    bad(SamplerConfig { top_p: f32::NAN, ..cfg(1.0) }, "top_p");
+    bad(SamplerConfig { min_p: -0.1, ..cfg(1.0) }, "min_p");
+    bad(SamplerConfig { min_p: 1.1, ..cfg(1.0) }, "min_p");
+    bad(SamplerConfig { repeat_penalty: 0.0, ..cfg(1.0) }, "repeat_penalty");
+    bad(SamplerConfig { repeat_penalty: f32::NAN, ..cfg(1.0) }, "repeat_penalty");
+    let e = Sampler::new(SamplerConfig { temperature: -0.5, ..cfg(1.0) }).unwrap_err();
+    assert!(e.to_string().contains("-0.5"), "{e}");
+    assert!(Sampler::new(SamplerConfig::default()).is_ok());
+    assert!(Sampler::new(SamplerConfig::greedy()).is_ok());
+}
+
+#[test]
+fn bad_logits_and_history_are_errors() {
+    for t in [0.0, 1.0] {
+        let mut s = Sampler::new(SamplerConfig { repeat_penalty: 1.1, repeat_last_n: 8, ..cfg(t) }).unwrap();
+        assert!(matches!(s.sample(&[], &[]), Err(Error::EmptyInput { .. })));
+        let e = s.sample(&[0.0, f32::NAN, 1.0], &[]).unwrap_err();
+        assert!(matches!(&e, Error::Model { what } if what.contains("logit 1 of 3")), "{e}");
+        assert!(matches!(s.sample(&[0.0, f32::INFINITY], &[]), Err(Error::Model { .. })));
+        assert!(matches!(s.sample(&[f32::NEG_INFINITY; 3], &[]), Err(Error::Model { .. })));
+        assert!(matches!(s.sample(&[0.0, 1.0], &[0, 5]), Err(Error::IndexOutOfBounds { index: 5, len: 2 })));
+    }
+}
+
+#[test]
+fn masked_tokens_are_never_drawn() {
+    let logits = [f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY, 0.0];
+    let mut s = Sampler::new(cfg(3.0)).unwrap();
+    for _ in 0..500 {
+        let id = s.sample(&logits, &[]).unwrap();
+        assert!(id == 1 || id == 3, "{id}");
+    }
+}
+
+#[test]
+fn tiny_temperature_is_near_greedy_without_overflow() {
+    let mut s = Sampler::new(cfg(1e-30)).unwrap();
+    for row in rows() {
+        assert_eq!(s.sample(&row, &[]).unwrap(), argmax(&row));
+    }
+}
