@@ -6,4 +6,5 @@
 //! bulk.
 
 pub use rayo::{Error, Result};
+pub mod chat;
 pub mod sample;
