@@ -1,7 +1,9 @@
-"""SmolLM2's chat template (`tokenizer.chat_template` of the GGUF in argv[1]) rendered by Python
-jinja2 the way Hugging Face transformers renders chat templates (sandboxed environment,
-trim_blocks and lstrip_blocks, bos_token/eos_token from the vocab), for rayo-llm's chat test.
-Prints the cases in the line format documented in the output's header."""
+"""Chat templates rendered by Python jinja2 the way Hugging Face transformers renders them
+(sandboxed environment, trim_blocks and lstrip_blocks, raise_exception), for rayo-llm's chat
+test: SmolLM2's `tokenizer.chat_template` (from the GGUF in argv[1], bos_token/eos_token from its
+vocab) and a small template of our own that exercises whitespace control and Python string
+methods (.strip(), .startswith()) as Qwen-style templates use them. Prints the line format
+documented in the output's header."""
 import sys
 
 import jinja2
@@ -12,14 +14,11 @@ r = GGUFReader(sys.argv[1])
 
 
 def field(key):
-    f = r.fields[key]
-    return f.contents()
+    return r.fields[key].contents()
 
 
-template = field("tokenizer.chat_template")
 tokens = field("tokenizer.ggml.tokens")
-bos = tokens[field("tokenizer.ggml.bos_token_id")]
-eos = tokens[field("tokenizer.ggml.eos_token_id")]
+bos_id, eos_id = field("tokenizer.ggml.bos_token_id"), field("tokenizer.ggml.eos_token_id")
 
 
 def raise_exception(msg):
@@ -28,14 +27,33 @@ def raise_exception(msg):
 
 env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
 env.globals["raise_exception"] = raise_exception
-t = env.from_string(template)
 
 
 def esc(s):
     return s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
 
 
-cases = [
+# Whitespace control, trim/lstrip_blocks, .strip()/.startswith(), namespace, loop.last, bos/eos.
+OWN = """{{ bos_token }}
+{%- set ns = namespace(sys=false) %}
+{% for m in messages %}
+    {% if m['role'] not in ['system', 'user', 'assistant'] %}
+        {{ raise_exception('bad role ' + m['role']) }}
+    {% endif %}
+    {% if m['role'] == 'system' %}{% set ns.sys = true %}{% endif %}
+<{{ m['role'] }}>
+{{ m['content'].strip() }}
+    {%- if m['content'].startswith('!') %} [bang]{% endif %}
+{% if not loop.last %}
+---
+{% endif %}
+{% endfor %}
+{% if add_generation_prompt %}
+<assistant>{% if not ns.sys %} (no system){% endif %}
+{% else %}{{ eos_token }}{% endif %}
+"""
+
+SMOL_CASES = [
     ("user-only", True, [("user", "What is the tallest mountain in the world?")]),
     ("user-only-no-prompt", False, [("user", "Hi!")]),
     ("with-system", True, [("system", "You are a terse assistant."), ("user", "Name three primes.")]),
@@ -50,21 +68,35 @@ cases = [
     ),
     ("empty-content", False, [("system", ""), ("user", "")]),
 ]
+OWN_CASES = [
+    ("own-gen", True, [("user", "  padded question?  \n"), ("assistant", "!answer"), ("user", "again")]),
+    ("own-system", False, [("system", "Be brief."), ("user", "x")]),
+]
 
-print(f"# SmolLM2-135M-Instruct chat template rendered by Python jinja2 {jinja2.__version__} as Hugging Face")
-print("# transformers does (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks), made by")
-print("# scripts/ref/llm-refs.sh (scripts/ref/chat-ref.py). bos_token/eos_token = ids "
-      f"{field('tokenizer.ggml.bos_token_id')}/{field('tokenizer.ggml.eos_token_id')} of the vocab.")
-print("# Per case: `case NAME ADD_GENERATION_PROMPT(0|1)`, one `message ROLE CONTENT` line per message,")
-print("# then `expect RENDERED`. CONTENT and RENDERED escaped: \\\\ \\n \\r \\t.")
-for name, gen, msgs in cases:
-    out = t.render(
-        messages=[{"role": a, "content": c} for a, c in msgs],
-        add_generation_prompt=gen,
-        bos_token=bos,
-        eos_token=eos,
-    )
-    print(f"case {name} {int(gen)}")
-    for a, c in msgs:
-        print(f"message {a} {esc(c)}")
-    print(f"expect {esc(out)}")
+print(f"# Chat templates rendered by Python jinja2 {jinja2.__version__} as Hugging Face transformers does")
+print("# (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, raise_exception), made by")
+print("# scripts/ref/llm-refs.sh (scripts/ref/chat-ref.py).")
+print("# `template NAME SOURCE`, `bos_token S`, `eos_token S` start a template; each following")
+print("# `case NAME ADD_GENERATION_PROMPT(0|1)` has one `message ROLE CONTENT` line per message and then")
+print("# `expect RENDERED`. Everything after the keyword (and NAME/ROLE) and one space is escaped:")
+print("# \\\\ \\n \\r \\t. `smollm2` is SmolLM2-135M-Instruct's tokenizer.chat_template with its vocab's")
+print(f"# tokens {bos_id}/{eos_id} as bos_token/eos_token.")
+for tname, source, bos, eos, cases in [
+    ("smollm2", field("tokenizer.chat_template"), tokens[bos_id], tokens[eos_id], SMOL_CASES),
+    ("own", OWN, "<s>", "</s>", OWN_CASES),
+]:
+    t = env.from_string(source)
+    print(f"template {tname} {esc(source)}")
+    print(f"bos_token {esc(bos)}")
+    print(f"eos_token {esc(eos)}")
+    for name, gen, msgs in cases:
+        out = t.render(
+            messages=[{"role": a, "content": c} for a, c in msgs],
+            add_generation_prompt=gen,
+            bos_token=bos,
+            eos_token=eos,
+        )
+        print(f"case {name} {int(gen)}")
+        for a, c in msgs:
+            print(f"message {a} {esc(c)}")
+        print(f"expect {esc(out)}")

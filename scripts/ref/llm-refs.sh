@@ -7,7 +7,7 @@
 #   greedy-TYPE.txt       32 greedy tokens per line of prompts.txt (format in the file's header)
 #   forced-ids.txt        the ids of forced-text.txt (llama.cpp's tokenizer)
 #   forced-TYPE.txt       those ids teacher-forced: per position top-1 and top-32 log-probs
-#   chat-smollm2.txt      SmolLM2's chat template rendered by Python jinja2 (as HF does)
+#   chat-templates.txt    SmolLM2's chat template (and one of ours) rendered by Python jinja2 as HF does
 # and the full logits of the forced run, f32 [positions x vocab], into .cache/ref/forced-TYPE.f32
 # (not committed; scripts/ref/kld.py compares them with a rayo dump). Idempotent.
 set -euo pipefail
@@ -85,5 +85,5 @@ EOF
   echo "llm-refs: $t done" >&2
 done
 
-.venv-ref/bin/python scripts/ref/chat-ref.py "$model" >$data/chat-smollm2.txt
-echo "llm-refs: wrote $data/{greedy,forced}-*.txt, forced-ids.txt, chat-smollm2.txt; logits in .cache/ref/" >&2
+.venv-ref/bin/python scripts/ref/chat-ref.py "$model" >$data/chat-templates.txt
+echo "llm-refs: wrote $data/{greedy,forced}-*.txt, forced-ids.txt, chat-templates.txt; logits in .cache/ref/" >&2

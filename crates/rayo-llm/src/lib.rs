@@ -8,6 +8,7 @@
 pub use rayo::{Error, Result};
 
 pub mod backend;
+pub mod chat;
 pub mod config;
 pub mod cpu;
 pub mod generate;

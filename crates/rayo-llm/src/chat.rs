@@ -1,0 +1,127 @@
+//! The chat template of a GGUF file (`tokenizer.chat_template`, a Jinja template written for
+//! Hugging Face transformers) rendered with minijinja.
+//!
+//! The environment is set up as transformers sets up jinja2: `trim_blocks` and `lstrip_blocks`,
+//! a `raise_exception(msg)` function, `bos_token`/`eos_token` in the context, and Python's
+//! string methods (`.strip()`, `.startswith()`, `.split()`, ...) through minijinja-contrib's
+//! pycompat, which many templates call.
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::{Environment, ErrorKind, Value};
+use rayo::gguf::Metadata;
+use rayo::{Error, Result};
+
+/// The metadata key of the template.
+pub const CHAT_TEMPLATE_KEY: &str = "tokenizer.chat_template";
+
+/// The name the template is registered under (it appears in minijinja's error messages).
+const NAME: &str = "chat_template";
+
+/// One turn of a conversation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// `system`, `user` or `assistant` (the template decides what it accepts).
+    pub role: String,
+    /// The turn's text.
+    pub content: String,
+}
+
+impl Message {
+    /// A message from its role and content.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Message {
+        Message { role: role.into(), content: content.into() }
+    }
+}
+
+/// A compiled chat template with the token strings it may refer to.
+#[derive(Debug)]
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    bos_token: String,
+    eos_token: String,
+}
+
+fn model_err(what: String) -> Error {
+    Error::Model { what }
+}
+
+impl ChatTemplate {
+    /// Compiles `source`; `bos_token`/`eos_token` are the strings the template sees under those
+    /// names. A syntax error is an [`Error::Model`] with minijinja's message (and line).
+    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate> {
+        let mut env = Environment::new();
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .map_err(|e| model_err(format!("chat template: syntax config: {e}")))?;
+        env.set_syntax(syntax);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |msg: String| -> std::result::Result<Value, minijinja::Error> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
+        });
+        env.add_template_owned(NAME, source.to_string()).map_err(|e| model_err(format!("chat template does not compile: {e}")))?;
+        Ok(ChatTemplate { env, bos_token: bos_token.to_string(), eos_token: eos_token.to_string() })
+    }
+
+    /// The template of a file's metadata, `None` when it has none. `bos_token`/`eos_token` are
+    /// the vocabulary's strings for `tokenizer.ggml.bos_token_id`/`eos_token_id` (empty when
+    /// the id is absent). Errors: a template that is not a string or does not compile, an id
+    /// that is not an integer or is past `tokenizer.ggml.tokens`, a vocabulary that is not an
+    /// array of strings.
+    pub fn from_gguf(meta: &Metadata) -> Result<Option<ChatTemplate>> {
+        let Some(v) = meta.get(CHAT_TEMPLATE_KEY) else { return Ok(None) };
+        let source = v.as_str().ok_or_else(|| model_err(format!("{CHAT_TEMPLATE_KEY} is a {}, not a string", v.ty())))?;
+        let bos = token_string(meta, "tokenizer.ggml.bos_token_id")?;
+        let eos = token_string(meta, "tokenizer.ggml.eos_token_id")?;
+        ChatTemplate::new(source, &bos, &eos).map(Some)
+    }
+
+    /// The conversation as the model's prompt text; with `add_generation_prompt` the template
+    /// appends the opening of the assistant's turn. A failure while rendering (an undefined
+    /// method, `raise_exception`, a type error) is an [`Error::Model`] with minijinja's message.
+    pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String> {
+        let messages: Vec<Value> = messages
+            .iter()
+            .map(|m| Value::from_pairs([("role", Value::from(m.role.as_str())), ("content", Value::from(m.content.as_str()))]))
+            .collect();
+        let ctx = Value::from_pairs([
+            ("messages", Value::from(messages)),
+            ("add_generation_prompt", Value::from(add_generation_prompt)),
+            ("bos_token", Value::from(self.bos_token.as_str())),
+            ("eos_token", Value::from(self.eos_token.as_str())),
+        ]);
+        let t = self.env.get_template(NAME).map_err(|e| model_err(format!("chat template: {e}")))?;
+        t.render(ctx).map_err(|e| model_err(format!("chat template failed to render: {e}")))
+    }
+
+    /// The `bos_token` string the template sees.
+    pub fn bos_token(&self) -> &str {
+        &self.bos_token
+    }
+
+    /// The `eos_token` string the template sees.
+    pub fn eos_token(&self) -> &str {
+        &self.eos_token
+    }
+}
+
+/// The vocabulary string of the token id stored under `key`, or "" when the key is absent.
+fn token_string(meta: &Metadata, key: &str) -> Result<String> {
+    let Some(v) = meta.get(key) else { return Ok(String::new()) };
+    let id = v.to_u64().ok_or_else(|| model_err(format!("{key} = {v:?} is not a token id")))?;
+    let tokens = meta.get("tokenizer.ggml.tokens").ok_or_else(|| model_err(format!("{key} = {id} but tokenizer.ggml.tokens is absent")))?;
+    let strs = tokens
+        .as_array()
+        .and_then(|a| a.as_strs())
+        .ok_or_else(|| model_err(format!("tokenizer.ggml.tokens is a {}, not an array of strings", tokens.ty())))?;
+    usize::try_from(id)
+        .ok()
+        .and_then(|i| strs.get(i))
+        .cloned()
+        .ok_or_else(|| model_err(format!("{key} = {id} is past the vocabulary of {} tokens", strs.len())))
+}
+
+#[cfg(test)]
+#[path = "chat_tests.rs"]
+mod tests;
