@@ -131,7 +131,16 @@ static llama_token argmax(const float * x, int n) {
     return best;
 }
 
-struct Greedy { std::vector<llama_token> prompt, gen; llama_token eog = -1; std::string text; };
+struct Greedy { std::vector<llama_token> prompt, gen; std::vector<float> gap; llama_token eog = -1; std::string text; };
+
+// The margin of the largest logit over the second largest (a small one marks a near tie).
+static float top2_gap(const float * x, int n) {
+    float a = -INFINITY, b = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (x[i] > a) { b = a; a = x[i]; } else if (x[i] > b) b = x[i];
+    }
+    return a - b;
+}
 
 static Greedy greedy(llama_model * model, const std::string & prompt, int n_predict) {
     const llama_vocab * vocab = llama_model_get_vocab(model);
@@ -147,7 +156,9 @@ static Greedy greedy(llama_model * model, const std::string & prompt, int n_pred
         if (llama_process(ctx, LLAMA_PROCESS_TYPE_DECODE, b)) { fprintf(stderr, "decode failed\n"); exit(1); }
         pos += nt;
         // llama-simple's greedy sampler: the first maximum of the last output's logits.
-        const llama_token id = argmax(llama_get_logits_ith(ctx, -1), llama_vocab_n_tokens(vocab));
+        const float * logits = llama_get_logits_ith(ctx, -1);
+        const llama_token id = argmax(logits, llama_vocab_n_tokens(vocab));
+        g.gap.push_back(top2_gap(logits, llama_vocab_n_tokens(vocab)));
         if (llama_vocab_is_eog(vocab, id)) { g.eog = id; break; }
         g.gen.push_back(id);
         g.text += piece(vocab, id);
@@ -247,6 +258,9 @@ int main(int argc, char ** argv) {
             print_ids("prompt_ids", g.prompt);
             print_ids("gen_ids", g.gen);
             printf("eog %d\n", g.eog);
+            printf("gap");
+            for (float x : g.gap) printf(" %.4f", x);
+            printf("\n");
             printf("text %s\n", escape(g.text).c_str());
         }
     } else if (mode == "tokenize") {

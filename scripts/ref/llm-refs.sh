@@ -60,11 +60,13 @@ for t in Q4_1 Q8_0 Q6_K Q4_K_M; do
 # Greedy continuations made by scripts/ref/llm-refs.sh (scripts/ref/llama-ref.cpp), as llama-simple:
 # prompt tokenized with add_special=true, parse_special=true; the prompt decoded in one batch, then
 # one token per decode; next token = first maximum of the logits; stop at an end-of-generation token.
-# Per prompt (prompts.txt, in order), five lines:
+# Per prompt (prompts.txt, in order), six lines:
 #   prompt K TEXT        K = 0-based line of prompts.txt, TEXT escaped as in prompts.txt
 #   prompt_ids ID...     the prompt's ids
 #   gen_ids ID...        up to 32 generated ids (fewer when an end-of-generation token came)
 #   eog ID               the end-of-generation id that stopped it, -1 when all 32 were generated
+#   gap G...             per step (each generated id, then the eog step if any): the largest logit
+#                        minus the second largest; a small gap is a near tie that may flip elsewhere
 #   text TEXT            the generated tokens' pieces (special tokens rendered), escaped
 # Escapes: \\ \n \r \t, and \xHH for other control bytes and bytes that are not valid UTF-8.
 EOF
