@@ -31,12 +31,19 @@ config=$("$ref" config)
 # llama-simple's context settings plus 2 threads; flash attention 'auto' resolves to enabled on the CPU.
 fa=$("$ref" greedy "$model" 1 "x" 2>&1 >/dev/null | sed -n 's/.*Flash Attention \(.*\)/\1/p' | head -1)
 
-# The greedy mode reproduces llama-simple byte for byte (it prints the prompt, the text, "\n").
-p="The capital of France is"
-want=$("$bin/llama-simple" -m "$model" -n 32 "$p" 2>/dev/null | od -An -tx1)
-text=$("$ref" greedy "$model" 32 "$p" 2>/dev/null | sed -n 's/^text //p')
-got=$(printf '%s%b\n' "$p" "$text" | od -An -tx1)
-[ "$want" = "$got" ] || { echo "llm-refs: llama-ref greedy differs from llama-simple on '$p'" >&2; exit 1; }
+# The greedy mode must reproduce llama-simple byte for byte (llama-simple prints the prompt's
+# pieces, the generated text, "\n"): checked below on every prompt and variant.
+same_as_simple() { # MODEL GREEDY_FILE
+  local k=0 line p text want got
+  while IFS= read -r line; do
+    p=$(printf '%b.' "$line"); p=${p%.}
+    text=$(awk -v k=$k '$1 == "prompt" && $2 == k { f = 1; next } f && $1 == "text" { print substr($0, 6); exit }' "$2")
+    want=$("$bin/llama-simple" -m "$1" -n 32 "$p" 2>/dev/null | od -An -tx1)
+    got=$(printf '%s%b\n' "$p" "$text" | od -An -tx1)
+    [ "$want" = "$got" ] || { echo "llm-refs: $2 prompt $k differs from llama-simple" >&2; return 1; }
+    k=$((k + 1))
+  done <$data/prompts.txt
+}
 
 "$ref" tokenize "$model" $data/forced-text.txt 2>/dev/null | sed 's/^ids //' | tr ' ' '\n' >$data/forced-ids.txt
 
@@ -84,7 +91,8 @@ EOF
 EOF
     "$ref" forced "$m" $data/forced-ids.txt .cache/ref/forced-$t.f32 2>/dev/null
   } >$data/forced-$t.txt
-  echo "llm-refs: $t done" >&2
+  same_as_simple "$m" $data/greedy-$t.txt
+  echo "llm-refs: $t done (greedy = llama-simple on every prompt)" >&2
 done
 
 .venv-ref/bin/python scripts/ref/chat-ref.py "$model" >$data/chat-templates.txt
