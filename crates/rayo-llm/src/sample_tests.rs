@@ -8,6 +8,7 @@ fn cfg(temperature: f32) -> SamplerConfig {
 fn kept(c: SamplerConfig, logits: &[f32], history: &[u32]) -> Vec<u32> {
     let mut s = Sampler::new(c).unwrap();
     s.prepare(logits, history).unwrap();
+    s.top_k();
     s.filter();
     let mut ids: Vec<u32> = s.cand.iter().map(|c| c.id).collect();
     ids.sort_unstable();
