@@ -43,8 +43,14 @@ static int n_threads() {
 }
 
 // Same as llama-simple except the thread count (results do not depend on it on the CPU).
+// RAYO_REF_FLASH_ATTN=0|1 overrides llama-simple's 'auto' (which the CPU resolves to enabled;
+// its path rounds Q to f16 for the K dot products) when a difference needs chasing.
 static llama_context_params ctx_params(int n_ctx, int n_batch) {
     llama_context_params p = llama_context_default_params();
+    if (const char * fa = getenv("RAYO_REF_FLASH_ATTN"))
+        p.flash_attn_type = atoi(fa) ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    // RAYO_REF_KV=f32: an f32 KV cache instead of the default f16.
+    if (const char * kv = getenv("RAYO_REF_KV"); kv && !strcmp(kv, "f32")) p.type_k = p.type_v = GGML_TYPE_F32;
     p.n_ctx = n_ctx;
     p.n_batch = n_batch;
     p.n_ubatch = n_batch;

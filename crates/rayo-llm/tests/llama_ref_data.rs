@@ -11,7 +11,8 @@ fn greedy_files_cover_every_prompt() {
     let prompts = prompts();
     assert_eq!(prompts.len(), 8);
     assert!(prompts.iter().any(|p| p.contains("<|im_start|>")), "a ChatML prompt");
-    for ty in TYPES {
+    for ty in TYPES.iter().flat_map(|t| SETTINGS.map(|s| format!("{t}{s}"))) {
+        let ty = ty.as_str();
         let g = greedy(ty);
         assert_eq!(g.len(), prompts.len(), "{ty}");
         for (k, (g, p)) in g.iter().zip(&prompts).enumerate() {
@@ -37,7 +38,8 @@ fn greedy_files_cover_every_prompt() {
 fn forced_files_cover_every_position() {
     let ids = forced_ids();
     assert!(ids.len() >= 256, "{}", ids.len());
-    for ty in TYPES {
+    for ty in TYPES.iter().flat_map(|t| SETTINGS.map(|s| format!("{t}{s}"))) {
+        let ty = ty.as_str();
         let f = forced(ty);
         assert_eq!(f.len(), ids.len(), "forced-{ty}.txt");
         for (i, (p, &id)) in f.iter().zip(&ids).enumerate() {

@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 /// The SmolLM2-135M-Instruct variants the references cover.
 pub const TYPES: [&str; 4] = ["Q4_1", "Q8_0", "Q6_K", "Q4_K_M"];
 
+/// The llama.cpp settings of the reference files: `""` is llama-simple's (flash attention
+/// auto = on, f16 KV cache), the parity target; `"-f32kv"` is flash attention off with an f32 KV
+/// cache, llama.cpp's most precise, to measure its own rounding noise. Files are named
+/// `greedy-{TYPE}{SETTING}.txt` and `forced-{TYPE}{SETTING}.txt`; pass `"Q4_1-f32kv"` as the type.
+pub const SETTINGS: [&str; 2] = ["", "-f32kv"];
+
 /// SmolLM2's vocabulary size (every id in the files is below it).
 pub const VOCAB: usize = 49152;
 
