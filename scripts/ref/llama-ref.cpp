@@ -43,8 +43,14 @@ static int n_threads() {
 }
 
 // Same as llama-simple except the thread count (results do not depend on it on the CPU).
+// RAYO_REF_FLASH_ATTN=0|1 overrides llama-simple's 'auto' (which the CPU resolves to enabled;
+// its path rounds Q to f16 for the K dot products) when a difference needs chasing.
 static llama_context_params ctx_params(int n_ctx, int n_batch) {
     llama_context_params p = llama_context_default_params();
+    if (const char * fa = getenv("RAYO_REF_FLASH_ATTN"))
+        p.flash_attn_type = atoi(fa) ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    // RAYO_REF_KV=f32: an f32 KV cache instead of the default f16.
+    if (const char * kv = getenv("RAYO_REF_KV"); kv && !strcmp(kv, "f32")) p.type_k = p.type_v = GGML_TYPE_F32;
     p.n_ctx = n_ctx;
     p.n_batch = n_batch;
     p.n_ubatch = n_batch;
@@ -131,7 +137,16 @@ static llama_token argmax(const float * x, int n) {
     return best;
 }
 
-struct Greedy { std::vector<llama_token> prompt, gen; llama_token eog = -1; std::string text; };
+struct Greedy { std::vector<llama_token> prompt, gen; std::vector<float> gap; llama_token eog = -1; std::string text; };
+
+// The margin of the largest logit over the second largest (a small one marks a near tie).
+static float top2_gap(const float * x, int n) {
+    float a = -INFINITY, b = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (x[i] > a) { b = a; a = x[i]; } else if (x[i] > b) b = x[i];
+    }
+    return a - b;
+}
 
 static Greedy greedy(llama_model * model, const std::string & prompt, int n_predict) {
     const llama_vocab * vocab = llama_model_get_vocab(model);
@@ -147,7 +162,9 @@ static Greedy greedy(llama_model * model, const std::string & prompt, int n_pred
         if (llama_process(ctx, LLAMA_PROCESS_TYPE_DECODE, b)) { fprintf(stderr, "decode failed\n"); exit(1); }
         pos += nt;
         // llama-simple's greedy sampler: the first maximum of the last output's logits.
-        const llama_token id = argmax(llama_get_logits_ith(ctx, -1), llama_vocab_n_tokens(vocab));
+        const float * logits = llama_get_logits_ith(ctx, -1);
+        const llama_token id = argmax(logits, llama_vocab_n_tokens(vocab));
+        g.gap.push_back(top2_gap(logits, llama_vocab_n_tokens(vocab)));
         if (llama_vocab_is_eog(vocab, id)) { g.eog = id; break; }
         g.gen.push_back(id);
         g.text += piece(vocab, id);
@@ -247,6 +264,9 @@ int main(int argc, char ** argv) {
             print_ids("prompt_ids", g.prompt);
             print_ids("gen_ids", g.gen);
             printf("eog %d\n", g.eog);
+            printf("gap");
+            for (float x : g.gap) printf(" %.4f", x);
+            printf("\n");
             printf("text %s\n", escape(g.text).c_str());
         }
     } else if (mode == "tokenize") {

@@ -4,11 +4,13 @@
 # --allow-requantize into .cache/models/; `rayo quantize` writes byte-identical files, so one
 # set of references serves both). Builds scripts/ref/llama-ref.cpp against the llama.cpp of
 # scripts/ref/llama-cpp.sh and writes into crates/rayo-llm/tests/data/:
-#   greedy-TYPE.txt       32 greedy tokens per line of prompts.txt (format in the file's header)
+#   greedy-TYPE.txt       32 greedy tokens per line of prompts.txt (format in the file's header),
+#                         with llama-simple's settings (checked byte-equal to llama-simple's output)
 #   forced-ids.txt        the ids of forced-text.txt (llama.cpp's tokenizer)
 #   forced-TYPE.txt       those ids teacher-forced: per position top-1 and top-32 log-probs
+#   {greedy,forced}-TYPE-f32kv.txt  the same with flash attention off and an f32 KV cache
 #   chat-templates.txt    SmolLM2's chat template (and one of ours) rendered by Python jinja2 as HF does
-# and the full logits of the forced run, f32 [positions x vocab], into .cache/ref/forced-TYPE.f32
+# and the full logits of the forced runs, f32 [positions x vocab], into .cache/ref/forced-TYPE*.f32
 # (not committed; scripts/ref/kld.py compares them with a rayo dump). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,16 +29,22 @@ if [ ! -x "$ref" ] || [ scripts/ref/llama-ref.cpp -nt "$ref" ]; then
 fi
 commit=$(sed -n 's/.*LLAMA_COMMIT = "\(.*\)";/\1/p' "$llama/build/common/build-info.cpp")
 version="llama.cpp $commit (vendored in PyPI llama-cpp-python 0.3.36, CPU build, GGML_NATIVE)"
-config=$("$ref" config)
-# llama-simple's context settings plus 2 threads; flash attention 'auto' resolves to enabled on the CPU.
+# How llama.cpp resolves llama-simple's flash attention 'auto' on this CPU (enabled).
 fa=$("$ref" greedy "$model" 1 "x" 2>&1 >/dev/null | sed -n 's/.*Flash Attention \(.*\)/\1/p' | head -1)
 
-# The greedy mode reproduces llama-simple byte for byte (it prints the prompt, the text, "\n").
-p="The capital of France is"
-want=$("$bin/llama-simple" -m "$model" -n 32 "$p" 2>/dev/null | od -An -tx1)
-text=$("$ref" greedy "$model" 32 "$p" 2>/dev/null | sed -n 's/^text //p')
-got=$(printf '%s%b\n' "$p" "$text" | od -An -tx1)
-[ "$want" = "$got" ] || { echo "llm-refs: llama-ref greedy differs from llama-simple on '$p'" >&2; exit 1; }
+# The greedy mode must reproduce llama-simple byte for byte (llama-simple prints the prompt's
+# pieces, the generated text, "\n"): checked below on every prompt and variant.
+same_as_simple() { # MODEL GREEDY_FILE
+  local k=0 line p text want got
+  while IFS= read -r line; do
+    p=$(printf '%b.' "$line"); p=${p%.}
+    text=$(awk -v k=$k '$1 == "prompt" && $2 == k { f = 1; next } f && $1 == "text" { print substr($0, 6); exit }' "$2")
+    want=$("$bin/llama-simple" -m "$1" -n 32 "$p" 2>/dev/null | od -An -tx1)
+    got=$(printf '%s%b\n' "$p" "$text" | od -An -tx1)
+    [ "$want" = "$got" ] || { echo "llm-refs: $2 prompt $k differs from llama-simple" >&2; return 1; }
+    k=$((k + 1))
+  done <$data/prompts.txt
+}
 
 "$ref" tokenize "$model" $data/forced-text.txt 2>/dev/null | sed 's/^ids //' | tr ' ' '\n' >$data/forced-ids.txt
 
@@ -52,27 +60,35 @@ for t in Q4_1 Q8_0 Q6_K Q4_K_M; do
   # The file `rayo quantize` must reproduce (crates/rayo-cli/tests/data/smollm2-mix.txt).
   mix=$(sed -n "s/^sha256 $t //p" crates/rayo-cli/tests/data/smollm2-mix.txt)
   [ "$t" = Q4_1 ] || [ "$mix" = "$sha" ] || { echo "llm-refs: $m sha256 $sha is not smollm2-mix.txt's $mix" >&2; exit 1; }
-  head="# $version; $config; flash attention $fa
+  # Two settings: llama-simple's (the parity target: files TYPE) and llama.cpp's most precise
+  # (flash attention off, f32 KV cache: files TYPE-f32kv), whose differences from the first show
+  # how large llama.cpp's own rounding noise is, to judge a near tie.
+  for v in "" -f32kv; do
+    if [ -z "$v" ]; then envs=(); note="llama-simple's settings: flash attention auto ($fa on this CPU), KV cache f16"
+    else envs=(RAYO_REF_FLASH_ATTN=0 RAYO_REF_KV=f32); note="not llama-simple's settings: flash attention off, KV cache f32 (llama.cpp's most precise)"; fi
+    head="# $version; $(env "${envs[@]}" "$ref" config); $note
 # model SmolLM2-135M-Instruct.$t.gguf sha256 $sha (llama-quantize --allow-requantize from the Q4_1 file, nthreads 2)"
-  {
-    echo "$head"
-    cat <<'EOF'
+    {
+      echo "$head"
+      cat <<'EOF'
 # Greedy continuations made by scripts/ref/llm-refs.sh (scripts/ref/llama-ref.cpp), as llama-simple:
 # prompt tokenized with add_special=true, parse_special=true; the prompt decoded in one batch, then
 # one token per decode; next token = first maximum of the logits; stop at an end-of-generation token.
-# Per prompt (prompts.txt, in order), five lines:
+# Per prompt (prompts.txt, in order), six lines:
 #   prompt K TEXT        K = 0-based line of prompts.txt, TEXT escaped as in prompts.txt
 #   prompt_ids ID...     the prompt's ids
 #   gen_ids ID...        up to 32 generated ids (fewer when an end-of-generation token came)
 #   eog ID               the end-of-generation id that stopped it, -1 when all 32 were generated
+#   gap G...             per step (each generated id, then the eog step if any): the largest logit
+#                        minus the second largest; a small gap is a near tie that may flip elsewhere
 #   text TEXT            the generated tokens' pieces (special tokens rendered), escaped
 # Escapes: \\ \n \r \t, and \xHH for other control bytes and bytes that are not valid UTF-8.
 EOF
-    "$ref" greedy-file "$m" 32 $data/prompts.txt 2>/dev/null
-  } >$data/greedy-$t.txt
-  {
-    echo "$head"
-    cat <<'EOF'
+      env "${envs[@]}" "$ref" greedy-file "$m" 32 $data/prompts.txt 2>/dev/null
+    } >$data/greedy-$t$v.txt
+    {
+      echo "$head"
+      cat <<'EOF'
 # Teacher-forced logits made by scripts/ref/llm-refs.sh (scripts/ref/llama-ref.cpp): forced-ids.txt
 # (forced-text.txt tokenized by llama.cpp) evaluated in one batch (n_batch = n_ubatch = n_ctx = its
 # length) with logits at every position. One line per position:
@@ -80,9 +96,11 @@ EOF
 # ID = the input token at position I, TOP1 = llama.cpp's argmax of the logits after it (the first
 # maximum), then the 32 largest entries (ties: lower id first) with their log-softmax, 4 decimals.
 EOF
-    "$ref" forced "$m" $data/forced-ids.txt .cache/ref/forced-$t.f32 2>/dev/null
-  } >$data/forced-$t.txt
-  echo "llm-refs: $t done" >&2
+      env "${envs[@]}" "$ref" forced "$m" $data/forced-ids.txt .cache/ref/forced-$t$v.f32 2>/dev/null
+    } >$data/forced-$t$v.txt
+  done
+  same_as_simple "$m" $data/greedy-$t.txt
+  echo "llm-refs: $t done (greedy = llama-simple on every prompt)" >&2
 done
 
 .venv-ref/bin/python scripts/ref/chat-ref.py "$model" >$data/chat-templates.txt

@@ -84,6 +84,7 @@ pub struct Sampler {
     rng: fastrand::Rng,
     cand: Vec<Cand>,
     window: Vec<u32>,
+    best: Vec<Cand>,
     probs: Vec<f64>,
 }
 
@@ -92,7 +93,7 @@ impl Sampler {
     pub fn new(cfg: SamplerConfig) -> Result<Sampler> {
         cfg.validate()?;
         let rng = fastrand::Rng::with_seed(cfg.seed);
-        Ok(Sampler { cfg, rng, cand: Vec::new(), window: Vec::new(), probs: Vec::new() })
+        Ok(Sampler { cfg, rng, cand: Vec::new(), window: Vec::new(), best: Vec::new(), probs: Vec::new() })
     }
 
     /// The config it samples with.
@@ -101,11 +102,17 @@ impl Sampler {
     }
 
     /// The next token for `logits` (one per vocabulary entry) after the tokens of `history`
-    /// (prompt and generated so far; only the penalty reads it). Errors: empty logits, a NaN or
-    /// +inf logit, no finite logit, a history id past the vocabulary.
+    /// (prompt and generated so far; only an active repetition penalty reads it). Errors: empty
+    /// logits, a NaN or +inf logit, no finite logit, and (penalty on) a history id past the
+    /// vocabulary.
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> Result<u32> {
-        self.prepare(logits, history)?;
+        let best = check(logits)?;
+        let penalized = self.cfg.repeat_penalty != 1.0 && self.cfg.repeat_last_n > 0;
+        if self.cfg.temperature == 0.0 && !penalized {
+            return Ok(best);
+        }
         if self.cfg.temperature == 0.0 {
+            self.prepare(logits, history)?;
             // Candidates are in id order here: the first maximum wins ties.
             let mut best = self.cand[0];
             for &c in &self.cand[1..] {
@@ -115,25 +122,22 @@ impl Sampler {
             }
             return Ok(best.id);
         }
+        let k = self.cfg.top_k;
+        if !penalized && k > 0 && k <= SCAN_TOP_K && k < logits.len() {
+            // The common case (top-k 40): one scan of the logits, no copy of the vocabulary.
+            let all = logits.iter().enumerate().map(|(i, &logit)| Cand { id: i as u32, logit });
+            top_k_scan(all, k, &mut self.cand);
+        } else {
+            self.prepare(logits, history)?;
+            self.top_k();
+        }
         self.filter();
         Ok(self.draw())
     }
 
-    /// Checks the logits and fills `cand` with every token, penalized, in id order.
+    /// Fills `cand` with every token, penalized, in id order (the logits are checked).
     fn prepare(&mut self, logits: &[f32], history: &[u32]) -> Result<()> {
         let n = logits.len();
-        if n == 0 {
-            return Err(Error::EmptyInput { op: "sample" });
-        }
-        if n > u32::MAX as usize {
-            return Err(Error::InvalidArgument { op: "sample", name: "vocabulary size", value: ArgValue::Usize(n), reason: "exceeds u32 ids" });
-        }
-        if let Some(i) = logits.iter().position(|x| x.is_nan() || *x == f32::INFINITY) {
-            return Err(Error::Model { what: format!("sample: logit {i} of {n} is {}", logits[i]) });
-        }
-        if !logits.iter().any(|x| x.is_finite()) {
-            return Err(Error::Model { what: format!("sample: all {n} logits are -inf") });
-        }
         self.cand.clear();
         self.cand.extend(logits.iter().enumerate().map(|(i, &logit)| Cand { id: i as u32, logit }));
         let (penalty, last_n) = (self.cfg.repeat_penalty, self.cfg.repeat_last_n);
@@ -152,35 +156,33 @@ impl Sampler {
         Ok(())
     }
 
-    /// top-k → top-p → min-p on `cand` (which keeps at least its best token).
-    fn filter(&mut self) {
-        let cand = &mut self.cand;
-        cand.retain(|c| c.logit > f32::NEG_INFINITY);
+    /// top-k on `cand` (every token, in id order).
+    fn top_k(&mut self) {
         let k = self.cfg.top_k;
-        if k > 0 && k < cand.len() {
-            cand.select_nth_unstable_by(k - 1, by_logit_desc);
-            cand.truncate(k);
-        }
-        if self.cfg.top_p < 1.0 {
-            cand.sort_unstable_by(by_logit_desc);
-            softmax(cand, 1.0, &mut self.probs);
-            let mut cum = 0.0;
-            let mut keep = cand.len();
-            for (i, p) in self.probs.iter().enumerate() {
-                cum += p;
-                if cum >= self.cfg.top_p as f64 {
-                    keep = i + 1;
-                    break;
-                }
+        if k > 0 && k < self.cand.len() {
+            if k <= SCAN_TOP_K {
+                top_k_scan(self.cand.iter().copied(), k, &mut self.best);
+                self.cand.clear();
+                self.cand.extend_from_slice(&self.best);
+            } else {
+                self.cand.select_nth_unstable_by(k - 1, by_logit_desc);
+                self.cand.truncate(k);
             }
-            cand.truncate(keep);
+        }
+    }
+
+    /// top-p → min-p on `cand`, then drop masked (-inf) tokens; at least the best one stays.
+    fn filter(&mut self) {
+        if self.cfg.top_p < 1.0 {
+            top_p(&mut self.cand, self.cfg.top_p);
         }
         if self.cfg.min_p > 0.0 {
             // p_i ≥ min_p · p_max  ⇔  logit_i ≥ max + ln(min_p).
-            let max = cand.iter().fold(f32::NEG_INFINITY, |m, c| m.max(c.logit));
+            let max = self.cand.iter().fold(f32::NEG_INFINITY, |m, c| m.max(c.logit));
             let floor = max as f64 + (self.cfg.min_p as f64).ln();
-            cand.retain(|c| c.logit as f64 >= floor);
+            self.cand.retain(|c| c.logit as f64 >= floor);
         }
+        self.cand.retain(|c| c.logit > f32::NEG_INFINITY);
     }
 
     /// One draw from softmax(cand / temperature).
@@ -193,17 +195,93 @@ impl Sampler {
             }
             r -= p;
         }
-        // Rounding left r just above the sum: the last candidate.
-        self.cand[self.cand.len() - 1].id
+        // Rounding left r just above the sum: the last candidate that can be drawn.
+        let last = self.probs.iter().rposition(|p| *p > 0.0).unwrap_or(0);
+        self.cand[last].id
     }
 }
 
-/// Softmax of the candidates' logits divided by `t` into `out`, in f64. Subtracting the maximum
-/// before dividing keeps a tiny temperature from overflowing: every exponent is ≤ 0.
+/// The argmax of `logits` (first maximum) after checking them: not empty, ids fit `u32`, no NaN
+/// or +inf, at least one finite value. One pass.
+fn check(logits: &[f32]) -> Result<u32> {
+    let n = logits.len();
+    if n == 0 {
+        return Err(Error::EmptyInput { op: "sample" });
+    }
+    if n > u32::MAX as usize {
+        return Err(Error::InvalidArgument { op: "sample", name: "vocabulary size", value: ArgValue::Usize(n), reason: "exceeds u32 ids" });
+    }
+    let (mut best, mut max, mut bad) = (0, logits[0], false);
+    for (i, &x) in logits.iter().enumerate() {
+        bad |= x.is_nan() | (x == f32::INFINITY);
+        if x > max {
+            (best, max) = (i, x);
+        }
+    }
+    if bad {
+        let i = logits.iter().position(|x| x.is_nan() || *x == f32::INFINITY).unwrap_or(0);
+        return Err(Error::Model { what: format!("sample: logit {i} of {n} is {}", logits[i]) });
+    }
+    if max == f32::NEG_INFINITY {
+        return Err(Error::Model { what: format!("sample: all {n} logits are -inf") });
+    }
+    Ok(best as u32)
+}
+
+/// Up to this `k`, top-k keeps a sorted buffer of the best while scanning once (most tokens are
+/// rejected by one comparison) instead of a selection over the whole vocabulary.
+const SCAN_TOP_K: usize = 128;
+
+/// The `k` best of `all` into `best`, largest first.
+fn top_k_scan(all: impl Iterator<Item = Cand>, k: usize, best: &mut Vec<Cand>) {
+    best.clear();
+    for c in all {
+        if best.len() == k {
+            if by_logit_desc(&c, &best[k - 1]).is_ge() {
+                continue;
+            }
+            best.pop();
+        }
+        let at = best.partition_point(|b| by_logit_desc(b, &c).is_lt());
+        best.insert(at, c);
+    }
+}
+
+/// Keeps the shortest most-likely-first prefix of `cand` whose probability reaches `p`, sorted.
+/// Sorts only a growing head of the candidates (256, then ×4): a language model's nucleus is
+/// usually a few hundred tokens of a vocabulary of tens of thousands.
+fn top_p(cand: &mut Vec<Cand>, p: f32) {
+    let max = cand.iter().fold(f32::NEG_INFINITY, |m, c| m.max(c.logit));
+    let total: f64 = cand.iter().map(|c| (c.logit - max).exp() as f64).sum();
+    let target = p as f64 * total;
+    let mut m = cand.len().min(256);
+    loop {
+        if m < cand.len() {
+            cand.select_nth_unstable_by(m - 1, by_logit_desc);
+        }
+        cand[..m].sort_unstable_by(by_logit_desc);
+        let mut cum = 0.0;
+        for i in 0..m {
+            cum += (cand[i].logit - max).exp() as f64;
+            if cum >= target {
+                cand.truncate(i + 1);
+                return;
+            }
+        }
+        if m == cand.len() {
+            return; // rounding: everything
+        }
+        m = cand.len().min(m * 4);
+    }
+}
+
+/// Softmax of the candidates' logits divided by `t` into `out` (exponentials in f32, the sum in
+/// f64). Subtracting the maximum before dividing keeps a tiny temperature from overflowing:
+/// every exponent is ≤ 0.
 fn softmax(cand: &[Cand], t: f32, out: &mut Vec<f64>) {
-    let max = cand.iter().fold(f32::NEG_INFINITY, |m, c| m.max(c.logit)) as f64;
+    let max = cand.iter().fold(f32::NEG_INFINITY, |m, c| m.max(c.logit));
     out.clear();
-    out.extend(cand.iter().map(|c| ((c.logit as f64 - max) / t as f64).exp()));
+    out.extend(cand.iter().map(|c| ((c.logit - max) / t).exp() as f64));
     let sum: f64 = out.iter().sum();
     out.iter_mut().for_each(|p| *p /= sum);
 }

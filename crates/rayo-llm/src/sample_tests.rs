@@ -8,6 +8,7 @@ fn cfg(temperature: f32) -> SamplerConfig {
 fn kept(c: SamplerConfig, logits: &[f32], history: &[u32]) -> Vec<u32> {
     let mut s = Sampler::new(c).unwrap();
     s.prepare(logits, history).unwrap();
+    s.top_k();
     s.filter();
     let mut ids: Vec<u32> = s.cand.iter().map(|c| c.id).collect();
     ids.sort_unstable();
@@ -203,4 +204,55 @@ fn tiny_temperature_is_near_greedy_without_overflow() {
     for row in rows() {
         assert_eq!(s.sample(&row, &[]).unwrap(), argmax(&row));
     }
+}
+
+/// top-k, top-p and min-p written the obvious way (full sort), for comparison.
+fn naive_kept(c: &SamplerConfig, logits: &[f32]) -> Vec<u32> {
+    let mut v: Vec<(f32, u32)> = logits.iter().enumerate().map(|(i, &l)| (l, i as u32)).collect();
+    v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    if c.top_k > 0 {
+        v.truncate(c.top_k);
+    }
+    let max = v[0].0 as f64;
+    let z: f64 = v.iter().map(|x| (x.0 as f64 - max).exp()).sum();
+    let mut cum = 0.0;
+    let keep = v.iter().position(|x| {
+        cum += (x.0 as f64 - max).exp() / z;
+        cum >= c.top_p as f64
+    });
+    if c.top_p < 1.0 {
+        v.truncate(keep.map_or(v.len(), |i| i + 1));
+    }
+    v.retain(|x| (x.0 as f64 - max).exp() >= c.min_p as f64);
+    let mut ids: Vec<u32> = v.iter().map(|x| x.1).collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn filters_match_a_naive_reference() {
+    // 3000 nearly flat logits: a nucleus past 256 tokens makes top-p grow its sorted head.
+    let mut x = 99u64;
+    let mut rnd = || {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let flat: Vec<f32> = (0..3000).map(|_| rnd() * 0.5).collect();
+    let peaked: Vec<f32> = (0..3000).map(|_| rnd() * 20.0).collect();
+    for logits in [&flat, &peaked] {
+        for (top_k, top_p, min_p) in
+            [(0, 0.9, 0.0), (0, 0.5, 0.0), (40, 1.0, 0.0), (500, 1.0, 0.0), (500, 0.95, 0.05), (0, 1.0, 0.7), (129, 0.8, 0.0)]
+        {
+            let c = SamplerConfig { top_k, top_p, min_p, ..cfg(1.0) };
+            let got = kept(c.clone(), logits, &[]);
+            assert_eq!(got, naive_kept(&c, logits), "top_k {top_k} top_p {top_p} min_p {min_p}");
+            assert!(!got.is_empty());
+        }
+    }
+    // The top-k scan straight from the logits (no penalty, temperature > 0) keeps the same set.
+    let mut s = Sampler::new(SamplerConfig { top_k: 40, ..cfg(1.0) }).unwrap();
+    s.sample(&peaked, &[]).unwrap();
+    let mut ids: Vec<u32> = s.cand.iter().map(|c| c.id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, naive_kept(&SamplerConfig { top_k: 40, ..cfg(1.0) }, &peaked));
 }
