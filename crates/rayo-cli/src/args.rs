@@ -30,6 +30,132 @@ pub enum Command {
     /// Rewrites a GGUF model in another format, each tensor's type chosen as llama-quantize does.
     #[command(after_help = QUANTIZE_AFTER_HELP)]
     Quantize(QuantizeArgs),
+    /// Continues a prompt with a GGUF language model: the prompt, then the text as it is made.
+    #[command(after_help = GENERATE_AFTER_HELP)]
+    Generate(GenerateArgs),
+    /// A conversation with a GGUF chat model, using the model's chat template.
+    Chat(ChatArgs),
+    /// The token ids of a text, as one JSON array (the model's own tokenizer).
+    Tokenize(TokenizeArgs),
+}
+
+const GENERATE_AFTER_HELP: &str = "stdout is the prompt exactly as given followed by the generated text, streamed token by
+token; statistics (prompt tokens, prefill and decode tokens/s, resident memory) go to stderr.
+--temperature 0 is greedy (the first maximum of the logits, as llama.cpp's greedy sampler).
+
+Example:
+  scripts/fetch-smollm2.sh
+  rayo generate --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf --prompt 'The capital of France is' --temperature 0";
+
+/// The model and where it runs.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// The GGUF model file (llama-family: llama, qwen2).
+    #[arg(long, value_name = "FILE")]
+    pub model: PathBuf,
+    /// Where the model runs.
+    #[arg(long, value_name = "NAME", default_value = "cpu", value_parser = parse_llm_backend)]
+    pub backend: String,
+    /// CPU threads (default: every core).
+    #[arg(long, value_name = "N", value_parser = parse_threads, default_value_t = default_threads())]
+    pub threads: usize,
+    /// Positions the KV cache holds (default: the model's context length, at most 4096).
+    #[arg(long, value_name = "N", value_parser = parse_ctx)]
+    pub ctx: Option<usize>,
+    /// Keep the KV cache in f32 instead of f16.
+    #[arg(long)]
+    pub kv_f32: bool,
+}
+
+/// How the next token is chosen (llama.cpp's sampler chain: penalties, top-k, top-p, min-p,
+/// temperature).
+#[derive(Debug, Args)]
+pub struct SampleArgs {
+    /// 0 is greedy.
+    #[arg(long, value_name = "T", default_value_t = 0.8)]
+    pub temperature: f32,
+    /// Keep the K most likely tokens (0: all).
+    #[arg(long, value_name = "K", default_value_t = 40)]
+    pub top_k: usize,
+    /// Keep the most likely tokens whose probabilities sum to P (1: all).
+    #[arg(long, value_name = "P", default_value_t = 0.95)]
+    pub top_p: f32,
+    /// Drop tokens less likely than P times the most likely one (0: none).
+    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    pub min_p: f32,
+    /// Divide the logits of recently seen tokens by this (1: off).
+    #[arg(long, value_name = "R", default_value_t = 1.0)]
+    pub repeat_penalty: f32,
+    /// Random seed (default: from the clock). The same seed gives the same text.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The text to continue (special tokens such as <|im_start|> are recognised).
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: String,
+    /// The most tokens to generate.
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    pub max_tokens: usize,
+    #[command(flatten)]
+    pub sample: SampleArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// A system message to start the conversation with.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// The most tokens per reply.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_tokens: usize,
+    /// Print statistics after each reply (stderr).
+    #[arg(long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub sample: SampleArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenizeArgs {
+    /// A GGUF file with a tokenizer (a model, or a vocab-only file).
+    #[arg(long, value_name = "FILE")]
+    pub model: PathBuf,
+    /// The text to tokenize.
+    #[arg(long, value_name = "TEXT")]
+    pub text: String,
+    /// Do not add the model's BOS/EOS tokens (llama-tokenize --no-bos).
+    #[arg(long)]
+    pub no_special: bool,
+    /// Treat special-token text such as <|im_start|> as plain text.
+    #[arg(long)]
+    pub no_parse_special: bool,
+}
+
+/// A backend that can run a model.
+pub fn parse_llm_backend(s: &str) -> Result<String, String> {
+    let b = s.trim().to_ascii_lowercase();
+    if crate::llm::LLM_BACKENDS.contains(&b.as_str()) {
+        Ok(b)
+    } else {
+        Err(format!("unknown backend for a model; known: {}", crate::llm::LLM_BACKENDS.join(" ")))
+    }
+}
+
+/// A KV cache size: 1 ..= 2^20 positions.
+pub fn parse_ctx(s: &str) -> Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| "not a whole number".to_string())?;
+    if (1..=1 << 20).contains(&n) {
+        Ok(n)
+    } else {
+        Err("a context of 1 to 1048576 positions".into())
+    }
 }
 
 const QUANTIZE_AFTER_HELP: &str = "Types: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K
@@ -87,6 +213,10 @@ pub struct BenchArgs {
     /// Fewer sizes and short samples: seconds for the whole run, on every backend.
     #[arg(long)]
     pub quick: bool,
+    /// A GGUF language model: measure llama-bench's rows pp64 (a 64-token prompt in one batch)
+    /// and tg64 (64 tokens one at a time) in tokens/s instead of ops (--backend cpu).
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

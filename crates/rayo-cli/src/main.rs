@@ -1,12 +1,14 @@
 //! `rayo`: what this machine has (`rayo info`), how fast each backend is (`rayo bench`), the
 //! PTX rayo generates (`rayo ptx`), what a GGUF model file holds (`rayo gguf`), and a model
-//! rewritten in another format (`rayo quantize`). `rayo --help`, `rayo <command> --help` for the flags.
+//! rewritten in another format (`rayo quantize`), and a language model run on rayo's kernels
+//! (`rayo generate`, `rayo chat`, `rayo tokenize`, `rayo bench --model`). `rayo --help`, `rayo <command> --help` for the flags.
 
 mod args;
 mod bench;
 mod gguf;
 mod info;
 mod json;
+mod llm;
 mod out;
 mod ptx;
 mod quantize;
@@ -25,6 +27,9 @@ fn main() -> ExitCode {
         Command::Ptx(a) => ptx::run(&a),
         Command::Gguf(a) => gguf::run(&a),
         Command::Quantize(a) => quantize::run(&a),
+        Command::Generate(a) => llm::generate(&a),
+        Command::Chat(a) => llm::chat(&a),
+        Command::Tokenize(a) => llm::tokenize(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

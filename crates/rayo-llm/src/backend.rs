@@ -60,7 +60,18 @@ pub trait Backend {
     /// Stores `k` and `v` (`m` rows) at positions `pos0..pos0 + m` of `layer` in the cache,
     /// then writes causal grouped-query attention of `q` over positions `0..=pos` to `out`.
     #[allow(clippy::too_many_arguments)]
-    fn attention(&mut self, cfg: &Config, kv: &mut Self::Kv, layer: usize, q: &Self::Buf, k: &Self::Buf, v: &Self::Buf, m: usize, pos0: usize, out: &mut Self::Buf) -> Result<()>;
+    fn attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut Self::Kv,
+        layer: usize,
+        q: &Self::Buf,
+        k: &Self::Buf,
+        v: &Self::Buf,
+        m: usize,
+        pos0: usize,
+        out: &mut Self::Buf,
+    ) -> Result<()>;
     /// Copies row `row` of `x` (rows of `width` values) to row 0 of `out`.
     fn copy_row(&mut self, x: &Self::Buf, row: usize, width: usize, out: &mut Self::Buf) -> Result<()>;
     /// Copies the first `out.len()` values of `x` to the host.

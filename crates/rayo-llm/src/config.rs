@@ -66,18 +66,23 @@ impl Config {
         let int = |k: &str| -> Result<Option<usize>> {
             match meta.get(&key(k)) {
                 None => Ok(None),
-                Some(v) => v.to_u64().and_then(|v| usize::try_from(v).ok()).filter(|&v| v > 0).map(Some).ok_or_else(|| Error::Model {
-                    what: format!("metadata key {} is {v:?}, expected a positive integer", key(k)),
-                }),
+                Some(v) => v
+                    .to_u64()
+                    .and_then(|v| usize::try_from(v).ok())
+                    .filter(|&v| v > 0)
+                    .map(Some)
+                    .ok_or_else(|| Error::Model { what: format!("metadata key {} is {v:?}, expected a positive integer", key(k)) }),
             }
         };
         let need = |k: &str| int(k)?.ok_or_else(|| Error::Model { what: format!("metadata key {} is missing", key(k)) });
         let float = |k: &str, default: f32| -> Result<f32> {
             match meta.get(&key(k)) {
                 None => Ok(default),
-                Some(v) => v.to_f64().map(|v| v as f32).filter(|v| v.is_finite() && *v > 0.0).ok_or_else(|| Error::Model {
-                    what: format!("metadata key {} is {v:?}, expected a positive number", key(k)),
-                }),
+                Some(v) => v
+                    .to_f64()
+                    .map(|v| v as f32)
+                    .filter(|v| v.is_finite() && *v > 0.0)
+                    .ok_or_else(|| Error::Model { what: format!("metadata key {} is {v:?}, expected a positive number", key(k)) }),
             }
         };
         let n_embd = need("embedding_length")?;

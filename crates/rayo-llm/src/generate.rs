@@ -75,7 +75,7 @@ pub fn generate(
         }
         stats.tokens.push(id);
         history.push(id);
-        let piece = text.push(&tokenizer.token_bytes(id)?);
+        let piece = text.push(tokenizer.token_bytes(id)?);
         if !piece.is_empty() {
             on_text(&piece)?;
         }

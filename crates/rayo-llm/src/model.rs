@@ -2,6 +2,7 @@
 //! the file). Sessions ([`crate::Session`]) run it on a backend.
 
 use crate::config::Config;
+use crate::tokenizer::Tokenizer;
 use crate::weights::Weights;
 use rayo::gguf::GgufFile;
 use rayo::{Error, Result};
@@ -12,6 +13,7 @@ pub struct Model {
     file: Arc<GgufFile>,
     config: Config,
     weights: Weights,
+    tokenizer: Tokenizer,
 }
 
 impl Model {
@@ -31,11 +33,21 @@ impl Model {
         };
         let config = Config::from_gguf(file.metadata(), vocab_rows)?;
         let weights = Weights::from_gguf(&file, &config)?;
-        Ok(Model { file: Arc::new(file), config, weights })
+        let tokenizer = Tokenizer::from_gguf(file.metadata())?;
+        if tokenizer.vocab_size() > config.vocab_size {
+            return Err(Error::Model {
+                what: format!("the tokenizer has {} tokens, the embedding table {} rows", tokenizer.vocab_size(), config.vocab_size),
+            });
+        }
+        Ok(Model { file: Arc::new(file), config, weights, tokenizer })
     }
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
     }
 
     pub fn weights(&self) -> &Weights {

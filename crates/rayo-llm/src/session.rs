@@ -98,13 +98,35 @@ impl<B: Backend> Session<B> {
                 Some([a, b, c]) => Some([backend.vector(a)?, backend.vector(b)?, backend.vector(c)?]),
                 None => None,
             };
-            layers.push(Layer { attn_norm: backend.vector(&l.attn_norm)?, wq, wk, wv, bias, wo, ffn_norm: backend.vector(&l.ffn_norm)?, gate, up, down });
+            layers.push(Layer {
+                attn_norm: backend.vector(&l.attn_norm)?,
+                wq,
+                wk,
+                wv,
+                bias,
+                wo,
+                ffn_norm: backend.vector(&l.ffn_norm)?,
+                gate,
+                up,
+                down,
+            });
         }
         let output_norm = backend.vector(&w.output_norm)?;
         let kv = backend.kv_cache(&cfg, context, opts.kv_type)?;
         let (d, qw, kvw, ff) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff);
         let mut buf = |n: usize| backend.buffer(batch * n);
-        let bufs = Buffers { x: buf(d)?, xn: buf(d.max(qw))?, q: buf(qw)?, k: buf(kvw)?, v: buf(kvw)?, att: buf(qw)?, gate: buf(ff)?, up: buf(ff)?, last: backend.buffer(d)?, logits: backend.buffer(cfg.vocab_size)? };
+        let bufs = Buffers {
+            x: buf(d)?,
+            xn: buf(d.max(qw))?,
+            q: buf(qw)?,
+            k: buf(kvw)?,
+            v: buf(kvw)?,
+            att: buf(qw)?,
+            gate: buf(ff)?,
+            up: buf(ff)?,
+            last: backend.buffer(d)?,
+            logits: backend.buffer(cfg.vocab_size)?,
+        };
         Ok(Session { backend, cfg, token_embd, layers, output_norm, output, kv, bufs, context, batch, pos: 0 })
     }
 

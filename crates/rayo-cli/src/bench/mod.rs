@@ -7,6 +7,7 @@ mod cpu;
 mod cuda;
 #[cfg(feature = "gpu")]
 mod gpu;
+mod llm;
 mod matrix;
 mod quant;
 pub mod row;
@@ -213,6 +214,14 @@ fn open_gpus(sel: &Selection, say: &dyn Fn(String)) -> Result<Vec<Gpu>, String> 
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), String> {
+    if let Some(model) = &args.model {
+        let backend = match args.backends.as_slice() {
+            [] => "cpu".to_string(),
+            [b] => crate::args::parse_llm_backend(b)?,
+            _ => return Err("--model takes one --backend".into()),
+        };
+        return llm::run(model, &backend, &args.threads, args.json);
+    }
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
     let json = args.json;
     // Headings and skip lines: part of the table, or on stderr beside JSON lines.

@@ -11,15 +11,60 @@ use half::f16;
 use rayo::quant::{self, GgmlType};
 use rayo::{Error, Result};
 
+/// One layer's keys or values: `used` positions of `width` values, grown as positions are
+/// written (so memory follows the positions in use, not the context's size).
 enum Store {
     F16(Vec<u16>),
     F32(Vec<f32>),
 }
 
+impl Store {
+    fn len(&self) -> usize {
+        match self {
+            Store::F16(v) => v.len(),
+            Store::F32(v) => v.len(),
+        }
+    }
+
+    /// Grows to at least `n` values (never shrinks), an error when memory runs out.
+    fn reserve(&mut self, n: usize) -> Result<()> {
+        fn grow<T: Clone + Default>(v: &mut Vec<T>, n: usize) -> Result<()> {
+            if v.len() < n {
+                v.try_reserve(n - v.len()).map_err(|_| Error::OutOfMemory { op: "KV cache", bytes: (n * std::mem::size_of::<T>()) as u64 })?;
+                v.resize(n, T::default());
+            }
+            Ok(())
+        }
+        match self {
+            Store::F16(v) => grow(v, n),
+            Store::F32(v) => grow(v, n),
+        }
+    }
+
+    fn write(&mut self, at: usize, src: &[f32]) {
+        match self {
+            Store::F16(d) => d[at..at + src.len()].iter_mut().zip(src).for_each(|(d, &s)| *d = f16::from_f32(s).to_bits()),
+            Store::F32(d) => d[at..at + src.len()].copy_from_slice(src),
+        }
+    }
+
+    /// Values `0..n` as f32 into `out`.
+    fn read(&self, n: usize, simd: rayo::Backend, out: &mut Vec<f32>) -> Result<()> {
+        out.resize(n, 0.0);
+        match self {
+            Store::F16(d) => quant::dequantize_with(simd, GgmlType::F16, bytemuck::cast_slice(&d[..n]), out),
+            Store::F32(d) => {
+                out.copy_from_slice(&d[..n]);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// The keys and values of every layer for up to `positions` positions.
 pub struct CpuKv {
-    store_k: Store,
-    store_v: Store,
+    /// Per layer: (keys, values).
+    layers: Vec<(Store, Store)>,
     positions: usize,
     width: usize,
     keys: Vec<f32>,
@@ -28,64 +73,47 @@ pub struct CpuKv {
     probs: Vec<f32>,
 }
 
-fn alloc<T: Clone + Default>(n: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory { op: "KV cache", bytes: (n * std::mem::size_of::<T>()) as u64 })?;
-    v.resize(n, T::default());
-    Ok(v)
-}
-
 impl CpuKv {
     pub fn new(cfg: &Config, positions: usize, ty: KvType) -> Result<CpuKv> {
         let width = cfg.kv_width();
-        let n = cfg.n_layer.checked_mul(positions).and_then(|v| v.checked_mul(width)).ok_or(Error::SizeOverflow { op: "KV cache", dims: vec![cfg.n_layer, positions, width] })?;
-        let store = || -> Result<Store> {
-            Ok(match ty {
-                KvType::F16 => Store::F16(alloc(n)?),
-                KvType::F32 => Store::F32(alloc(n)?),
-            })
+        positions
+            .checked_mul(width)
+            .and_then(|v| v.checked_mul(cfg.n_layer * 8))
+            .ok_or(Error::SizeOverflow { op: "KV cache", dims: vec![cfg.n_layer, positions, width] })?;
+        let store = || match ty {
+            KvType::F16 => Store::F16(Vec::new()),
+            KvType::F32 => Store::F32(Vec::new()),
         };
-        Ok(CpuKv { store_k: store()?, store_v: store()?, positions, width, keys: Vec::new(), values: Vec::new(), scores: Vec::new(), probs: Vec::new() })
+        Ok(CpuKv {
+            layers: (0..cfg.n_layer).map(|_| (store(), store())).collect(),
+            positions,
+            width,
+            keys: Vec::new(),
+            values: Vec::new(),
+            scores: Vec::new(),
+            probs: Vec::new(),
+        })
     }
 
-    /// Bytes held by the cache.
+    /// Bytes held by the cache now.
     pub fn bytes(&self) -> usize {
         let one = |s: &Store| match s {
             Store::F16(v) => v.len() * 2,
             Store::F32(v) => v.len() * 4,
         };
-        one(&self.store_k) + one(&self.store_v)
-    }
-
-    fn range(&self, layer: usize, p0: usize, p1: usize) -> Result<std::ops::Range<usize>> {
-        if p1 > self.positions {
-            return Err(Error::Model { what: format!("position {} is past the KV cache's {} positions", p1 - 1, self.positions) });
-        }
-        let base = layer * self.positions * self.width;
-        Ok(base + p0 * self.width..base + p1 * self.width)
+        self.layers.iter().map(|(k, v)| one(k) + one(v)).sum()
     }
 
     /// Writes `m = k.len() / width` rows of keys and values at positions `pos0..pos0 + m`.
     pub fn store(&mut self, layer: usize, pos0: usize, k: &[f32], v: &[f32]) -> Result<()> {
-        let r = self.range(layer, pos0, pos0 + k.len() / self.width)?;
-        for (store, src) in [(&mut self.store_k, k), (&mut self.store_v, v)] {
-            match store {
-                Store::F16(d) => d[r.clone()].iter_mut().zip(src).for_each(|(d, &s)| *d = f16::from_f32(s).to_bits()),
-                Store::F32(d) => d[r.clone()].copy_from_slice(src),
-            }
+        let end = pos0 + k.len() / self.width;
+        if end > self.positions {
+            return Err(Error::Model { what: format!("position {} is past the KV cache's {} positions", end - 1, self.positions) });
         }
-        Ok(())
-    }
-
-    /// Rows `0..n` of `layer` as f32 into `keys` and `values`.
-    fn load(&mut self, layer: usize, n: usize, simd: rayo::Backend) -> Result<()> {
-        let r = self.range(layer, 0, n)?;
-        for (store, out) in [(&self.store_k, &mut self.keys), (&self.store_v, &mut self.values)] {
-            out.resize(r.len(), 0.0);
-            match store {
-                Store::F16(d) => quant::dequantize_with(simd, GgmlType::F16, bytemuck_u16(&d[r.clone()]), out)?,
-                Store::F32(d) => out.copy_from_slice(&d[r.clone()]),
-            }
+        let (ks, vs) = &mut self.layers[layer];
+        for (s, src) in [(ks, k), (vs, v)] {
+            s.reserve(end * self.width)?;
+            s.write(pos0 * self.width, src);
         }
         Ok(())
     }
@@ -95,8 +123,17 @@ impl CpuKv {
     pub fn attend(&mut self, simd: rayo::Backend, cfg: &Config, layer: usize, q: &[f32], pos0: usize, out: &mut [f32]) -> Result<()> {
         let (hd, qw, group) = (cfg.head_dim, cfg.q_width(), cfg.group());
         let m = q.len() / qw;
-        self.load(layer, pos0 + m, simd)?;
-        let f16_cache = matches!(self.store_k, Store::F16(_));
+        let n = (pos0 + m) * self.width;
+        let (ks, vs) = &self.layers[layer];
+        if ks.len() < n {
+            return Err(Error::Model { what: format!("attention at positions {pos0}..{} of layer {layer} before their keys were stored", pos0 + m) });
+        }
+        ks.read(n, simd, &mut self.keys)?;
+        vs.read(n, simd, &mut self.values)?;
+        // As llama.cpp's CPU flash attention: a batch under 64 rows (its one-row kernel) takes
+        // the query to the cache's f16 for the K·Q products; a larger one (its tiled kernel)
+        // keeps it in f32.
+        let round_q = matches!(ks, Store::F16(_)) && m < 64;
         let scale = 1.0 / (hd as f32).sqrt();
         let mut qh = vec![0f32; hd];
         for i in 0..m {
@@ -106,8 +143,7 @@ impl CpuKv {
             for h in 0..cfg.n_head {
                 let g = h / group;
                 qh.copy_from_slice(&q[i * qw + h * hd..][..hd]);
-                if f16_cache {
-                    // llama.cpp takes the query to the cache's type for the K·Q products.
+                if round_q {
                     qh.iter_mut().for_each(|v| *v = f16::from_f32(*v).to_f32());
                 }
                 for (j, s) in self.scores.iter_mut().enumerate() {
@@ -124,9 +160,4 @@ impl CpuKv {
         }
         Ok(())
     }
-}
-
-/// The bytes of a `u16` slice (little-endian targets: f16 bits as GGUF stores them).
-fn bytemuck_u16(v: &[u16]) -> &[u8] {
-    bytemuck::cast_slice(v)
 }

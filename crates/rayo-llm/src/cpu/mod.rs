@@ -144,7 +144,18 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn attention(&mut self, cfg: &Config, kv: &mut CpuKv, layer: usize, q: &Vec<f32>, k: &Vec<f32>, v: &Vec<f32>, m: usize, pos0: usize, out: &mut Vec<f32>) -> Result<()> {
+    fn attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut CpuKv,
+        layer: usize,
+        q: &Vec<f32>,
+        k: &Vec<f32>,
+        v: &Vec<f32>,
+        m: usize,
+        pos0: usize,
+        out: &mut Vec<f32>,
+    ) -> Result<()> {
         check_len("attention", q.len().min(out.len()), m * cfg.q_width())?;
         check_len("attention", k.len().min(v.len()), m * cfg.kv_width())?;
         kv.store(layer, pos0, &k[..m * cfg.kv_width()], &v[..m * cfg.kv_width()])?;

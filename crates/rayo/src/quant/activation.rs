@@ -44,10 +44,8 @@ pub(crate) struct QActs {
     pub qs: Vec<i8>,
     /// One per block.
     pub d: Vec<f32>,
-    /// Q8_0 and Q8_1: `d·Σq` per block (exact, with the f16 `d`).
+    /// Q8_0: `d·Σq` per block (exact, with the f16 `d`); Q8_1: its `s` as llama.cpp stores it.
     pub sums: Vec<f32>,
-    /// Q8_1: the file format's `s`, `f16(Σq · d)` with `d` before its rounding.
-    s_ref: Vec<f16>,
     /// Q8_K: the sum of each 16 values.
     pub bsums: Vec<i16>,
 }
@@ -67,7 +65,7 @@ impl QActs {
     pub fn quantize<S: Simd>(s: S, ty: GgmlType, x: &[f32], cols: usize) -> QActs {
         let bs = ty.block_size();
         let nb = x.len() / bs;
-        let mut a = QActs { ty, cols, qs: vec![0; x.len()], d: vec![0.0; nb], sums: Vec::new(), s_ref: Vec::new(), bsums: Vec::new() };
+        let mut a = QActs { ty, cols, qs: vec![0; x.len()], d: vec![0.0; nb], sums: Vec::new(), bsums: Vec::new() };
         match ty {
             GgmlType::Q8_K => {
                 a.bsums = vec![0; x.len() / 16];
@@ -80,18 +78,14 @@ impl QActs {
                 // then multiply unsigned `q` and take the offset out as a min (`−8·d`, `−16·d`).
                 a.sums = vec![0.0; nb];
                 let with_sum = ty == GgmlType::Q8_1;
-                if with_sum {
-                    a.s_ref = vec![f16::ZERO; nb];
-                }
                 for (i, (x, q)) in x.chunks_exact(32).zip(a.qs.chunks_exact_mut(32)).enumerate() {
                     let d32 = q8_block(s, x, q);
                     let d = f16::from_f32(d32).to_f32();
                     a.d[i] = d;
                     let sum = q.iter().map(|&v| v as i32).sum::<i32>() as f32;
-                    a.sums[i] = d * sum;
-                    if with_sum {
-                        a.s_ref[i] = f16::from_f32(sum * d32);
-                    }
+                    // Q8_1 carries llama.cpp's `s` (f16 of Σq times the unrounded d): the
+                    // products of Q4_1/Q5_1 weights then round their min term as llama.cpp does.
+                    a.sums[i] = if with_sum { f16::from_f32(sum * d32).to_f32() } else { d * sum };
                 }
             }
         }
@@ -125,7 +119,7 @@ impl QActs {
                     out.extend_from_slice(&f16::from_f32(a.d[i]).to_le_bytes());
                     if ty == GgmlType::Q8_1 {
                         let nb = self.cols / 32;
-                        out.extend_from_slice(&self.s_ref[r * nb + i].to_le_bytes());
+                        out.extend_from_slice(&f16::from_f32(self.sums[r * nb + i]).to_le_bytes());
                     }
                     out.extend(q.iter().map(|&v| v as u8));
                 }

@@ -26,68 +26,93 @@ fn bytes(q: &[i8]) -> &[u8] {
 /// activation rows quantized to `activation_type(ty)`.
 #[inline(always)]
 pub(crate) fn dot_rows<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+    let mut out = [[0f32; R]];
+    dot_matrix(s, ty, w, a, &mut out);
+    out[0]
+}
+
+/// `out[j] = [w_j · a[r] for r in 0..R]` for the `out.len()` weight rows `w_j` that `w` holds
+/// (rows of whole blocks of `ty`, of equal length), against activation rows quantized to
+/// `activation_type(ty)`. The format is matched and the activation rows are cut into blocks
+/// once for all weight rows: a decode step's matrices have rows of only 18–48 blocks.
+#[inline(always)]
+pub(crate) fn dot_matrix<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], a: &[ActRow<'_>; R], out: &mut [[f32; R]]) {
     use GgmlType::*;
+    if out.is_empty() {
+        return;
+    }
+    let row_len = w.len() / out.len();
+    let nb = row_len / ty.type_size();
+    macro_rules! each_row {
+        ($n:literal, $sums:expr, |$wr:ident, $rows:ident| $body:expr) => {{
+            let $rows: [Row<'_, $n>; R] = core::array::from_fn(|r| Row::new::<$n>(&a[r], nb, $sums));
+            let $rows = &$rows;
+            for ($wr, o) in w.chunks_exact(row_len).zip(out.iter_mut()) {
+                *o = $body;
+            }
+        }};
+    }
     match ty {
         // Q4_0/Q5_0: unsigned `q` with the offset as a min (`d·(q − 8) = d·q − 8·d`), so
         // the dot needs no sign trick.
-        Q4_0 => legacy::<S, R, 18, true>(
+        Q4_0 => each_row!(32, true, |wr, rows| legacy::<S, R, 18, true>(
             s,
-            w,
-            a,
+            wr,
+            rows,
             #[inline(always)]
             |s, b| {
                 let d = f16_at(s, b, 0);
                 (s.bload_nib(&b[2..]), d, -8.0 * d)
             },
-        ),
-        Q4_1 => legacy::<S, R, 20, true>(
+        )),
+        Q4_1 => each_row!(32, true, |wr, rows| legacy::<S, R, 20, true>(
             s,
-            w,
-            a,
+            wr,
+            rows,
             #[inline(always)]
             |s, b| (s.bload_nib(&b[4..]), f16_at(s, b, 0), f16_at(s, b, 2)),
-        ),
-        Q5_0 => legacy::<S, R, 22, true>(
+        )),
+        Q5_0 => each_row!(32, true, |wr, rows| legacy::<S, R, 22, true>(
             s,
-            w,
-            a,
+            wr,
+            rows,
             #[inline(always)]
             |s, b| {
                 let hi = s.band(s.bbits(u32::from_le_bytes([b[2], b[3], b[4], b[5]])), s.bsplat(0x10));
                 let d = f16_at(s, b, 0);
                 (s.bor(s.bload_nib(&b[6..]), hi), d, -16.0 * d)
             },
-        ),
-        Q5_1 => legacy::<S, R, 24, true>(
+        )),
+        Q5_1 => each_row!(32, true, |wr, rows| legacy::<S, R, 24, true>(
             s,
-            w,
-            a,
+            wr,
+            rows,
             #[inline(always)]
             |s, b| {
                 let hi = s.band(s.bbits(u32::from_le_bytes([b[4], b[5], b[6], b[7]])), s.bsplat(0x10));
                 (s.bor(s.bload_nib(&b[8..]), hi), f16_at(s, b, 0), f16_at(s, b, 2))
             },
-        ),
-        Q8_0 => legacy::<S, R, 34, false>(
+        )),
+        Q8_0 => each_row!(32, false, |wr, rows| legacy::<S, R, 34, false>(
             s,
-            w,
-            a,
+            wr,
+            rows,
             #[inline(always)]
             |s, b| (s.bload(&b[2..]), f16_at(s, b, 0), 0.0),
-        ),
-        Q8_1 => legacy::<S, R, 36, false>(
+        )),
+        Q8_1 => each_row!(32, false, |wr, rows| legacy::<S, R, 36, false>(
             s,
-            w,
-            a,
+            wr,
+            rows,
             #[inline(always)]
             |s, b| (s.bload(&b[4..]), f16_at(s, b, 0), 0.0),
-        ),
-        Q2_K => q2_k(s, w, a),
-        Q3_K => q3_k(s, w, a),
-        Q4_K => q4_k(s, w, a),
-        Q5_K => q5_k(s, w, a),
-        Q6_K => q6_k(s, w, a),
-        Q8_K => q8_k(s, w, a),
+        )),
+        Q2_K => each_row!(256, false, |wr, rows| q2_k(s, wr, rows)),
+        Q3_K => each_row!(256, false, |wr, rows| q3_k(s, wr, rows)),
+        Q4_K => each_row!(256, false, |wr, rows| q4_k(s, wr, rows)),
+        Q5_K => each_row!(256, false, |wr, rows| q5_k(s, wr, rows)),
+        Q6_K => each_row!(256, false, |wr, rows| q6_k(s, wr, rows)),
+        Q8_K => each_row!(256, false, |wr, rows| q8_k(s, wr, rows)),
         F32 | F16 | BF16 => unreachable!("float weights take the f32 path"),
     }
 }
@@ -98,14 +123,13 @@ pub(crate) fn dot_rows<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], a:
 fn legacy<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
     s: S,
     w: &[u8],
-    a: &[ActRow<'_>; R],
+    rows: &[Row<'_>; R],
     decode: impl Fn(S, &[u8]) -> (S::B, f32, f32),
 ) -> [f32; R] {
-    // Each row's blocks as fixed-size arrays of exactly `nb`: the loops index them without
-    // bounds checks.
-    let (w, _) = w.as_chunks::<SIZE>();
+    // The blocks as fixed-size arrays, as many as the activation rows were cut into: the loops
+    // index both without bounds checks.
+    let w = &w.as_chunks::<SIZE>().0[..rows[0].d.len()];
     let nb = w.len();
-    let rows: [Row<'_>; R] = core::array::from_fn(|r| Row::new::<32>(&a[r], nb, MIN));
     // Two accumulators per row (even and odd blocks): the FMA's latency is not a chain.
     let mut acc = [[s.fzero(); R]; 2];
     let mut msum = [[0f32; R]; 2];
@@ -113,11 +137,11 @@ fn legacy<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
     let [msum0, msum1] = &mut msum;
     for p in 0..nb / 2 {
         let i = 2 * p;
-        legacy_step::<S, R, MIN>(s, i, decode(s, &w[i]), &rows, acc0, msum0);
-        legacy_step::<S, R, MIN>(s, i + 1, decode(s, &w[i + 1]), &rows, acc1, msum1);
+        legacy_step::<S, R, MIN>(s, i, decode(s, &w[i]), rows, acc0, msum0);
+        legacy_step::<S, R, MIN>(s, i + 1, decode(s, &w[i + 1]), rows, acc1, msum1);
     }
     if nb % 2 == 1 {
-        legacy_step::<S, R, MIN>(s, nb - 1, decode(s, &w[nb - 1]), &rows, acc0, msum0);
+        legacy_step::<S, R, MIN>(s, nb - 1, decode(s, &w[nb - 1]), rows, acc0, msum0);
     }
     let mut out = [0f32; R];
     for r in 0..R {
@@ -175,10 +199,9 @@ fn bsum_dot(c: &[i32; 16], bsums: &[i16; 16]) -> i32 {
 
 /// Q8_K weights: `d·Σ q·y` over 8 vectors of 32.
 #[inline(always)]
-fn q8_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+fn q8_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let mut acc = [s.fzero(); R];
-    let (w, _) = w.as_chunks::<292>();
-    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    let w = &w.as_chunks::<292>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let dw = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         let mut q = [s.bsplat(0); 8];
@@ -258,10 +281,9 @@ fn min_dot(m: &[u8; 8], bsums: &[i16; 16]) -> i32 {
 
 /// Q4_K: `d·sc·q − dmin·m` over 8 sub-blocks of 32.
 #[inline(always)]
-fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let (w, _) = w.as_chunks::<144>();
-    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    let w = &w.as_chunks::<144>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
         let (sc, mn) = k4_scales(b[4..16].try_into().unwrap());
@@ -270,17 +292,16 @@ fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let x = s.bload(&b[16 + 32 * (j / 2)..]);
             *qj = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * min_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * min_dot(&mn, bs) as f32, rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
 
 /// Q5_K: Q4_K with a fifth bit per value from `qh` (bit `j` of `qh[l]` for vector `j`).
 #[inline(always)]
-fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let (w, _) = w.as_chunks::<176>();
-    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    let w = &w.as_chunks::<176>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
         let (sc, mn) = k4_scales(b[4..16].try_into().unwrap());
@@ -292,17 +313,16 @@ fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let low = if j % 2 == 0 { s.band(x, nib) } else { s.bshr(x, 4) };
             *qj = s.bor(low, s.bshl(s.band(s.bshr(qh, j as u32), one), 4));
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * min_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * min_dot(&mn, bs) as f32, rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
 
 /// Q6_K: `d·sc·(q − 32)` over 16 sub-blocks of 16; 4 low bits in `ql`, 2 high in `qh`.
 #[inline(always)]
-fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let (w, _) = w.as_chunks::<210>();
-    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    let w = &w.as_chunks::<210>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let d = f16_at(s, b, 208);
         let sc: [i16; 16] = core::array::from_fn(|k| b[192 + k] as i8 as i16);
@@ -318,17 +338,16 @@ fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let low = if t < 2 { s.band(ql, nib) } else { s.bshr(ql, 4) };
             *qj = s.bor(low, s.bshl(s.band(s.bshr(qh, 2 * t as u32), three), 4));
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c32, bs) as f32, &rows, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c32, bs) as f32, rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
 
 /// Q3_K: `d·(sc − 32)·(q − 4·!h)`: 2 low bits in `qs`, the high bit in `hmask`.
 #[inline(always)]
-fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let (w, _) = w.as_chunks::<110>();
-    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    let w = &w.as_chunks::<110>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let d = f16_at(s, b, 108);
         let p = &b[96..108];
@@ -359,17 +378,16 @@ fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let low = s.band(s.bshr(s.bload(&b[32 + 32 * h..]), 2 * t as u32), three);
             *qj = s.bor(low, s.bshl(s.band(s.bshr(hm, j as u32), one), 2));
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c4, bs) as f32, &rows, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -d * bsum_dot(&c4, bs) as f32, rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }
 
 /// Q2_K: `d·(sc & 15)·q − dmin·(sc >> 4)` with 2-bit `q`.
 #[inline(always)]
-fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
+fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let (w, _) = w.as_chunks::<84>();
-    let rows: [Row<'_, 256>; R] = core::array::from_fn(|r| Row::new::<256>(&a[r], w.len(), false));
+    let w = &w.as_chunks::<84>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 80), f16_at(s, b, 82));
         let sc: [i16; 16] = core::array::from_fn(|k| (b[k] & 15) as i16);
@@ -380,7 +398,7 @@ fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R
             let (h, t) = (j / 4, j % 4);
             *qj = s.band(s.bshr(s.bload(&b[16 + 32 * h..]), 2 * t as u32), three);
         }
-        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, &rows, &mut acc, &mut extra);
+        kquant_rows(s, i, &q, &sc, d, |bs| -dmin * bsum_dot(&mn, bs) as f32, rows, &mut acc, &mut extra);
     }
     finish(s, acc, extra)
 }

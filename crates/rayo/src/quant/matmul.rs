@@ -187,6 +187,13 @@ impl Job<'_, '_> {
     #[inline(always)]
     fn rows<S: crate::cpu::simd::Simd>(&self, s: S, r0: usize, r1: usize, yt: &mut [f32]) {
         let (m, ty, cols) = (self.m, self.w.ty, self.w.cols);
+        if let (1, Some(a)) = (m, self.acts) {
+            // One activation row (decoding): every weight row in one call, so the format and
+            // the activation's blocks are set up once, not once per row.
+            let row_len = self.w.bytes.len() / self.w.rows;
+            let w = &self.w.bytes[r0 * row_len..r1 * row_len];
+            return dot::dot_matrix(s, ty, w, &[a.row(0)], yt.as_chunks_mut::<1>().0);
+        }
         for (j, out) in (r0..r1).zip(yt.chunks_exact_mut(m)) {
             let wrow = self.w.row(j);
             let mut i = 0;

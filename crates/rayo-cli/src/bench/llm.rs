@@ -1,0 +1,75 @@
+//! `rayo bench --model FILE`: llama-bench's two rows for a model — `pp64`, a 64-token prompt in
+//! one batch into an empty KV cache, and `tg64`, 64 tokens decoded one at a time from position
+//! 0 — as tokens per second, the mean of several repetitions after a warm-up run (as
+//! llama-bench does). Token ids are arbitrary (speed does not depend on them).
+
+use crate::llm::{open_model, Engine};
+use crate::out::{errln, outln};
+use std::path::Path;
+use std::time::Instant;
+
+/// Tokens of each row.
+const PP: usize = 64;
+const TG: usize = 64;
+/// Timed repetitions after the warm-up.
+const REPS: usize = 5;
+
+/// The rows for each thread count, printed as they are measured.
+pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result<(), String> {
+    let m = open_model(model)?;
+    let name = model.file_name().map_or_else(|| model.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let size = m.file().as_bytes().len();
+    if !json {
+        outln!(
+            "model {name} ({}): {:.1} MB file, {:.1} MB of matrices read per token",
+            m.config().arch,
+            size as f64 / 1e6,
+            m.weights().bytes_per_token() as f64 / 1e6
+        );
+        outln!("{:<6} {:<8} {:>7} {:>12} {:>10}", "op", "backend", "threads", "tokens/s", "ms");
+    }
+    let threads = if threads.is_empty() { vec![1] } else { threads.to_vec() };
+    for &t in &threads {
+        let mut engine = Engine::new(&m, backend, t, PP.max(TG))?;
+        let vocab = m.config().vocab_size as u32;
+        let tokens: Vec<u32> = (0..PP as u32).map(|i| (i * 7919 + 13) % vocab).collect();
+        let mut pp = || -> Result<f64, String> {
+            engine.rewind(0);
+            let t0 = Instant::now();
+            engine.forward_last(&tokens)?;
+            Ok(t0.elapsed().as_secs_f64())
+        };
+        pp()?;
+        let pp_s = (0..REPS).map(|_| pp()).sum::<Result<f64, String>>()? / REPS as f64;
+        report(json, &name, "pp64", backend, t, PP, pp_s);
+        let mut tg = || -> Result<f64, String> {
+            engine.rewind(0);
+            let t0 = Instant::now();
+            for &tok in tokens.iter().take(TG) {
+                engine.forward_last(&[tok])?;
+            }
+            Ok(t0.elapsed().as_secs_f64())
+        };
+        tg()?;
+        let tg_s = (0..REPS).map(|_| tg()).sum::<Result<f64, String>>()? / REPS as f64;
+        report(json, &name, "tg64", backend, t, TG, tg_s);
+    }
+    Ok(())
+}
+
+fn report(json: bool, model: &str, op: &str, backend: &str, threads: usize, tokens: usize, seconds: f64) {
+    let tps = tokens as f64 / seconds;
+    if json {
+        outln!("{{\"op\":\"{op}\",\"model\":\"{}\",\"backend\":\"{backend}\",\"threads\":{threads},\"tokens\":{tokens},\"ns\":{:.1},\"tokens_per_s\":{tps:.3}}}", model.replace(['"', '\\'], "_"), seconds * 1e9);
+    } else {
+        outln!("{op:<6} {backend:<8} {threads:>7} {tps:>12.1} {:>10.2}", seconds * 1e3);
+    }
+    log_rss();
+}
+
+/// Resident memory after a row, on stderr where /proc says it (Linux).
+fn log_rss() {
+    if let Some(kb) = crate::llm::resident_kb() {
+        errln!("rayo bench: resident memory {:.1} MB", kb as f64 / 1e3);
+    }
+}

@@ -1,0 +1,177 @@
+//! The LLM commands: `rayo generate`, `rayo chat`, `rayo tokenize` (and the model side of
+//! `rayo bench --model`). The backend is chosen at run time (`--backend`); everything after
+//! that runs over `rayo_llm::Forward`.
+
+use crate::args::{ChatArgs, GenerateArgs, ModelArgs, SampleArgs, TokenizeArgs};
+use crate::out::{errln, outln};
+use rayo_llm::chat::{ChatTemplate, Message};
+use rayo_llm::cpu::Cpu;
+use rayo_llm::sample::{Sampler, SamplerConfig};
+use rayo_llm::{Forward, KvType, Logits, Model, Session, SessionOptions};
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+/// Opens and checks a model file, with a hint when it is absent.
+pub fn open_model(path: &Path) -> Result<Model, String> {
+    if !path.exists() {
+        return Err(format!("{}: no such file (scripts/fetch-smollm2.sh fetches SmolLM2-135M-Instruct into .cache/models/)", path.display()));
+    }
+    Model::open(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The backends `--backend` takes for a model.
+pub const LLM_BACKENDS: &[&str] = &["cpu"];
+
+/// A session on the named backend, its KV cache holding `context` positions.
+pub struct Engine {
+    run: Box<dyn Forward>,
+}
+
+impl Engine {
+    pub fn new(model: &Model, backend: &str, threads: usize, context: usize) -> Result<Engine, String> {
+        Engine::with_kv(model, backend, threads, context, KvType::F16)
+    }
+
+    pub fn with_kv(model: &Model, backend: &str, threads: usize, context: usize, kv_type: KvType) -> Result<Engine, String> {
+        let opts = SessionOptions { context, kv_type, ..SessionOptions::default() };
+        let run: Box<dyn Forward> = match backend {
+            "cpu" => Box::new(Session::new(model, Cpu::new(model.file().clone(), threads), opts).map_err(|e| e.to_string())?),
+            other => return Err(format!("backend {other:?} cannot run a model (available: {})", LLM_BACKENDS.join(", "))),
+        };
+        Ok(Engine { run })
+    }
+
+    pub fn rewind(&mut self, pos: usize) {
+        self.run.rewind(pos)
+    }
+
+    pub fn forward_last(&mut self, tokens: &[u32]) -> Result<Vec<f32>, String> {
+        self.run.forward(tokens, Logits::Last).map_err(|e| e.to_string())
+    }
+
+    pub fn forward(&mut self) -> &mut dyn Forward {
+        &mut *self.run
+    }
+}
+
+/// Resident memory of this process in kB (Linux), for the stats lines.
+pub fn resident_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn engine(m: &Model, a: &ModelArgs) -> Result<Engine, String> {
+    let ctx = a.ctx.unwrap_or(m.config().context_length.min(4096));
+    Engine::with_kv(m, &a.backend, a.threads, ctx, if a.kv_f32 { KvType::F32 } else { KvType::F16 })
+}
+
+fn sampler(s: &SampleArgs) -> Result<Sampler, String> {
+    let cfg = SamplerConfig {
+        temperature: s.temperature,
+        top_k: s.top_k,
+        top_p: s.top_p,
+        min_p: s.min_p,
+        repeat_penalty: s.repeat_penalty,
+        seed: s.seed.unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)),
+        ..SamplerConfig::default()
+    };
+    Sampler::new(cfg).map_err(|e| e.to_string())
+}
+
+/// Writes text to stdout now (tokens appear as they are made).
+fn emit(text: &str) -> rayo::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        // The reader has gone (`rayo generate ... | head -c 20`): stop quietly.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(rayo::Error::Io { path: None, kind: e.kind(), message: e.to_string() }),
+    }
+}
+
+fn stats_line(s: &rayo_llm::Stats) {
+    let stop = match s.stop {
+        rayo_llm::Stop::EndOfGeneration(id) => format!("end-of-generation token {id}"),
+        rayo_llm::Stop::MaxTokens => "max tokens".into(),
+        rayo_llm::Stop::ContextFull => "context full".into(),
+    };
+    errln!(
+        "rayo: prompt {} tokens, prefill {:.1} tokens/s; generated {} tokens, decode {:.1} tokens/s; stop: {stop}{}",
+        s.prompt_tokens,
+        s.prefill_tokens_per_s(),
+        s.tokens.len(),
+        s.decode_tokens_per_s(),
+        resident_kb().map_or(String::new(), |kb| format!("; resident {:.1} MB", kb as f64 / 1e3))
+    );
+}
+
+/// `rayo generate`: the prompt as given, then the generated text, on stdout; stats on stderr.
+pub fn generate(a: &GenerateArgs) -> Result<(), String> {
+    let m = open_model(&a.model.model)?;
+    let mut e = engine(&m, &a.model)?;
+    let mut s = sampler(&a.sample)?;
+    let tok = m.tokenizer();
+    let ids = tok.encode(&a.prompt, true, true).map_err(|e| e.to_string())?;
+    emit(&a.prompt).map_err(|e| e.to_string())?;
+    let stats = rayo_llm::generate(e.forward(), tok, &mut s, &ids, a.max_tokens, &mut emit).map_err(|e| e.to_string())?;
+    emit("\n").map_err(|e| e.to_string())?;
+    stats_line(&stats);
+    Ok(())
+}
+
+/// `rayo chat`: a conversation on stdin/stdout with the model's chat template.
+pub fn chat(a: &ChatArgs) -> Result<(), String> {
+    let m = open_model(&a.model.model)?;
+    let template = ChatTemplate::from_gguf(m.file().metadata())
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "this model has no chat template (tokenizer.chat_template); use rayo generate".to_string())?;
+    let mut e = engine(&m, &a.model)?;
+    let mut s = sampler(&a.sample)?;
+    let tok = m.tokenizer();
+    let mut messages: Vec<Message> = a.system.iter().map(|t| Message { role: "system".into(), content: t.clone() }).collect();
+    // The ids now in the KV cache: each turn re-renders the conversation and runs only what
+    // differs from them.
+    let mut cached: Vec<u32> = Vec::new();
+    errln!("rayo chat: {} on {}; an empty line or end of input ends the chat", a.model.model.display(), a.model.backend);
+    let stdin = std::io::stdin();
+    loop {
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "> ").and_then(|()| out.flush());
+        }
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line).map_err(|e| e.to_string())? == 0 || line.trim().is_empty() {
+            break;
+        }
+        messages.push(Message { role: "user".into(), content: line.trim_end_matches(['\n', '\r']).to_string() });
+        let text = template.render(&messages, true).map_err(|e| e.to_string())?;
+        let ids = tok.encode(&text, true, true).map_err(|e| e.to_string())?;
+        let common = cached.iter().zip(&ids).take_while(|(a, b)| a == b).count().min(ids.len() - 1);
+        e.rewind(common);
+        let mut reply = String::new();
+        let stats = rayo_llm::generate(e.forward(), tok, &mut s, &ids[common..], a.max_tokens, &mut |t| {
+            reply.push_str(t);
+            emit(t)
+        })
+        .map_err(|e| e.to_string())?;
+        emit("\n").map_err(|e| e.to_string())?;
+        cached = ids;
+        cached.extend(&stats.tokens);
+        messages.push(Message { role: "assistant".into(), content: reply });
+        if a.verbose {
+            stats_line(&stats);
+        }
+    }
+    Ok(())
+}
+
+/// `rayo tokenize`: the ids as one JSON array.
+pub fn tokenize(a: &TokenizeArgs) -> Result<(), String> {
+    // The tokenizer alone: a vocab-only GGUF works too.
+    let f = rayo::gguf::GgufFile::open(&a.model).map_err(|e| format!("{}: {e}", a.model.display()))?;
+    let tok = rayo_llm::Tokenizer::from_gguf(f.metadata()).map_err(|e| format!("{}: {e}", a.model.display()))?;
+    let ids = tok.encode(&a.text, !a.no_special, !a.no_parse_special).map_err(|e| e.to_string())?;
+    outln!("[{}]", ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", "));
+    Ok(())
+}
