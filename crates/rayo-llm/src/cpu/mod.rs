@@ -3,6 +3,7 @@
 
 mod attention;
 mod rope;
+mod workers;
 
 use crate::backend::{Backend, KvType};
 use crate::config::Config;
@@ -10,14 +11,19 @@ use crate::weights::WeightRef;
 pub use attention::CpuKv;
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
+use rayo::quant::QuantMatrix;
 use rayo::quant::{self, Activations};
 use rayo::{Error, Par, Result};
 use std::sync::Arc;
+use workers::{Task, Workers};
+
+/// Below this many weight bytes × activation rows a product stays on the calling thread.
+const PAR_BYTES: usize = 1 << 16;
 
 /// The CPU backend of one model file.
 pub struct Cpu {
     file: Arc<GgufFile>,
-    par: Par,
+    workers: Workers,
     act: Activations,
     simd: rayo::Backend,
     scratch: Vec<f32>,
@@ -27,8 +33,8 @@ impl Cpu {
     /// A backend for the weights of `file` on `threads` threads (0 = all cores), activations
     /// quantized to 8 bits as llama.cpp does ([`Activations::Quantized`]).
     pub fn new(file: Arc<GgufFile>, threads: usize) -> Cpu {
-        let par = if threads == 0 { Par::global() } else { Par::threads(threads) };
-        Cpu { file, par, act: Activations::Quantized, simd: rayo::Backend::selected(), scratch: Vec::new() }
+        let threads = if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
+        Cpu { file, workers: Workers::new(threads - 1), act: Activations::Quantized, simd: rayo::Backend::selected(), scratch: Vec::new() }
     }
 
     /// The same with the given kind of activations for the quantized products.
@@ -39,8 +45,15 @@ impl Cpu {
 
     /// The threads the products use.
     pub fn threads(&self) -> usize {
-        self.par.thread_count()
+        self.workers.len() + 1
     }
+}
+
+/// `y = x·Wᵀ` for weight rows `r0..r1` of `w` (`y`: `m × (r1 − r0)`), on the calling thread.
+fn product_part(simd: rayo::Backend, act: Activations, w: &QuantMatrix<'_>, r0: usize, r1: usize, x: &[f32], y: &mut [f32]) -> Result<()> {
+    let row = w.bytes().len() / w.rows();
+    let part = QuantMatrix::new(w.ty(), r1 - r0, w.cols(), &w.bytes()[r0 * row..r1 * row])?;
+    quant::matmul_with(simd, act, &part, x, y, Par::Seq)
 }
 
 fn check_len(op: &'static str, have: usize, need: usize) -> Result<()> {
@@ -111,9 +124,54 @@ impl Backend for Cpu {
 
     fn matmul(&mut self, w: &WeightRef, x: &Vec<f32>, m: usize, out: &mut Vec<f32>) -> Result<()> {
         let q = w.matrix(&self.file)?;
-        check_len("matmul", x.len(), m * q.cols())?;
-        check_len("matmul", out.len(), m * q.rows())?;
-        quant::matmul_with(self.simd, self.act, &q, &x[..m * q.cols()], &mut out[..m * q.rows()], self.par)
+        let (rows, cols) = (q.rows(), q.cols());
+        check_len("matmul", x.len(), m * cols)?;
+        check_len("matmul", out.len(), m * rows)?;
+        let (x, out) = (&x[..m * cols], &mut out[..m * rows]);
+        let parts = (self.workers.len() + 1).min(rows).min((q.bytes().len() * m / PAR_BYTES).max(1));
+        if parts == 1 {
+            return product_part(self.simd, self.act, &q, 0, rows, x, out);
+        }
+        // Weight rows split evenly; part 0 on this thread, the others on the workers, each
+        // with its own copy of the activations' quantization (a few µs).
+        let bound = |k: usize| rows * k / parts;
+        let xs: Arc<[f32]> = x.into();
+        let tasks: Vec<Task> = (1..parts)
+            .map(|k| {
+                let (file, wr, xs, simd, act) = (Arc::clone(&self.file), w.clone(), Arc::clone(&xs), self.simd, self.act);
+                let (r0, r1) = (bound(k), bound(k + 1));
+                Box::new(move || {
+                    let q = wr.matrix(&file)?;
+                    let mut y = vec![0f32; m * (r1 - r0)];
+                    product_part(simd, act, &q, r0, r1, &xs, &mut y)?;
+                    Ok(y)
+                }) as Task
+            })
+            .collect();
+        let (simd, act, r1) = (self.simd, self.act, bound(1));
+        let mut y0 = vec![0f32; if m == 1 { 0 } else { m * r1 }];
+        let (mine, theirs) = self.workers.run(tasks, || {
+            if m == 1 {
+                product_part(simd, act, &q, 0, r1, x, &mut out[..r1])
+            } else {
+                product_part(simd, act, &q, 0, r1, x, &mut y0)
+            }
+        });
+        mine?;
+        // Each part's `m × width` block into its columns of `out`.
+        let mut place = |r0: usize, y: &[f32]| {
+            let width = y.len() / m;
+            for (i, row) in y.chunks_exact(width).enumerate() {
+                out[i * rows + r0..][..width].copy_from_slice(row);
+            }
+        };
+        if m > 1 {
+            place(0, &y0);
+        }
+        for (k, y) in theirs.into_iter().enumerate() {
+            place(bound(k + 1), &y?);
+        }
+        Ok(())
     }
 
     fn add_bias(&mut self, x: &mut Vec<f32>, b: &Vec<f32>, m: usize) -> Result<()> {
