@@ -62,6 +62,7 @@ pub(crate) struct ActRow<'a> {
 impl QActs {
     /// Quantizes `x` (`x.len() / cols` rows; `cols` a whole number of `ty`'s blocks, checked
     /// by the caller) to `ty` (Q8_0, Q8_1 or Q8_K).
+    #[inline(always)] // into `vectorize`: compiled alone, its intrinsics would be calls
     pub fn quantize<S: Simd>(s: S, ty: GgmlType, x: &[f32], cols: usize) -> QActs {
         let bs = ty.block_size();
         let nb = x.len() / bs;

@@ -22,15 +22,6 @@ fn bytes(q: &[i8]) -> &[u8] {
     bytemuck::cast_slice(q)
 }
 
-/// `[w · a[r] for r in 0..R]` for a quantized weight row `w` (whole blocks of `ty`) and
-/// activation rows quantized to `activation_type(ty)`.
-#[inline(always)]
-pub(crate) fn dot_rows<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], a: &[ActRow<'_>; R]) -> [f32; R] {
-    let mut out = [[0f32; R]];
-    dot_matrix(s, ty, w, a, &mut out);
-    out[0]
-}
-
 /// `out[j] = [w_j · a[r] for r in 0..R]` for the `out.len()` weight rows `w_j` that `w` holds
 /// (rows of whole blocks of `ty`, of equal length), against activation rows quantized to
 /// `activation_type(ty)`. The format is matched and the activation rows are cut into blocks

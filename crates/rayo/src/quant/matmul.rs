@@ -165,6 +165,10 @@ pub fn matmul_with(backend: Backend, act: Activations, w: &QuantMatrix<'_>, x: &
     Ok(())
 }
 
+/// Weight rows per block of the quantized product: a block (a few KB) stays in L1 while
+/// every tile of activation rows passes over it.
+const ROW_BLOCK: usize = 16;
+
 struct Job<'a, 'w> {
     backend: Backend,
     w: &'a QuantMatrix<'w>,
@@ -187,37 +191,54 @@ impl Job<'_, '_> {
     #[inline(always)]
     fn rows<S: crate::cpu::simd::Simd>(&self, s: S, r0: usize, r1: usize, yt: &mut [f32]) {
         let (m, ty, cols) = (self.m, self.w.ty, self.w.cols);
-        if let (1, Some(a)) = (m, self.acts) {
-            // One activation row (decoding): every weight row in one call, so the format and
-            // the activation's blocks are set up once, not once per row.
-            let row_len = self.w.bytes.len() / self.w.rows;
-            let w = &self.w.bytes[r0 * row_len..r1 * row_len];
-            return dot::dot_matrix(s, ty, w, &[a.row(0)], yt.as_chunks_mut::<1>().0);
+        let row_len = self.w.bytes.len() / self.w.rows;
+        if let Some(a) = self.acts {
+            return self.quantized_rows(s, a, r0, r1, row_len, yt);
         }
+        // The f32 path: each weight row against every tile of activation rows.
+        let xr = |i: usize| &self.x[i * cols..(i + 1) * cols];
         for (j, out) in (r0..r1).zip(yt.chunks_exact_mut(m)) {
             let wrow = self.w.row(j);
             let mut i = 0;
-            match self.acts {
-                Some(a) => {
-                    while i + TILE <= m {
-                        let rows: [ActRow<'_>; TILE] = core::array::from_fn(|t| a.row(i + t));
-                        out[i..i + TILE].copy_from_slice(&dot::dot_rows(s, ty, wrow, &rows));
-                        i += TILE;
-                    }
-                    for (i, o) in out.iter_mut().enumerate().skip(i) {
-                        *o = dot::dot_rows(s, ty, wrow, &[a.row(i)])[0];
-                    }
+            while i + TILE <= m {
+                let rows: [&[f32]; TILE] = core::array::from_fn(|t| xr(i + t));
+                out[i..i + TILE].copy_from_slice(&dot_f32::dot_rows_f32(s, ty, wrow, &rows));
+                i += TILE;
+            }
+            for (i, o) in out.iter_mut().enumerate().skip(i) {
+                *o = dot_f32::dot_rows_f32(s, ty, wrow, &[xr(i)])[0];
+            }
+        }
+    }
+
+    /// The integer path: blocks of [`ROW_BLOCK`] weight rows, each against every tile of
+    /// [`TILE`] activation rows (then the rows left over), the format matched and the
+    /// activation rows cut into blocks once per block of weight rows, not once per weight row.
+    #[inline(always)]
+    fn quantized_rows<S: crate::cpu::simd::Simd>(&self, s: S, a: &QActs, r0: usize, r1: usize, row_len: usize, yt: &mut [f32]) {
+        let (m, ty) = (self.m, self.w.ty);
+        if m == 1 {
+            // Decoding: every weight row in one call.
+            let w = &self.w.bytes[r0 * row_len..r1 * row_len];
+            return dot::dot_matrix(s, ty, w, &[a.row(0)], yt.as_chunks_mut::<1>().0);
+        }
+        let tiles: Vec<[ActRow<'_>; TILE]> = (0..m / TILE).map(|t| core::array::from_fn(|k| a.row(t * TILE + k))).collect();
+        let rest: Vec<ActRow<'_>> = (m / TILE * TILE..m).map(|i| a.row(i)).collect();
+        let (mut tile_out, mut row_out) = ([[0f32; TILE]; ROW_BLOCK], [[0f32; 1]; ROW_BLOCK]);
+        for j0 in (r0..r1).step_by(ROW_BLOCK) {
+            let n = ROW_BLOCK.min(r1 - j0);
+            let w = &self.w.bytes[j0 * row_len..(j0 + n) * row_len];
+            let out = &mut yt[(j0 - r0) * m..(j0 - r0 + n) * m];
+            for (t, tile) in tiles.iter().enumerate() {
+                dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]);
+                for (o, v) in out.chunks_exact_mut(m).zip(&tile_out[..n]) {
+                    o[t * TILE..(t + 1) * TILE].copy_from_slice(v);
                 }
-                None => {
-                    let xr = |i: usize| &self.x[i * cols..(i + 1) * cols];
-                    while i + TILE <= m {
-                        let rows: [&[f32]; TILE] = core::array::from_fn(|t| xr(i + t));
-                        out[i..i + TILE].copy_from_slice(&dot_f32::dot_rows_f32(s, ty, wrow, &rows));
-                        i += TILE;
-                    }
-                    for (i, o) in out.iter_mut().enumerate().skip(i) {
-                        *o = dot_f32::dot_rows_f32(s, ty, wrow, &[xr(i)])[0];
-                    }
+            }
+            for (i, row) in rest.iter().enumerate() {
+                dot::dot_matrix(s, ty, w, &[*row], &mut row_out[..n]);
+                for (o, v) in out.chunks_exact_mut(m).zip(&row_out[..n]) {
+                    o[m / TILE * TILE + i] = v[0];
                 }
             }
         }
