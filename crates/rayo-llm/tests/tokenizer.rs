@@ -45,6 +45,8 @@ const REQUIRED: &[&str] = &["gpt-2", "llama-bpe", "qwen2", "llama-spm", "phi-3",
 fn llama_cpp_vocab_test_files() {
     let dir = vocab_dir();
     let Ok(entries) = std::fs::read_dir(&dir) else {
+        // scripts/test.sh fetches them: there, their absence is a failure.
+        assert!(std::env::var_os("RAYO_REQUIRE_VOCABS").is_none(), "RAYO_REQUIRE_VOCABS is set but {} is absent", dir.display());
         println!("SKIP tokenizer: no vocab folder at {} (run scripts/fetch-vocabs.sh or set RAYO_VOCAB_DIR)", dir.display());
         return;
     };
@@ -98,6 +100,7 @@ fn smollm2() -> Option<GgufFile> {
     let path =
         std::env::var_os("RAYO_SMOLLM2").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
     if !path.exists() {
+        assert!(std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_none(), "RAYO_REQUIRE_SMOLLM2 is set but {} is absent", path.display());
         println!("SKIP tokenizer: no SmolLM2 at {} (run scripts/fetch-smollm2.sh or set RAYO_SMOLLM2)", path.display());
         return None;
     }
