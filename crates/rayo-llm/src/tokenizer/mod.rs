@@ -2,8 +2,8 @@
 //! llama.cpp's `llama_tokenize` and `llama_token_to_piece` (`src/llama-vocab.cpp`).
 //!
 //! Two models: byte-level BPE (`gpt2`) with the pre-tokenizer `tokenizer.ggml.pre` names
-//! ([`pretokenize`]), and SentencePiece (`llama`, [`spm`]). Special tokens are cut out of the
-//! text first ([`special`]) when asked to.
+//! (`pretokenize`), and SentencePiece (`llama`, `spm`). Special tokens are cut out of the
+//! text first (`special`) when asked to.
 
 mod bpe;
 mod pretokenize;
