@@ -1,0 +1,305 @@
+//! The forward pass against an f64 reference written here from the definitions (RMSNorm, RoPE
+//! on adjacent pairs, grouped-query causal attention, SwiGLU, tied LM head), on a small random
+//! llama model written with `GgufWriter`; and bad models and inputs as errors naming what is
+//! wrong. Runs without any downloaded file.
+
+use rayo::gguf::{GgufArray, GgufFile, GgufValue, GgufWriter};
+use rayo::quant::{self, Activations, GgmlType};
+use rayo_llm::cpu::Cpu;
+use rayo_llm::{KvType, Logits, Model, Session, SessionOptions};
+
+const LAYERS: usize = 2;
+const D: usize = 32;
+const FF: usize = 64;
+const HEADS: usize = 4;
+const KV_HEADS: usize = 2;
+const HD: usize = D / HEADS;
+const VOCAB: usize = 257;
+const CTX: usize = 24;
+const BASE: f64 = 10000.0;
+const EPS: f64 = 1e-5;
+
+/// A deterministic pseudo-random value in [-1, 1).
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// GPT-2's byte-to-character map: the token for byte `b`.
+fn byte_token(b: u8) -> String {
+    let printable = |b: u8| (b'!'..=b'~').contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
+    if printable(b) {
+        return char::from(b).to_string();
+    }
+    let n = (0..b).filter(|&c| !printable(c)).count() as u32;
+    char::from_u32(256 + n).unwrap().to_string()
+}
+
+/// The model's tensors: name → (rows, cols, values).
+struct Weights {
+    tensors: Vec<(String, usize, usize, Vec<f32>)>,
+}
+
+impl Weights {
+    fn random() -> Weights {
+        let mut t = vec![("token_embd.weight".to_string(), VOCAB, D, values(VOCAB * D, 1))];
+        let norm = |seed| values(D, seed).iter().map(|v| 1.0 + 0.2 * v).collect::<Vec<_>>();
+        t.push(("output_norm.weight".into(), 1, D, norm(2)));
+        let scale = |v: Vec<f32>, k: f32| v.into_iter().map(|x| x * k).collect::<Vec<_>>();
+        for l in 0..LAYERS {
+            let s = 100 * (l as u64 + 1);
+            let b = |n: &str| format!("blk.{l}.{n}");
+            t.push((b("attn_norm.weight"), 1, D, norm(s)));
+            t.push((b("attn_q.weight"), D, D, scale(values(D * D, s + 1), 0.3)));
+            t.push((b("attn_k.weight"), KV_HEADS * HD, D, scale(values(KV_HEADS * HD * D, s + 2), 0.3)));
+            t.push((b("attn_v.weight"), KV_HEADS * HD, D, scale(values(KV_HEADS * HD * D, s + 3), 0.3)));
+            t.push((b("attn_output.weight"), D, D, scale(values(D * D, s + 4), 0.3)));
+            t.push((b("ffn_norm.weight"), 1, D, norm(s + 5)));
+            t.push((b("ffn_gate.weight"), FF, D, scale(values(FF * D, s + 6), 0.3)));
+            t.push((b("ffn_up.weight"), FF, D, scale(values(FF * D, s + 7), 0.3)));
+            t.push((b("ffn_down.weight"), D, FF, scale(values(D * FF, s + 8), 0.3)));
+        }
+        Weights { tensors: t }
+    }
+
+    fn get(&self, name: &str) -> &[f32] {
+        &self.tensors.iter().find(|t| t.0 == name).unwrap().3
+    }
+
+    /// As the model sees them after writing in `ty` (matrices; norms stay F32).
+    fn as_stored(&self, ty: GgmlType) -> Weights {
+        let tensors = self
+            .tensors
+            .iter()
+            .map(|(n, r, c, v)| {
+                let v = if *r > 1 && ty != GgmlType::F32 {
+                    let mut out = vec![0.0; v.len()];
+                    quant::dequantize(ty, &quant::quantize_to_vec(ty, v).unwrap(), &mut out).unwrap();
+                    out
+                } else {
+                    v.clone()
+                };
+                (n.clone(), *r, *c, v)
+            })
+            .collect();
+        Weights { tensors }
+    }
+}
+
+/// A GGUF file of the model with matrices in `ty`, after `edit` changes the writer's inputs.
+fn gguf(w: &Weights, ty: GgmlType, edit: impl FnOnce(&mut GgufWriter, &mut Vec<(String, usize, usize, Vec<f32>)>)) -> GgufFile {
+    let mut g = GgufWriter::new();
+    g.set("general.architecture", "llama");
+    for (k, v) in [
+        ("block_count", LAYERS),
+        ("embedding_length", D),
+        ("feed_forward_length", FF),
+        ("attention.head_count", HEADS),
+        ("attention.head_count_kv", KV_HEADS),
+        ("context_length", CTX),
+        ("rope.dimension_count", HD),
+    ] {
+        g.set(format!("llama.{k}"), v as u32);
+    }
+    g.set("llama.rope.freq_base", BASE as f32);
+    g.set("llama.attention.layer_norm_rms_epsilon", EPS as f32);
+    g.set("tokenizer.ggml.model", "gpt2");
+    g.set("tokenizer.ggml.pre", "gpt-2");
+    let mut tokens: Vec<String> = (0..=255u8).map(byte_token).collect();
+    tokens.push("<|end|>".into());
+    let mut types = vec![1i32; 256];
+    types.push(3);
+    g.set("tokenizer.ggml.tokens", GgufValue::Array(GgufArray::String(tokens)));
+    g.set("tokenizer.ggml.token_type", GgufValue::Array(GgufArray::I32(types)));
+    g.set("tokenizer.ggml.merges", GgufValue::Array(GgufArray::String(vec![])));
+    g.set("tokenizer.ggml.eos_token_id", 256u32);
+    g.set("tokenizer.ggml.bos_token_id", 256u32);
+    g.set("tokenizer.ggml.add_bos_token", false);
+    let mut tensors = w.tensors.clone();
+    edit(&mut g, &mut tensors);
+    for (name, rows, cols, v) in &tensors {
+        let (t, shape): (GgmlType, Vec<u64>) = if *rows == 1 { (GgmlType::F32, vec![*cols as u64]) } else { (ty, vec![*cols as u64, *rows as u64]) };
+        let bytes = if t == GgmlType::F32 { v.iter().flat_map(|x| x.to_le_bytes()).collect() } else { quant::quantize_to_vec(t, v).unwrap() };
+        g.add_tensor(name, t, &shape, bytes).unwrap();
+    }
+    GgufFile::from_bytes(g.write_to(Vec::new()).unwrap()).unwrap()
+}
+
+fn model(ty: GgmlType) -> Model {
+    Model::from_file(gguf(&Weights::random(), ty, |_, _| {})).unwrap()
+}
+
+/// `y = W·x` in f64 (`W`: rows × cols, row-major).
+fn matvec(w: &[f32], x: &[f64]) -> Vec<f64> {
+    w.chunks_exact(x.len()).map(|r| r.iter().zip(x).map(|(&a, &b)| a as f64 * b).sum()).collect()
+}
+
+fn rms_norm(x: &[f64], g: &[f32]) -> Vec<f64> {
+    let s = (x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64 + EPS).sqrt();
+    x.iter().zip(g).map(|(v, &g)| v / s * g as f64).collect()
+}
+
+fn rope(x: &mut [f64], pos: usize) {
+    for head in x.chunks_exact_mut(HD) {
+        for j in 0..HD / 2 {
+            let th = pos as f64 * BASE.powf(-2.0 * j as f64 / HD as f64);
+            let (a, b) = (head[2 * j], head[2 * j + 1]);
+            head[2 * j] = a * th.cos() - b * th.sin();
+            head[2 * j + 1] = a * th.sin() + b * th.cos();
+        }
+    }
+}
+
+/// The f64 logits of every position of `tokens`.
+fn reference(w: &Weights, tokens: &[u32]) -> Vec<Vec<f64>> {
+    let mut keys: Vec<Vec<Vec<f64>>> = vec![vec![]; LAYERS];
+    let mut vals: Vec<Vec<Vec<f64>>> = vec![vec![]; LAYERS];
+    let embd = w.get("token_embd.weight");
+    let mut out = vec![];
+    for (pos, &t) in tokens.iter().enumerate() {
+        let mut x: Vec<f64> = embd[t as usize * D..][..D].iter().map(|&v| v as f64).collect();
+        for l in 0..LAYERS {
+            let g = |n: &str| w.get(&format!("blk.{l}.{n}"));
+            let xn = rms_norm(&x, g("attn_norm.weight"));
+            let (mut q, mut k, v) = (matvec(g("attn_q.weight"), &xn), matvec(g("attn_k.weight"), &xn), matvec(g("attn_v.weight"), &xn));
+            rope(&mut q, pos);
+            rope(&mut k, pos);
+            keys[l].push(k);
+            vals[l].push(v);
+            let mut att = vec![0f64; D];
+            for h in 0..HEADS {
+                let kv = h / (HEADS / KV_HEADS);
+                let qh = &q[h * HD..][..HD];
+                let s: Vec<f64> =
+                    keys[l].iter().map(|k| qh.iter().zip(&k[kv * HD..][..HD]).map(|(a, b)| a * b).sum::<f64>() / (HD as f64).sqrt()).collect();
+                let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = s.iter().map(|v| (v - m).exp()).collect();
+                let z: f64 = e.iter().sum();
+                for (p, v) in e.iter().zip(&vals[l]) {
+                    for d in 0..HD {
+                        att[h * HD + d] += p / z * v[kv * HD + d];
+                    }
+                }
+            }
+            x.iter_mut().zip(matvec(g("attn_output.weight"), &att)).for_each(|(a, b)| *a += b);
+            let xn = rms_norm(&x, g("ffn_norm.weight"));
+            let (gate, up) = (matvec(g("ffn_gate.weight"), &xn), matvec(g("ffn_up.weight"), &xn));
+            let hidden: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
+            x.iter_mut().zip(matvec(g("ffn_down.weight"), &hidden)).for_each(|(a, b)| *a += b);
+        }
+        out.push(matvec(embd, &rms_norm(&x, w.get("output_norm.weight"))));
+    }
+    out
+}
+
+fn session(m: &Model, act: Activations, kv: KvType, threads: usize, batch: usize) -> Session<Cpu> {
+    Session::new(m, Cpu::new(m.file().clone(), threads).with_activations(act), SessionOptions { context: 0, kv_type: kv, batch }).unwrap()
+}
+
+/// The largest difference from the reference over every position, relative to the largest
+/// reference logit.
+fn max_rel_diff(got: &[f32], want: &[Vec<f64>]) -> f64 {
+    let scale = want.iter().flatten().fold(0f64, |a, &b| a.max(b.abs()));
+    got.chunks_exact(VOCAB).zip(want).flat_map(|(g, w)| g.iter().zip(w).map(|(&g, &w)| (g as f64 - w).abs())).fold(0f64, f64::max) / scale
+}
+
+#[test]
+fn f32_weights_match_the_f64_definition_batched_and_one_token_at_a_time() {
+    let w = Weights::random();
+    let m = model(GgmlType::F32);
+    let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
+    let want = reference(&w, &tokens);
+    for (threads, batch) in [(1, 256), (2, 256), (2, 5)] {
+        let mut s = session(&m, Activations::F32, KvType::F32, threads, batch);
+        let all = s.forward(&tokens, Logits::All).unwrap();
+        let e = max_rel_diff(&all, &want);
+        assert!(e < 1e-5, "threads {threads}, batch {batch}: {e}");
+        let mut s = session(&m, Activations::F32, KvType::F32, threads, batch);
+        let inc: Vec<f32> = tokens.iter().flat_map(|&t| s.forward(&[t], Logits::Last).unwrap()).collect();
+        let e = max_rel_diff(&inc, &want);
+        assert!(e < 1e-5, "threads {threads}, one at a time: {e}");
+    }
+    // An f16 cache rounds keys and values (and the queries of small batches): 2^-11 relative.
+    let mut s = session(&m, Activations::F32, KvType::F16, 1, 256);
+    let e = max_rel_diff(&s.forward(&tokens, Logits::All).unwrap(), &want);
+    assert!(e < 5e-3, "f16 cache: {e}");
+}
+
+#[test]
+fn quantized_weights_match_the_definition_on_their_dequantized_values() {
+    let w = Weights::random();
+    let tokens: Vec<u32> = (0..12u32).map(|i| (i * 91 + 3) % 256).collect();
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16] {
+        let m = model(ty);
+        let want = reference(&w.as_stored(ty), &tokens);
+        // Exact activations: only the f32 arithmetic differs.
+        let mut s = session(&m, Activations::F32, KvType::F32, 2, 256);
+        let e = max_rel_diff(&s.forward(&tokens, Logits::All).unwrap(), &want);
+        assert!(e < 1e-4, "{ty:?}, f32 activations: {e}");
+        // 8-bit activations (as llama.cpp): within their rounding.
+        let mut s = session(&m, Activations::Quantized, KvType::F16, 2, 256);
+        let e = max_rel_diff(&s.forward(&tokens, Logits::All).unwrap(), &want);
+        assert!(e < 3e-2, "{ty:?}, quantized activations: {e}");
+    }
+}
+
+fn model_error(edit: impl FnOnce(&mut GgufWriter, &mut Vec<(String, usize, usize, Vec<f32>)>)) -> String {
+    match Model::from_file(gguf(&Weights::random(), GgmlType::F32, edit)) {
+        Ok(_) => panic!("the model loaded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bad_models_are_errors_naming_what_is_wrong() {
+    let e = model_error(|g, _| {
+        g.set("general.architecture", "rwkv6");
+    });
+    assert!(e.contains("architecture `rwkv6` is not supported") && e.contains("llama"), "{e}");
+    let e = model_error(|_, t| t.retain(|t| t.0 != "blk.1.ffn_up.weight"));
+    assert!(e.contains("tensor blk.1.ffn_up.weight is missing"), "{e}");
+    let e = model_error(|_, t| {
+        let q = t.iter_mut().find(|t| t.0 == "blk.0.attn_k.weight").unwrap();
+        q.1 = D; // 32 rows where 2 kv heads of 8 make 16
+        q.3 = values(D * D, 9);
+    });
+    assert!(e.contains("blk.0.attn_k.weight") && e.contains("[32, 32]") && e.contains("[32, 16]"), "{e}");
+    let e = model_error(|g, _| {
+        g.set("llama.attention.head_count_kv", 3u32);
+    });
+    assert!(e.contains("4 query heads") && e.contains("3 key/value heads"), "{e}");
+    let e = model_error(|g, _| {
+        g.metadata_mut().remove("llama.block_count");
+    });
+    assert!(e.contains("llama.block_count is missing"), "{e}");
+    let e = model_error(|g, _| {
+        g.set("llama.rope.freq_base", f32::NAN);
+    });
+    assert!(e.contains("llama.rope.freq_base"), "{e}");
+}
+
+#[test]
+fn inputs_past_the_context_or_the_vocabulary_are_errors() {
+    let m = model(GgmlType::F32);
+    let mut s = session(&m, Activations::Quantized, KvType::F16, 1, 8);
+    let e = s.forward(&[1; CTX + 1], Logits::Last).unwrap_err().to_string();
+    assert!(e.contains("25 tokens at position 0 do not fit the context of 24"), "{e}");
+    assert_eq!(s.position(), 0, "nothing ran");
+    s.forward(&[1; 20], Logits::Last).unwrap();
+    let e = s.forward(&[1; 5], Logits::Last).unwrap_err().to_string();
+    assert!(e.contains("5 tokens at position 20"), "{e}");
+    let e = s.forward(&[VOCAB as u32], Logits::Last).unwrap_err().to_string();
+    assert!(e.contains("token id 257 is past the vocabulary of 257"), "{e}");
+    assert!(s.forward(&[], Logits::Last).is_err());
+    // And through the tokenizer: text round-trips through the byte tokens.
+    let ids = m.tokenizer().encode("héllo <|end|>", false, true).unwrap();
+    assert_eq!(*ids.last().unwrap(), 256);
+    assert_eq!(m.tokenizer().decode(&ids[..ids.len() - 1]).unwrap(), "héllo ");
+}
