@@ -209,7 +209,8 @@ fn unescape(s: &str) -> String {
 }
 
 /// Teacher-forced over ~300 tokens in one batch: rayo's argmax equals llama.cpp's at ≥ 99% of
-/// positions (the rest near ties), and the KL divergence from llama.cpp's distribution, over its
+/// the positions that are not near ties in llama.cpp's own logits, every difference is a near
+/// tie, and the KL divergence from llama.cpp's distribution, over its
 /// 32 most likely tokens plus the rest lumped (a lower bound of the full KL;
 /// scripts/ref/kld.py gives the full one from a dump, RAYO_DUMP_LOGITS=DIR), is small.
 #[test]
@@ -227,15 +228,24 @@ fn teacher_forced_logits_agree_with_llama_cpp() {
         }
         let text = std::fs::read_to_string(format!("{DATA}/forced-{ty}.txt")).unwrap();
         let (mut same, mut n, mut kl_sum, mut kl_max, mut ties) = (0, 0, 0f64, 0f64, vec![]);
+        // Positions where llama.cpp's own top two are more than `TIE` apart, and how many of
+        // them rayo agrees on.
+        let (mut clear, mut clear_same) = (0, 0);
         for line in text.lines().filter(|l| l.starts_with("pos ")) {
             let f: Vec<&str> = line.split(' ').collect();
             let (pos, top1): (usize, u32) = (f[1].parse().unwrap(), f[3].parse().unwrap());
             let l = &all[pos * v..(pos + 1) * v];
             n += 1;
-            if top2(l).0 == top1 as usize {
+            let agree = top2(l).0 == top1 as usize;
+            if agree {
                 same += 1;
             } else {
                 ties.push(near_tie(&format!("{ty} position {pos}"), l, top1));
+            }
+            let lp = |k: usize| -> f32 { f[4 + k].split_once(':').unwrap().1.parse().unwrap() };
+            if lp(0) - lp(1) > TIE {
+                clear += 1;
+                clear_same += agree as usize;
             }
             // log-softmax of rayo's logits.
             let mx = l.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
@@ -261,12 +271,14 @@ fn teacher_forced_logits_agree_with_llama_cpp() {
         let other = top1(&std::fs::read_to_string(format!("{DATA}/forced-{ty}-f32kv.txt")).unwrap());
         let own = top1(&text).iter().zip(&other).filter(|(a, b)| a == b).count();
         println!(
-            "{ty}: teacher-forced top-1 agreement {same}/{n} = {:.2}% (llama.cpp with itself, flash attention on/off: {own}/{n}); near ties {ties:?}; KL(llama.cpp‖rayo) over top-32+rest: mean {mean:.5}, max {kl_max:.4}",
+            "{ty}: teacher-forced top-1 agreement {same}/{n} = {:.2}% (llama.cpp with itself, flash attention on/off: {own}/{n}); where llama.cpp's top two are over {TIE} apart: {clear_same}/{clear}; near ties {ties:?}; KL(llama.cpp‖rayo) over top-32+rest: mean {mean:.5}, max {kl_max:.4}",
             100.0 * same as f64 / n as f64
         );
-        // At least 99%, or as often as llama.cpp agrees with itself across its two attention
-        // paths where that is lower (every difference a near tie, checked above).
-        assert!(n >= 256 && same * 100 >= (n * 99).min(own * 100), "{ty}: {same}/{n}, llama.cpp with itself {own}/{n}");
+        // Which near ties flip moves with any change of rounding (llama.cpp's own two attention
+        // paths disagree at 1.7–3.8% of these positions): the 99% is asked of the positions
+        // that are not near ties for llama.cpp; every difference is a near tie (checked above).
+        assert!(n >= 256 && clear * 10 >= n * 7, "{ty}: only {clear} of {n} positions are clear");
+        assert!(clear_same * 100 >= clear * 99, "{ty}: {clear_same}/{clear} clear positions agree");
         assert!(mean < 0.01, "{ty}: mean KL {mean}");
     }
 }

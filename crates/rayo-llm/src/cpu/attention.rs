@@ -2,14 +2,15 @@
 //!
 //! Layout: per layer, keys and values each `positions × kv_width` (one row per position, the
 //! key/value heads side by side), f16 or f32. Attention reads the prefix `0..=pos` once per
-//! batch (converted to f32 once for an f16 cache), then per query head: scores by dot
-//! products, softmax, and the weighted sum of the values.
+//! batch (converted to f32 once for an f16 cache), then per query head: scores (Q·Kᵀ),
+//! a causal softmax per row, and the weighted sum of the values (P·V); GEMMs for a batch, dot
+//! products for one row.
 
 use crate::backend::KvType;
 use crate::config::Config;
 use half::f16;
 use rayo::quant::{self, GgmlType};
-use rayo::{Error, Result};
+use rayo::{Error, MatMut, MatRef, Par, Result};
 
 /// One layer's keys or values: `used` positions of `width` values, grown as positions are
 /// written (so memory follows the positions in use, not the context's size).
@@ -135,27 +136,62 @@ impl CpuKv {
         // keeps it in f32.
         let round_q = matches!(ks, Store::F16(_)) && m < 64;
         let scale = 1.0 / (hd as f32).sqrt();
+        if m == 1 {
+            return self.attend_one(simd, cfg, q, pos0, round_q, scale, out);
+        }
+        // A batch: per query head, scores = Q·Kᵀ and out = P·V as two small GEMMs over the
+        // prefix (row i sees positions 0..=pos0 + i; the rest of its row is masked).
+        let n = pos0 + m;
+        let rounded: Vec<f32>;
+        let q = if round_q {
+            rounded = q.iter().map(|&v| f16::from_f32(v).to_f32()).collect();
+            &rounded[..]
+        } else {
+            q
+        };
+        self.scores.resize(m * n, 0.0);
+        self.probs.resize(m * n, 0.0);
+        for h in 0..cfg.n_head {
+            let g = h / group;
+            let qv = MatRef::new(&q[h * hd..], m, hd, qw, 1)?;
+            let kv = MatRef::new(&self.keys[g * hd..], n, hd, self.width, 1)?.t();
+            rayo::gemm_par(simd, Par::Seq, scale, qv, kv, 0.0, MatMut::new(&mut self.scores, m, n, n, 1)?)?;
+            for (i, (s, p)) in self.scores.chunks_exact(n).zip(self.probs.chunks_exact_mut(n)).enumerate() {
+                let seen = pos0 + i + 1;
+                rayo::slice::softmax(simd, &s[..seen], &mut p[..seen])?;
+                p[seen..].fill(0.0);
+            }
+            let pv = MatRef::new(&self.probs, m, n, n, 1)?;
+            let vv = MatRef::new(&self.values[g * hd..], n, hd, self.width, 1)?;
+            rayo::gemm_par(simd, Par::Seq, 1.0, pv, vv, 0.0, MatMut::new(&mut out[h * hd..], m, hd, qw, 1)?)?;
+        }
+        Ok(())
+    }
+
+    /// One query row (decoding): per head, dot products with each key, softmax, the weighted
+    /// sum of the values.
+    #[allow(clippy::too_many_arguments)]
+    fn attend_one(&mut self, simd: rayo::Backend, cfg: &Config, q: &[f32], pos0: usize, round_q: bool, scale: f32, out: &mut [f32]) -> Result<()> {
+        let (hd, group) = (cfg.head_dim, cfg.group());
+        let n = pos0 + 1;
+        self.scores.resize(n, 0.0);
+        self.probs.resize(n, 0.0);
         let mut qh = vec![0f32; hd];
-        for i in 0..m {
-            let n = pos0 + i + 1;
-            self.scores.resize(n, 0.0);
-            self.probs.resize(n, 0.0);
-            for h in 0..cfg.n_head {
-                let g = h / group;
-                qh.copy_from_slice(&q[i * qw + h * hd..][..hd]);
-                if round_q {
-                    qh.iter_mut().for_each(|v| *v = f16::from_f32(*v).to_f32());
-                }
-                for (j, s) in self.scores.iter_mut().enumerate() {
-                    *s = rayo::slice::dot(simd, &qh, &self.keys[j * self.width + g * hd..][..hd])? * scale;
-                }
-                rayo::slice::softmax(simd, &self.scores, &mut self.probs)?;
-                let o = &mut out[i * qw + h * hd..][..hd];
-                o.fill(0.0);
-                for (j, &p) in self.probs.iter().enumerate() {
-                    let vr = &self.values[j * self.width + g * hd..][..hd];
-                    o.iter_mut().zip(vr).for_each(|(o, v)| *o += p * v);
-                }
+        for h in 0..cfg.n_head {
+            let g = h / group;
+            qh.copy_from_slice(&q[h * hd..][..hd]);
+            if round_q {
+                qh.iter_mut().for_each(|v| *v = f16::from_f32(*v).to_f32());
+            }
+            for (j, s) in self.scores.iter_mut().enumerate() {
+                *s = rayo::slice::dot(simd, &qh, &self.keys[j * self.width + g * hd..][..hd])? * scale;
+            }
+            rayo::slice::softmax(simd, &self.scores, &mut self.probs)?;
+            let o = &mut out[h * hd..][..hd];
+            o.fill(0.0);
+            for (j, &p) in self.probs.iter().enumerate() {
+                let vr = &self.values[j * self.width + g * hd..][..hd];
+                o.iter_mut().zip(vr).for_each(|(o, v)| *o += p * v);
             }
         }
         Ok(())

@@ -211,6 +211,11 @@ pub trait Simd: Copy + Send + Sync + 'static {
     fn dadd(self, a: Self::D, b: Self::D) -> Self::D;
     /// The sum of the lanes.
     fn dsum(self, a: Self::D) -> i32;
+    /// The sums of the lanes of eight vectors (the eight rows of a tile of a quantized product).
+    #[inline(always)]
+    fn dsum8(self, v: &[Self::D; 8]) -> [i32; 8] {
+        core::array::from_fn(|r| self.dsum(v[r]))
+    }
     fn fzero(self) -> Self::F;
     /// `acc + scale · (d as f32)`, lane by lane.
     fn fmadd_d(self, acc: Self::F, d: Self::D, scale: f32) -> Self::F;

@@ -44,60 +44,12 @@ pub(crate) fn dot_matrix<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], 
         }};
     }
     match ty {
-        // Q4_0/Q5_0: unsigned `q` with the offset as a min (`d·(q − 8) = d·q − 8·d`), so
-        // the dot needs no sign trick.
-        Q4_0 => each_row!(32, true, |wr, rows| legacy::<S, R, 18, true>(
-            s,
-            wr,
-            rows,
-            #[inline(always)]
-            |s, b| {
-                let d = f16_at(s, b, 0);
-                (s.bload_nib(&b[2..]), d, -8.0 * d)
-            },
-        )),
-        Q4_1 => each_row!(32, true, |wr, rows| legacy::<S, R, 20, true>(
-            s,
-            wr,
-            rows,
-            #[inline(always)]
-            |s, b| (s.bload_nib(&b[4..]), f16_at(s, b, 0), f16_at(s, b, 2)),
-        )),
-        Q5_0 => each_row!(32, true, |wr, rows| legacy::<S, R, 22, true>(
-            s,
-            wr,
-            rows,
-            #[inline(always)]
-            |s, b| {
-                let hi = s.band(s.bbits(u32::from_le_bytes([b[2], b[3], b[4], b[5]])), s.bsplat(0x10));
-                let d = f16_at(s, b, 0);
-                (s.bor(s.bload_nib(&b[6..]), hi), d, -16.0 * d)
-            },
-        )),
-        Q5_1 => each_row!(32, true, |wr, rows| legacy::<S, R, 24, true>(
-            s,
-            wr,
-            rows,
-            #[inline(always)]
-            |s, b| {
-                let hi = s.band(s.bbits(u32::from_le_bytes([b[4], b[5], b[6], b[7]])), s.bsplat(0x10));
-                (s.bor(s.bload_nib(&b[8..]), hi), f16_at(s, b, 0), f16_at(s, b, 2))
-            },
-        )),
-        Q8_0 => each_row!(32, false, |wr, rows| legacy::<S, R, 34, false>(
-            s,
-            wr,
-            rows,
-            #[inline(always)]
-            |s, b| (s.bload(&b[2..]), f16_at(s, b, 0), 0.0),
-        )),
-        Q8_1 => each_row!(32, false, |wr, rows| legacy::<S, R, 36, false>(
-            s,
-            wr,
-            rows,
-            #[inline(always)]
-            |s, b| (s.bload(&b[4..]), f16_at(s, b, 0), 0.0),
-        )),
+        Q4_0 => each_row!(32, true, |wr, rows| legacy::<S, R, 18, true>(s, wr, rows, dec_q4_0::<S>)),
+        Q4_1 => each_row!(32, true, |wr, rows| legacy::<S, R, 20, true>(s, wr, rows, dec_q4_1::<S>)),
+        Q5_0 => each_row!(32, true, |wr, rows| legacy::<S, R, 22, true>(s, wr, rows, dec_q5_0::<S>)),
+        Q5_1 => each_row!(32, true, |wr, rows| legacy::<S, R, 24, true>(s, wr, rows, dec_q5_1::<S>)),
+        Q8_0 => each_row!(32, false, |wr, rows| legacy::<S, R, 34, false>(s, wr, rows, dec_q8_0::<S>)),
+        Q8_1 => each_row!(32, false, |wr, rows| legacy::<S, R, 36, false>(s, wr, rows, dec_q8_1::<S>)),
         Q2_K => each_row!(256, false, |wr, rows| q2_k(s, wr, rows)),
         Q3_K => each_row!(256, false, |wr, rows| q3_k(s, wr, rows)),
         Q4_K => each_row!(256, false, |wr, rows| q4_k(s, wr, rows)),
@@ -105,6 +57,119 @@ pub(crate) fn dot_matrix<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], 
         Q6_K => each_row!(256, false, |wr, rows| q6_k(s, wr, rows)),
         Q8_K => each_row!(256, false, |wr, rows| q8_k(s, wr, rows)),
         F32 | F16 | BF16 => unreachable!("float weights take the f32 path"),
+    }
+}
+
+// The 32-value formats' blocks as (bytes, d, m): signed `q − k` without a min, unsigned `q`
+// with one (value = d·q + m). Q4_0/Q5_0 take their offset as a min (`d·(q − 8) = d·q − 8·d`),
+// so their dot needs no sign trick.
+#[inline(always)]
+fn dec_q4_0<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+    let d = f16_at(s, b, 0);
+    (s.bload_nib(&b[2..]), d, -8.0 * d)
+}
+#[inline(always)]
+fn dec_q4_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+    (s.bload_nib(&b[4..]), f16_at(s, b, 0), f16_at(s, b, 2))
+}
+#[inline(always)]
+fn dec_q5_0<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+    let hi = s.band(s.bbits(u32::from_le_bytes([b[2], b[3], b[4], b[5]])), s.bsplat(0x10));
+    let d = f16_at(s, b, 0);
+    (s.bor(s.bload_nib(&b[6..]), hi), d, -16.0 * d)
+}
+#[inline(always)]
+fn dec_q5_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+    let hi = s.band(s.bbits(u32::from_le_bytes([b[4], b[5], b[6], b[7]])), s.bsplat(0x10));
+    (s.bor(s.bload_nib(&b[8..]), hi), f16_at(s, b, 0), f16_at(s, b, 2))
+}
+#[inline(always)]
+fn dec_q8_0<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+    (s.bload(&b[2..]), f16_at(s, b, 0), 0.0)
+}
+#[inline(always)]
+fn dec_q8_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+    (s.bload(&b[4..]), f16_at(s, b, 0), 0.0)
+}
+
+/// Eight activation rows of a 32-value format, with their block scales and sums block-major
+/// (`d[i][r]`: row `r`'s scale of block `i`), so that the eight products of a weight block are
+/// scaled as one vector.
+pub(crate) struct Tile8<'a> {
+    rows: [Row<'a>; 8],
+    d: Vec<[f32; 8]>,
+    sums: Vec<[f32; 8]>,
+}
+
+impl<'a> Tile8<'a> {
+    /// The rows cut to `nb` blocks of 32.
+    pub(crate) fn new(a: &[ActRow<'a>; 8], nb: usize) -> Tile8<'a> {
+        let with_sums = !a[0].sums.is_empty();
+        let rows: [Row<'a>; 8] = core::array::from_fn(|r| Row::new::<32>(&a[r], nb, with_sums));
+        let d = (0..nb).map(|i| core::array::from_fn(|r| rows[r].d[i])).collect();
+        let sums = if with_sums { (0..nb).map(|i| core::array::from_fn(|r| rows[r].sums[i])).collect() } else { vec![[0.0; 8]; nb] };
+        Tile8 { rows, d, sums }
+    }
+}
+
+/// [`dot_matrix`] for a [`Tile8`] of a 32-value format: per weight block the eight integer dots
+/// are summed horizontally together ([`Simd::dsum8`]) and scaled as one vector (per row, the
+/// scaling was a convert, a broadcast and an FMA per block). `false` (nothing written) for
+/// the other formats.
+#[inline(always)]
+pub(crate) fn dot_tile8<S: Simd>(s: S, ty: GgmlType, w: &[u8], t: &Tile8<'_>, out: &mut [[f32; 8]]) -> bool {
+    use GgmlType::*;
+    match ty {
+        Q4_0 => tile8::<S, 18, true>(s, w, t, out, dec_q4_0::<S>),
+        Q4_1 => tile8::<S, 20, true>(s, w, t, out, dec_q4_1::<S>),
+        Q5_0 => tile8::<S, 22, true>(s, w, t, out, dec_q5_0::<S>),
+        Q5_1 => tile8::<S, 24, true>(s, w, t, out, dec_q5_1::<S>),
+        Q8_0 => tile8::<S, 34, false>(s, w, t, out, dec_q8_0::<S>),
+        Q8_1 => tile8::<S, 36, false>(s, w, t, out, dec_q8_1::<S>),
+        _ => return false,
+    }
+    true
+}
+
+#[inline(always)]
+fn tile8<S: Simd, const SIZE: usize, const MIN: bool>(
+    s: S,
+    w: &[u8],
+    t: &Tile8<'_>,
+    out: &mut [[f32; 8]],
+    decode: impl Fn(S, &[u8]) -> (S::B, f32, f32),
+) {
+    if out.is_empty() {
+        return;
+    }
+    let nb = t.d.len();
+    let row_len = w.len() / out.len();
+    for (wr, o) in w.chunks_exact(row_len).zip(out.iter_mut()) {
+        let wb = &wr.as_chunks::<SIZE>().0[..nb];
+        let (mut acc, mut macc) = ([0f32; 8], [0f32; 8]);
+        for (i, b) in wb.iter().enumerate() {
+            let (q, dw, mw) = decode(s, b);
+            // A loop, not `array::from_fn`: its closure may be compiled outside the vectorized
+            // context, the intrinsics in it then calls.
+            let mut isum = [s.dzero(); 8];
+            for (r, v) in isum.iter_mut().enumerate() {
+                let y = s.bload(&t.rows[r].qs[i]);
+                *v = if MIN { s.dot_u8i8(q, y) } else { s.dot_i8i8(q, y) };
+            }
+            let si = s.dsum8(&isum);
+            let (da, sa) = (&t.d[i], &t.sums[i]);
+            for r in 0..8 {
+                acc[r] += si[r] as f32 * (dw * da[r]);
+            }
+            if MIN {
+                for r in 0..8 {
+                    macc[r] += mw * sa[r];
+                }
+            }
+        }
+        for r in 0..8 {
+            o[r] = acc[r] + macc[r];
+        }
     }
 }
 

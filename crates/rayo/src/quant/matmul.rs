@@ -223,6 +223,9 @@ impl Job<'_, '_> {
             return dot::dot_matrix(s, ty, w, &[a.row(0)], yt.as_chunks_mut::<1>().0);
         }
         let tiles: Vec<[ActRow<'_>; TILE]> = (0..m / TILE).map(|t| core::array::from_fn(|k| a.row(t * TILE + k))).collect();
+        // The 32-value formats scale a tile's eight products as one vector (block-major scales).
+        let nb = self.w.cols / ty.block_size();
+        let tiles8: Vec<dot::Tile8<'_>> = if ty.block_size() == 32 { tiles.iter().map(|t| dot::Tile8::new(t, nb)).collect() } else { Vec::new() };
         let rest: Vec<ActRow<'_>> = (m / TILE * TILE..m).map(|i| a.row(i)).collect();
         let (mut tile_out, mut row_out) = ([[0f32; TILE]; ROW_BLOCK], [[0f32; 1]; ROW_BLOCK]);
         for j0 in (r0..r1).step_by(ROW_BLOCK) {
@@ -230,7 +233,14 @@ impl Job<'_, '_> {
             let w = &self.w.bytes[j0 * row_len..(j0 + n) * row_len];
             let out = &mut yt[(j0 - r0) * m..(j0 - r0 + n) * m];
             for (t, tile) in tiles.iter().enumerate() {
-                dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]);
+                // (No closure here: one would be compiled outside the vectorized context.)
+                let done = match tiles8.get(t) {
+                    Some(t8) => dot::dot_tile8(s, ty, w, t8, &mut tile_out[..n]),
+                    None => false,
+                };
+                if !done {
+                    dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]);
+                }
                 for (o, v) in out.chunks_exact_mut(m).zip(&tile_out[..n]) {
                     o[t * TILE..(t + 1) * TILE].copy_from_slice(v);
                 }

@@ -193,6 +193,11 @@ impl Simd for Avx2 {
     }
     super::bytes256::byte_lanes_256!();
     #[inline(always)]
+    fn bbits(self, bits: u32) -> __m256i {
+        // SAFETY: register-only; the token proves AVX2.
+        unsafe { super::bytes256::bits(bits) }
+    }
+    #[inline(always)]
     fn dot_u8i8(self, a: __m256i, b: __m256i) -> __m256i {
         // SAFETY: register-only; the token proves AVX2.
         unsafe { super::bytes256::dot_u8i8(a, b) }

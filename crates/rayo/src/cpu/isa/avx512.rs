@@ -5,8 +5,9 @@ use core::arch::x86_64::*;
 
 /// Proof that the CPU has AVX-512F, AVX2 and FMA: only `try_new` makes one.
 ///
-/// `VNNI` (a type parameter, off by default) says the CPU also has AVX-512 VNNI with VL: it
-/// only changes the two byte dots (`vpdpbusd` instead of `maddubs` + `madd`), so it is not a
+/// `VNNI` (a type parameter, off by default) says the CPU also has AVX-512 VNNI, BW and VL: it
+/// only changes byte lanes (`vpdpbusd` instead of `maddubs` + `madd`; `vpmovm2b` for Q5's
+/// fifth bits), so it is not a
 /// backend of its own. As a constant it costs nothing in the loops: a run-time flag was tried
 /// first and left a branch in every block of the quantized kernels (LLVM did not unswitch
 /// them). Only the quantized products ask for the VNNI token ([`Avx512::try_new_vnni`]); the
@@ -21,10 +22,12 @@ impl Avx512 {
         ok.then_some(Avx512(()))
     }
 
-    /// The VNNI token, where the CPU has AVX-512 VNNI and VL as well.
+    /// The VNNI token, where the CPU has AVX-512 VNNI, BW and VL as well (every CPU with VNNI
+    /// has them).
     #[inline]
     pub fn try_new_vnni() -> Option<Avx512<true>> {
-        let vnni = std::is_x86_feature_detected!("avx512vnni") && std::is_x86_feature_detected!("avx512vl");
+        let vnni =
+            std::is_x86_feature_detected!("avx512vnni") && std::is_x86_feature_detected!("avx512vl") && std::is_x86_feature_detected!("avx512bw");
         Avx512::try_new().filter(|_| vnni).map(|_| Avx512(()))
     }
 }
@@ -34,6 +37,13 @@ impl Avx512 {
 #[target_feature(enable = "avx512f,avx2,fma,avx512vnni,avx512vl")]
 fn dpbusd(a: __m256i, b: __m256i) -> __m256i {
     _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b)
+}
+
+/// Byte j is 0xFF where bit j is set (one `vpmovm2b`).
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,avx512vl,avx512bw")]
+fn movm_epi8(bits: u32) -> __m256i {
+    _mm256_movm_epi8(bits)
 }
 
 #[inline(always)]
@@ -60,7 +70,7 @@ impl<const VNNI: bool> Simd for Avx512<VNNI> {
         unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        #[target_feature(enable = "avx512f,avx2,fma,avx512vnni,avx512vl")]
+        #[target_feature(enable = "avx512f,avx2,fma,avx512vnni,avx512vl,avx512bw")]
         unsafe fn run_vnni<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
@@ -252,6 +262,16 @@ impl<const VNNI: bool> Simd for Avx512<VNNI> {
         }
     }
     super::bytes256::byte_lanes_256!();
+    #[inline(always)]
+    fn bbits(self, bits: u32) -> __m256i {
+        if VNNI {
+            // SAFETY: an `Avx512<true>` is made only where the CPU has avx512bw and avx512vl.
+            unsafe { movm_epi8(bits) }
+        } else {
+            // SAFETY: register-only; the token proves AVX2.
+            unsafe { super::bytes256::bits(bits) }
+        }
+    }
     #[inline(always)]
     fn f16_to_f32(self, h: u16) -> f32 {
         // One `vcvtph2ps` (the default is ~8 scalar ops, per block scale of every format).

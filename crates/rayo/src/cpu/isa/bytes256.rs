@@ -71,6 +71,22 @@ pub unsafe fn dot_u8i8_s2(a: __m256i, b: __m256i, s0: i16, s1: i16) -> __m256i {
     unsafe { _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set_m128i(_mm_set1_epi16(s1), _mm_set1_epi16(s0))) }
 }
 
+/// The lane sums of eight vectors: three rounds of `hadd` and one of the 128-bit halves.
+#[inline(always)]
+pub unsafe fn hsum8(v: &[__m256i; 8]) -> [i32; 8] {
+    // SAFETY: register-only, and a store into a local array of 8 i32; AVX2 per the caller's
+    // contract.
+    unsafe {
+        let ab = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+        let cd = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+        // ab = [v0..v3 low-half sums | v0..v3 high-half sums], cd the same for v4..v7.
+        let sum = _mm256_add_epi32(_mm256_permute2x128_si256::<0x20>(ab, cd), _mm256_permute2x128_si256::<0x31>(ab, cd));
+        let mut out = [0i32; 8];
+        _mm256_storeu_si256(out.as_mut_ptr().cast(), sum);
+        out
+    }
+}
+
 #[inline(always)]
 pub unsafe fn hsum_i32(a: __m256i) -> i32 {
     // SAFETY: register-only; AVX2 per the caller's contract.
@@ -138,11 +154,6 @@ macro_rules! byte_lanes_256 {
             unsafe { super::bytes256::shl(a, n) }
         }
         #[inline(always)]
-        fn bbits(self, bits: u32) -> __m256i {
-            // SAFETY: register-only; the token proves AVX2.
-            unsafe { super::bytes256::bits(bits) }
-        }
-        #[inline(always)]
         fn dot_u8i8_s2(self, a: __m256i, b: __m256i, s0: i16, s1: i16) -> __m256i {
             // SAFETY: register-only; the token proves AVX2.
             unsafe { super::bytes256::dot_u8i8_s2(a, b, s0, s1) }
@@ -156,6 +167,11 @@ macro_rules! byte_lanes_256 {
         fn dadd(self, a: __m256i, b: __m256i) -> __m256i {
             // SAFETY: register-only; the token proves AVX2.
             unsafe { _mm256_add_epi32(a, b) }
+        }
+        #[inline(always)]
+        fn dsum8(self, v: &[__m256i; 8]) -> [i32; 8] {
+            // SAFETY: register-only and a store into a local array; the token proves AVX2.
+            unsafe { super::bytes256::hsum8(v) }
         }
         #[inline(always)]
         fn dsum(self, a: __m256i) -> i32 {
