@@ -113,6 +113,15 @@ pub fn generate(a: &GenerateArgs) -> Result<(), String> {
     let mut s = sampler(&a.sample)?;
     let tok = m.tokenizer();
     let ids = tok.encode(&a.prompt, true, true).map_err(|e| e.to_string())?;
+    // Checked before anything is printed.
+    let ctx = e.forward().context();
+    if ids.len() > ctx {
+        return Err(format!(
+            "model: the prompt's {} tokens do not fit the context of {ctx} positions (--ctx sets it, up to the model's {})",
+            ids.len(),
+            m.config().context_length
+        ));
+    }
     emit(&a.prompt).map_err(|e| e.to_string())?;
     let stats = rayo_llm::generate(e.forward(), tok, &mut s, &ids, a.max_tokens, &mut emit).map_err(|e| e.to_string())?;
     emit("\n").map_err(|e| e.to_string())?;

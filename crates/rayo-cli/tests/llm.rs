@@ -282,3 +282,28 @@ fn teacher_forced_logits_agree_with_llama_cpp() {
         assert!(mean < 0.01, "{ty}: mean KL {mean}");
     }
 }
+
+/// Bad input on the command line: an error naming the numbers, nothing on stdout.
+#[test]
+fn rayo_generate_refuses_a_prompt_past_the_context_and_a_missing_model() {
+    let Some(path) = model("Q4_1") else { return };
+    let long = "word ".repeat(40);
+    let o = Command::new(env!("CARGO_BIN_EXE_rayo"))
+        .args(["generate", "--model", path.to_str().unwrap(), "--prompt", &long, "--ctx", "16"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("41 tokens do not fit the context of 16 positions"), "{err}");
+    let o = Command::new(env!("CARGO_BIN_EXE_rayo")).args(["generate", "--model", "/nonexistent/model.gguf", "--prompt", "hi"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such file"), "{}", String::from_utf8_lossy(&o.stderr));
+    // `rayo tokenize`: one JSON array of llama.cpp's ids.
+    let o = Command::new(env!("CARGO_BIN_EXE_rayo"))
+        .args(["tokenize", "--model", path.to_str().unwrap(), "--text", "The capital of France is"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "[504, 3575, 282, 4649, 314]");
+}
