@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rayo::gguf::GgufFile;
+use rayo::gguf::{GgufFile, Metadata};
 use rayo_llm::Tokenizer;
 
 fn repo_root() -> PathBuf {
@@ -146,4 +146,161 @@ fn smollm2_matches_llama_tokenize_on_corpus() {
     assert!(bad.is_empty(), "{} of {} encodings differ from llama-tokenize:\n{}", bad.len(), 2 * cases.len(), bad.join("\n"));
     // The corpus must exercise special tokens: parsing them changes some encodings.
     assert!(cases.iter().filter(|(_, p, n)| p != n).count() >= 5);
+}
+
+/// A small byte-level BPE vocabulary: the 256 byte characters, then merged tokens.
+fn tiny_bpe(extra_tokens: &[&str], merges: &[&str]) -> Metadata {
+    let mut tokens: Vec<String> = (0..=255u8).map(byte_char).collect();
+    tokens.extend(extra_tokens.iter().map(|s| s.to_string()));
+    let mut m = Metadata::new();
+    m.set("tokenizer.ggml.model", "gpt2");
+    m.set("tokenizer.ggml.pre", "gpt-2");
+    m.set("tokenizer.ggml.tokens", tokens);
+    m.set("tokenizer.ggml.merges", merges.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    m
+}
+
+/// GPT-2's character for byte `b`.
+fn byte_char(b: u8) -> String {
+    let printable = |x: u32| (0x21..=0x7E).contains(&x) || (0xA1..=0xAC).contains(&x) || (0xAE..=0xFF).contains(&x);
+    if printable(b as u32) {
+        return char::from_u32(b as u32).unwrap().to_string();
+    }
+    let n = (0..b as u32).filter(|&x| !printable(x)).count() as u32;
+    char::from_u32(256 + n).unwrap().to_string()
+}
+
+#[test]
+fn tiny_bpe_merges_by_rank() {
+    let m = tiny_bpe(&["ab", "Ġab", "bc"], &["a b", "Ġ ab", "b c"]);
+    let tok = Tokenizer::from_gguf(&m).unwrap();
+    // "abc": "a b" (rank 0) wins over "b c" (rank 2).
+    assert_eq!(tok.encode("abc ab", false, false).unwrap(), vec![256, b'c' as u32, 257]);
+    assert_eq!(tok.decode(&tok.encode("abc ab", false, false).unwrap()).unwrap(), "abc ab");
+    assert_eq!(tok.token_bytes(257).unwrap(), b" ab");
+    // Defaults for gpt2 without keys: BOS = EOS = 11, not added.
+    assert_eq!((tok.bos(), tok.eos(), tok.adds_bos()), (Some(11), Some(11), false));
+    assert!(tok.is_eog(11) && !tok.is_eog(12));
+}
+
+fn expect_err(m: &Metadata, needle: &str) {
+    match Tokenizer::from_gguf(m) {
+        Ok(_) => panic!("metadata accepted; expected an error mentioning {needle:?}"),
+        Err(e) => {
+            let s = e.to_string();
+            assert!(matches!(e, rayo::Error::Tokenizer { .. }), "{s}");
+            assert!(s.contains(needle), "error {s:?} does not mention {needle:?}");
+        }
+    }
+}
+
+#[test]
+fn hostile_metadata_is_an_error_not_a_panic() {
+    let ok = tiny_bpe(&["ab"], &["a b"]);
+    Tokenizer::from_gguf(&ok).unwrap();
+    let with = |f: &dyn Fn(&mut Metadata)| {
+        let mut m = ok.clone();
+        f(&mut m);
+        m
+    };
+    expect_err(&Metadata::new(), "tokenizer.ggml.model");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.model", 7u32))), "tokenizer.ggml.model");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.model", "bert"))), "bert");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.pre", "no-such-pre"))), "no-such-pre");
+    expect_err(&with(&|m| drop(m.remove("tokenizer.ggml.tokens"))), "tokenizer.ggml.tokens");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.tokens", vec![1u32, 2, 3]))), "tokenizer.ggml.tokens");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.tokens", "abc"))), "tokenizer.ggml.tokens");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.tokens", Vec::<String>::new()))), "tokenizer.ggml.tokens");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.scores", vec!["x".to_string()]))), "tokenizer.ggml.scores");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.scores", vec![0.5f32; 3]))), "tokenizer.ggml.scores");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.token_type", vec![1.0f32; 257]))), "tokenizer.ggml.token_type");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.token_type", vec![1i32; 10]))), "tokenizer.ggml.token_type");
+    expect_err(&with(&|m| drop(m.remove("tokenizer.ggml.merges"))), "tokenizer.ggml.merges");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.merges", vec![3i32]))), "tokenizer.ggml.merges");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.merges", vec!["a zz".to_string()]))), "\"zz\"");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.merges", vec!["b c".to_string()]))), "\"bc\"");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.merges", vec!["ab".to_string()]))), "no space");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.bos_token_id", "one"))), "bos_token_id");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.add_bos_token", 1u8))), "add_bos_token");
+    expect_err(&with(&|m| drop(m.set("tokenizer.ggml.pre", 2.0f32))), "tokenizer.ggml.pre");
+    expect_err(&with(&|m| drop(m.set("general.name", vec![1u8]))), "general.name");
+
+    // A special id past the vocabulary is ignored, as llama.cpp does (it keeps the default,
+    // which is itself disabled when past the vocabulary).
+    let tok = Tokenizer::from_gguf(&with(&|m| drop(m.set("tokenizer.ggml.eos_token_id", 1_000_000u32)))).unwrap();
+    assert_eq!(tok.eos(), Some(11));
+    let tiny = tiny_bpe(&[], &[]);
+    let mut tiny_bos = tiny.clone();
+    tiny_bos.set("tokenizer.ggml.bos_token_id", -5i32);
+    assert_eq!(Tokenizer::from_gguf(&tiny_bos).unwrap().bos(), Some(11));
+
+    // Ids past the vocabulary: errors.
+    assert!(tok.token_bytes(256).is_ok());
+    assert!(matches!(tok.token_bytes(257), Err(rayo::Error::Tokenizer { .. })));
+    assert!(tok.decode(&[0, u32::MAX]).is_err());
+
+    // add_bos without a BOS token (a 3-token vocabulary: the default 11 is past it).
+    let mut m = Metadata::new();
+    m.set("tokenizer.ggml.model", "gpt2");
+    m.set("tokenizer.ggml.tokens", vec!["a".to_string(), "b".to_string(), "ab".to_string()]);
+    m.set("tokenizer.ggml.merges", vec!["a b".to_string()]);
+    m.set("tokenizer.ggml.add_bos_token", true);
+    let t = Tokenizer::from_gguf(&m).unwrap();
+    assert_eq!(t.bos(), None);
+    assert!(t.encode("ab", true, false).is_err());
+    // Bytes with no token are dropped, as llama.cpp does; the pre type defaults.
+    assert_eq!(t.encode("ab c", false, false).unwrap(), vec![2]);
+}
+
+#[test]
+fn spm_without_byte_tokens_errors_on_unknown_text() {
+    let mut m = Metadata::new();
+    m.set("tokenizer.ggml.model", "llama");
+    m.set(
+        "tokenizer.ggml.tokens",
+        vec!["<unk>".to_string(), "<s>".to_string(), "</s>".to_string(), "▁a".to_string(), "a".to_string(), "▁".to_string()],
+    );
+    m.set("tokenizer.ggml.scores", vec![0.0f32, 0.0, 0.0, -1.0, -2.0, -3.0]);
+    m.set("tokenizer.ggml.token_type", vec![2i32, 3, 3, 1, 1, 1]);
+    let t = Tokenizer::from_gguf(&m).unwrap();
+    assert_eq!(t.encode("a a", true, false).unwrap(), vec![1, 3, 3]);
+    assert_eq!(t.decode(&[3, 3]).unwrap(), " a a");
+    let e = t.encode("a z", false, false).unwrap_err();
+    assert!(e.to_string().contains("0x7A"), "{e}");
+    // Control tokens are cut out only when parsing special tokens.
+    assert_eq!(t.encode("a</s>", false, true).unwrap(), vec![3, 2]);
+    assert!(t.encode("a</s>", false, false).is_err()); // '<' has no token
+}
+
+/// A small deterministic generator of text drawn from awkward code points.
+fn random_texts(n: usize) -> Vec<String> {
+    let pool: Vec<char> = " \t\n\r  0123456789aZé中😀'sS\u{300}\u{a0}\u{3000}<|>!?.-_٣²\u{200d}ẞ"
+        .chars()
+        .chain(['<', '|', 'i', 'm', '_', 's', 't', 'a', 'r', 'e', 'n', 'd', '>'])
+        .collect();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..n)
+        .map(|_| {
+            let len = (next() % 40) as usize;
+            (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn smollm2_round_trips_random_text() {
+    let Some(file) = smollm2() else { return };
+    let tok = Tokenizer::from_gguf(file.metadata()).unwrap();
+    for text in random_texts(2000) {
+        for ps in [false, true] {
+            let ids = tok.encode(&text, true, ps).unwrap();
+            assert_eq!(tok.decode(&ids).unwrap(), text, "parse_special={ps}: {ids:?}");
+        }
+    }
 }
