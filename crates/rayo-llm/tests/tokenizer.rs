@@ -104,19 +104,42 @@ fn smollm2() -> Option<GgufFile> {
     Some(GgufFile::open(&path).unwrap())
 }
 
-/// The committed corpus and llama-tokenize's ids for it (parse_special, then not).
-fn corpus() -> Vec<(String, Vec<u32>, Vec<u32>)> {
+/// The committed corpus and llama-tokenize's ids for it on model `name` (parse_special, then not).
+fn corpus(name: &str) -> Vec<(String, Vec<u32>, Vec<u32>)> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let text = std::fs::read_to_string(data.join("tokenizer-corpus.txt")).unwrap();
-    let golden = std::fs::read_to_string(data.join("tokenizer-golden-smollm2.txt")).unwrap();
+    let golden = std::fs::read_to_string(data.join(format!("tokenizer-golden-{name}.txt"))).unwrap();
     let ids = |line: &str, tag: &str| -> Vec<u32> {
         let list = line.strip_prefix(tag).unwrap().trim().trim_start_matches('[').trim_end_matches(']');
         list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect()
     };
     let lines: Vec<&str> = golden.lines().collect();
     let cases: Vec<&str> = text.split("\n__case__\n").collect();
-    assert_eq!(cases.len() * 2, lines.len(), "corpus and golden ids differ in number of cases");
+    assert_eq!(cases.len() * 2, lines.len(), "corpus and golden ids of {name} differ in number of cases");
     cases.iter().enumerate().map(|(i, c)| (c.to_string(), ids(lines[2 * i], "parse "), ids(lines[2 * i + 1], "noparse "))).collect()
+}
+
+/// Encodes the corpus as llama-tokenize did (add_special = the model's add_bos) and compares.
+fn check_corpus(name: &str, tok: &Tokenizer, round_trip: bool) {
+    let cases = corpus(name);
+    let mut bad = Vec::new();
+    for (text, parse, noparse) in &cases {
+        for (ps, want) in [(true, parse), (false, noparse)] {
+            let got = tok.encode(text, tok.adds_bos(), ps).unwrap();
+            if &got != want {
+                bad.push(format!("{text:?} parse_special={ps}\n  want {want:?}\n  got  {got:?}"));
+            }
+            if round_trip {
+                assert_eq!(&tok.decode(want).unwrap(), text, "{name}: decode(encode(x)), parse_special={ps}");
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{name}: {} of {} encodings differ from llama-tokenize:\n{}", bad.len(), 2 * cases.len(), bad.join("\n"));
+    // The corpus exercises SmolLM2's special tokens: parsing them changes some encodings.
+    if name == "smollm2" {
+        assert!(cases.iter().filter(|(_, p, n)| p != n).count() >= 5);
+    }
+    println!("{name}: {} corpus encodings equal llama-tokenize's", 2 * cases.len());
 }
 
 #[test]
@@ -130,22 +153,22 @@ fn smollm2_matches_llama_tokenize_on_corpus() {
     assert!(!tok.adds_bos());
     // llama.cpp's EOG set for SmolLM2: <|endoftext|>, <|im_end|>, <reponame> (FIM repo).
     assert_eq!(tok.eog_ids(), vec![0, 2, 4]);
-    let cases = corpus();
-    let mut bad = Vec::new();
-    for (text, parse, noparse) in &cases {
-        // llama-tokenize passes add_special = the model's add_bos (false here).
-        for (ps, want) in [(true, parse), (false, noparse)] {
-            let got = tok.encode(text, tok.adds_bos(), ps).unwrap();
-            if &got != want {
-                bad.push(format!("{text:?} parse_special={ps}\n  want {want:?}\n  got  {got:?}"));
-            }
-        }
-        assert_eq!(&tok.decode(parse).unwrap(), text, "decode(encode(x)) with special tokens parsed");
-        assert_eq!(&tok.decode(noparse).unwrap(), text, "decode(encode(x)) without");
+    check_corpus("smollm2", &tok, true);
+}
+
+#[test]
+fn vocab_files_match_llama_tokenize_on_corpus() {
+    let dir = vocab_dir();
+    if !dir.exists() {
+        println!("SKIP tokenizer: no vocab folder at {} (run scripts/fetch-vocabs.sh or set RAYO_VOCAB_DIR)", dir.display());
+        return;
     }
-    assert!(bad.is_empty(), "{} of {} encodings differ from llama-tokenize:\n{}", bad.len(), 2 * cases.len(), bad.join("\n"));
-    // The corpus must exercise special tokens: parsing them changes some encodings.
-    assert!(cases.iter().filter(|(_, p, n)| p != n).count() >= 5);
+    // Byte-level BPE decodes back to the text; SentencePiece adds its space prefix.
+    for (name, round_trip) in [("gpt-2", true), ("llama-bpe", false), ("qwen2", true), ("llama-spm", false), ("phi-3", false), ("starcoder", true)] {
+        let file = GgufFile::open(dir.join(format!("ggml-vocab-{name}.gguf"))).unwrap();
+        let tok = Tokenizer::from_gguf(file.metadata()).unwrap();
+        check_corpus(name, &tok, round_trip);
+    }
 }
 
 /// A small byte-level BPE vocabulary: the 256 byte characters, then merged tokens.
