@@ -145,15 +145,33 @@ fn check_corpus(name: &str, tok: &Tokenizer, round_trip: bool) {
 #[test]
 fn smollm2_matches_llama_tokenize_on_corpus() {
     let Some(file) = smollm2() else { return };
-    let t0 = std::time::Instant::now();
+    // Build time: the fastest of 5 (the machine is shared).
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t0 = std::time::Instant::now();
+        std::hint::black_box(Tokenizer::from_gguf(file.metadata()).unwrap());
+        best = best.min(t0.elapsed().as_secs_f64());
+    }
     let tok = Tokenizer::from_gguf(file.metadata()).unwrap();
-    println!("SmolLM2 tokenizer built in {:.1} ms ({} tokens)", t0.elapsed().as_secs_f64() * 1e3, tok.vocab_size());
+    println!("SmolLM2 tokenizer built in {:.1} ms ({} tokens, fastest of 5)", best * 1e3, tok.vocab_size());
     assert_eq!(tok.vocab_size(), 49152);
     assert_eq!((tok.bos(), tok.eos()), (Some(1), Some(2)));
     assert!(!tok.adds_bos());
     // llama.cpp's EOG set for SmolLM2: <|endoftext|>, <|im_end|>, <reponame> (FIM repo).
     assert_eq!(tok.eog_ids(), vec![0, 2, 4]);
     check_corpus("smollm2", &tok, true);
+
+    // Speed (printed; asserted only loosely, the machine is shared): a 64-token prompt.
+    let prompt = "<|im_start|>user\nWrite a short Rust function that returns the 10th Fibonacci number, 55, and explain how it works in two sentences. Then list three ways to make it faster for n = 1000000, with one line of code each.<|im_end|>\n<|im_start|>assistant\n";
+    let n = tok.encode(prompt, false, true).unwrap().len();
+    let t0 = std::time::Instant::now();
+    let reps = 200;
+    for _ in 0..reps {
+        std::hint::black_box(tok.encode(std::hint::black_box(prompt), false, true).unwrap());
+    }
+    let us = t0.elapsed().as_secs_f64() * 1e6 / reps as f64;
+    println!("SmolLM2: encoding a {n}-token prompt takes {us:.1} us");
+    assert!((40..=80).contains(&n), "{n}");
 }
 
 #[test]

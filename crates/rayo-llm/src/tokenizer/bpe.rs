@@ -8,6 +8,7 @@ use std::collections::{BinaryHeap, HashMap};
 use rayo::gguf::Metadata;
 
 use super::err;
+use super::hash::BuildFastHasher;
 use super::unicode::byte_to_char_table;
 use super::vocab::{array, Vocab};
 use crate::Result;
@@ -16,7 +17,7 @@ use crate::Result;
 #[derive(Debug)]
 pub(crate) struct Bpe {
     /// (left id, right id) → (rank, merged id).
-    merges: HashMap<(u32, u32), (u32, u32), BuildPairHasher>,
+    merges: HashMap<(u32, u32), (u32, u32), BuildFastHasher>,
     /// The id of each byte's GPT-2 character, if the vocabulary has it.
     byte_ids: [Option<u32>; 256],
 }
@@ -43,7 +44,7 @@ impl Bpe {
         let key = "tokenizer.ggml.merges";
         let list = array(meta, key)?.ok_or_else(|| err(format!("{key} is missing")))?;
         let list = list.as_strs().ok_or_else(|| err(format!("{key} holds {}s, not strings", list.elem_type())))?;
-        let mut merges = HashMap::with_capacity_and_hasher(list.len(), BuildPairHasher);
+        let mut merges = HashMap::with_capacity_and_hasher(list.len(), BuildFastHasher);
         let mut joined = String::new();
         for (rank, m) in list.iter().enumerate() {
             // llama.cpp splits at the first space after the first byte.
@@ -123,37 +124,5 @@ impl Bpe {
             out.extend(syms[i].id);
             i = syms[i].next;
         }
-    }
-}
-
-/// A fast hasher for the (id, id) merge keys (std's SipHash costs more than the merge loop).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct BuildPairHasher;
-
-impl std::hash::BuildHasher for BuildPairHasher {
-    type Hasher = PairHasher;
-    fn build_hasher(&self) -> PairHasher {
-        PairHasher(0)
-    }
-}
-
-/// Multiply-rotate hashing of the written integers.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct PairHasher(u64);
-
-impl std::hash::Hasher for PairHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }

@@ -6,6 +6,7 @@
 //! text first ([`special`]) when asked to.
 
 mod bpe;
+mod hash;
 mod pretokenize;
 mod special;
 mod spm;
@@ -49,8 +50,10 @@ pub struct Tokenizer {
     special_order: Vec<u32>,
     add_bos: bool,
     add_eos: bool,
-    /// Each token's bytes as `llama_token_to_piece(id, special = true)` gives them.
-    pieces: Vec<Vec<u8>>,
+    /// Every token's bytes as `llama_token_to_piece(id, special = true)` gives them, joined;
+    /// token `i` is `piece_bytes[piece_ends[i - 1]..piece_ends[i]]`.
+    piece_bytes: Vec<u8>,
+    piece_ends: Vec<usize>,
 }
 
 /// The BPE pre-tokenizer for `tokenizer.ggml.pre`, whether merges are skipped for words that
@@ -113,8 +116,13 @@ impl Tokenizer {
         }
 
         let is_spm = matches!(model, Model::Spm { .. });
-        let pieces = (0..vocab.len()).map(|i| piece(&vocab, i, is_spm)).collect();
-        Ok(Tokenizer { vocab, model, special, eog, special_order, add_bos, add_eos, pieces })
+        let mut piece_bytes = Vec::with_capacity(vocab.len() * 8);
+        let mut piece_ends = Vec::with_capacity(vocab.len());
+        for i in 0..vocab.len() {
+            piece(&vocab, i, is_spm, &mut piece_bytes);
+            piece_ends.push(piece_bytes.len());
+        }
+        Ok(Tokenizer { vocab, model, special, eog, special_order, add_bos, add_eos, piece_bytes, piece_ends })
     }
 
     /// The ids of `text`, as llama.cpp's `llama_tokenize(text, add_special, parse_special)`:
@@ -179,10 +187,10 @@ impl Tokenizer {
     /// The bytes of token `id` as llama.cpp's `llama_token_to_piece(id, special = true)` renders
     /// them (a byte-level token may hold part of a UTF-8 character).
     pub fn token_bytes(&self, id: u32) -> Result<&[u8]> {
-        self.pieces
-            .get(id as usize)
-            .map(|p| p.as_slice())
-            .ok_or_else(|| err(format!("token id {id} is past the vocabulary ({} tokens)", self.vocab.len())))
+        let i = id as usize;
+        let end = *self.piece_ends.get(i).ok_or_else(|| err(format!("token id {id} is past the vocabulary ({} tokens)", self.vocab.len())))?;
+        let start = if i == 0 { 0 } else { self.piece_ends[i - 1] };
+        Ok(&self.piece_bytes[start..end])
     }
 
     /// The text of `ids`: their bytes joined, read as UTF-8 (invalid sequences become U+FFFD).
@@ -244,31 +252,29 @@ impl Tokenizer {
 }
 
 /// `llama_token_to_piece(id, special = true)` for token `i`.
-fn piece(vocab: &Vocab, i: usize, is_spm: bool) -> Vec<u8> {
+fn piece(vocab: &Vocab, i: usize, is_spm: bool, out: &mut Vec<u8>) {
     let a = vocab.attrs[i];
     let text = &vocab.texts[i];
     if a & (attr::UNKNOWN | attr::CONTROL | attr::USER_DEFINED) != 0 {
-        return text.as_bytes().to_vec();
-    }
-    if a & attr::NORMAL != 0 {
+        out.extend_from_slice(text.as_bytes());
+    } else if a & attr::NORMAL != 0 {
         if is_spm {
-            return text.replace('\u{2581}', " ").into_bytes();
+            out.extend_from_slice(text.replace('\u{2581}', " ").as_bytes());
+        } else {
+            decode_byte_chars(text, out);
         }
-        return decode_byte_chars(text);
-    }
-    if a & attr::BYTE != 0 {
+    } else if a & attr::BYTE != 0 {
         // "<0xXX>"; llama.cpp's strtol reads what hex digits there are.
         let hex = text.get(3..5).unwrap_or("");
         let digits: String = hex.chars().take_while(|c| c.is_ascii_hexdigit()).collect();
-        return vec![u8::from_str_radix(&digits, 16).unwrap_or(0)];
+        out.push(u8::from_str_radix(&digits, 16).unwrap_or(0));
     }
-    Vec::new() // unused and undefined tokens render as nothing
+    // Unused and undefined tokens render as nothing.
 }
 
 /// GPT-2 byte characters back to bytes (llama.cpp's `llama_decode_text`, its marker for a
 /// character outside the map included).
-fn decode_byte_chars(text: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len());
+fn decode_byte_chars(text: &str, out: &mut Vec<u8>) {
     for c in text.chars() {
         match unicode::char_to_byte(c) {
             Some(b) => out.push(b),
@@ -283,5 +289,4 @@ fn decode_byte_chars(text: &str) -> Vec<u8> {
             }
         }
     }
-    out
 }
