@@ -17,6 +17,8 @@ pub(crate) enum PreTokenizer {
     Llama3,
     /// Qwen2: as Llama 3 with single digits.
     Qwen2,
+    /// Qwen3.5: as Qwen2 with combining marks (`\p{M}`) in words.
+    Qwen35,
     /// llama.cpp's default (no or `default` pre type): punctuation runs, GPT-2, `\p{N}+`, digit triples.
     Default,
     /// Falcon: punctuation runs, GPT-2, digit triples.
@@ -29,6 +31,7 @@ enum Pass {
     Gpt2,
     Llama3,
     Qwen2,
+    Qwen35,
     /// Each `\p{N}` code point alone.
     EachNumber,
     /// Maximal runs of `\p{N}`.
@@ -46,6 +49,7 @@ impl PreTokenizer {
             PreTokenizer::Starcoder => &[Pass::EachNumber, Pass::Gpt2],
             PreTokenizer::Llama3 => &[Pass::Llama3],
             PreTokenizer::Qwen2 => &[Pass::Qwen2],
+            PreTokenizer::Qwen35 => &[Pass::Qwen35],
             PreTokenizer::Default => &[Pass::PunctRuns, Pass::Gpt2, Pass::NumberRuns, Pass::DigitTriples],
             PreTokenizer::Falcon => &[Pass::PunctRuns, Pass::Gpt2, Pass::DigitTriples],
         }
@@ -64,8 +68,9 @@ impl PreTokenizer {
                 let mut s = Splitter { cpts, flags: &flags, lo, hi, prev: lo, out: &mut out };
                 match pass {
                     Pass::Gpt2 => s.gpt2(),
-                    Pass::Llama3 => s.llama3(false),
-                    Pass::Qwen2 => s.llama3(true),
+                    Pass::Llama3 => s.llama3(false, false),
+                    Pass::Qwen2 => s.llama3(true, false),
+                    Pass::Qwen35 => s.llama3(true, true),
                     Pass::EachNumber => s.class(collapsed_number, false),
                     Pass::NumberRuns => s.class(collapsed_number, true),
                     Pass::PunctRuns => s.class(collapsed_punct, true),
@@ -223,9 +228,10 @@ impl Splitter<'_> {
         }
     }
 
-    /// llama.cpp's `unicode_regex_split_custom_llama3` (`single_digits`: `_qwen2`, `\p{N}`
-    /// instead of `\p{N}{1,3}`).
-    fn llama3(&mut self, single_digits: bool) {
+    /// llama.cpp's `unicode_regex_split_custom_llama3`; with `single_digits`, `_qwen2` (`\p{N}`
+    /// instead of `\p{N}{1,3}`); with `marks` too, `_qwen35` (`\p{M}` counts as a letter).
+    fn llama3(&mut self, single_digits: bool, marks: bool) {
+        let letter = |f: Flags| f.is_letter() || (marks && f.is_mark());
         let mut pos = self.lo;
         while pos < self.hi {
             let cpt = self.cpt(pos);
@@ -237,9 +243,9 @@ impl Splitter<'_> {
             }
             let newline = cpt == '\r' as u32 || cpt == '\n' as u32;
             // [^\r\n\p{L}\p{N}]?\p{L}+
-            if !(newline || flags.is_number()) && (flags.is_letter() || self.flags(pos + 1).is_letter()) {
+            if !(newline || flags.is_number()) && (letter(flags) || letter(self.flags(pos + 1))) {
                 pos += 1;
-                while self.flags(pos).is_letter() {
+                while letter(self.flags(pos)) {
                     pos += 1;
                 }
                 self.add(pos);
@@ -266,7 +272,7 @@ impl Splitter<'_> {
             // flags for "in range" here, not the one after the space)
             let space = cpt == ' ' as u32;
             let mut f2 = if space { self.flags(pos + 1) } else { flags };
-            let other = |f: Flags| !(f.is_whitespace() || f.is_letter() || f.is_number());
+            let other = |f: Flags| !(f.is_whitespace() || letter(f) || f.is_number());
             if other(f2) && flags.any() {
                 pos += space as usize;
                 while other(f2) && f2.any() {

@@ -13,6 +13,7 @@ impl Flags {
     pub const UNDEFINED: u16 = 0x0001;
     pub const NUMBER: u16 = 0x0002;
     pub const LETTER: u16 = 0x0004;
+    pub const ACCENT_MARK: u16 = 0x0010;
     pub const PUNCTUATION: u16 = 0x0020;
     pub const WHITESPACE: u16 = 0x0100;
 
@@ -35,6 +36,10 @@ impl Flags {
     }
     pub fn is_letter(self) -> bool {
         self.0 & Flags::LETTER != 0
+    }
+    /// `\p{M}`.
+    pub fn is_mark(self) -> bool {
+        self.0 & Flags::ACCENT_MARK != 0
     }
     pub fn is_whitespace(self) -> bool {
         self.0 & Flags::WHITESPACE != 0
