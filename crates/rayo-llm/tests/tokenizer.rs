@@ -347,3 +347,27 @@ fn smollm2_round_trips_random_text() {
         }
     }
 }
+
+#[test]
+fn space_stripping_attributes_by_model_name() {
+    // Phi-3: special tokens eat the spaces after them, except <|endoftext|>.
+    let mut m = tiny_bpe(&["<|user|>", "<|endoftext|>", "<mask>"], &[]);
+    let (user, eot, mask) = (256, 257, 258);
+    m.set("tokenizer.ggml.token_type", [vec![1i32; 256], vec![3, 3, 4]].concat());
+    m.set("general.name", "Phi-3 mini");
+    let t = Tokenizer::from_gguf(&m).unwrap();
+    assert_eq!(t.encode("<|user|>  x", false, true).unwrap(), vec![user, b'x' as u32]);
+    assert_eq!(t.encode("<|endoftext|> x", false, true).unwrap().len(), 3);
+    assert_eq!(t.encode("<|endoftext|> x", false, true).unwrap()[0], eot);
+    // Not parsed: the text is plain bytes.
+    assert_eq!(t.encode("<|user|>", false, false).unwrap().len(), 8);
+    // A user-defined token is cut out even without parse_special.
+    assert_eq!(t.encode("a<mask>", false, false).unwrap(), vec![b'a' as u32, mask]);
+    // jina-v2: the mask token eats the spaces before it.
+    m.set("general.name", "x");
+    m.set("tokenizer.ggml.pre", "jina-v2-es");
+    let t = Tokenizer::from_gguf(&m).unwrap();
+    assert_eq!(t.encode("a \t<mask>", false, false).unwrap(), vec![b'a' as u32, mask]);
+    // ... and Phi-3's stripping is off for other names (token i is byte i's character).
+    assert_eq!(t.encode("<|user|>  x", false, true).unwrap(), vec![user, b' ' as u32, b' ' as u32, b'x' as u32]);
+}

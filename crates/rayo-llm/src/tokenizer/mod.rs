@@ -102,19 +102,7 @@ impl Tokenizer {
         let add_eos = vocab::boolean(meta, "tokenizer.ggml.add_eos_token")?.unwrap_or(false);
 
         let special_order = special::special_order(&vocab);
-        // llama.cpp strips spaces after Phi-3's special tokens (by the model's name).
-        let name = vocab::string(meta, "general.name")?.unwrap_or("").to_ascii_lowercase();
-        if name.contains("phi-3") || name.contains("phi3") {
-            for &id in &special_order {
-                vocab.attrs[id as usize] |= attr::RSTRIP;
-            }
-            for (t, on) in [("</s>", true), ("<unk>", false), ("<s>", false), ("<|endoftext|>", false)] {
-                if let Some(id) = vocab.id(t) {
-                    let a = &mut vocab.attrs[id as usize];
-                    *a = if on { *a | attr::RSTRIP } else { *a & !attr::RSTRIP };
-                }
-            }
-        }
+        special::strip_attrs(&mut vocab, meta, &special_order)?;
 
         let is_spm = matches!(model, Model::Spm { .. });
         let mut piece_bytes = Vec::with_capacity(vocab.len() * 8);
