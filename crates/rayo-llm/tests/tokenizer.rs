@@ -188,7 +188,22 @@ fn vocab_files_match_llama_tokenize_on_corpus() {
         let file = GgufFile::open(dir.join(format!("ggml-vocab-{name}.gguf"))).unwrap();
         let tok = Tokenizer::from_gguf(file.metadata()).unwrap();
         check_corpus(name, &tok, round_trip);
+        // Random text: never an error, and byte-level BPE gives the text back.
+        for text in random_texts(300) {
+            for ps in [false, true] {
+                let ids = tok.encode(&text, false, ps).unwrap();
+                if round_trip {
+                    assert_eq!(tok.decode(&ids).unwrap(), text, "{name} parse_special={ps}");
+                }
+            }
+        }
     }
+}
+
+#[test]
+fn tokenizer_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Tokenizer>();
 }
 
 /// A small byte-level BPE vocabulary: the 256 byte characters, then merged tokens.
