@@ -70,10 +70,12 @@ fn bpe_pre(pre: Option<&str>) -> Result<(PreTokenizer, bool, bool)> {
         "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v2-es" | "jina-v2-de" | "a.x-4.0" | "mellum" | "modern-bert" | "mpt"
         | "olmo" | "jais" | "trillion" | "granite-docling" | "exaone4" | "jina-v1-en" | "jina-v2-code" | "roberta-bpe" => (Gpt2, false, false),
         "qwen35" => (Qwen35, false, false),
+        "deepseek-coder" => (DeepseekCoder, false, false),
+        "deepseek-llm" => (DeepseekLlm, false, false),
         "qwen2" | "deepseek-r1-qwen" | "kormo" | "f2llmv2" | "stablelm2" | "hunyuan" | "solar-open" | "megrez" => (Qwen2, false, false),
         other => {
             return Err(err(format!(
-            "tokenizer.ggml.pre = {other:?} is not supported (rayo has gpt-2, llama-bpe, qwen2, qwen35, smollm/starcoder, falcon, default and their aliases)"
+            "tokenizer.ggml.pre = {other:?} is not supported (rayo has gpt-2, llama-bpe, qwen2, qwen35, smollm/starcoder, falcon, deepseek-coder, deepseek-llm, default and their aliases)"
         )))
         }
     })
