@@ -8,6 +8,7 @@
 mod bpe;
 mod hash;
 mod pretokenize;
+mod regex_class;
 mod special;
 mod spm;
 mod unicode;

@@ -1,9 +1,10 @@
 //! Pre-tokenizers: how a text is cut into words before BPE, ported from llama.cpp's
 //! hand-written splitters (`unicode_regex_split_custom_*` in `src/unicode.cpp`) and, for the
-//! simple character-class regexes llama.cpp runs through `std::regex` on its "collapsed" text,
-//! an equivalent scanner. Positions are code point indices; each pass cuts every piece of the
+//! character-class regexes llama.cpp runs through `std::regex`, equivalent scanners
+//! ([`super::regex_class`]). Positions are code point indices; each pass cuts every piece of the
 //! previous pass further (a piece's end is a hard boundary, as in llama.cpp).
 
+use super::regex_class::{cjk, collapsed_letter, collapsed_number, collapsed_punct, collapsed_punct_or_sym, cr_lf, deepseek_letter, deepseek_punct};
 use super::unicode::{flags_of, Flags};
 
 /// A pre-tokenizer: llama.cpp's list of regexes for one `tokenizer.ggml.pre` family.
@@ -56,7 +57,7 @@ enum Pass {
 }
 
 /// A character class as a `std::regex` pass sees a code point.
-type Class = fn(u32, Flags) -> bool;
+pub(super) type Class = fn(u32, Flags) -> bool;
 
 impl PreTokenizer {
     fn passes(self) -> &'static [Pass] {
@@ -114,105 +115,16 @@ impl PreTokenizer {
     }
 }
 
-/// `\p{N}` as llama.cpp's `std::regex` sees it on collapsed text: ASCII digits, and non-ASCII
-/// code points whose category is number (non-ASCII whitespace collapses to `\v` first).
-fn collapsed_number(c: u32, f: Flags) -> bool {
-    if c < 128 {
-        (b'0' as u32..=b'9' as u32).contains(&c)
-    } else {
-        !f.is_whitespace() && f.category() == Flags::NUMBER
-    }
-}
-
-/// `[\p{P}\$\+<=>\^~\|]` on collapsed text: `\p{P}` and `$+<=>^~|`.
-fn collapsed_punct_or_sym(c: u32, f: Flags) -> bool {
-    collapsed_punct(c, f) || (c < 128 && matches!(c as u8, b'$' | b'+' | b'<' | b'=' | b'>' | b'^' | b'~' | b'|'))
-}
-
-/// `\s` in `std::regex`: C's `isspace`, and non-ASCII whitespace, which llama.cpp turns into
-/// `\v` before matching.
-fn regex_space(c: u32, f: Flags) -> bool {
-    matches!(c, 9..=13 | 32) || (c >= 128 && f.is_whitespace())
-}
-
-/// The code point a wide (non-collapsed) `std::regex` pass sees.
-fn wide(c: u32, f: Flags) -> u32 {
-    if c >= 128 && f.is_whitespace() {
-        0x0B
-    } else {
-        c
-    }
-}
-
-fn in_ranges(c: u32, ranges: &[(u32, u32)]) -> bool {
-    ranges.iter().any(|&(a, b)| (a..=b).contains(&c))
-}
-
-fn cr_lf(c: u32, _: Flags) -> bool {
-    c == '\r' as u32 || c == '\n' as u32
-}
-
-/// `\p{L}` on collapsed text.
-fn collapsed_letter(c: u32, f: Flags) -> bool {
-    if c < 128 {
-        (c as u8).is_ascii_alphabetic()
-    } else {
-        !f.is_whitespace() && f.category() == Flags::LETTER
-    }
-}
-
-/// `\p{P}` on collapsed text (llama.cpp's ASCII punctuation list).
-fn collapsed_punct(c: u32, f: Flags) -> bool {
-    if c < 128 {
-        matches!(c as u8, b'!'..=b'#' | b'%'..=b'*' | b','..=b'/' | b':'..=b';' | b'?'..=b'@' | b'['..=b']' | b'_' | b'{' | b'}')
-    } else {
-        !f.is_whitespace() && f.category() == Flags::PUNCTUATION
-    }
-}
-
-/// `[一-龥ࠀ-一가-퟿]`.
-fn cjk(c: u32, f: Flags) -> bool {
-    in_ranges(wide(c, f), &[(0x4E00, 0x9FA5), (0x0800, 0x4E00), (0xAC00, 0xD7FF)])
-}
-
-/// DeepSeek LLM's letter list (`\s?[A-Za-zµÀ-ÖØ-ö...]+` in llama-vocab.cpp).
-#[rustfmt::skip]
-const DEEPSEEK_LETTERS: [(u32, u32); 87] = [
-    (0x41, 0x5A), (0x61, 0x7A), (0xB5, 0xB5), (0xC0, 0xD6), (0xD8, 0xF6), (0xF8, 0x1BA), (0x1BC, 0x1BF), (0x1C4, 0x293),
-    (0x295, 0x2AF), (0x370, 0x373), (0x376, 0x376), (0x377, 0x377), (0x37B, 0x37D), (0x37F, 0x37F), (0x386, 0x386),
-    (0x388, 0x38A), (0x38C, 0x38C), (0x38E, 0x3A1), (0x3A3, 0x3F5), (0x3F7, 0x481), (0x48A, 0x52F), (0x531, 0x556),
-    (0x10A0, 0x10C5), (0x13A0, 0x13F5), (0x13F8, 0x13FD), (0x1C90, 0x1CBA), (0x1CBD, 0x1CBF), (0x1D00, 0x1D2B),
-    (0x1D6B, 0x1D77), (0x1D79, 0x1D9A), (0x1E00, 0x1F15), (0x1F18, 0x1F1D), (0x1F20, 0x1F45), (0x1F48, 0x1F4D),
-    (0x1F50, 0x1F57), (0x1F59, 0x1F59), (0x1F5B, 0x1F5B), (0x1F5D, 0x1F5D), (0x1F5F, 0x1F7D), (0x1F80, 0x1FB4),
-    (0x1FB6, 0x1FBC), (0x1FBE, 0x1FBE), (0x1FC2, 0x1FC4), (0x1FC6, 0x1FCC), (0x1FD0, 0x1FD3), (0x1FD6, 0x1FDB),
-    (0x1FE0, 0x1FEC), (0x1FF2, 0x1FF4), (0x1FF6, 0x1FFC), (0x2102, 0x2102), (0x2107, 0x2107), (0x210A, 0x2113),
-    (0x2115, 0x2115), (0x2119, 0x211D), (0x2124, 0x2124), (0x2126, 0x2126), (0x2128, 0x2128), (0x212A, 0x212D),
-    (0x212F, 0x2134), (0x2139, 0x2139), (0x213C, 0x213F), (0x2145, 0x2149), (0x214E, 0x214E), (0x2183, 0x2183),
-    (0x2184, 0x2184), (0x2C00, 0x2C7B), (0x2C7E, 0x2CE4), (0x2CEB, 0x2CEE), (0x2CF2, 0x2CF2), (0x2CF3, 0x2CF3),
-    (0xA640, 0xA66D), (0xA680, 0xA69B), (0xA722, 0xA76F), (0xA771, 0xA787), (0xA78B, 0xA78E), (0xAB70, 0xABBF),
-    (0xFB00, 0xFB06), (0xFB13, 0xFB17), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A), (0x10400, 0x1044F), (0x104B0, 0x104D3),
-    (0x104D8, 0x104FB), (0x10C80, 0x10CB2), (0x10CC0, 0x10CF2), (0x118A0, 0x118DF), (0x1E900, 0x1E943),
-];
-
-fn deepseek_letter(c: u32, f: Flags) -> bool {
-    in_ranges(wide(c, f), &DEEPSEEK_LETTERS)
-}
-
-/// `[!-/:-~！-／：-～‘-‟　-。]`.
-fn deepseek_punct(c: u32, f: Flags) -> bool {
-    in_ranges(wide(c, f), &[(0x21, 0x2F), (0x3A, 0x7E), (0xFF01, 0xFF0F), (0xFF1A, 0xFF5E), (0x2018, 0x201F), (0x3000, 0x3002)])
-}
-
-const OUT_OF_RANGE: u32 = u32::MAX;
+pub(super) const OUT_OF_RANGE: u32 = u32::MAX;
 
 /// One piece `[lo, hi)` being cut; `prev` is where the next word starts.
-struct Splitter<'a> {
-    cpts: &'a [u32],
-    flags: &'a [Flags],
-    lo: usize,
-    hi: usize,
-    prev: usize,
-    out: &'a mut Vec<(usize, usize)>,
+pub(super) struct Splitter<'a> {
+    pub cpts: &'a [u32],
+    pub flags: &'a [Flags],
+    pub lo: usize,
+    pub hi: usize,
+    pub prev: usize,
+    pub out: &'a mut Vec<(usize, usize)>,
 }
 
 impl Splitter<'_> {
@@ -233,7 +145,7 @@ impl Splitter<'_> {
     }
 
     /// Ends the current word at `end`; returns its length.
-    fn add(&mut self, end: usize) -> usize {
+    pub fn add(&mut self, end: usize) -> usize {
         let len = end - self.prev;
         if len > 0 {
             self.out.push((self.prev, end));
@@ -406,72 +318,6 @@ impl Splitter<'_> {
             pos += 1;
             self.add(pos);
         }
-    }
-
-    /// A one-class regex as `std::regex` splits with it: `[class]` (each match one code point)
-    /// or `[class]+` (`runs`: maximal runs); the text between matches becomes words too.
-    fn class(&mut self, class: fn(u32, Flags) -> bool, runs: bool) {
-        let mut pos = self.lo;
-        while pos < self.hi {
-            if class(self.cpts[pos], self.flags[pos]) {
-                self.add(pos);
-                pos += 1;
-                while runs && pos < self.hi && class(self.cpts[pos], self.flags[pos]) {
-                    pos += 1;
-                }
-                self.add(pos);
-            } else {
-                pos += 1;
-            }
-        }
-        self.add(self.hi);
-    }
-
-    /// `\s?C+` as `std::regex` finds it, leftmost first: a space joins the run after it.
-    fn space_then_class_run(&mut self, class: Class) {
-        let at = |s: &Self, p: usize| p < s.hi && class(s.cpts[p], s.flags[p]);
-        let mut pos = self.lo;
-        while pos < self.hi {
-            let start = pos;
-            if regex_space(self.cpts[pos], self.flags[pos]) && at(self, pos + 1) {
-                pos += 1;
-            } else if !at(self, pos) {
-                pos += 1;
-                continue;
-            }
-            while at(self, pos) {
-                pos += 1;
-            }
-            self.add(start);
-            self.add(pos);
-        }
-        self.add(self.hi);
-    }
-
-    /// `\s+$`: the whitespace run that reaches the end of the piece.
-    fn trailing_space(&mut self) {
-        let mut t = self.hi;
-        while t > self.lo && regex_space(self.cpts[t - 1], self.flags[t - 1]) {
-            t -= 1;
-        }
-        self.add(t);
-        self.add(self.hi);
-    }
-
-    /// `[0-9][0-9][0-9]`: three ASCII digits, leftmost first, without overlap.
-    fn digit_triples(&mut self) {
-        let digit = |c: u32| (b'0' as u32..=b'9' as u32).contains(&c);
-        let mut pos = self.lo;
-        while pos + 3 <= self.hi {
-            if (0..3).all(|k| digit(self.cpts[pos + k])) {
-                self.add(pos);
-                pos += 3;
-                self.add(pos);
-            } else {
-                pos += 1;
-            }
-        }
-        self.add(self.hi);
     }
 }
 
