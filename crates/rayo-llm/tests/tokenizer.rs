@@ -200,7 +200,9 @@ fn vocab_files_match_llama_tokenize_on_corpus() {
     ];
     for (name, round_trip) in models {
         let file = GgufFile::open(dir.join(format!("ggml-vocab-{name}.gguf"))).unwrap();
+        let t0 = std::time::Instant::now();
         let tok = Tokenizer::from_gguf(file.metadata()).unwrap();
+        println!("{name}: built in {:.1} ms ({} tokens)", t0.elapsed().as_secs_f64() * 1e3, tok.vocab_size());
         check_corpus(name, &tok, round_trip);
         // Random text: never an error, and byte-level BPE gives the text back.
         for text in random_texts(300) {

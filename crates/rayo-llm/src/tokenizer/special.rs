@@ -106,8 +106,17 @@ pub(crate) fn partition(vocab: &Vocab, order: &[u32], text: &str, parse_special:
 
 /// The first occurrence of `needle` in `hay`.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || needle.len() > hay.len() {
-        return None;
+    let (&first, rest) = needle.split_first()?;
+    let last_start = hay.len().checked_sub(needle.len())?;
+    let mut i = 0;
+    while i <= last_start {
+        // Skip to the next occurrence of the first byte, then compare the rest.
+        let p = hay[i..=last_start].iter().position(|&b| b == first)?;
+        i += p;
+        if &hay[i + 1..i + needle.len()] == rest {
+            return Some(i);
+        }
+        i += 1;
     }
-    hay.windows(needle.len()).position(|w| w == needle)
+    None
 }
