@@ -4,6 +4,22 @@
 //! Two models: byte-level BPE (`gpt2`) with the pre-tokenizer `tokenizer.ggml.pre` names
 //! ([`pretokenize`]), and SentencePiece (`llama`, [`spm`]). Special tokens are cut out of the
 //! text first ([`special`]) when asked to.
+//!
+//! ```no_run
+//! # fn main() -> rayo::Result<()> {
+//! let file = rayo::gguf::GgufFile::open("SmolLM2-135M-Instruct.Q4_1.gguf")?;
+//! let tok = rayo_llm::Tokenizer::from_gguf(file.metadata())?;
+//! // As llama.cpp's llama-simple: add BOS/EOS as the model asks, parse <|im_start|> etc.
+//! let ids = tok.encode("<|im_start|>user\nhi<|im_end|>", true, true)?;
+//! // Streaming: write each token's bytes as they come (a piece may end mid-character).
+//! let mut out = Vec::new();
+//! for &id in &ids {
+//!     out.extend_from_slice(tok.token_bytes(id)?);
+//! }
+//! assert_eq!(tok.decode(&ids)?, "<|im_start|>user\nhi<|im_end|>");
+//! # Ok(())
+//! # }
+//! ```
 
 mod bpe;
 mod hash;
@@ -230,6 +246,12 @@ impl Tokenizer {
     /// See [`Tokenizer::adds_bos`].
     pub fn adds_eos(&self) -> bool {
         self.add_eos
+    }
+
+    /// The text of token `id` as the vocabulary stores it (GPT-2 byte characters, `▁` for
+    /// spaces in SentencePiece), if `id` is in the vocabulary.
+    pub fn token_text(&self, id: u32) -> Option<&str> {
+        self.vocab.texts.get(id as usize).map(String::as_str)
     }
 
     /// The id of the token whose text is exactly `text`.

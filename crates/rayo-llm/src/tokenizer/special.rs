@@ -120,3 +120,18 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::find;
+
+    #[test]
+    fn find_first_occurrence() {
+        assert_eq!(find(b"ab<|x|><|x|>", b"<|x|>"), Some(2));
+        assert_eq!(find(b"<|x|", b"<|x|>"), None);
+        assert_eq!(find(b"<<|x|>", b"<|x|>"), Some(1));
+        assert_eq!(find(b"ab", b""), None);
+        assert_eq!(find(b"ab<", b"<|"), None);
+        assert_eq!(find(b"<|", b"<|"), Some(0));
+    }
+}
