@@ -3,7 +3,7 @@
 # llama-tokenize gives for every case of tests/data/tokenizer-corpus.txt (cases separated by a
 # "\n__case__\n" line), with special tokens parsed and not, for SmolLM2-135M-Instruct (NAME
 # smollm2) and for llama.cpp's vocab-only files of the other tokenizer families rayo covers
-# (NAME = gpt-2, llama-bpe, qwen2, qwen35, deepseek-coder, deepseek-llm, llama-spm, phi-3,
+# (NAME = gpt-2, llama-bpe, qwen2, qwen35, deepseek-coder, deepseek-llm, gemma-4, llama-spm, phi-3,
 # starcoder); arguments, if any,
 # name the ones to regenerate. Each case is passed verbatim
 # through a file (-f, --no-escape); BOS is added as each model asks (llama-tokenize's
@@ -35,7 +35,7 @@ golden() { # model-file name
   echo "$out: $(( $(wc -l < "$out") / 2 )) cases"
 }
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(smollm2 gpt-2 llama-bpe qwen2 qwen35 deepseek-coder deepseek-llm llama-spm phi-3 starcoder)
+[ ${#names[@]} -gt 0 ] || names=(smollm2 gpt-2 llama-bpe qwen2 qwen35 deepseek-coder deepseek-llm gemma-4 llama-spm phi-3 starcoder)
 for v in "${names[@]}"; do
   if [ "$v" = smollm2 ]; then golden "$smollm2" smollm2; else golden "$vocab/ggml-vocab-$v.gguf" "$v"; fi
 done

@@ -40,8 +40,8 @@ fn read_cases(inp: &Path, out: &Path) -> Vec<(String, Vec<u32>)> {
 
 /// The vocab files rayo must handle; others in the folder are tried and skipped if unsupported.
 const REQUIRED: &[&str] = &[
-    "gpt-2", "llama-bpe", "qwen2", "qwen35", "deepseek-coder", "deepseek-llm", "llama-spm", "phi-3", "starcoder", "refact", "command-r", "mpt",
-    "falcon",
+    "gpt-2", "llama-bpe", "qwen2", "qwen35", "deepseek-coder", "deepseek-llm", "gemma-4", "llama-spm", "phi-3", "starcoder", "refact", "command-r",
+    "mpt", "falcon",
 ];
 
 #[test]

@@ -70,23 +70,25 @@ impl Bpe {
         Ok(Bpe { merges, byte_ids })
     }
 
-    /// Appends the ids of one word (its raw UTF-8 bytes) to `out`.
+    /// Appends the ids of one word (its raw UTF-8 bytes) to `out`: byte-level BPE, where each
+    /// byte starts as its GPT-2 character (one missing from the vocabulary is dropped, as in
+    /// llama.cpp).
     pub fn encode_word(&self, word: &[u8], out: &mut Vec<u32>) {
-        let n = word.len();
-        if n == 0 {
+        if let [b] = word {
+            out.extend(self.byte_ids[*b as usize]);
             return;
         }
-        if n == 1 {
-            out.extend(self.byte_ids[word[0] as usize]);
-            return;
-        }
-        let mut syms: Vec<Symbol> = (0..n)
-            .map(|i| Symbol {
-                id: self.byte_ids[word[i] as usize],
-                prev: if i == 0 { NONE } else { i - 1 },
-                next: if i + 1 == n { NONE } else { i + 1 },
-                alive: true,
-            })
+        self.merge(word.iter().map(|&b| self.byte_ids[b as usize]).collect(), |id, _| out.extend(id));
+    }
+
+    /// Merges symbols that start as `ids` (`None`: not a token; it never merges) and hands each
+    /// final symbol to `emit` with the index of its first initial symbol, in order.
+    pub fn merge(&self, ids: Vec<Option<u32>>, mut emit: impl FnMut(Option<u32>, usize)) {
+        let n = ids.len();
+        let mut syms: Vec<Symbol> = ids
+            .into_iter()
+            .enumerate()
+            .map(|(i, id)| Symbol { id, prev: if i == 0 { NONE } else { i - 1 }, next: if i + 1 == n { NONE } else { i + 1 }, alive: true })
             .collect();
         // (rank, left index) smallest first; the pair ids tell a stale entry from a live one.
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(n);
@@ -119,9 +121,9 @@ impl Bpe {
             push(&mut heap, &syms, syms[l].prev, l);
             push(&mut heap, &syms, l, rn);
         }
-        let mut i = 0;
+        let mut i = if n == 0 { NONE } else { 0 };
         while i != NONE {
-            out.extend(syms[i].id);
+            emit(syms[i].id, i);
             i = syms[i].next;
         }
     }

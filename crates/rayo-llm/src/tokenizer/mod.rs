@@ -87,12 +87,13 @@ fn bpe_pre(pre: Option<&str>) -> Result<(PreTokenizer, bool, bool)> {
         "gpt-2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v2-es" | "jina-v2-de" | "a.x-4.0" | "mellum" | "modern-bert" | "mpt"
         | "olmo" | "jais" | "trillion" | "granite-docling" | "exaone4" | "jina-v1-en" | "jina-v2-code" | "roberta-bpe" => (Gpt2, false, false),
         "qwen35" => (Qwen35, false, false),
+        "gemma4" | "granite-embed-multi-311m" => (Gemma4, false, true),
         "deepseek-coder" => (DeepseekCoder, false, false),
         "deepseek-llm" => (DeepseekLlm, false, false),
         "qwen2" | "deepseek-r1-qwen" | "kormo" | "f2llmv2" | "stablelm2" | "hunyuan" | "solar-open" | "megrez" => (Qwen2, false, false),
         other => {
             return Err(err(format!(
-            "tokenizer.ggml.pre = {other:?} is not supported (rayo has gpt-2, llama-bpe, qwen2, qwen35, smollm/starcoder, falcon, deepseek-coder, deepseek-llm, default and their aliases)"
+            "tokenizer.ggml.pre = {other:?} is not supported (rayo has gpt-2, llama-bpe, qwen2, qwen35, smollm/starcoder, falcon, deepseek-coder, deepseek-llm, gemma4, default and their aliases)"
         )))
         }
     })
@@ -105,29 +106,35 @@ impl Tokenizer {
         let pre_name = vocab::string(meta, "tokenizer.ggml.pre")?;
         let mut vocab = Vocab::from_gguf(meta)?;
         let (model, defaults, mut add_bos) = match model_name {
-            "gpt2" => {
-                let (pre, ignore_merges, add_bos) = bpe_pre(pre_name)?;
+            "gpt2" | "gemma4" => {
+                // The gemma4 model is SentencePiece-style BPE with no default special ids.
+                let gemma = model_name == "gemma4";
+                let (pre, ignore_merges, add_bos) = bpe_pre(if gemma { Some("gemma4") } else { pre_name })?;
                 let bpe = Box::new(Bpe::from_gguf(meta, &vocab)?);
-                (Model::Bpe { bpe, pre, ignore_merges }, SpecialIds { bos: Some(11), eos: Some(11), ..SpecialIds::default() }, add_bos)
+                let defaults = if gemma { SpecialIds::default() } else { SpecialIds { bos: Some(11), eos: Some(11), ..SpecialIds::default() } };
+                (Model::Bpe { bpe, pre, ignore_merges }, defaults, add_bos)
             }
             "llama" => {
                 let add_space_prefix = vocab::boolean(meta, "tokenizer.ggml.add_space_prefix")?.unwrap_or(true);
                 (Model::Spm { add_space_prefix }, SpecialIds { bos: Some(1), eos: Some(2), unk: Some(0), ..SpecialIds::default() }, true)
             }
-            other => return Err(err(format!("tokenizer.ggml.model = {other:?} is not supported (rayo has gpt2 and llama)"))),
+            other => return Err(err(format!("tokenizer.ggml.model = {other:?} is not supported (rayo has gpt2, gemma4 and llama)"))),
         };
         let (special, eog) = vocab.special_ids(meta, defaults)?;
         add_bos = vocab::boolean(meta, "tokenizer.ggml.add_bos_token")?.unwrap_or(add_bos);
+        // llama.cpp forces BOS on for Gemma 4.
+        let escape_spaces = matches!(model, Model::Bpe { pre: PreTokenizer::Gemma4, .. });
+        add_bos |= escape_spaces;
         let add_eos = vocab::boolean(meta, "tokenizer.ggml.add_eos_token")?.unwrap_or(false);
 
         let special_order = special::special_order(&vocab);
         special::strip_attrs(&mut vocab, meta, &special_order)?;
 
-        let is_spm = matches!(model, Model::Spm { .. });
+        let unescape = escape_spaces || matches!(model, Model::Spm { .. });
         let mut piece_bytes = Vec::with_capacity(vocab.len() * 8);
         let mut piece_ends = Vec::with_capacity(vocab.len());
         for i in 0..vocab.len() {
-            piece(&vocab, i, is_spm, &mut piece_bytes);
+            piece(&vocab, i, unescape, &mut piece_bytes);
             piece_ends.push(piece_bytes.len());
         }
         Ok(Tokenizer { vocab, model, special, eog, special_order, add_bos, add_eos, piece_bytes, piece_ends })
@@ -152,7 +159,7 @@ impl Tokenizer {
                 Fragment::Text(s, e) => {
                     let piece = text.get(s..e).ok_or_else(|| err(format!("special-token cut {s}..{e} is not on a character boundary")))?;
                     match &self.model {
-                        Model::Bpe { bpe, pre, ignore_merges } => self.encode_bpe(bpe, *pre, *ignore_merges, piece, &mut out),
+                        Model::Bpe { bpe, pre, ignore_merges } => self.encode_bpe(bpe, *pre, *ignore_merges, piece, &mut out)?,
                         Model::Spm { add_space_prefix } => {
                             let mut t = String::with_capacity(piece.len() + 3);
                             if *add_space_prefix && prev_special {
@@ -172,7 +179,10 @@ impl Tokenizer {
         Ok(out)
     }
 
-    fn encode_bpe(&self, bpe: &Bpe, pre: PreTokenizer, ignore_merges: bool, text: &str, out: &mut Vec<u32>) {
+    fn encode_bpe(&self, bpe: &Bpe, pre: PreTokenizer, ignore_merges: bool, text: &str, out: &mut Vec<u32>) -> Result<()> {
+        if pre == PreTokenizer::Gemma4 {
+            return self.encode_gemma4(bpe, &text.replace(' ', "\u{2581}"), out);
+        }
         let cpts: Vec<u32> = text.chars().map(|c| c as u32).collect();
         // Byte offset of each code point, to slice words out of `text`.
         let mut offs = Vec::with_capacity(cpts.len() + 1);
@@ -190,6 +200,36 @@ impl Tokenizer {
             }
             bpe.encode_word(word, out);
         }
+        Ok(())
+    }
+
+    /// Gemma 4: BPE over UTF-8 characters (spaces already `▁`), lines and newline runs apart;
+    /// a character that is not a token becomes `<0xXX>` byte tokens (skipped where missing).
+    fn encode_gemma4(&self, bpe: &Bpe, text: &str, out: &mut Vec<u32>) -> Result<()> {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let cpts: Vec<u32> = chars.iter().map(|&(_, c)| c as u32).collect();
+        let mut buf = [0u8; 4];
+        for (a, b) in PreTokenizer::Gemma4.split(&cpts) {
+            let end = chars.get(b).map_or(text.len(), |&(i, _)| i);
+            let word = &text[chars[a].0..end];
+            if word.bytes().all(|x| x == b'\n') {
+                if let Some(id) = self.vocab.id(word) {
+                    out.push(id);
+                    continue;
+                }
+            }
+            let ids = chars[a..b].iter().map(|&(_, c)| self.vocab.id(c.encode_utf8(&mut buf))).collect();
+            bpe.merge(ids, |id, i| match id {
+                Some(id) => out.push(id),
+                None => {
+                    let mut cb = [0u8; 4];
+                    for x in chars[a + i].1.encode_utf8(&mut cb).bytes() {
+                        out.extend(self.vocab.id(&format!("<0x{x:02X}>")));
+                    }
+                }
+            });
+        }
+        Ok(())
     }
 
     /// The bytes of token `id` as llama.cpp's `llama_token_to_piece(id, special = true)` renders
@@ -266,13 +306,13 @@ impl Tokenizer {
 }
 
 /// `llama_token_to_piece(id, special = true)` for token `i`.
-fn piece(vocab: &Vocab, i: usize, is_spm: bool, out: &mut Vec<u8>) {
+fn piece(vocab: &Vocab, i: usize, unescape: bool, out: &mut Vec<u8>) {
     let a = vocab.attrs[i];
     let text = &vocab.texts[i];
     if a & (attr::UNKNOWN | attr::CONTROL | attr::USER_DEFINED) != 0 {
         out.extend_from_slice(text.as_bytes());
     } else if a & attr::NORMAL != 0 {
-        if is_spm {
+        if unescape {
             out.extend_from_slice(text.replace('\u{2581}', " ").as_bytes());
         } else {
             decode_byte_chars(text, out);

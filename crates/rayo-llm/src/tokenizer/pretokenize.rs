@@ -4,7 +4,9 @@
 //! ([`super::regex_class`]). Positions are code point indices; each pass cuts every piece of the
 //! previous pass further (a piece's end is a hard boundary, as in llama.cpp).
 
-use super::regex_class::{cjk, collapsed_letter, collapsed_number, collapsed_punct, collapsed_punct_or_sym, cr_lf, deepseek_letter, deepseek_punct};
+use super::regex_class::{
+    cjk, collapsed_letter, collapsed_number, collapsed_punct, collapsed_punct_or_sym, cr_lf, deepseek_letter, deepseek_punct, newline,
+};
 use super::unicode::{flags_of, Flags};
 
 /// A pre-tokenizer: llama.cpp's list of regexes for one `tokenizer.ggml.pre` family.
@@ -29,6 +31,8 @@ pub(crate) enum PreTokenizer {
     /// DeepSeek LLM: `[\r\n]`, `\s?` + runs of its letter list, of its punctuation list,
     /// trailing whitespace, CJK runs, `\p{N}+`.
     DeepseekLlm,
+    /// Gemma 4 (SentencePiece-style BPE): `[^\n]+|[\n]+` only.
+    Gemma4,
 }
 
 /// One pass over every piece.
@@ -69,6 +73,7 @@ impl PreTokenizer {
             PreTokenizer::Qwen35 => &[Pass::Qwen35],
             PreTokenizer::Default => &[Pass::PunctRuns, Pass::Gpt2, Pass::NumberRuns, Pass::DigitTriples],
             PreTokenizer::Falcon => &[Pass::PunctRuns, Pass::Gpt2, Pass::DigitTriples],
+            PreTokenizer::Gemma4 => &[Pass::Runs(newline)],
             PreTokenizer::DeepseekCoder => {
                 &[Pass::Each(cr_lf), Pass::SpaceThenRun(collapsed_letter), Pass::SpaceThenRun(collapsed_punct), Pass::Runs(cjk), Pass::EachNumber]
             }

@@ -41,6 +41,10 @@ pub(super) fn in_ranges(c: u32, ranges: &[(u32, u32)]) -> bool {
     ranges.iter().any(|&(a, b)| (a..=b).contains(&c))
 }
 
+pub(super) fn newline(c: u32, _: Flags) -> bool {
+    c == '\n' as u32
+}
+
 pub(super) fn cr_lf(c: u32, _: Flags) -> bool {
     c == '\r' as u32 || c == '\n' as u32
 }
