@@ -186,7 +186,7 @@ fn vocab_files_match_llama_tokenize_on_corpus() {
         println!("SKIP tokenizer: no vocab folder at {} (run scripts/fetch-vocabs.sh or set RAYO_VOCAB_DIR)", dir.display());
         return;
     }
-    // Byte-level BPE decodes back to the text; SentencePiece adds its space prefix.
+    // BPE decodes back to the text; SentencePiece adds its space prefix.
     let models = [
         ("gpt-2", true),
         ("llama-bpe", true),
@@ -194,6 +194,7 @@ fn vocab_files_match_llama_tokenize_on_corpus() {
         ("qwen35", true),
         ("deepseek-coder", true),
         ("deepseek-llm", true),
+        ("gemma-4", true),
         ("llama-spm", false),
         ("phi-3", false),
         ("starcoder", true),
