@@ -378,6 +378,22 @@ fn smollm2_round_trips_random_text() {
             assert_eq!(tok.decode(&ids).unwrap(), text, "parse_special={ps}: {ids:?}");
         }
     }
+    // Any code point (unassigned, private use, controls, astral planes).
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..500 {
+        let text: String = (0..(state % 24))
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                char::from_u32(((state >> 33) % 0x11_0000) as u32).unwrap_or('\u{FFFD}')
+            })
+            .collect();
+        // SmolLM2 has no token for some bytes (0x04, 0xF2, ...): llama.cpp drops those bytes,
+        // and so must rayo; every other byte comes back in order.
+        let ids = tok.encode(&text, true, true).unwrap();
+        let got: Vec<u8> = ids.iter().flat_map(|&id| tok.token_bytes(id).unwrap().to_vec()).collect();
+        let want: Vec<u8> = text.bytes().filter(|&b| tok.token_id(&byte_char(b)).is_some()).collect();
+        assert_eq!(got, want, "{text:?} -> {ids:?}");
+    }
 }
 
 #[test]
