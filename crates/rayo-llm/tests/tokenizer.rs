@@ -133,9 +133,13 @@ fn check_corpus(name: &str, tok: &Tokenizer, round_trip: bool) {
                 bad.push(format!("{text:?} parse_special={ps}\n  want {want:?}\n  got  {got:?}"));
             }
             if round_trip {
-                // Without the BOS the model adds.
+                // The bytes come back (without the BOS the model adds), but for bytes the
+                // vocabulary has no token for, which llama.cpp drops (SmolLM2 lacks 0xF2, ...).
                 let skip = usize::from(tok.adds_bos() && !want.is_empty() && want.first().copied() == tok.bos());
-                assert_eq!(&tok.decode(&want[skip..]).unwrap(), text, "{name}: decode(encode(x)), parse_special={ps}");
+                let back: Vec<u8> = want[skip..].iter().flat_map(|&id| tok.token_bytes(id).unwrap().to_vec()).collect();
+                let has = |b: u8| tok.token_id(&byte_char(b)).is_some() || tok.token_id(&format!("<0x{b:02X}>")).is_some();
+                let kept: Vec<u8> = text.bytes().filter(|&b| has(b)).collect();
+                assert!(back == kept, "{name}: decode(encode({text:?})) = {:?}, parse_special={ps}", String::from_utf8_lossy(&back));
             }
         }
     }
