@@ -1,9 +1,11 @@
 //! The tokenizer a GGUF file describes in its `tokenizer.ggml.*` metadata, token for token as
 //! llama.cpp's `llama_tokenize` and `llama_token_to_piece` (`src/llama-vocab.cpp`).
 //!
-//! Two models: byte-level BPE (`gpt2`) with the pre-tokenizer `tokenizer.ggml.pre` names
-//! ([`pretokenize`]), and SentencePiece (`llama`, [`spm`]). Special tokens are cut out of the
-//! text first ([`special`]) when asked to.
+//! Models: byte-level BPE (`gpt2`) with the pre-tokenizer `tokenizer.ggml.pre` names
+//! (`pretokenize.rs`, `regex_class.rs`: gpt-2, llama-bpe, qwen2, qwen35, smollm/starcoder,
+//! falcon, deepseek-coder/-llm, default and their aliases), Gemma 4's BPE over characters
+//! (`gemma4`), and SentencePiece (`llama`, `spm.rs`). Special tokens are cut out of the text
+//! first (`special.rs`) when asked to. Anything else is an [`Error::Tokenizer`] naming it.
 //!
 //! ```no_run
 //! # fn main() -> rayo::Result<()> {
@@ -48,8 +50,8 @@ pub(crate) fn err(what: String) -> Error {
 /// Which algorithm turns a piece of text into ids.
 #[derive(Debug)]
 enum Model {
-    /// Byte-level BPE after a pre-tokenizer; `ignore_merges`: a word that is a token is taken
-    /// whole (llama3).
+    /// BPE after a pre-tokenizer (byte-level, or over characters for Gemma 4);
+    /// `ignore_merges`: a word that is a token is taken whole (llama3).
     Bpe { bpe: Box<Bpe>, pre: PreTokenizer, ignore_merges: bool },
     /// SentencePiece; `add_space_prefix`: a space before text that starts the input or follows
     /// a special token.
