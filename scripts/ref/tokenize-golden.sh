@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Writes crates/rayo-llm/tests/data/tokenizer-golden-smollm2.txt: the ids llama.cpp's
+# Writes crates/rayo-llm/tests/data/tokenizer-golden-NAME.txt: the ids llama.cpp's
 # llama-tokenize gives for every case of tests/data/tokenizer-corpus.txt (cases separated by a
-# "\n__case__\n" line) on SmolLM2-135M-Instruct, with special tokens parsed and not. Each case
-# is passed verbatim through a file (-f, --no-escape); BOS is added as the model asks (it
-# does not). Output: per case, "parse [ids]" and "noparse [ids]" lines, in corpus order.
-# Needs scripts/ref/llama-cpp.sh's build and scripts/fetch-smollm2.sh's model.
+# "\n__case__\n" line), with special tokens parsed and not, for SmolLM2-135M-Instruct (NAME
+# smollm2) and for llama.cpp's vocab-only files of the other tokenizer families rayo covers
+# (NAME = gpt-2, llama-bpe, qwen2, qwen35, deepseek-coder, deepseek-llm, gemma-4, llama-spm, phi-3,
+# starcoder); arguments, if any,
+# name the ones to regenerate. Each case is passed verbatim
+# through a file (-f, --no-escape); BOS is added as each model asks (llama-tokenize's
+# add_special = the model's add_bos). Output: per case, "parse [ids]" and "noparse [ids]".
+# Needs scripts/ref/llama-cpp.sh's build, scripts/fetch-smollm2.sh and scripts/fetch-vocabs.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$(scripts/ref/llama-cpp.sh)
-model=${RAYO_SMOLLM2:-$(scripts/fetch-smollm2.sh)}
+smollm2=${RAYO_SMOLLM2:-$(scripts/fetch-smollm2.sh)}
+vocab=${RAYO_VOCAB_DIR:-$(scripts/fetch-vocabs.sh)}
 data=crates/rayo-llm/tests/data
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -18,12 +23,19 @@ cases = open(sys.argv[1], encoding="utf-8", newline="").read().split("\n__case__
 for i, c in enumerate(cases):
     open(f"{sys.argv[2]}/{i:04d}.txt", "w", encoding="utf-8", newline="").write(c)
 PY
-out=$data/tokenizer-golden-smollm2.txt
-: > "$out.part"
-for f in "$tmp"/*.txt; do
-  p=$("$bin/llama-tokenize" -m "$model" -f "$f" --no-escape --ids --log-disable 2>/dev/null)
-  n=$("$bin/llama-tokenize" -m "$model" -f "$f" --no-escape --ids --log-disable --no-parse-special 2>/dev/null)
-  printf 'parse %s\nnoparse %s\n' "$p" "$n" >> "$out.part"
+golden() { # model-file name
+  local out=$data/tokenizer-golden-$2.txt
+  : > "$out.part"
+  for f in "$tmp"/*.txt; do
+    p=$("$bin/llama-tokenize" -m "$1" -f "$f" --no-escape --ids --log-disable 2>/dev/null)
+    n=$("$bin/llama-tokenize" -m "$1" -f "$f" --no-escape --ids --log-disable --no-parse-special 2>/dev/null)
+    printf 'parse %s\nnoparse %s\n' "$p" "$n" >> "$out.part"
+  done
+  mv "$out.part" "$out"
+  echo "$out: $(( $(wc -l < "$out") / 2 )) cases"
+}
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(smollm2 gpt-2 llama-bpe qwen2 qwen35 deepseek-coder deepseek-llm gemma-4 llama-spm phi-3 starcoder)
+for v in "${names[@]}"; do
+  if [ "$v" = smollm2 ]; then golden "$smollm2" smollm2; else golden "$vocab/ggml-vocab-$v.gguf" "$v"; fi
 done
-mv "$out.part" "$out"
-echo "$out: $(( $(wc -l < "$out") / 2 )) cases"

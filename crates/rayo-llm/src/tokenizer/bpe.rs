@@ -8,6 +8,7 @@ use std::collections::{BinaryHeap, HashMap};
 use rayo::gguf::Metadata;
 
 use super::err;
+use super::hash::BuildFastHasher;
 use super::unicode::byte_to_char_table;
 use super::vocab::{array, Vocab};
 use crate::Result;
@@ -16,7 +17,7 @@ use crate::Result;
 #[derive(Debug)]
 pub(crate) struct Bpe {
     /// (left id, right id) → (rank, merged id).
-    merges: HashMap<(u32, u32), (u32, u32), BuildPairHasher>,
+    merges: HashMap<(u32, u32), (u32, u32), BuildFastHasher>,
     /// The id of each byte's GPT-2 character, if the vocabulary has it.
     byte_ids: [Option<u32>; 256],
 }
@@ -43,7 +44,7 @@ impl Bpe {
         let key = "tokenizer.ggml.merges";
         let list = array(meta, key)?.ok_or_else(|| err(format!("{key} is missing")))?;
         let list = list.as_strs().ok_or_else(|| err(format!("{key} holds {}s, not strings", list.elem_type())))?;
-        let mut merges = HashMap::with_capacity_and_hasher(list.len(), BuildPairHasher);
+        let mut merges = HashMap::with_capacity_and_hasher(list.len(), BuildFastHasher);
         let mut joined = String::new();
         for (rank, m) in list.iter().enumerate() {
             // llama.cpp splits at the first space after the first byte.
@@ -69,23 +70,25 @@ impl Bpe {
         Ok(Bpe { merges, byte_ids })
     }
 
-    /// Appends the ids of one word (its raw UTF-8 bytes) to `out`.
+    /// Appends the ids of one word (its raw UTF-8 bytes) to `out`: byte-level BPE, where each
+    /// byte starts as its GPT-2 character (one missing from the vocabulary is dropped, as in
+    /// llama.cpp).
     pub fn encode_word(&self, word: &[u8], out: &mut Vec<u32>) {
-        let n = word.len();
-        if n == 0 {
+        if let [b] = word {
+            out.extend(self.byte_ids[*b as usize]);
             return;
         }
-        if n == 1 {
-            out.extend(self.byte_ids[word[0] as usize]);
-            return;
-        }
-        let mut syms: Vec<Symbol> = (0..n)
-            .map(|i| Symbol {
-                id: self.byte_ids[word[i] as usize],
-                prev: if i == 0 { NONE } else { i - 1 },
-                next: if i + 1 == n { NONE } else { i + 1 },
-                alive: true,
-            })
+        self.merge(word.iter().map(|&b| self.byte_ids[b as usize]).collect(), |id, _| out.extend(id));
+    }
+
+    /// Merges symbols that start as `ids` (`None`: not a token; it never merges) and hands each
+    /// final symbol to `emit` with the index of its first initial symbol, in order.
+    pub fn merge(&self, ids: Vec<Option<u32>>, mut emit: impl FnMut(Option<u32>, usize)) {
+        let n = ids.len();
+        let mut syms: Vec<Symbol> = ids
+            .into_iter()
+            .enumerate()
+            .map(|(i, id)| Symbol { id, prev: if i == 0 { NONE } else { i - 1 }, next: if i + 1 == n { NONE } else { i + 1 }, alive: true })
             .collect();
         // (rank, left index) smallest first; the pair ids tell a stale entry from a live one.
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(n);
@@ -118,42 +121,10 @@ impl Bpe {
             push(&mut heap, &syms, syms[l].prev, l);
             push(&mut heap, &syms, l, rn);
         }
-        let mut i = 0;
+        let mut i = if n == 0 { NONE } else { 0 };
         while i != NONE {
-            out.extend(syms[i].id);
+            emit(syms[i].id, i);
             i = syms[i].next;
         }
-    }
-}
-
-/// A fast hasher for the (id, id) merge keys (std's SipHash costs more than the merge loop).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct BuildPairHasher;
-
-impl std::hash::BuildHasher for BuildPairHasher {
-    type Hasher = PairHasher;
-    fn build_hasher(&self) -> PairHasher {
-        PairHasher(0)
-    }
-}
-
-/// Multiply-rotate hashing of the written integers.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct PairHasher(u64);
-
-impl std::hash::Hasher for PairHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }

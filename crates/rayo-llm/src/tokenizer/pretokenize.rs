@@ -1,9 +1,12 @@
 //! Pre-tokenizers: how a text is cut into words before BPE, ported from llama.cpp's
 //! hand-written splitters (`unicode_regex_split_custom_*` in `src/unicode.cpp`) and, for the
-//! simple character-class regexes llama.cpp runs through `std::regex` on its "collapsed" text,
-//! an equivalent scanner. Positions are code point indices; each pass cuts every piece of the
+//! character-class regexes llama.cpp runs through `std::regex`, equivalent scanners
+//! ([`super::regex_class`]). Positions are code point indices; each pass cuts every piece of the
 //! previous pass further (a piece's end is a hard boundary, as in llama.cpp).
 
+use super::regex_class::{
+    cjk, collapsed_letter, collapsed_number, collapsed_punct, collapsed_punct_or_sym, cr_lf, deepseek_letter, deepseek_punct, newline,
+};
 use super::unicode::{flags_of, Flags};
 
 /// A pre-tokenizer: llama.cpp's list of regexes for one `tokenizer.ggml.pre` family.
@@ -17,10 +20,19 @@ pub(crate) enum PreTokenizer {
     Llama3,
     /// Qwen2: as Llama 3 with single digits.
     Qwen2,
+    /// Qwen3.5: as Qwen2 with combining marks (`\p{M}`) in words.
+    Qwen35,
     /// llama.cpp's default (no or `default` pre type): punctuation runs, GPT-2, `\p{N}+`, digit triples.
     Default,
     /// Falcon: punctuation runs, GPT-2, digit triples.
     Falcon,
+    /// DeepSeek Coder: `[\r\n]`, `\s?\p{L}+`, `\s?\p{P}+`, CJK runs, `\p{N}`.
+    DeepseekCoder,
+    /// DeepSeek LLM: `[\r\n]`, `\s?` + runs of its letter list, of its punctuation list,
+    /// trailing whitespace, CJK runs, `\p{N}+`.
+    DeepseekLlm,
+    /// Gemma 4 (SentencePiece-style BPE): `[^\n]+|[\n]+` only.
+    Gemma4,
 }
 
 /// One pass over every piece.
@@ -29,6 +41,7 @@ enum Pass {
     Gpt2,
     Llama3,
     Qwen2,
+    Qwen35,
     /// Each `\p{N}` code point alone.
     EachNumber,
     /// Maximal runs of `\p{N}`.
@@ -37,7 +50,18 @@ enum Pass {
     PunctRuns,
     /// `[0-9][0-9][0-9]`, leftmost first.
     DigitTriples,
+    /// Each code point of a class alone.
+    Each(Class),
+    /// Maximal runs of a class.
+    Runs(Class),
+    /// `\s?` then a maximal run of a class.
+    SpaceThenRun(Class),
+    /// `\s+$`: the whitespace that ends the piece.
+    TrailingSpace,
 }
+
+/// A character class as a `std::regex` pass sees a code point.
+pub(super) type Class = fn(u32, Flags) -> bool;
 
 impl PreTokenizer {
     fn passes(self) -> &'static [Pass] {
@@ -46,8 +70,21 @@ impl PreTokenizer {
             PreTokenizer::Starcoder => &[Pass::EachNumber, Pass::Gpt2],
             PreTokenizer::Llama3 => &[Pass::Llama3],
             PreTokenizer::Qwen2 => &[Pass::Qwen2],
+            PreTokenizer::Qwen35 => &[Pass::Qwen35],
             PreTokenizer::Default => &[Pass::PunctRuns, Pass::Gpt2, Pass::NumberRuns, Pass::DigitTriples],
             PreTokenizer::Falcon => &[Pass::PunctRuns, Pass::Gpt2, Pass::DigitTriples],
+            PreTokenizer::Gemma4 => &[Pass::Runs(newline)],
+            PreTokenizer::DeepseekCoder => {
+                &[Pass::Each(cr_lf), Pass::SpaceThenRun(collapsed_letter), Pass::SpaceThenRun(collapsed_punct), Pass::Runs(cjk), Pass::EachNumber]
+            }
+            PreTokenizer::DeepseekLlm => &[
+                Pass::Each(cr_lf),
+                Pass::SpaceThenRun(deepseek_letter),
+                Pass::SpaceThenRun(deepseek_punct),
+                Pass::TrailingSpace,
+                Pass::Runs(cjk),
+                Pass::NumberRuns,
+            ],
         }
     }
 
@@ -64,12 +101,17 @@ impl PreTokenizer {
                 let mut s = Splitter { cpts, flags: &flags, lo, hi, prev: lo, out: &mut out };
                 match pass {
                     Pass::Gpt2 => s.gpt2(),
-                    Pass::Llama3 => s.llama3(false),
-                    Pass::Qwen2 => s.llama3(true),
+                    Pass::Llama3 => s.llama3(false, false),
+                    Pass::Qwen2 => s.llama3(true, false),
+                    Pass::Qwen35 => s.llama3(true, true),
                     Pass::EachNumber => s.class(collapsed_number, false),
                     Pass::NumberRuns => s.class(collapsed_number, true),
-                    Pass::PunctRuns => s.class(collapsed_punct, true),
+                    Pass::PunctRuns => s.class(collapsed_punct_or_sym, true),
                     Pass::DigitTriples => s.digit_triples(),
+                    Pass::Each(c) => s.class(c, false),
+                    Pass::Runs(c) => s.class(c, true),
+                    Pass::SpaceThenRun(c) => s.space_then_class_run(c),
+                    Pass::TrailingSpace => s.trailing_space(),
                 }
             }
             pieces = out;
@@ -78,37 +120,16 @@ impl PreTokenizer {
     }
 }
 
-/// `\p{N}` as llama.cpp's `std::regex` sees it on collapsed text: ASCII digits, and non-ASCII
-/// code points whose category is number (non-ASCII whitespace collapses to `\v` first).
-fn collapsed_number(c: u32, f: Flags) -> bool {
-    if c < 128 {
-        (b'0' as u32..=b'9' as u32).contains(&c)
-    } else {
-        !f.is_whitespace() && f.category() == Flags::NUMBER
-    }
-}
-
-/// `[\p{P}\$\+<=>\^~\|]` on collapsed text: ASCII punctuation (llama.cpp's list, which leaves
-/// out the backtick) and `$+<=>^~|`, and non-ASCII code points of category punctuation.
-fn collapsed_punct(c: u32, f: Flags) -> bool {
-    if c < 128 {
-        matches!(c as u8, b'!'..=b'#' | b'%'..=b'*' | b','..=b'/' | b':'..=b';' | b'?'..=b'@' | b'['..=b']' | b'_' | b'{' | b'}')
-            || matches!(c as u8, b'$' | b'+' | b'<' | b'=' | b'>' | b'^' | b'~' | b'|')
-    } else {
-        !f.is_whitespace() && f.category() == Flags::PUNCTUATION
-    }
-}
-
-const OUT_OF_RANGE: u32 = u32::MAX;
+pub(super) const OUT_OF_RANGE: u32 = u32::MAX;
 
 /// One piece `[lo, hi)` being cut; `prev` is where the next word starts.
-struct Splitter<'a> {
-    cpts: &'a [u32],
-    flags: &'a [Flags],
-    lo: usize,
-    hi: usize,
-    prev: usize,
-    out: &'a mut Vec<(usize, usize)>,
+pub(super) struct Splitter<'a> {
+    pub cpts: &'a [u32],
+    pub flags: &'a [Flags],
+    pub lo: usize,
+    pub hi: usize,
+    pub prev: usize,
+    pub out: &'a mut Vec<(usize, usize)>,
 }
 
 impl Splitter<'_> {
@@ -129,7 +150,7 @@ impl Splitter<'_> {
     }
 
     /// Ends the current word at `end`; returns its length.
-    fn add(&mut self, end: usize) -> usize {
+    pub fn add(&mut self, end: usize) -> usize {
         let len = end - self.prev;
         if len > 0 {
             self.out.push((self.prev, end));
@@ -223,9 +244,10 @@ impl Splitter<'_> {
         }
     }
 
-    /// llama.cpp's `unicode_regex_split_custom_llama3` (`single_digits`: `_qwen2`, `\p{N}`
-    /// instead of `\p{N}{1,3}`).
-    fn llama3(&mut self, single_digits: bool) {
+    /// llama.cpp's `unicode_regex_split_custom_llama3`; with `single_digits`, `_qwen2` (`\p{N}`
+    /// instead of `\p{N}{1,3}`); with `marks` too, `_qwen35` (`\p{M}` counts as a letter).
+    fn llama3(&mut self, single_digits: bool, marks: bool) {
+        let letter = |f: Flags| f.is_letter() || (marks && f.is_mark());
         let mut pos = self.lo;
         while pos < self.hi {
             let cpt = self.cpt(pos);
@@ -237,9 +259,9 @@ impl Splitter<'_> {
             }
             let newline = cpt == '\r' as u32 || cpt == '\n' as u32;
             // [^\r\n\p{L}\p{N}]?\p{L}+
-            if !(newline || flags.is_number()) && (flags.is_letter() || self.flags(pos + 1).is_letter()) {
+            if !(newline || flags.is_number()) && (letter(flags) || letter(self.flags(pos + 1))) {
                 pos += 1;
-                while self.flags(pos).is_letter() {
+                while letter(self.flags(pos)) {
                     pos += 1;
                 }
                 self.add(pos);
@@ -266,7 +288,7 @@ impl Splitter<'_> {
             // flags for "in range" here, not the one after the space)
             let space = cpt == ' ' as u32;
             let mut f2 = if space { self.flags(pos + 1) } else { flags };
-            let other = |f: Flags| !(f.is_whitespace() || f.is_letter() || f.is_number());
+            let other = |f: Flags| !(f.is_whitespace() || letter(f) || f.is_number());
             if other(f2) && flags.any() {
                 pos += space as usize;
                 while other(f2) && f2.any() {
@@ -302,41 +324,6 @@ impl Splitter<'_> {
             self.add(pos);
         }
     }
-
-    /// A one-class regex as `std::regex` splits with it: `[class]` (each match one code point)
-    /// or `[class]+` (`runs`: maximal runs); the text between matches becomes words too.
-    fn class(&mut self, class: fn(u32, Flags) -> bool, runs: bool) {
-        let mut pos = self.lo;
-        while pos < self.hi {
-            if class(self.cpts[pos], self.flags[pos]) {
-                self.add(pos);
-                pos += 1;
-                while runs && pos < self.hi && class(self.cpts[pos], self.flags[pos]) {
-                    pos += 1;
-                }
-                self.add(pos);
-            } else {
-                pos += 1;
-            }
-        }
-        self.add(self.hi);
-    }
-
-    /// `[0-9][0-9][0-9]`: three ASCII digits, leftmost first, without overlap.
-    fn digit_triples(&mut self) {
-        let digit = |c: u32| (b'0' as u32..=b'9' as u32).contains(&c);
-        let mut pos = self.lo;
-        while pos + 3 <= self.hi {
-            if (0..3).all(|k| digit(self.cpts[pos + k])) {
-                self.add(pos);
-                pos += 3;
-                self.add(pos);
-            } else {
-                pos += 1;
-            }
-        }
-        self.add(self.hi);
-    }
 }
 
 #[cfg(test)]
@@ -363,6 +350,12 @@ mod tests {
     fn llama3_groups_three_digits_and_newlines() {
         assert_eq!(words(PreTokenizer::Llama3, "1234567 I'M\n\n hi"), ["123", "456", "7", " I", "'M", "\n\n", " hi"]);
         assert_eq!(words(PreTokenizer::Qwen2, "12"), ["1", "2"]);
+    }
+
+    #[test]
+    fn deepseek_regex_passes() {
+        assert_eq!(words(PreTokenizer::DeepseekCoder, "  ab,\ncd 12"), [" ", " ab", ",", "\n", "cd", " ", "1", "2"]);
+        assert_eq!(words(PreTokenizer::DeepseekLlm, "x 中文  "), ["x", " ", "中文", "  "]);
     }
 
     #[test]

@@ -13,6 +13,7 @@ impl Flags {
     pub const UNDEFINED: u16 = 0x0001;
     pub const NUMBER: u16 = 0x0002;
     pub const LETTER: u16 = 0x0004;
+    pub const ACCENT_MARK: u16 = 0x0010;
     pub const PUNCTUATION: u16 = 0x0020;
     pub const WHITESPACE: u16 = 0x0100;
 
@@ -35,6 +36,10 @@ impl Flags {
     }
     pub fn is_letter(self) -> bool {
         self.0 & Flags::LETTER != 0
+    }
+    /// `\p{M}`.
+    pub fn is_mark(self) -> bool {
+        self.0 & Flags::ACCENT_MARK != 0
     }
     pub fn is_whitespace(self) -> bool {
         self.0 & Flags::WHITESPACE != 0
@@ -79,20 +84,10 @@ pub(crate) fn char_to_byte(c: char) -> Option<u8> {
     let cp = c as u32;
     match cp {
         0x21..=0x7E | 0xA1..=0xAC | 0xAE..=0xFF => Some(cp as u8),
-        0x100..=0x143 => {
-            // The (cp - 0x100)-th byte that is not printable.
-            let mut k = cp - 0x100;
-            for b in 0..=255u32 {
-                let printable = (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
-                if !printable {
-                    if k == 0 {
-                        return Some(b as u8);
-                    }
-                    k -= 1;
-                }
-            }
-            None
-        }
+        // The non-printable bytes in order: 0x00-0x20 (33), 0x7F-0xA0 (34), 0xAD.
+        0x100..=0x120 => Some((cp - 0x100) as u8),
+        0x121..=0x142 => Some((cp - 0x121 + 0x7F) as u8),
+        0x143 => Some(0xAD),
         _ => None,
     }
 }

@@ -2,11 +2,12 @@
 //! and the special ids (BOS, EOS, EOT, FIM, ...) with llama.cpp's defaults and its
 //! end-of-generation set (`llama_vocab::impl::load` in `src/llama-vocab.cpp`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use rayo::gguf::{GgufArray, GgufValue, Metadata};
 
 use super::err;
+use super::hash::TextIndex;
 use crate::Result;
 
 /// llama.cpp's `llama_token_attr` bits.
@@ -40,7 +41,7 @@ pub(crate) struct Vocab {
     pub texts: Vec<String>,
     pub scores: Vec<f32>,
     pub attrs: Vec<u16>,
-    pub to_id: HashMap<String, u32>,
+    pub to_id: TextIndex,
 }
 
 /// The special ids, `None` where the model has none.
@@ -127,14 +128,9 @@ impl Vocab {
             }
         };
 
-        let mut texts = Vec::with_capacity(n);
-        let mut to_id = HashMap::with_capacity(n);
-        for (i, t) in tokens.iter().enumerate() {
-            // llama.cpp renames empty tokens; a later duplicate text wins the map, as there.
-            let text = if t.is_empty() { format!("[EMPTY_{i}]") } else { t.clone() };
-            to_id.insert(text.clone(), i as u32);
-            texts.push(text);
-        }
+        // llama.cpp renames empty tokens; a later duplicate text wins the map, as there.
+        let texts: Vec<String> = tokens.iter().enumerate().map(|(i, t)| if t.is_empty() { format!("[EMPTY_{i}]") } else { t.clone() }).collect();
+        let to_id = TextIndex::new(&texts);
         Ok(Vocab { texts, scores, attrs, to_id })
     }
 
@@ -143,12 +139,12 @@ impl Vocab {
     }
 
     pub fn id(&self, text: &str) -> Option<u32> {
-        self.to_id.get(text).copied()
+        self.to_id.get(&self.texts, text)
     }
 
-    /// The first token (in id order) whose text is one of `names`.
+    /// The smallest id whose text is one of `names`.
     fn find(&self, names: &[&str]) -> Option<u32> {
-        (0..self.len() as u32).find(|&i| names.contains(&self.texts[i as usize].as_str()))
+        names.iter().filter_map(|t| self.id(t)).min()
     }
 
     /// Reads the special ids over `defaults` (llama.cpp's per-type defaults), detects the
@@ -268,17 +264,13 @@ impl Vocab {
             "<｜end▁of▁sentence｜>",
             "[e~[",
         ];
-        for (i, t) in self.texts.iter().enumerate() {
-            // Only the id the text map resolves to counts (a duplicate text has one id there).
-            if EOG_TEXTS.contains(&t.as_str()) && self.to_id.get(t) == Some(&(i as u32)) {
-                eog.insert(i as u32);
-                self.attrs[i] |= attr::CONTROL;
-            }
+        // (Through the text map, as llama.cpp: of two tokens with one text only the last counts.)
+        for id in EOG_TEXTS.iter().filter_map(|t| self.id(t)).collect::<Vec<_>>() {
+            eog.insert(id);
+            self.attrs[id as usize] |= attr::CONTROL;
         }
-        for (i, t) in self.texts.iter().enumerate() {
-            if matches!(t.as_str(), "<|channel|>" | "<|message|>" | "<|start|>" | "<|constrain|>") {
-                self.attrs[i] = attr::USER_DEFINED;
-            }
+        for id in ["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"].iter().filter_map(|t| self.id(t)).collect::<Vec<_>>() {
+            self.attrs[id as usize] = attr::USER_DEFINED;
         }
         eog.extend([s.eos, s.eot, s.eom].into_iter().flatten());
 
