@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../rayo-llm/tests/data");
-const TYPES: &[&str] = &["Q4_1", "Q8_0", "Q6_K", "Q4_K_M"];
+use common::llama_ref::{self, TYPES};
+
 /// The largest logit gap a differing argmax may have. llama.cpp's own greedy runs with flash
 /// attention on and off split at such gaps (scripts/ref/llm-refs.sh's -f32kv files): on Q8_0's
 /// fibonacci prompt, token 6, llama.cpp without flash attention picks rayo's token, which
@@ -45,43 +45,6 @@ fn model(ty: &str) -> Option<PathBuf> {
         assert!(o.status.success(), "rayo quantize {ty}: {}", String::from_utf8_lossy(&o.stderr));
     }
     Some(out)
-}
-
-/// One prompt of greedy-TYPE.txt.
-struct Greedy {
-    prompt: String,
-    prompt_ids: Vec<u32>,
-    gen_ids: Vec<u32>,
-    eog: i64,
-    text: String,
-}
-
-fn greedy_cases(ty: &str) -> Vec<Greedy> {
-    let text = std::fs::read_to_string(format!("{DATA}/greedy-{ty}.txt")).unwrap();
-    let mut out: Vec<Greedy> = vec![];
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
-        match key {
-            "prompt" => out.push(Greedy {
-                prompt: unescape(rest.split_once(' ').map_or("", |p| p.1)),
-                prompt_ids: vec![],
-                gen_ids: vec![],
-                eog: -1,
-                text: String::new(),
-            }),
-            "prompt_ids" => out.last_mut().unwrap().prompt_ids = ids(rest),
-            "gen_ids" => out.last_mut().unwrap().gen_ids = ids(rest),
-            "eog" => out.last_mut().unwrap().eog = rest.parse().unwrap(),
-            "text" => out.last_mut().unwrap().text = unescape(rest),
-            _ => {}
-        }
-    }
-    assert_eq!(out.len(), 8, "{ty}: prompts");
-    out
-}
-
-fn ids(s: &str) -> Vec<u32> {
-    s.split_whitespace().map(|v| v.parse().unwrap()).collect()
 }
 
 /// The first maximum (llama.cpp's greedy choice) and the runner-up.
@@ -122,11 +85,9 @@ fn greedy_tokens_equal_llama_cpp() {
         let Some(path) = model(ty) else { return };
         let m = Model::open(&path).unwrap();
         let (mut same, mut total, mut ties) = (0, 0, vec![]);
-        for case in greedy_cases(ty) {
+        for case in llama_ref::greedy(ty) {
             let (prompt_ids, mut want) = (case.prompt_ids.clone(), case.gen_ids.clone());
-            if case.eog >= 0 {
-                want.push(case.eog as u32);
-            }
+            want.extend(case.eog);
             let mut s = session(&m);
             let mut l = s.forward(&prompt_ids, Logits::Last).unwrap();
             for (k, &w) in want.iter().enumerate() {
@@ -150,13 +111,13 @@ fn greedy_tokens_equal_llama_cpp() {
 #[test]
 fn rayo_generate_prints_the_prompt_and_llama_cpp_s_greedy_text() {
     let Some(path) = model("Q4_1") else { return };
-    let cases = greedy_cases("Q4_1");
+    let cases = llama_ref::greedy("Q4_1");
     let m = Model::open(&path).unwrap();
     for c in &cases {
         assert_eq!(m.tokenizer().encode(&c.prompt, true, true).unwrap(), c.prompt_ids, "{:?}", c.prompt);
     }
     // The first prompt: llama.cpp's greedy text up to its near tie at token 5 (see above).
-    let want = &cases[0].text;
+    let want = String::from_utf8_lossy(&cases[0].text);
     let o = Command::new(env!("CARGO_BIN_EXE_rayo"))
         .args([
             "generate",
@@ -182,32 +143,6 @@ fn rayo_generate_prints_the_prompt_and_llama_cpp_s_greedy_text() {
     assert!(err.contains("prompt 5 tokens") && err.contains("generated 8 tokens"), "{err}");
 }
 
-fn unescape(s: &str) -> String {
-    let mut out = Vec::new();
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 1 < b.len() {
-            match b[i + 1] {
-                b'n' => out.push(b'\n'),
-                b'r' => out.push(b'\r'),
-                b't' => out.push(b'\t'),
-                b'\\' => out.push(b'\\'),
-                b'x' => {
-                    out.push(u8::from_str_radix(&s[i + 2..i + 4], 16).unwrap());
-                    i += 2;
-                }
-                c => out.extend([b'\\', c]),
-            }
-            i += 2;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Teacher-forced over ~300 tokens in one batch: rayo's argmax equals llama.cpp's at ≥ 99% of
 /// the positions that are not near ties in llama.cpp's own logits, every difference is a near
 /// tie, and the KL divergence from llama.cpp's distribution, over its
@@ -218,7 +153,7 @@ fn teacher_forced_logits_agree_with_llama_cpp() {
     for ty in TYPES {
         let Some(path) = model(ty) else { return };
         let m = Model::open(&path).unwrap();
-        let input = ids(&std::fs::read_to_string(format!("{DATA}/forced-ids.txt")).unwrap());
+        let input = llama_ref::forced_ids();
         let mut s = session(&m);
         let all = s.forward(&input, Logits::All).unwrap();
         let v = m.config().vocab_size;
@@ -226,14 +161,13 @@ fn teacher_forced_logits_agree_with_llama_cpp() {
             let bytes: Vec<u8> = all.iter().flat_map(|x| x.to_le_bytes()).collect();
             std::fs::write(Path::new(&dir).join(format!("rayo-forced-{ty}.f32")), bytes).unwrap();
         }
-        let text = std::fs::read_to_string(format!("{DATA}/forced-{ty}.txt")).unwrap();
+        let reference = llama_ref::forced(ty);
         let (mut same, mut n, mut kl_sum, mut kl_max, mut ties) = (0, 0, 0f64, 0f64, vec![]);
         // Positions where llama.cpp's own top two are more than `TIE` apart, and how many of
         // them rayo agrees on.
         let (mut clear, mut clear_same) = (0, 0);
-        for line in text.lines().filter(|l| l.starts_with("pos ")) {
-            let f: Vec<&str> = line.split(' ').collect();
-            let (pos, top1): (usize, u32) = (f[1].parse().unwrap(), f[3].parse().unwrap());
+        for r in &reference {
+            let (pos, top1) = (r.pos, r.top1);
             let l = &all[pos * v..(pos + 1) * v];
             n += 1;
             let agree = top2(l).0 == top1 as usize;
@@ -242,8 +176,7 @@ fn teacher_forced_logits_agree_with_llama_cpp() {
             } else {
                 ties.push(near_tie(&format!("{ty} position {pos}"), l, top1));
             }
-            let lp = |k: usize| -> f32 { f[4 + k].split_once(':').unwrap().1.parse().unwrap() };
-            if lp(0) - lp(1) > TIE {
+            if r.top[0].1 - r.top[1].1 > TIE {
                 clear += 1;
                 clear_same += agree as usize;
             }
@@ -251,9 +184,8 @@ fn teacher_forced_logits_agree_with_llama_cpp() {
             let mx = l.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
             let lse = mx + l.iter().map(|&x| (x as f64 - mx).exp()).sum::<f64>().ln();
             let (mut kl, mut p_top, mut q_top) = (0f64, 0f64, 0f64);
-            for pair in &f[4..] {
-                let (id, lp) = pair.split_once(':').unwrap();
-                let (lp, lq): (f64, f64) = (lp.parse().unwrap(), l[id.parse::<usize>().unwrap()] as f64 - lse);
+            for &(id, lp) in &r.top {
+                let (lp, lq) = (lp as f64, l[id as usize] as f64 - lse);
                 kl += lp.exp() * (lp - lq);
                 p_top += lp.exp();
                 q_top += lq.exp();
@@ -266,10 +198,8 @@ fn teacher_forced_logits_agree_with_llama_cpp() {
         let mean = kl_sum / n as f64;
         // llama.cpp against itself: flash attention with an f16 cache (the reference) and
         // without, with an f32 cache.
-        let top1 =
-            |t: &str| -> Vec<u32> { t.lines().filter(|l| l.starts_with("pos ")).map(|l| l.split(' ').nth(3).unwrap().parse().unwrap()).collect() };
-        let other = top1(&std::fs::read_to_string(format!("{DATA}/forced-{ty}-f32kv.txt")).unwrap());
-        let own = top1(&text).iter().zip(&other).filter(|(a, b)| a == b).count();
+        let other = llama_ref::forced(&format!("{ty}-f32kv"));
+        let own = reference.iter().zip(&other).filter(|(a, b)| a.top1 == b.top1).count();
         println!(
             "{ty}: teacher-forced top-1 agreement {same}/{n} = {:.2}% (llama.cpp with itself, flash attention on/off: {own}/{n}); where llama.cpp's top two are over {TIE} apart: {clear_same}/{clear}; near ties {ties:?}; KL(llama.cpp‖rayo) over top-32+rest: mean {mean:.5}, max {kl_max:.4}",
             100.0 * same as f64 / n as f64

@@ -1,6 +1,5 @@
 use super::*;
 use rayo::gguf::{GgufArray, GgufFile, GgufValue};
-use std::path::{Path, PathBuf};
 
 /// Templates rendered by Python jinja2 as transformers does (scripts/ref/chat-ref.py).
 const REFERENCE: &str = include_str!("../tests/data/chat-templates.txt");
@@ -102,19 +101,9 @@ fn smollm2_injects_its_system_prompt() {
     );
 }
 
-/// SmolLM2-135M-Instruct Q4_1 (`RAYO_SMOLLM2`, or where scripts/fetch-smollm2.sh puts it).
-fn smollm2(test: &str) -> Option<PathBuf> {
-    let path = match std::env::var_os("RAYO_SMOLLM2") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-    };
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_none(), "RAYO_REQUIRE_SMOLLM2 is set but {} is absent", path.display());
-    println!("SKIP {test}: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
-    None
-}
+#[path = "../tests/llama_ref/mod.rs"]
+mod llama_ref;
+use llama_ref::smollm2;
 
 #[test]
 fn smollm2_file_template_matches_the_reference() {

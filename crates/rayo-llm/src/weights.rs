@@ -108,9 +108,10 @@ fn matrix(file: &GgufFile, name: &str, rows: usize, cols: usize) -> Result<Weigh
     if t.shape.len() != 2 || t.shape[0] != cols as u64 || t.shape[1] != rows as u64 {
         return Err(shape_error(t, &[cols, rows]));
     }
-    let data = file.tensor_data(t)?;
-    let start = data.as_ptr() as usize - file.as_bytes().as_ptr() as usize;
-    let w = WeightRef { name: name.to_string(), ty: t.ty, rows, cols, range: start..start + data.len() };
+    // `tensor_data` checks the bytes lie in the file, so the offset fits a usize.
+    let len = file.tensor_data(t)?.len();
+    let start = (file.data_offset() + t.offset) as usize;
+    let w = WeightRef { name: name.to_string(), ty: t.ty, rows, cols, range: start..start + len };
     w.matrix(file).map_err(|e| Error::Model { what: format!("tensor {name}: {e}") })?;
     Ok(w)
 }

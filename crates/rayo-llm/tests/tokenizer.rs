@@ -2,6 +2,8 @@
 //! `.inp`/`.out` pairs, fetched by `scripts/fetch-vocabs.sh`), SmolLM2 on a committed corpus
 //! with ids from `llama-tokenize` (`scripts/ref/tokenize-golden.sh`), and hostile metadata.
 
+mod llama_ref;
+
 use std::path::{Path, PathBuf};
 
 use rayo::gguf::{GgufFile, Metadata};
@@ -100,14 +102,7 @@ fn llama_cpp_vocab_test_files() {
 }
 
 fn smollm2() -> Option<GgufFile> {
-    let path =
-        std::env::var_os("RAYO_SMOLLM2").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"));
-    if !path.exists() {
-        assert!(std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_none(), "RAYO_REQUIRE_SMOLLM2 is set but {} is absent", path.display());
-        println!("SKIP tokenizer: no SmolLM2 at {} (run scripts/fetch-smollm2.sh or set RAYO_SMOLLM2)", path.display());
-        return None;
-    }
-    Some(GgufFile::open(&path).unwrap())
+    llama_ref::smollm2("tokenizer").map(|p| GgufFile::open(p).unwrap())
 }
 
 /// The committed corpus and llama-tokenize's ids for it on model `name` (parse_special, then not).

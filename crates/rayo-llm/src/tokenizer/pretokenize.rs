@@ -208,6 +208,21 @@ impl Splitter<'_> {
         true
     }
 
+    /// The splitters' last alternatives at `pos`, before a run of `num_ws` whitespace code
+    /// points: `\s+(?!\S)` (the run but its last, when something follows), `\s+`, else one
+    /// code point. Ends the piece there and returns its end.
+    fn whitespace_or_one(&mut self, pos: usize, num_ws: usize) -> usize {
+        let end = if num_ws > 1 && self.cpt(pos + num_ws) != OUT_OF_RANGE {
+            pos + num_ws - 1
+        } else if num_ws > 0 {
+            pos + num_ws
+        } else {
+            pos + 1
+        };
+        self.add(end);
+        end
+    }
+
     /// llama.cpp's `unicode_regex_split_custom_gpt2`.
     fn gpt2(&mut self) {
         let other = |f: Flags| !(f.is_whitespace() || f.is_letter() || f.is_number()) && f.any();
@@ -227,20 +242,7 @@ impl Splitter<'_> {
                 continue;
             }
             let (num_ws, _) = self.whitespace_run(pos);
-            // \s+(?!\S)
-            if num_ws > 1 && self.cpt(pos + num_ws) != OUT_OF_RANGE {
-                pos += num_ws - 1;
-                self.add(pos);
-                continue;
-            }
-            // \s+
-            if num_ws > 0 {
-                pos += num_ws;
-                self.add(pos);
-                continue;
-            }
-            pos += 1;
-            self.add(pos);
+            pos = self.whitespace_or_one(pos, num_ws);
         }
     }
 
@@ -308,20 +310,7 @@ impl Splitter<'_> {
                 self.add(pos);
                 continue;
             }
-            // \s+(?!\S)
-            if num_ws > 1 && self.cpt(pos + num_ws) != OUT_OF_RANGE {
-                pos += num_ws - 1;
-                self.add(pos);
-                continue;
-            }
-            // \s+
-            if num_ws > 0 {
-                pos += num_ws;
-                self.add(pos);
-                continue;
-            }
-            pos += 1;
-            self.add(pos);
+            pos = self.whitespace_or_one(pos, num_ws);
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Readers for llama.cpp's reference files in `tests/data/` (made by `scripts/ref/llm-refs.sh`;
-//! the formats are documented in each file's header). A test target uses them with
-//! `mod llama_ref;`. Malformed files panic: they are committed test data, not user input.
+//! the formats are documented in each file's header), and the one lookup of the real model
+//! (`smollm2`). A test target uses them with `mod llama_ref;` (rayo-cli's tests and the chat
+//! unit tests include this file by `#[path]`). Malformed files panic: they are committed test
+//! data, not user input.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -46,8 +48,9 @@ pub struct Forced {
     pub top: Vec<(u32, f32)>,
 }
 
+/// `crates/rayo-llm/tests/data`, from any crate of the workspace that includes this file.
 pub fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../rayo-llm/tests/data")
 }
 
 fn read(name: &str) -> String {
@@ -146,13 +149,30 @@ pub fn forced(ty: &str) -> Vec<Forced> {
         .collect()
 }
 
-/// The model file of a variant: Q4_1 is `RAYO_SMOLLM2` or the fetch script's path; the others
-/// are what `scripts/ref/llm-refs.sh` (or `rayo quantize`) writes next to it in `.cache/models/`.
-pub fn model_path(ty: &str) -> PathBuf {
-    let q4_1 = match std::env::var_os("RAYO_SMOLLM2") {
+/// SmolLM2-135M-Instruct Q4_1: `RAYO_SMOLLM2`, or where scripts/fetch-smollm2.sh puts it.
+pub fn smollm2_path() -> PathBuf {
+    match std::env::var_os("RAYO_SMOLLM2") {
         Some(p) => PathBuf::from(p),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-    };
+    }
+}
+
+/// [`smollm2_path`] when the file is there, or `None` after a `SKIP` line naming `test`. With
+/// `RAYO_REQUIRE_SMOLLM2` set (as `scripts/test.sh` does), a missing model is a failure.
+pub fn smollm2(test: &str) -> Option<PathBuf> {
+    let path = smollm2_path();
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_none(), "RAYO_REQUIRE_SMOLLM2 is set but {} is absent", path.display());
+    println!("SKIP {test}: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
+    None
+}
+
+/// The model file of a variant: Q4_1 is [`smollm2_path`]; the others are what
+/// `scripts/ref/llm-refs.sh` (or `rayo quantize`) writes next to it in `.cache/models/`.
+pub fn model_path(ty: &str) -> PathBuf {
+    let q4_1 = smollm2_path();
     if ty == "Q4_1" {
         return q4_1;
     }
