@@ -199,6 +199,12 @@ pub trait Simd: Copy + Send + Sync + 'static {
         let v = if h & 0x7c00 == 0x7c00 { f32::from_bits(mag | 0x7f80_0000) } else { v };
         f32::from_bits(v.to_bits() | ((h & 0x8000) << 16))
     }
+    /// A hint to bring the cache line at `p` into L1 (weights streamed from DRAM in an order
+    /// the hardware prefetcher does not follow). Any address: a prefetch never faults.
+    #[inline(always)]
+    fn prefetch(self, p: *const u8) {
+        let _ = p;
+    }
     /// `Σ a[i]·b[i]` with `a` unsigned in `0..=127` and `b` signed (the bound keeps the pair
     /// sums of `maddubs` from saturating).
     fn dot_u8i8(self, a: Self::B, b: Self::B) -> Self::D;

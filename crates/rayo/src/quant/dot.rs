@@ -35,21 +35,34 @@ pub(crate) fn dot_matrix<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], 
     let row_len = w.len() / out.len();
     let nb = row_len / ty.type_size();
     macro_rules! each_row {
-        ($n:literal, $sums:expr, |$wr:ident, $rows:ident| $body:expr) => {{
+        ($n:literal, $sums:expr, |$wr:ident, $rows:ident| $body:expr) => {
+            each_row!(w, out, $n, $sums, |$wr, $rows| $body)
+        };
+        ($w:expr, $out:expr, $n:literal, $sums:expr, |$wr:ident, $rows:ident| $body:expr) => {{
             let $rows: [Row<'_, $n>; R] = core::array::from_fn(|r| Row::new::<$n>(&a[r], nb, $sums));
             let $rows = &$rows;
-            for ($wr, o) in w.chunks_exact(row_len).zip(out.iter_mut()) {
+            for ($wr, o) in $w.chunks_exact(row_len).zip($out.iter_mut()) {
                 *o = $body;
             }
         }};
     }
+    // The 32-value formats: one activation row (decoding) takes eight weight rows at a time.
+    macro_rules! legacy_fmt {
+        ($size:literal, $min:literal, $dec:expr) => {{
+            if R == 1 {
+                legacy_rows8::<S, R, $size, $min>(s, w, row_len, &Row::new::<32>(&a[0], nb, $min), out, $dec)
+            } else {
+                each_row!(32, $min, |wr, rows| legacy::<S, R, $size, $min>(s, wr, rows, $dec))
+            }
+        }};
+    }
     match ty {
-        Q4_0 => each_row!(32, true, |wr, rows| legacy::<S, R, 18, true>(s, wr, rows, dec_q4_0::<S>)),
-        Q4_1 => each_row!(32, true, |wr, rows| legacy::<S, R, 20, true>(s, wr, rows, dec_q4_1::<S>)),
-        Q5_0 => each_row!(32, true, |wr, rows| legacy::<S, R, 22, true>(s, wr, rows, dec_q5_0::<S>)),
-        Q5_1 => each_row!(32, true, |wr, rows| legacy::<S, R, 24, true>(s, wr, rows, dec_q5_1::<S>)),
-        Q8_0 => each_row!(32, false, |wr, rows| legacy::<S, R, 34, false>(s, wr, rows, dec_q8_0::<S>)),
-        Q8_1 => each_row!(32, false, |wr, rows| legacy::<S, R, 36, false>(s, wr, rows, dec_q8_1::<S>)),
+        Q4_0 => legacy_fmt!(18, true, dec_q4_0::<S>),
+        Q4_1 => legacy_fmt!(20, true, dec_q4_1::<S>),
+        Q5_0 => legacy_fmt!(22, true, dec_q5_0::<S>),
+        Q5_1 => legacy_fmt!(24, true, dec_q5_1::<S>),
+        Q8_0 => legacy_fmt!(34, false, dec_q8_0::<S>),
+        Q8_1 => legacy_fmt!(36, false, dec_q8_1::<S>),
         Q2_K => each_row!(256, false, |wr, rows| q2_k(s, wr, rows)),
         Q3_K => each_row!(256, false, |wr, rows| q3_k(s, wr, rows)),
         Q4_K => each_row!(256, false, |wr, rows| q4_k(s, wr, rows)),
@@ -92,23 +105,24 @@ fn dec_q8_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
     (s.bload(&b[4..]), f16_at(s, b, 0), 0.0)
 }
 
-/// Eight activation rows of a 32-value format, with their block scales and sums block-major
-/// (`d[i][r]`: row `r`'s scale of block `i`), so that the eight products of a weight block are
-/// scaled as one vector.
-pub(crate) struct Tile8<'a> {
-    rows: [Row<'a>; 8],
+/// Eight activation rows of a 32-value format, block-major: block `i` of the eight rows is
+/// `qs[i]` (256 contiguous bytes), their scales and sums `d[i][r]`, `sums[i][r]`, so that the
+/// eight products of a weight block read one place and are scaled as one vector.
+pub(crate) struct Tile8 {
+    qs: Vec<[[u8; 32]; 8]>,
     d: Vec<[f32; 8]>,
     sums: Vec<[f32; 8]>,
 }
 
-impl<'a> Tile8<'a> {
+impl Tile8 {
     /// The rows cut to `nb` blocks of 32.
-    pub(crate) fn new(a: &[ActRow<'a>; 8], nb: usize) -> Tile8<'a> {
+    pub(crate) fn new(a: &[ActRow<'_>; 8], nb: usize) -> Tile8 {
         let with_sums = !a[0].sums.is_empty();
-        let rows: [Row<'a>; 8] = core::array::from_fn(|r| Row::new::<32>(&a[r], nb, with_sums));
+        let rows: [Row<'_>; 8] = core::array::from_fn(|r| Row::new::<32>(&a[r], nb, with_sums));
+        let qs = (0..nb).map(|i| core::array::from_fn(|r| rows[r].qs[i])).collect();
         let d = (0..nb).map(|i| core::array::from_fn(|r| rows[r].d[i])).collect();
         let sums = if with_sums { (0..nb).map(|i| core::array::from_fn(|r| rows[r].sums[i])).collect() } else { vec![[0.0; 8]; nb] };
-        Tile8 { rows, d, sums }
+        Tile8 { qs, d, sums }
     }
 }
 
@@ -117,7 +131,7 @@ impl<'a> Tile8<'a> {
 /// scaling was a convert, a broadcast and an FMA per block). `false` (nothing written) for
 /// the other formats.
 #[inline(always)]
-pub(crate) fn dot_tile8<S: Simd>(s: S, ty: GgmlType, w: &[u8], t: &Tile8<'_>, out: &mut [[f32; 8]]) -> bool {
+pub(crate) fn dot_tile8<S: Simd>(s: S, ty: GgmlType, w: &[u8], t: &Tile8, out: &mut [[f32; 8]]) -> bool {
     use GgmlType::*;
     match ty {
         Q4_0 => tile8::<S, 18, true>(s, w, t, out, dec_q4_0::<S>),
@@ -135,7 +149,7 @@ pub(crate) fn dot_tile8<S: Simd>(s: S, ty: GgmlType, w: &[u8], t: &Tile8<'_>, ou
 fn tile8<S: Simd, const SIZE: usize, const MIN: bool>(
     s: S,
     w: &[u8],
-    t: &Tile8<'_>,
+    t: &Tile8,
     out: &mut [[f32; 8]],
     decode: impl Fn(S, &[u8]) -> (S::B, f32, f32),
 ) {
@@ -147,17 +161,17 @@ fn tile8<S: Simd, const SIZE: usize, const MIN: bool>(
     for (wr, o) in w.chunks_exact(row_len).zip(out.iter_mut()) {
         let wb = &wr.as_chunks::<SIZE>().0[..nb];
         let (mut acc, mut macc) = ([0f32; 8], [0f32; 8]);
-        for (i, b) in wb.iter().enumerate() {
+        // Zipped, not indexed: no bounds checks in the loop.
+        for (((b, y8), da), sa) in wb.iter().zip(&t.qs).zip(&t.d).zip(&t.sums) {
             let (q, dw, mw) = decode(s, b);
             // A loop, not `array::from_fn`: its closure may be compiled outside the vectorized
             // context, the intrinsics in it then calls.
             let mut isum = [s.dzero(); 8];
-            for (r, v) in isum.iter_mut().enumerate() {
-                let y = s.bload(&t.rows[r].qs[i]);
+            for (v, y) in isum.iter_mut().zip(y8) {
+                let y = s.bload(y);
                 *v = if MIN { s.dot_u8i8(q, y) } else { s.dot_i8i8(q, y) };
             }
             let si = s.dsum8(&isum);
-            let (da, sa) = (&t.d[i], &t.sums[i]);
             for r in 0..8 {
                 acc[r] += si[r] as f32 * (dw * da[r]);
             }
@@ -204,6 +218,69 @@ fn legacy<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
         out[r] = s.fsum(acc[0][r]) + s.fsum(acc[1][r]) + (msum[0][r] + msum[1][r]);
     }
     out
+}
+
+/// How many groups of eight rows ahead [`legacy_rows8`] prefetches.
+const PREFETCH_GROUPS: usize = 2;
+
+/// [`legacy`] for one activation row (decoding), eight weight rows at a time: per block, the
+/// activation block is loaded once, the eight integer dots are summed horizontally together
+/// ([`Simd::dsum8`]) and scaled as one vector, and the eight results need no horizontal sum
+/// at the end (a row is only 18–48 blocks: per row, that sum and the per-block scaling were
+/// half the time). `out[j][0]` is written. Each row's arithmetic is its own lane's, so a row
+/// gets the same bits whichever rows share its group (a last group of fewer than eight
+/// repeats its last row): the result does not depend on how threads split the rows.
+#[inline(always)]
+fn legacy_rows8<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
+    s: S,
+    w: &[u8],
+    row_len: usize,
+    a: &Row<'_>,
+    out: &mut [[f32; R]],
+    decode: impl Fn(S, &[u8]) -> (S::B, f32, f32),
+) {
+    let nb = a.d.len();
+    for (g, (w8, o8)) in w.chunks(8 * row_len).zip(out.chunks_mut(8)).enumerate() {
+        // The group after the next is fetched as this one runs: eight streams 18–48 blocks
+        // long are too short for the hardware prefetcher (from DRAM, 2–3× slower without).
+        let ahead = w.as_ptr().wrapping_add((g + PREFETCH_GROUPS) * 8 * row_len);
+        // (A loop, not `array::from_fn`: see `tile8`.)
+        let n = o8.len();
+        let mut rows: [&[[u8; SIZE]]; 8] = [&[]; 8];
+        for (k, r) in rows.iter_mut().enumerate() {
+            let k = k.min(n - 1);
+            *r = &w8[k * row_len..(k + 1) * row_len].as_chunks::<SIZE>().0[..nb];
+        }
+        let (mut acc, mut macc) = ([0f32; 8], [0f32; 8]);
+        for i in 0..nb {
+            // The group ahead in address order, 8·SIZE bytes per block step.
+            for l in 0..(8 * SIZE).div_ceil(64) {
+                s.prefetch(ahead.wrapping_add(8 * SIZE * i + 64 * l));
+            }
+            let y = s.bload(&a.qs[i]);
+            let mut isum = [s.dzero(); 8];
+            let (mut dw, mut mw) = ([0f32; 8], [0f32; 8]);
+            for k in 0..8 {
+                let (q, d, m) = decode(s, &rows[k][i]);
+                isum[k] = if MIN { s.dot_u8i8(q, y) } else { s.dot_i8i8(q, y) };
+                (dw[k], mw[k]) = (d, m);
+            }
+            let si = s.dsum8(&isum);
+            let da = a.d[i];
+            for k in 0..8 {
+                acc[k] += si[k] as f32 * (dw[k] * da);
+            }
+            if MIN {
+                let sa = a.sums[i];
+                for k in 0..8 {
+                    macc[k] += mw[k] * sa;
+                }
+            }
+        }
+        for (k, o) in o8.iter_mut().enumerate() {
+            o[0] = acc[k] + macc[k];
+        }
+    }
 }
 
 /// One activation row cut to `nb` blocks of `N` values.

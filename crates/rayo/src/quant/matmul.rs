@@ -150,18 +150,7 @@ pub fn matmul_with(backend: Backend, act: Activations, w: &QuantMatrix<'_>, x: &
     let acts = act_ty.map(|t| dispatch!(backend, |s| QActs::quantize(s, t, x, w.cols)));
     let threads = if w.bytes.len().saturating_mul(m) < PAR_GRAIN { 1 } else { par.thread_count().min(w.rows) };
     let job = Job { backend, w, x, acts: acts.as_ref(), m };
-    if m == 1 {
-        job.split(0, w.rows, y, threads);
-    } else {
-        // Threads own whole weight rows, so they fill `yᵀ` (rows × m); transposed at the end.
-        let mut yt = vec![0f32; want];
-        job.split(0, w.rows, &mut yt, threads);
-        for (j, col) in yt.chunks_exact(m).enumerate() {
-            for (i, v) in col.iter().enumerate() {
-                y[i * w.rows + j] = *v;
-            }
-        }
-    }
+    job.split(0, w.rows, y, threads);
     Ok(())
 }
 
@@ -178,35 +167,48 @@ struct Job<'a, 'w> {
 }
 
 impl Job<'_, '_> {
-    /// Weight rows `r0..r1` into `yt` (`(r1 − r0) × m`), over `p` threads.
-    fn split(&self, r0: usize, r1: usize, yt: &mut [f32], p: usize) {
+    /// Weight rows `r0..r1` into `out` (`m × (r1 − r0)`, row-major: columns `r0..r1` of `y`),
+    /// over `p` threads; each thread fills its own columns, copied into `out` at the end.
+    fn split(&self, r0: usize, r1: usize, out: &mut [f32], p: usize) {
         if p <= 1 {
-            return dispatch_dots!(self.backend, |s| self.rows(s, r0, r1, yt));
+            return dispatch_dots!(self.backend, |s| self.rows(s, r0, r1, out));
         }
         let mid = r0 + (r1 - r0) * (p / 2) / p;
-        let (a, b) = yt.split_at_mut((mid - r0) * self.m);
-        both(|| self.split(r0, mid, a, p / 2), || self.split(mid, r1, b, p - p / 2));
+        if self.m == 1 {
+            let (a, b) = out.split_at_mut(mid - r0);
+            both(|| self.split(r0, mid, a, p / 2), || self.split(mid, r1, b, p - p / 2));
+            return;
+        }
+        let (mut a, mut b) = (vec![0f32; self.m * (mid - r0)], vec![0f32; self.m * (r1 - mid)]);
+        both(|| self.split(r0, mid, &mut a, p / 2), || self.split(mid, r1, &mut b, p - p / 2));
+        for ((o, a), b) in out.chunks_exact_mut(r1 - r0).zip(a.chunks_exact(mid - r0)).zip(b.chunks_exact(r1 - mid)) {
+            o[..mid - r0].copy_from_slice(a);
+            o[mid - r0..].copy_from_slice(b);
+        }
     }
 
     #[inline(always)]
-    fn rows<S: crate::cpu::simd::Simd>(&self, s: S, r0: usize, r1: usize, yt: &mut [f32]) {
+    fn rows<S: crate::cpu::simd::Simd>(&self, s: S, r0: usize, r1: usize, out: &mut [f32]) {
         let (m, ty, cols) = (self.m, self.w.ty, self.w.cols);
         let row_len = self.w.bytes.len() / self.w.rows;
         if let Some(a) = self.acts {
-            return self.quantized_rows(s, a, r0, r1, row_len, yt);
+            return self.quantized_rows(s, a, r0, r1, row_len, out);
         }
         // The f32 path: each weight row against every tile of activation rows.
+        let width = r1 - r0;
         let xr = |i: usize| &self.x[i * cols..(i + 1) * cols];
-        for (j, out) in (r0..r1).zip(yt.chunks_exact_mut(m)) {
+        for j in r0..r1 {
             let wrow = self.w.row(j);
             let mut i = 0;
             while i + TILE <= m {
                 let rows: [&[f32]; TILE] = core::array::from_fn(|t| xr(i + t));
-                out[i..i + TILE].copy_from_slice(&dot_f32::dot_rows_f32(s, ty, wrow, &rows));
+                for (t, v) in dot_f32::dot_rows_f32(s, ty, wrow, &rows).into_iter().enumerate() {
+                    out[(i + t) * width + j - r0] = v;
+                }
                 i += TILE;
             }
-            for (i, o) in out.iter_mut().enumerate().skip(i) {
-                *o = dot_f32::dot_rows_f32(s, ty, wrow, &[xr(i)])[0];
+            for i in i..m {
+                out[i * width + j - r0] = dot_f32::dot_rows_f32(s, ty, wrow, &[xr(i)])[0];
             }
         }
     }
@@ -215,23 +217,23 @@ impl Job<'_, '_> {
     /// [`TILE`] activation rows (then the rows left over), the format matched and the
     /// activation rows cut into blocks once per block of weight rows, not once per weight row.
     #[inline(always)]
-    fn quantized_rows<S: crate::cpu::simd::Simd>(&self, s: S, a: &QActs, r0: usize, r1: usize, row_len: usize, yt: &mut [f32]) {
-        let (m, ty) = (self.m, self.w.ty);
+    fn quantized_rows<S: crate::cpu::simd::Simd>(&self, s: S, a: &QActs, r0: usize, r1: usize, row_len: usize, out: &mut [f32]) {
+        let (m, ty, width) = (self.m, self.w.ty, r1 - r0);
         if m == 1 {
             // Decoding: every weight row in one call.
             let w = &self.w.bytes[r0 * row_len..r1 * row_len];
-            return dot::dot_matrix(s, ty, w, &[a.row(0)], yt.as_chunks_mut::<1>().0);
+            return dot::dot_matrix(s, ty, w, &[a.row(0)], out.as_chunks_mut::<1>().0);
         }
         let tiles: Vec<[ActRow<'_>; TILE]> = (0..m / TILE).map(|t| core::array::from_fn(|k| a.row(t * TILE + k))).collect();
         // The 32-value formats scale a tile's eight products as one vector (block-major scales).
         let nb = self.w.cols / ty.block_size();
-        let tiles8: Vec<dot::Tile8<'_>> = if ty.block_size() == 32 { tiles.iter().map(|t| dot::Tile8::new(t, nb)).collect() } else { Vec::new() };
+        let tiles8: Vec<dot::Tile8> = if ty.block_size() == 32 { tiles.iter().map(|t| dot::Tile8::new(t, nb)).collect() } else { Vec::new() };
         let rest: Vec<ActRow<'_>> = (m / TILE * TILE..m).map(|i| a.row(i)).collect();
         let (mut tile_out, mut row_out) = ([[0f32; TILE]; ROW_BLOCK], [[0f32; 1]; ROW_BLOCK]);
         for j0 in (r0..r1).step_by(ROW_BLOCK) {
             let n = ROW_BLOCK.min(r1 - j0);
             let w = &self.w.bytes[j0 * row_len..(j0 + n) * row_len];
-            let out = &mut yt[(j0 - r0) * m..(j0 - r0 + n) * m];
+            let c = j0 - r0;
             for (t, tile) in tiles.iter().enumerate() {
                 // (No closure here: one would be compiled outside the vectorized context.)
                 let done = match tiles8.get(t) {
@@ -241,14 +243,16 @@ impl Job<'_, '_> {
                 if !done {
                     dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]);
                 }
-                for (o, v) in out.chunks_exact_mut(m).zip(&tile_out[..n]) {
-                    o[t * TILE..(t + 1) * TILE].copy_from_slice(v);
+                for r in 0..TILE {
+                    for (o, v) in out[(t * TILE + r) * width + c..][..n].iter_mut().zip(&tile_out[..n]) {
+                        *o = v[r];
+                    }
                 }
             }
             for (i, row) in rest.iter().enumerate() {
                 dot::dot_matrix(s, ty, w, &[*row], &mut row_out[..n]);
-                for (o, v) in out.chunks_exact_mut(m).zip(&row_out[..n]) {
-                    o[m / TILE * TILE + i] = v[0];
+                for (o, v) in out[(m / TILE * TILE + i) * width + c..][..n].iter_mut().zip(&row_out[..n]) {
+                    *o = v[0];
                 }
             }
         }

@@ -198,6 +198,11 @@ impl Simd for Avx2 {
         unsafe { super::bytes256::bits(bits) }
     }
     #[inline(always)]
+    fn prefetch(self, p: *const u8) {
+        // SAFETY: a prefetch reads nothing architecturally and never faults, at any address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
+    }
+    #[inline(always)]
     fn dot_u8i8(self, a: __m256i, b: __m256i) -> __m256i {
         // SAFETY: register-only; the token proves AVX2.
         unsafe { super::bytes256::dot_u8i8(a, b) }

@@ -279,6 +279,11 @@ impl<const VNNI: bool> Simd for Avx512<VNNI> {
         unsafe { _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32))) }
     }
     #[inline(always)]
+    fn prefetch(self, p: *const u8) {
+        // SAFETY: a prefetch reads nothing architecturally and never faults, at any address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
+    }
+    #[inline(always)]
     fn dot_u8i8(self, a: __m256i, b: __m256i) -> __m256i {
         if VNNI {
             // SAFETY: an `Avx512<true>` is made only where the CPU has avx512vnni and avx512vl.
