@@ -20,6 +20,9 @@ pub fn open_model(path: &Path) -> Result<Model, String> {
 }
 
 /// The backends `--backend` takes for a model.
+#[cfg(feature = "cuda")]
+pub const LLM_BACKENDS: &[&str] = &["cpu", "cuda"];
+#[cfg(not(feature = "cuda"))]
 pub const LLM_BACKENDS: &[&str] = &["cpu"];
 
 /// A session on the named backend, its KV cache holding `context` positions.
@@ -36,6 +39,11 @@ impl Engine {
         let opts = SessionOptions { context, kv_type, ..SessionOptions::default() };
         let run: Box<dyn Forward> = match backend {
             "cpu" => Box::new(Session::new(model, Cpu::new(model.file().clone(), threads), opts).map_err(|e| e.to_string())?),
+            #[cfg(feature = "cuda")]
+            "cuda" => {
+                let cuda = rayo_llm::cuda::Cuda::new(model.file().clone()).map_err(|e| e.to_string())?;
+                Box::new(Session::new(model, cuda, opts).map_err(|e| e.to_string())?)
+            }
             other => return Err(format!("backend {other:?} cannot run a model (available: {})", LLM_BACKENDS.join(", "))),
         };
         Ok(Engine { run })

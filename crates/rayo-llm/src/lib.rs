@@ -11,6 +11,8 @@ pub mod backend;
 pub mod chat;
 pub mod config;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod generate;
 pub mod model;
 pub mod sample;

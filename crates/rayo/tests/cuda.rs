@@ -545,3 +545,50 @@ fn a_user_kernel_cannot_poison_the_cache() {
     gemm_check(&dev, GemmKernel::naive(33, 9, 17), &mut rng, None);
     assert_eq!(dev.cached_kernels(), 2, "the built-in kernel is a separate entry");
 }
+
+#[test]
+fn quantized_matvec_matches_f64_for_every_format() {
+    use rayo::cuda::QFormat;
+    use rayo::quant::{self, GgmlType};
+    let Some(dev) = device("quantized_matvec_matches_f64_for_every_format") else { return };
+    let mut rng = Rng(0x5eed_0a11);
+    let pairs = [
+        (QFormat::F32, GgmlType::F32),
+        (QFormat::Q4_0, GgmlType::Q4_0),
+        (QFormat::Q4_1, GgmlType::Q4_1),
+        (QFormat::Q5_0, GgmlType::Q5_0),
+        (QFormat::Q5_1, GgmlType::Q5_1),
+        (QFormat::Q8_0, GgmlType::Q8_0),
+    ];
+    for (fmt, ty) in pairs {
+        for (rows, cols, m) in [(1, 32, 1), (67, 96, 1), (13, 576, 3), (130, 1536, 2)] {
+            let wf = rng.vec(rows * cols, -1.0, 1.0);
+            let bytes = quant::quantize_to_vec(ty, &wf).unwrap();
+            let mut wd = vec![0f32; rows * cols];
+            quant::dequantize(ty, &bytes, &mut wd).unwrap();
+            let x = rng.vec(m * cols, -2.0, 2.0);
+            let want: Vec<f64> = (0..m)
+                .flat_map(|r| {
+                    let (x, wd) = (&x, &wd);
+                    (0..rows).map(move |j| (0..cols).map(|c| wd[j * cols + c] as f64 * x[r * cols + c] as f64).sum())
+                })
+                .collect();
+            let w = dev.upload_bytes(&bytes).unwrap();
+            let xb = dev.upload(&x).unwrap();
+            // one row more than needed, poisoned: the kernel must not write past m rows
+            let mut y = poisoned(&dev, (m + 1) * rows);
+            dev.qmatvec(fmt, &w, rows, cols, &xb, m, &mut y).unwrap();
+            let got = dev.download(&y).unwrap();
+            close(&format!("qmatvec {fmt:?} {rows}x{cols} m {m}"), &got[..m * rows], &want, 1e-4, 1e-3 * (cols as f64).sqrt());
+            assert!(got[m * rows..].iter().all(|v| v.is_nan()), "qmatvec {fmt:?} wrote past its rows");
+        }
+    }
+    // hostile sizes are errors before any launch
+    let w = dev.upload_bytes(&[0u8; 18]).unwrap();
+    let x = dev.upload(&[0.0; 32]).unwrap();
+    let mut y = dev.zeros(1).unwrap();
+    assert!(dev.qmatvec(QFormat::Q4_0, &w, 1, 31, &x, 1, &mut y).is_err());
+    assert!(dev.qmatvec(QFormat::Q4_0, &w, 2, 32, &x, 1, &mut y).is_err());
+    assert!(dev.qmatvec(QFormat::Q4_0, &w, 1, 32, &x, 2, &mut y).is_err());
+    assert!(dev.qmatvec(QFormat::Q4_0, &w, usize::MAX, 32, &x, 1, &mut y).is_err());
+}

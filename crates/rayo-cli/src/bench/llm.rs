@@ -1,6 +1,6 @@
 //! `rayo bench --model FILE`: llama-bench's two rows for a model — `pp64`, a 64-token prompt in
 //! one batch into an empty KV cache, and `tg64`, 64 tokens decoded one at a time from position
-//! 0 — as tokens per second, the mean of several repetitions after a warm-up run (as
+//! 0 (on CUDA `pp512` and `tg128`, the rows llama.cpp's CUDA figures use) — as tokens per second, the mean of several repetitions after a warm-up run (as
 //! llama-bench does). Token ids are arbitrary (speed does not depend on them).
 
 use crate::llm::{open_model, Engine};
@@ -8,9 +8,14 @@ use crate::out::{errln, outln};
 use std::path::Path;
 use std::time::Instant;
 
-/// Tokens of each row.
-const PP: usize = 64;
-const TG: usize = 64;
+/// Tokens of each row: (prompt, generated).
+fn rows(backend: &str) -> (usize, usize) {
+    if backend == "cuda" {
+        (512, 128)
+    } else {
+        (64, 64)
+    }
+}
 /// Timed repetitions after the warm-up.
 const REPS: usize = 5;
 
@@ -29,30 +34,32 @@ pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result
         outln!("{:<6} {:<8} {:>7} {:>12} {:>10}", "op", "backend", "threads", "tokens/s", "ms");
     }
     let threads = if threads.is_empty() { vec![1] } else { threads.to_vec() };
+    let (pp_n, tg_n) = rows(backend);
+    let (pp_op, tg_op) = (format!("pp{pp_n}"), format!("tg{tg_n}"));
     for &t in &threads {
-        let mut engine = Engine::new(&m, backend, t, PP.max(TG))?;
+        let mut engine = Engine::new(&m, backend, t, pp_n.max(tg_n))?;
         let vocab = m.config().vocab_size as u32;
-        let tokens: Vec<u32> = (0..PP as u32).map(|i| (i * 7919 + 13) % vocab).collect();
+        let tokens: Vec<u32> = (0..pp_n.max(tg_n) as u32).map(|i| (i * 7919 + 13) % vocab).collect();
         let mut pp = || -> Result<f64, String> {
             engine.rewind(0);
             let t0 = Instant::now();
-            engine.forward_last(&tokens)?;
+            engine.forward_last(&tokens[..pp_n])?;
             Ok(t0.elapsed().as_secs_f64())
         };
         pp()?;
         let pp_s = (0..REPS).map(|_| pp()).sum::<Result<f64, String>>()? / REPS as f64;
-        report(json, &name, "pp64", backend, t, PP, pp_s);
+        report(json, &name, &pp_op, backend, t, pp_n, pp_s);
         let mut tg = || -> Result<f64, String> {
             engine.rewind(0);
             let t0 = Instant::now();
-            for &tok in tokens.iter().take(TG) {
+            for &tok in tokens.iter().take(tg_n) {
                 engine.forward_last(&[tok])?;
             }
             Ok(t0.elapsed().as_secs_f64())
         };
         tg()?;
         let tg_s = (0..REPS).map(|_| tg()).sum::<Result<f64, String>>()? / REPS as f64;
-        report(json, &name, "tg64", backend, t, TG, tg_s);
+        report(json, &name, &tg_op, backend, t, tg_n, tg_s);
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! from [`rayo::quant`] threaded over weight rows, element-wise ops from [`rayo::slice`].
 
 mod attention;
-mod rope;
+pub(crate) mod rope;
 mod workers;
 
 use crate::backend::{Backend, KvType};

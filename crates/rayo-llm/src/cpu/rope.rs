@@ -7,19 +7,35 @@ use crate::config::{Config, RopeStyle};
 /// Rotates `q` (`m` rows of `n_head` heads) and `k` (`m` rows of `n_head_kv` heads) for the
 /// positions `pos0..pos0 + m`.
 pub fn rope(cfg: &Config, q: &mut [f32], k: &mut [f32], pos0: usize) {
-    let half = cfg.n_rot / 2;
-    let scale = cfg.rope_base.powf(-2.0 / cfg.n_rot as f32);
-    let mut cs = vec![(0f32, 0f32); half];
+    let mut cs = vec![(0f32, 0f32); cfg.n_rot / 2];
     for (i, (qr, kr)) in q.chunks_exact_mut(cfg.q_width()).zip(k.chunks_exact_mut(cfg.kv_width())).enumerate() {
-        let mut theta = (pos0 + i) as f32;
-        for c in cs.iter_mut() {
-            *c = (theta.cos(), theta.sin());
-            theta *= scale;
-        }
+        angles(cfg, pos0 + i, &mut cs);
         for head in qr.chunks_exact_mut(cfg.head_dim).chain(kr.chunks_exact_mut(cfg.head_dim)) {
             rotate(cfg.rope_style, &mut head[..cfg.n_rot], &cs);
         }
     }
+}
+
+/// `(cos θᵢ, sin θᵢ)` of each pair at `pos`.
+fn angles(cfg: &Config, pos: usize, cs: &mut [(f32, f32)]) {
+    let scale = cfg.rope_base.powf(-2.0 / cfg.n_rot as f32);
+    let mut theta = pos as f32;
+    for c in cs.iter_mut() {
+        *c = (theta.cos(), theta.sin());
+        theta *= scale;
+    }
+}
+
+/// The angles of positions `0..positions` as a GPU backend's table: `(cos, sin)` of each pair,
+/// position-major, the same bits as [`rope`] uses.
+pub fn table(cfg: &Config, positions: usize) -> Vec<f32> {
+    let mut cs = vec![(0f32, 0f32); cfg.n_rot / 2];
+    let mut out = Vec::with_capacity(positions * cfg.n_rot);
+    for pos in 0..positions {
+        angles(cfg, pos, &mut cs);
+        out.extend(cs.iter().flat_map(|&(c, s)| [c, s]));
+    }
+    out
 }
 
 fn rotate(style: RopeStyle, x: &mut [f32], cs: &[(f32, f32)]) {

@@ -1,16 +1,22 @@
 //! The kernel library: each kernel is a Rust value of its parameters (shape, tile, options) that
 //! builds a checked [`PtxKernel`] for a target SM.
 
+mod attention;
 mod common;
 mod gemm;
 mod norm;
+mod qmatvec;
 mod reduce;
+mod rope;
 mod rowloop;
 mod softmax;
 
+pub use attention::{AttentionKernel, KvStoreKernel};
 pub use gemm::{GemmKernel, GemmVariant};
 pub use norm::{NormKernel, NormKind};
+pub use qmatvec::{QFormat, QMatvecKernel};
 pub use reduce::{ReduceCombine, ReduceKernel, ReduceLoad};
+pub use rope::{RopeKernel, RopePairs};
 pub use softmax::SoftmaxKernel;
 
 use crate::ptx::{CheckError, PtxKernel, PtxModule};
@@ -82,6 +88,16 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
         v.push(Box::new(SoftmaxKernel::new(cols, true)));
         v.push(Box::new(NormKernel::new(NormKind::LayerNorm, cols, 1e-5)));
         v.push(Box::new(NormKernel::new(NormKind::RmsNorm, cols, 1e-5)));
+    }
+    // the LLM engine's kernels
+    v.extend(QFormat::ALL.map(|f| Box::new(QMatvecKernel::new(f)) as Box<dyn Kernel>));
+    v.push(Box::new(RopeKernel::new(RopePairs::Adjacent)));
+    v.push(Box::new(RopeKernel::new(RopePairs::HalfSplit)));
+    for f16 in [true, false] {
+        v.push(Box::new(KvStoreKernel::new(f16)));
+        for (hd, positions) in [(64, 8192), (128, 2048), (32, 10240)] {
+            v.extend(AttentionKernel::new(hd, positions, f16).map(|a| Box::new(a) as Box<dyn Kernel>));
+        }
     }
     // GEMM: one kernel per variant (the shape is a parameter)
     v.push(Box::new(GemmKernel::naive(1024, 1024, 1024)));

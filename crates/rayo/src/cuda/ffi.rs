@@ -40,6 +40,10 @@ pub(crate) fn single_stream_mode(ctx: &Arc<CudaContext>) {
 pub(crate) enum Arg<'a> {
     In(&'a CudaSlice<f32>),
     Out(&'a mut CudaSlice<f32>),
+    /// Bytes read (quantized weights, an f16 cache).
+    BytesIn(&'a CudaSlice<u8>),
+    /// Bytes written.
+    BytesOut(&'a mut CudaSlice<u8>),
     U32(u32),
     F32(f32),
 }
@@ -47,7 +51,7 @@ pub(crate) enum Arg<'a> {
 impl Arg<'_> {
     fn ty(&self) -> PtxType {
         match self {
-            Arg::In(_) | Arg::Out(_) => PtxType::U64,
+            Arg::In(_) | Arg::Out(_) | Arg::BytesIn(_) | Arg::BytesOut(_) => PtxType::U64,
             Arg::U32(_) => PtxType::U32,
             Arg::F32(_) => PtxType::F32,
         }
@@ -81,6 +85,8 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
         match a {
             Arg::In(x) => b.arg(*x),
             Arg::Out(o) => b.arg(&mut **o),
+            Arg::BytesIn(x) => b.arg(*x),
+            Arg::BytesOut(o) => b.arg(&mut **o),
             Arg::U32(v) => b.arg(&*v),
             Arg::F32(v) => b.arg(&*v),
         };

@@ -23,13 +23,15 @@ pub mod dispatch;
 mod elementwise;
 mod ffi;
 mod graph;
+mod llm;
 mod ops;
 mod pinned;
 
 pub use crate::ops::ReduceOp;
-pub use buffer::DeviceBuffer;
+pub use buffer::{DeviceBuffer, DeviceBytes};
 pub use device::{is_available, CudaDevice, DeviceInfo};
 pub use elementwise::{variants as elementwise_variants, Expr, FusedKernel, MAX_INPUTS, MAX_SCALARS};
 pub use graph::{BufId, CudaGraph, GraphBuilder};
+pub use llm::{AttentionShape, QFormat, RopePairs};
 pub use pinned::PinnedBuffer;
 pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel};

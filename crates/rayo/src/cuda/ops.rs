@@ -227,7 +227,7 @@ impl CudaDevice {
     }
 }
 
-fn check_eps(op: &'static str, eps: f32) -> Result<()> {
+pub(super) fn check_eps(op: &'static str, eps: f32) -> Result<()> {
     if !(eps.is_finite() && eps >= 0.0) {
         return Err(Error::InvalidParameter { op, name: "eps", value: eps as f64, reason: "must be finite and >= 0" });
     }

@@ -1,0 +1,237 @@
+//! The CUDA backend (feature `cuda`): weights uploaded once, as the file holds them, and
+//! multiplied in place by rayo's PTX kernels ([`rayo::cuda`]); activations, the KV cache and
+//! RoPE's angle table live on the device. The host sends token rows and reads logits.
+//!
+//! Formats with a quantized kernel (F32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) are uploaded as they
+//! are; the others (F16, BF16, the k-quants) are dequantized to f32 at load until their
+//! kernels land (4–8× their bytes on the device, logged).
+
+use crate::backend::{Backend, KvType};
+use crate::config::{Config, RopeStyle};
+use crate::weights::WeightRef;
+use rayo::cuda::{AttentionShape, CudaDevice, DeviceBuffer, DeviceBytes, Expr, QFormat, RopePairs};
+use rayo::gguf::GgufFile;
+use rayo::ops::{BinaryOp, UnaryOp};
+use rayo::quant::{self, GgmlType};
+use rayo::{Error, Result};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A weight matrix on the device.
+pub struct CudaWeight {
+    host: WeightRef,
+    fmt: QFormat,
+    rows: usize,
+    cols: usize,
+    bytes: DeviceBytes,
+}
+
+/// The KV cache of every layer, and the shape its kernels take.
+pub struct CudaKv {
+    shape: AttentionShape,
+    k: Vec<DeviceBytes>,
+    v: Vec<DeviceBytes>,
+}
+
+/// The CUDA backend of one model file.
+pub struct Cuda {
+    dev: CudaDevice,
+    file: Arc<GgufFile>,
+    /// Uploaded weights by tensor name (a tied LM head is the embedding table, uploaded once).
+    weights: HashMap<String, Arc<CudaWeight>>,
+    /// RoPE's `(cos, sin)` table for the cache's positions (made with the cache).
+    rope: Option<DeviceBuffer>,
+    /// Spare buffers by length: an op writing `x` from `x` computes into a spare and swaps.
+    spare: HashMap<usize, DeviceBuffer>,
+    row: Vec<f32>,
+}
+
+impl Cuda {
+    /// A backend on CUDA device 0 for the weights of `file`. No driver or no device is an
+    /// error that names the CPU backend as the alternative.
+    pub fn new(file: Arc<GgufFile>) -> Result<Cuda> {
+        let dev = CudaDevice::new().map_err(|e| match e {
+            Error::NoDevice { reason, .. } => Error::NoDevice { api: "cuda", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") },
+            e => e,
+        })?;
+        Ok(Cuda { dev, file, weights: HashMap::new(), rope: None, spare: HashMap::new(), row: Vec::new() })
+    }
+
+    /// The device the backend runs on.
+    pub fn device(&self) -> &CudaDevice {
+        &self.dev
+    }
+
+    /// A spare buffer of `len` values.
+    fn take_spare(&mut self, len: usize) -> Result<DeviceBuffer> {
+        match self.spare.remove(&len) {
+            Some(b) => Ok(b),
+            None => self.dev.zeros(len),
+        }
+    }
+}
+
+/// The kernel format of a GGUF type, or `None` where the weights are dequantized at load.
+fn kernel_format(ty: GgmlType) -> Option<QFormat> {
+    Some(match ty {
+        GgmlType::F32 => QFormat::F32,
+        GgmlType::Q4_0 => QFormat::Q4_0,
+        GgmlType::Q4_1 => QFormat::Q4_1,
+        GgmlType::Q5_0 => QFormat::Q5_0,
+        GgmlType::Q5_1 => QFormat::Q5_1,
+        GgmlType::Q8_0 => QFormat::Q8_0,
+        _ => return None,
+    })
+}
+
+impl Backend for Cuda {
+    type Weight = Arc<CudaWeight>;
+    type Vector = DeviceBuffer;
+    type Buf = DeviceBuffer;
+    type Kv = CudaKv;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Arc<CudaWeight>> {
+        if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
+            return Err(Error::Model { what: format!("tensor {} comes from another file than this backend's", w.name) });
+        }
+        if let Some(up) = self.weights.get(&w.name) {
+            return Ok(Arc::clone(up));
+        }
+        let m = w.matrix(file)?;
+        let (rows, cols) = (m.rows(), m.cols());
+        if cols % 32 != 0 {
+            return Err(Error::Model { what: format!("tensor {} has rows of {cols} values: the CUDA kernels take multiples of 32", w.name) });
+        }
+        let (fmt, bytes) = match kernel_format(m.ty()) {
+            Some(f) => (f, self.dev.upload_bytes(m.bytes())?),
+            None => {
+                log::info!("cuda: {} ({:?}) dequantized to f32 on the device (no kernel for its format yet)", w.name, m.ty());
+                let mut f = vec![0f32; rows * cols];
+                quant::dequantize(m.ty(), m.bytes(), &mut f)?;
+                (QFormat::F32, self.dev.upload_bytes(bytemuck::cast_slice(&f))?)
+            }
+        };
+        let up = Arc::new(CudaWeight { host: w.clone(), fmt, rows, cols, bytes });
+        self.weights.insert(w.name.clone(), Arc::clone(&up));
+        Ok(up)
+    }
+
+    fn vector(&mut self, v: &[f32]) -> Result<DeviceBuffer> {
+        self.dev.upload(v)
+    }
+
+    fn buffer(&mut self, len: usize) -> Result<DeviceBuffer> {
+        self.dev.zeros(len)
+    }
+
+    fn kv_cache(&mut self, cfg: &Config, positions: usize, ty: KvType) -> Result<CudaKv> {
+        let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions, f16: ty == KvType::F16 };
+        let bytes = shape.layer_bytes().ok_or(Error::SizeOverflow { op: "cuda kv_cache", dims: vec![positions, cfg.kv_width()] })?;
+        let mut k = Vec::with_capacity(cfg.n_layer);
+        let mut v = Vec::with_capacity(cfg.n_layer);
+        for _ in 0..cfg.n_layer {
+            k.push(self.dev.zero_bytes(bytes)?);
+            v.push(self.dev.zero_bytes(bytes)?);
+        }
+        self.rope = Some(self.dev.upload(&crate::cpu::rope::table(cfg, positions))?);
+        Ok(CudaKv { shape, k, v })
+    }
+
+    fn embed(&mut self, table: &Arc<CudaWeight>, tokens: &[u32], x: &mut DeviceBuffer) -> Result<()> {
+        // the rows come from the file in host memory (a few KB per token)
+        let w = table.host.matrix(&self.file)?;
+        let cols = w.cols();
+        self.row.resize(cols, 0.0);
+        for (i, &t) in tokens.iter().enumerate() {
+            if t as usize >= w.rows() {
+                return Err(Error::Model { what: format!("token id {t} is past the vocabulary of {} tokens", w.rows()) });
+            }
+            quant::dequantize(w.ty(), w.row(t as usize), &mut self.row)?;
+            self.dev.write_at(x, i * cols, &self.row)?;
+        }
+        Ok(())
+    }
+
+    fn rms_norm(&mut self, x: &DeviceBuffer, w: &DeviceBuffer, eps: f32, m: usize, out: &mut DeviceBuffer) -> Result<()> {
+        self.dev.rms_norm_rows(x, w, m, w.len(), eps, out)
+    }
+
+    fn matmul(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer) -> Result<()> {
+        self.dev.qmatvec(w.fmt, &w.bytes, w.rows, w.cols, x, m, out)
+    }
+
+    fn add_bias(&mut self, x: &mut DeviceBuffer, b: &DeviceBuffer, m: usize) -> Result<()> {
+        // (qwen2's q/k/v biases: through the host until a broadcast kernel lands)
+        let width = b.len();
+        let mut xs = vec![0f32; m * width];
+        let mut bs = vec![0f32; width];
+        self.dev.download_prefix(x, &mut xs)?;
+        self.dev.download_prefix(b, &mut bs)?;
+        for row in xs.chunks_exact_mut(width) {
+            row.iter_mut().zip(&bs).for_each(|(v, b)| *v += b);
+        }
+        self.dev.write_at(x, 0, &xs)
+    }
+
+    fn add(&mut self, x: &mut DeviceBuffer, y: &DeviceBuffer, len: usize) -> Result<()> {
+        let mut out = self.take_spare(x.len())?;
+        let e = Expr::input(0).combine(BinaryOp::Add, Expr::input(1));
+        self.dev.elementwise_n(&e, &[&*x, y], &mut out, len)?;
+        std::mem::swap(x, &mut out);
+        self.spare.insert(out.len(), out);
+        Ok(())
+    }
+
+    fn swiglu(&mut self, gate: &mut DeviceBuffer, up: &DeviceBuffer, len: usize) -> Result<()> {
+        let mut out = self.take_spare(gate.len())?;
+        let e = Expr::input(0).apply(UnaryOp::Swish).combine(BinaryOp::Mul, Expr::input(1));
+        self.dev.elementwise_n(&e, &[&*gate, up], &mut out, len)?;
+        std::mem::swap(gate, &mut out);
+        self.spare.insert(out.len(), out);
+        Ok(())
+    }
+
+    fn rope(&mut self, cfg: &Config, q: &mut DeviceBuffer, k: &mut DeviceBuffer, m: usize, pos0: usize) -> Result<()> {
+        let table = self.rope.as_ref().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
+        let pairs = match cfg.rope_style {
+            RopeStyle::Adjacent => RopePairs::Adjacent,
+            RopeStyle::HalfSplit => RopePairs::HalfSplit,
+        };
+        self.dev.rope_rows(pairs, q, k, table, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)
+    }
+
+    fn attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut CudaKv,
+        layer: usize,
+        q: &DeviceBuffer,
+        k: &DeviceBuffer,
+        v: &DeviceBuffer,
+        m: usize,
+        pos0: usize,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        let (kc, vc) = match (kv.k.get_mut(layer), kv.v.get_mut(layer)) {
+            (Some(kc), Some(vc)) => (kc, vc),
+            _ => return Err(Error::Model { what: format!("layer {layer} is past the cache's {} layers", kv.k.len()) }),
+        };
+        self.dev.kv_store(&kv.shape, k, v, m, pos0, kc, vc)?;
+        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+        // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
+        let round_q = kv.shape.f16 && m < 64;
+        self.dev.attention_rows(&kv.shape, q, kc, vc, m, pos0, scale, round_q, out)
+    }
+
+    fn copy_row(&mut self, x: &DeviceBuffer, row: usize, width: usize, out: &mut DeviceBuffer) -> Result<()> {
+        self.dev.copy_within_device(x, row * width, out, 0, width)
+    }
+
+    fn read(&mut self, x: &DeviceBuffer, out: &mut [f32]) -> Result<()> {
+        self.dev.download_prefix(x, out)
+    }
+}

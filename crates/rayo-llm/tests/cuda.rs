@@ -1,0 +1,125 @@
+//! The CUDA engine against the CPU engine on SmolLM2 (the same file, the same tokens): logits
+//! of a teacher-forced text (batched prefill and one token at a time), top-1 agreement, and
+//! greedy continuations of the committed prompts. Without a device every test prints a `SKIP`
+//! line (`RAYO_REQUIRE_CUDA=1` makes that a failure); without the model, as the other tests.
+#![cfg(feature = "cuda")]
+
+#[path = "llama_ref/mod.rs"]
+mod llama_ref;
+
+use rayo_llm::cpu::Cpu;
+use rayo_llm::cuda::Cuda;
+use rayo_llm::{Forward, Logits, Model, Session, SessionOptions};
+use std::sync::Arc;
+
+/// The CUDA backend for `model`, or `None` after a SKIP line.
+fn cuda(test: &str, model: &Model) -> Option<Cuda> {
+    match Cuda::new(Arc::clone(model.file())) {
+        Ok(c) => {
+            println!("cuda device: {}", c.device().info());
+            Some(c)
+        }
+        Err(e) => {
+            let required = std::env::var("RAYO_REQUIRE_CUDA").map(|v| v == "1").unwrap_or(false);
+            assert!(!required, "RAYO_REQUIRE_CUDA=1 but no CUDA device: {e}");
+            println!("SKIP cuda: {test} ({e})");
+            None
+        }
+    }
+}
+
+/// The models to compare: SmolLM2 Q4_1 and, where `rayo quantize` made it, its Q4_K_M mix.
+fn models(test: &str) -> Vec<(String, Model)> {
+    let Some(q4_1) = llama_ref::smollm2(test) else { return vec![] };
+    let mut out = vec![("Q4_1".to_string(), Model::open(&q4_1).unwrap())];
+    let kmix = llama_ref::model_path("Q4_K_M");
+    if kmix.exists() {
+        out.push(("Q4_K_M".to_string(), Model::open(&kmix).unwrap()));
+    } else {
+        println!("note: {} absent, Q4_1 only", kmix.display());
+    }
+    out
+}
+
+fn argmax(v: &[f32]) -> usize {
+    v.iter().enumerate().fold(0, |b, (i, &x)| if x > v[b] { i } else { b })
+}
+
+/// Runs `tokens` through `run` in batches of `batch` (or one at a time), all logits.
+fn logits(run: &mut dyn Forward, tokens: &[u32], batch: usize) -> Vec<f32> {
+    run.rewind(0);
+    tokens.chunks(batch).flat_map(|c| run.forward(c, Logits::All).unwrap()).collect()
+}
+
+#[test]
+fn logits_agree_with_the_cpu_engine() {
+    let ids = llama_ref::forced_ids();
+    for (ty, model) in models("logits_agree_with_the_cpu_engine") {
+        let Some(gpu) = cuda("logits_agree_with_the_cpu_engine", &model) else { return };
+        let opts = SessionOptions { context: 512, ..SessionOptions::default() };
+        let mut g = Session::new(&model, gpu, opts).unwrap();
+        let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2), opts).unwrap();
+        let vocab = model.config().vocab_size;
+        for (how, batch) in [("prefill in batches of 128", 128), ("one token at a time", 1)] {
+            let n = if batch == 1 { 96 } else { ids.len() };
+            let (lg, lc) = (logits(&mut g, &ids[..n], batch), logits(&mut c, &ids[..n], batch));
+            assert_eq!(lg.len(), n * vocab);
+            let (mut agree, mut worst, mut clear, mut clear_agree) = (0, 0f32, 0, 0);
+            for (p, (rg, rc)) in lg.chunks_exact(vocab).zip(lc.chunks_exact(vocab)).enumerate() {
+                assert!(rg.iter().all(|v| v.is_finite()), "{ty} {how}: position {p}: non-finite logits on CUDA");
+                let d = rg.iter().zip(rc).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+                worst = worst.max(d);
+                let (tg, tc) = (argmax(rg), argmax(rc));
+                agree += (tg == tc) as usize;
+                // the CPU engine's margin between its top two
+                let second = rc.iter().enumerate().filter(|&(i, _)| i != tc).map(|(_, &v)| v).fold(f32::MIN, f32::max);
+                if rc[tc] - second > 0.5 {
+                    clear += 1;
+                    clear_agree += (tg == tc) as usize;
+                }
+            }
+            let pct = 100.0 * agree as f64 / n as f64;
+            println!("{ty} {how}: {n} positions, top-1 agreement {pct:.2}% ({clear_agree}/{clear} where the CPU's top two are > 0.5 apart), max |Δlogit| {worst:.4}");
+            assert_eq!(clear_agree, clear, "{ty} {how}: a clear argmax differs");
+            assert!(pct >= 99.0, "{ty} {how}: top-1 agreement {pct:.2}% < 99%");
+            assert!(worst < 1.0, "{ty} {how}: max |Δlogit| {worst}");
+        }
+    }
+}
+
+#[test]
+fn greedy_text_equals_the_cpu_engine() {
+    for (ty, model) in models("greedy_text_equals_the_cpu_engine") {
+        let Some(gpu) = cuda("greedy_text_equals_the_cpu_engine", &model) else { return };
+        let opts = SessionOptions { context: 256, ..SessionOptions::default() };
+        let mut g = Session::new(&model, gpu, opts).unwrap();
+        let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2), opts).unwrap();
+        let tok = model.tokenizer();
+        let (mut same, mut total) = (0, 0);
+        for r in llama_ref::greedy(&ty) {
+            let (ids, prompt) = (r.prompt_ids, r.prompt);
+            let run = |s: &mut dyn Forward| -> Vec<u32> {
+                s.rewind(0);
+                let mut out = vec![];
+                let mut last = s.forward(&ids, Logits::Last).unwrap();
+                for _ in 0..32 {
+                    let t = argmax(&last) as u32;
+                    out.push(t);
+                    if tok.is_eog(t) {
+                        break;
+                    }
+                    last = s.forward(&[t], Logits::Last).unwrap();
+                }
+                out
+            };
+            let (a, b) = (run(&mut g), run(&mut c));
+            // equal up to the first near tie of the CPU engine is what can be asked; count
+            let n = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            println!("{ty}: {:?}: {n}/{} tokens equal", prompt.chars().take(40).collect::<String>(), b.len());
+            same += n;
+            total += b.len();
+            assert_eq!(a, b, "{ty}: greedy text differs on {prompt:?}");
+        }
+        println!("{ty}: greedy {same}/{total} tokens equal to the CPU engine's");
+    }
+}

@@ -1,0 +1,261 @@
+//! Causal grouped-query attention over a KV cache, and the store of new K/V rows into it.
+//!
+//! [`AttentionKernel`]: one block per (query head, query row); row `i` is at position
+//! `pos0 + i` and attends to positions `0..=pos0 + i` of its KV head. Three passes through the
+//! block's shared memory: scores (scaled dots with the keys), their exponentials after the
+//! block's maximum, then the weighted sum of the values divided by the sum. The cache is f16
+//! (as llama.cpp keeps it) or f32, `positions × n_head_kv × head_dim` per layer.
+
+use super::common::*;
+use super::{Kernel, LaunchConfig};
+use crate::ptx::*;
+
+/// Parameters: `q` (m × n_head × head_dim f32), `k_cache`, `v_cache` (one layer), `out`
+/// (m × n_head × head_dim f32) (u64); `n_head`, `n_head_kv`, `pos0` (u32), `scale` (f32),
+/// `round_q` (u32: nonzero rounds the query to f16 first, as llama.cpp's one-row kernel).
+/// Built for a head size and a largest position count (the scores live in shared memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AttentionKernel {
+    head_dim: u32,
+    max_positions: u32,
+    f16: bool,
+}
+
+impl AttentionKernel {
+    pub const THREADS: u32 = 128;
+    /// The most positions one kernel holds scores for (48 KB of shared memory in all).
+    pub const MAX_POSITIONS: u32 = 10240;
+
+    /// `None` unless `head_dim` divides 128 (and is at least 8) and `positions` fits.
+    pub fn new(head_dim: u32, positions: u32, f16: bool) -> Option<AttentionKernel> {
+        if head_dim < 8 || !Self::THREADS.is_multiple_of(head_dim) || positions == 0 || positions > Self::MAX_POSITIONS {
+            return None;
+        }
+        // kernels for 1024, 2048, ... positions: a context of any length shares one
+        let max_positions = positions.next_power_of_two().clamp(1024, Self::MAX_POSITIONS);
+        Some(AttentionKernel { head_dim, max_positions, f16 })
+    }
+
+    pub fn max_positions(&self) -> u32 {
+        self.max_positions
+    }
+
+    pub fn launch(&self, n_head: u32, m: u32) -> LaunchConfig {
+        LaunchConfig { grid: (n_head.max(1), m.max(1), 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
+    }
+}
+
+/// Element `idx` of a cache (f16 or f32) at `base`, as f32.
+fn ld_cache(k: &mut PtxKernel, f16: bool, base: Reg, idx: Reg) -> Reg {
+    if f16 {
+        let a = k.elem_addr(base, idx, 2);
+        let h = k.ld(Space::Global, PtxType::B16, Addr::reg(a));
+        k.cvt(F, PtxType::F16, h)
+    } else {
+        let a = k.elem_addr(base, idx, 4);
+        k.ld(Space::Global, F, Addr::reg(a))
+    }
+}
+
+/// A shared f32 array's element address (u32).
+fn smem_at(k: &mut PtxKernel, name: &str, idx: Reg) -> Reg {
+    let base = k.mov(U, Operand::Symbol(name.to_string()));
+    k.fma(U, idx, 4u32, base)
+}
+
+/// `for (t = start; t < n; t += step) body(t)`.
+fn count(k: &mut PtxKernel, start: Reg, n: Reg, step: u32, body: impl FnOnce(&mut PtxKernel, Reg)) {
+    let t = k.mov(U, start);
+    let (top, end) = (k.new_label("t"), k.new_label("t_end"));
+    k.label(&top);
+    let out = k.setp(Cmp::Ge, U, t, n);
+    k.bra_if(out, false, &end);
+    body(k, t);
+    k.bin_to(BinOp::Add, t, t, step);
+    k.bra(&top);
+    k.label(&end);
+}
+
+impl Kernel for AttentionKernel {
+    fn name(&self) -> String {
+        format!("attention_{}_hd{}_p{}", if self.f16 { "f16" } else { "f32" }, self.head_dim, self.max_positions)
+    }
+
+    fn build(&self, _sm: u32) -> PtxKernel {
+        let (hd, threads, f16) = (self.head_dim, Self::THREADS, self.f16);
+        let mut k = PtxKernel::new(&self.name());
+        for p in ["q", "k_cache", "v_cache", "out"] {
+            k.add_param(p, PtxType::U64);
+        }
+        for p in ["n_head", "n_head_kv", "pos0"] {
+            k.add_param(p, U);
+        }
+        k.add_param("scale", F);
+        k.add_param("round_q", U);
+        k.launch_bounds((threads, 1, 1), None);
+        let sq = k.shared_array("sq", F, hd, 16);
+        let ss = k.shared_array("ss", F, self.max_positions, 16);
+        let sred = k.shared_array("sred", F, threads, 16);
+        let swarp = k.shared_array("swarp", F, threads / 32, 4);
+        let q = k.ld_param_ptr("q");
+        let kc = k.ld_param_ptr("k_cache");
+        let vc = k.ld_param_ptr("v_cache");
+        let out = k.ld_param_ptr("out");
+        let n_head = k.ld_param("n_head");
+        let n_head_kv = k.ld_param("n_head_kv");
+        let pos0 = k.ld_param("pos0");
+        let scale = k.ld_param("scale");
+        let round_q = k.ld_param("round_q");
+        let h = k.special(Special::CtaidX);
+        let i = k.special(Special::CtaidY);
+        let tid = k.special(Special::TidX);
+        let p = k.add(U, pos0, i);
+        let n = k.add(U, p, 1u32);
+        let group = k.bin(BinOp::Div, U, n_head, n_head_kv);
+        let g = k.bin(BinOp::Div, U, h, group);
+        // element offsets: position t of KV head g is at t·stride + g·hd
+        let stride = k.mul(U, n_head_kv, hd);
+        let g_off = k.mul(U, g, hd);
+        let qrow = k.fma(U, i, n_head, h);
+        let qoff = k.mul(U, qrow, hd);
+
+        // 1. the query row into shared memory (rounded to f16 if asked)
+        let has_d = k.setp(Cmp::Lt, U, tid, hd);
+        k.when(has_d, false, |k| {
+            let qi = k.add(U, qoff, tid);
+            let qa = k.elem_addr(q, qi, 4);
+            let v = k.ld(Space::Global, F, Addr::reg(qa));
+            let rq = k.setp(Cmp::Ne, U, round_q, 0u32);
+            let hv = k.cvt(PtxType::F16, F, v);
+            let r = k.cvt(F, PtxType::F16, hv);
+            let v = k.selp(F, r, v, rq);
+            let a = smem_at(k, &sq, tid);
+            k.st(Space::Shared, F, Addr::reg(a), v);
+        });
+        k.bar_sync();
+        let qv: Vec<Reg> = (0..hd).map(|d| k.ld(Space::Shared, F, Addr::sym(&sq, 4 * d as i64))).collect();
+
+        // 2. scores and their maximum
+        let mx = k.mov(F, f32::NEG_INFINITY);
+        count(&mut k, tid, n, threads, |k, t| {
+            let base = k.fma(U, t, stride, g_off);
+            let mut s = k.mov(F, 0.0f32);
+            for (d, &qd) in qv.iter().enumerate() {
+                let idx = k.add(U, base, d as u32);
+                let kv = ld_cache(k, f16, kc, idx);
+                s = k.fma(F, qd, kv, s);
+            }
+            let s = k.mul(F, s, scale);
+            let a = smem_at(k, &ss, t);
+            k.st(Space::Shared, F, Addr::reg(a), s);
+            k.bin_to(BinOp::Max, mx, mx, s);
+        });
+        let mx = block_reduce(&mut k, ReduceCombine::Max, mx, threads, &swarp);
+
+        // 3. exponentials and their sum
+        let sum = k.mov(F, 0.0f32);
+        count(&mut k, tid, n, threads, |k, t| {
+            let a = smem_at(k, &ss, t);
+            let s = k.ld(Space::Shared, F, Addr::reg(a));
+            let d = k.sub(F, s, mx);
+            let e = exp(k, d);
+            k.st(Space::Shared, F, Addr::reg(a), e);
+            k.bin_to(BinOp::Add, sum, sum, e);
+        });
+        let sum = block_reduce(&mut k, ReduceCombine::Sum, sum, threads, &swarp);
+        // (block_reduce ends with a barrier: every exponential is in shared memory)
+
+        // 4. Σ_t e_t·v_t: thread = (part, d), parts = threads / hd positions in parallel
+        let d = k.bin(BinOp::Rem, U, tid, hd);
+        let part = k.bin(BinOp::Div, U, tid, hd);
+        let acc = k.mov(F, 0.0f32);
+        count(&mut k, part, n, threads / hd, |k, t| {
+            let a = smem_at(k, &ss, t);
+            let e = k.ld(Space::Shared, F, Addr::reg(a));
+            let base = k.fma(U, t, stride, g_off);
+            let idx = k.add(U, base, d);
+            let v = ld_cache(k, f16, vc, idx);
+            k.fma_to(acc, e, v, acc);
+        });
+        let ra = smem_at(&mut k, &sred, tid);
+        k.st(Space::Shared, F, Addr::reg(ra), acc);
+        k.bar_sync();
+        let inv = k.un(UnOp::Rcp, F, sum);
+        k.when(has_d, false, |k| {
+            let mut o = k.ld(Space::Shared, F, Addr::reg(ra));
+            for pt in 1..threads / hd {
+                let v = k.ld(Space::Shared, F, Addr::at(ra, 4 * (pt * hd) as i64));
+                o = k.add(F, o, v);
+            }
+            let o = k.mul(F, o, inv);
+            let oi = k.add(U, qoff, tid);
+            let oa = k.elem_addr(out, oi, 4);
+            k.st(Space::Global, F, Addr::reg(oa), o);
+        });
+        k.ret();
+        k
+    }
+}
+
+/// Parameters: `k`, `v` (m × width f32), `k_cache`, `v_cache` (one layer: positions × width,
+/// f16 or f32) (u64); `width`, `pos0`, `n` (= m·width) (u32). Row `r` goes to position
+/// `pos0 + r`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KvStoreKernel {
+    f16: bool,
+}
+
+impl KvStoreKernel {
+    pub const THREADS: u32 = 256;
+
+    pub fn new(f16: bool) -> KvStoreKernel {
+        KvStoreKernel { f16 }
+    }
+
+    pub fn launch(&self, n: u32) -> LaunchConfig {
+        LaunchConfig { grid: (n.div_ceil(Self::THREADS).max(1), 1, 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
+    }
+}
+
+impl Kernel for KvStoreKernel {
+    fn name(&self) -> String {
+        format!("kv_store_{}", if self.f16 { "f16" } else { "f32" })
+    }
+
+    fn build(&self, _sm: u32) -> PtxKernel {
+        let mut k = PtxKernel::new(&self.name());
+        for p in ["k", "v", "k_cache", "v_cache"] {
+            k.add_param(p, PtxType::U64);
+        }
+        for p in ["width", "pos0", "n"] {
+            k.add_param(p, U);
+        }
+        k.launch_bounds((Self::THREADS, 1, 1), None);
+        let src = [k.ld_param_ptr("k"), k.ld_param_ptr("v")];
+        let dst = [k.ld_param_ptr("k_cache"), k.ld_param_ptr("v_cache")];
+        let width = k.ld_param("width");
+        let pos0 = k.ld_param("pos0");
+        let n = k.ld_param("n");
+        let idx = global_tid(&mut k);
+        let done = k.new_label("done");
+        let out = k.setp(Cmp::Ge, U, idx, n);
+        k.bra_if(out, false, &done);
+        // rows are contiguous on both sides: element idx of the batch lands at pos0·width + idx
+        let off = k.fma(U, pos0, width, idx);
+        for (s, d) in src.into_iter().zip(dst) {
+            let sa = k.elem_addr(s, idx, 4);
+            let v = k.ld(Space::Global, F, Addr::reg(sa));
+            if self.f16 {
+                let h = k.cvt(PtxType::F16, F, v);
+                let da = k.elem_addr(d, off, 2);
+                k.st(Space::Global, PtxType::B16, Addr::reg(da), h);
+            } else {
+                let da = k.elem_addr(d, off, 4);
+                k.st(Space::Global, F, Addr::reg(da), v);
+            }
+        }
+        k.label(&done);
+        k.ret();
+        k
+    }
+}

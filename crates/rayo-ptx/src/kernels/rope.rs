@@ -1,0 +1,120 @@
+//! Rotary position embedding of the query and key rows of a batch, in place. The angles come
+//! from a table the host computes once per context (`(cos, sin)` of every position × pair,
+//! as the CPU engine computes them), so both engines rotate by the same bits and the kernel
+//! needs no transcendental functions. One block per activation row.
+
+use super::common::*;
+use super::{Kernel, LaunchConfig};
+use crate::ptx::*;
+
+/// Which elements of a head form a rotated pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RopePairs {
+    /// `(2i, 2i + 1)`, GGUF's `llama`.
+    Adjacent,
+    /// `(i, i + n_rot/2)`, e.g. `qwen2`.
+    HalfSplit,
+}
+
+/// Parameters: `q` (m × n_head × head_dim f32), `k` (m × n_head_kv × head_dim), `table`
+/// (positions × n_rot/2 pairs of f32 `(cos, sin)`) (u64); `n_head`, `n_head_kv`, `head_dim`,
+/// `n_rot`, `pos0` (u32). Row `r` is at position `pos0 + r`; the grid is `m` blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RopeKernel {
+    pairs: RopePairs,
+}
+
+impl RopeKernel {
+    pub const THREADS: u32 = 128;
+
+    pub fn new(pairs: RopePairs) -> RopeKernel {
+        RopeKernel { pairs }
+    }
+
+    pub fn launch(&self, m: u32) -> LaunchConfig {
+        LaunchConfig { grid: (m.max(1), 1, 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
+    }
+}
+
+impl Kernel for RopeKernel {
+    fn name(&self) -> String {
+        match self.pairs {
+            RopePairs::Adjacent => "rope_adjacent".into(),
+            RopePairs::HalfSplit => "rope_halfsplit".into(),
+        }
+    }
+
+    fn build(&self, _sm: u32) -> PtxKernel {
+        let mut k = PtxKernel::new(&self.name());
+        for p in ["q", "k", "table"] {
+            k.add_param(p, PtxType::U64);
+        }
+        for p in ["n_head", "n_head_kv", "head_dim", "n_rot", "pos0"] {
+            k.add_param(p, U);
+        }
+        k.launch_bounds((Self::THREADS, 1, 1), None);
+        let q = k.ld_param_ptr("q");
+        let kk = k.ld_param_ptr("k");
+        let table = k.ld_param_ptr("table");
+        let n_head = k.ld_param("n_head");
+        let n_head_kv = k.ld_param("n_head_kv");
+        let head_dim = k.ld_param("head_dim");
+        let n_rot = k.ld_param("n_rot");
+        let pos0 = k.ld_param("pos0");
+        let row = k.special(Special::CtaidX);
+        let tid = k.special(Special::TidX);
+        let half = k.bin(BinOp::Shr, U, n_rot, 1u32);
+        let heads = k.add(U, n_head, n_head_kv);
+        let total = k.mul(U, heads, half);
+        let pos = k.add(U, pos0, row);
+        let tab_row = k.mul(U, pos, half);
+        let hd4 = k.mul(U, head_dim, 4u32);
+        // first head of this row in q and in k
+        let qh0 = k.mul(U, row, n_head);
+        let kh0 = k.mul(U, row, n_head_kv);
+        let idx = k.mov(U, tid);
+        let (top, end) = (k.new_label("pairs"), k.new_label("pairs_end"));
+        k.label(&top);
+        let out = k.setp(Cmp::Ge, U, idx, total);
+        k.bra_if(out, false, &end);
+        let head = k.bin(BinOp::Div, U, idx, half);
+        let hh = k.mul(U, head, half);
+        let i = k.sub(U, idx, hh);
+        let is_q = k.setp(Cmp::Lt, U, head, n_head);
+        let qi = k.add(U, qh0, head);
+        let kh = k.sub(U, head, n_head);
+        let ki = k.add(U, kh0, kh);
+        let qa = k.mad_wide(U, qi, hd4, q);
+        let ka = k.mad_wide(U, ki, hd4, kk);
+        let base = k.selp(PtxType::U64, qa, ka, is_q);
+        let (ia, ib) = match self.pairs {
+            RopePairs::Adjacent => {
+                let a = k.bin(BinOp::Shl, PtxType::B32, i, 1u32);
+                (a, k.add(U, a, 1u32))
+            }
+            RopePairs::HalfSplit => (i, k.add(U, i, half)),
+        };
+        let pa = k.elem_addr(base, ia, 4);
+        let pb = k.elem_addr(base, ib, 4);
+        let ti = k.add(U, tab_row, i);
+        let ta = k.elem_addr(table, ti, 8);
+        let cs = k.ld_v(Space::Global, F, 2, Addr::reg(ta));
+        let (c, s) = (cs[0], cs[1]);
+        let x0 = k.ld(Space::Global, F, Addr::reg(pa));
+        let x1 = k.ld(Space::Global, F, Addr::reg(pb));
+        // x0·c − x1·s and x0·s + x1·c, each product rounded (no FMA), as the CPU engine
+        let a0 = k.mul(F, x0, c);
+        let a1 = k.mul(F, x1, s);
+        let y0 = k.sub(F, a0, a1);
+        let b0 = k.mul(F, x0, s);
+        let b1 = k.mul(F, x1, c);
+        let y1 = k.add(F, b0, b1);
+        k.st(Space::Global, F, Addr::reg(pa), y0);
+        k.st(Space::Global, F, Addr::reg(pb), y1);
+        k.bin_to(BinOp::Add, idx, idx, Self::THREADS);
+        k.bra(&top);
+        k.label(&end);
+        k.ret();
+        k
+    }
+}

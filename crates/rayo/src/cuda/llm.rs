@@ -1,0 +1,271 @@
+//! The ops of a llama-family forward pass on device buffers (rayo-llm's CUDA backend is built
+//! on these). Each acts on the first `m` rows of buffers that may be longer (a session's
+//! buffers hold its largest batch); every size is checked before a launch, so a kernel never
+//! indexes past a buffer.
+
+use super::buffer::{DeviceBuffer, DeviceBytes};
+use super::device::CudaDevice;
+use super::elementwise::{Expr, FusedKernel};
+use super::ffi::{launch, Arg};
+use crate::error::{Error, Result};
+use rayo_ptx::kernels::{AttentionKernel, KvStoreKernel, NormKernel, NormKind, QMatvecKernel, RopeKernel};
+
+pub use rayo_ptx::kernels::{QFormat, RopePairs};
+
+/// The heads of one attention op and the cache's capacity in positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionShape {
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub head_dim: usize,
+    /// Positions the cache holds.
+    pub positions: usize,
+    /// Whether the cache holds f16 (else f32).
+    pub f16: bool,
+}
+
+impl AttentionShape {
+    /// Bytes of one layer's K (or V) cache.
+    pub fn layer_bytes(&self) -> Option<usize> {
+        let esz = if self.f16 { 2 } else { 4 };
+        self.positions.checked_mul(self.n_head_kv)?.checked_mul(self.head_dim)?.checked_mul(esz)
+    }
+}
+
+fn u32_of(op: &'static str, name: &'static str, v: usize) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::InvalidArgument { op, name, value: v.into(), reason: "past the 32-bit sizes the kernels index with" })
+}
+
+/// `a · b`, an error naming the op when it overflows.
+fn prod(op: &'static str, dims: &[usize]) -> Result<usize> {
+    dims.iter().try_fold(1usize, |p, &d| p.checked_mul(d)).ok_or(Error::SizeOverflow { op, dims: dims.to_vec() })
+}
+
+/// An error unless `have ≥ need` (a buffer holding at least the rows an op touches).
+fn room(op: &'static str, have: usize, need: usize) -> Result<()> {
+    if have < need {
+        return Err(Error::LengthMismatch { op, expected: need, actual: have });
+    }
+    Ok(())
+}
+
+impl CudaDevice {
+    /// `y[r] = W · x[r]` for the first `m` rows of `x` (`cols` values each) into the first `m`
+    /// rows of `y` (`rows` values each); `w` holds `rows × cols/32` blocks of `fmt`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn qmatvec(&self, fmt: QFormat, w: &DeviceBytes, rows: usize, cols: usize, x: &DeviceBuffer, m: usize, y: &mut DeviceBuffer) -> Result<()> {
+        const OP: &str = "cuda qmatvec";
+        self.owns(OP, &[x, y])?;
+        self.owns_bytes(OP, &[w])?;
+        if cols % 32 != 0 {
+            return Err(Error::NotBlockMultiple { format: "cuda qmatvec", len: cols, block: 32 });
+        }
+        room(OP, w.len(), prod(OP, &[rows, cols / 32, fmt.block_bytes() as usize])?)?;
+        room(OP, x.len(), prod(OP, &[m, cols])?)?;
+        room(OP, y.len(), prod(OP, &[m, rows])?)?;
+        let (r, c) = (u32_of(OP, "rows", prod(OP, &[rows, 4])?)? / 4, u32_of(OP, "cols", prod(OP, &[cols, 4])?)? / 4);
+        let mm = u32_of(OP, "m", m)?;
+        if m == 0 || rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        let k = QMatvecKernel::new(fmt);
+        let f = self.loaded(&k)?;
+        let mut args = [Arg::BytesIn(&w.slice), Arg::In(&x.slice), Arg::Out(&mut y.slice), Arg::U32(r), Arg::U32(c)];
+        launch(&self.stream, &f, k.launch(r, mm), &mut args)
+    }
+
+    /// RMSNorm of the first `m` rows of `x` (`cols` values each) into `out`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rms_norm_rows(&self, x: &DeviceBuffer, gamma: &DeviceBuffer, m: usize, cols: usize, eps: f32, out: &mut DeviceBuffer) -> Result<()> {
+        const OP: &str = "cuda rms_norm_rows";
+        self.owns(OP, &[x, gamma, out])?;
+        let n = prod(OP, &[m, cols])?;
+        room(OP, x.len(), n)?;
+        room(OP, out.len(), n)?;
+        room(OP, gamma.len(), cols)?;
+        super::ops::check_eps(OP, eps)?;
+        let c = u32_of(OP, "cols", prod(OP, &[cols, 4])?)? / 4;
+        if m == 0 || cols == 0 {
+            return Ok(());
+        }
+        let k = NormKernel::new(NormKind::RmsNorm, c, eps);
+        let f = self.loaded(&k)?;
+        let mut args = [Arg::In(&x.slice), Arg::In(&gamma.slice), Arg::Out(&mut out.slice), Arg::U32(c), Arg::F32(eps)];
+        launch(&self.stream, &f, k.launch(u32_of(OP, "m", m)?), &mut args)
+    }
+
+    /// Rotates the first `n_rot` values of each head of the first `m` rows of `q` and `k`, row
+    /// `r` at position `pos0 + r`, by the angles of `table` (`positions × n_rot/2` pairs
+    /// `(cos, sin)`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_rows(
+        &self,
+        pairs: RopePairs,
+        q: &mut DeviceBuffer,
+        k: &mut DeviceBuffer,
+        table: &DeviceBuffer,
+        m: usize,
+        heads: (usize, usize),
+        head_dim: usize,
+        n_rot: usize,
+        pos0: usize,
+    ) -> Result<()> {
+        const OP: &str = "cuda rope_rows";
+        self.owns(OP, &[q, k, table])?;
+        let (n_head, n_head_kv) = heads;
+        if n_rot % 2 != 0 || n_rot > head_dim {
+            return Err(Error::InvalidArgument { op: OP, name: "n_rot", value: n_rot.into(), reason: "must be even and at most the head size" });
+        }
+        room(OP, q.len(), prod(OP, &[m, n_head, head_dim])?)?;
+        room(OP, k.len(), prod(OP, &[m, n_head_kv, head_dim])?)?;
+        let end = pos0.checked_add(m).ok_or(Error::SizeOverflow { op: OP, dims: vec![pos0, m] })?;
+        room(OP, table.len(), prod(OP, &[end, n_rot])?)?;
+        // every index the kernel forms stays below 2^32
+        u32_of(OP, "q", prod(OP, &[m, n_head, head_dim, 4])?)?;
+        u32_of(OP, "k", prod(OP, &[m, n_head_kv, head_dim, 4])?)?;
+        u32_of(OP, "table", prod(OP, &[end, n_rot, 4])?)?;
+        if m == 0 || n_rot == 0 {
+            return Ok(());
+        }
+        let kern = RopeKernel::new(pairs);
+        let f = self.loaded(&kern)?;
+        let u = |v: usize| Arg::U32(v as u32);
+        let mut args =
+            [Arg::Out(&mut q.slice), Arg::Out(&mut k.slice), Arg::In(&table.slice), u(n_head), u(n_head_kv), u(head_dim), u(n_rot), u(pos0)];
+        launch(&self.stream, &f, kern.launch(m as u32), &mut args)
+    }
+
+    /// Stores the first `m` rows of `k` and `v` (`n_head_kv·head_dim` values each) at positions
+    /// `pos0..pos0 + m` of one layer's caches.
+    #[allow(clippy::too_many_arguments)]
+    pub fn kv_store(
+        &self,
+        shape: &AttentionShape,
+        k: &DeviceBuffer,
+        v: &DeviceBuffer,
+        m: usize,
+        pos0: usize,
+        k_cache: &mut DeviceBytes,
+        v_cache: &mut DeviceBytes,
+    ) -> Result<()> {
+        const OP: &str = "cuda kv_store";
+        self.owns(OP, &[k, v])?;
+        self.owns_bytes(OP, &[k_cache, v_cache])?;
+        let width = prod(OP, &[shape.n_head_kv, shape.head_dim])?;
+        let n = prod(OP, &[m, width])?;
+        room(OP, k.len(), n)?;
+        room(OP, v.len(), n)?;
+        let end = pos0.checked_add(m).ok_or(Error::SizeOverflow { op: OP, dims: vec![pos0, m] })?;
+        if end > shape.positions {
+            return Err(Error::LengthMismatch { op: OP, expected: shape.positions, actual: end });
+        }
+        let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
+        room(OP, k_cache.len(), layer)?;
+        room(OP, v_cache.len(), layer)?;
+        u32_of(OP, "cache", prod(OP, &[shape.positions, width])?)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let kern = KvStoreKernel::new(shape.f16);
+        let f = self.loaded(&kern)?;
+        let n = n as u32;
+        let mut args = [
+            Arg::In(&k.slice),
+            Arg::In(&v.slice),
+            Arg::BytesOut(&mut k_cache.slice),
+            Arg::BytesOut(&mut v_cache.slice),
+            Arg::U32(width as u32),
+            Arg::U32(pos0 as u32),
+            Arg::U32(n),
+        ];
+        launch(&self.stream, &f, kern.launch(n), &mut args)
+    }
+
+    /// Causal attention of the first `m` rows of `q` (row `i` at position `pos0 + i`, over
+    /// positions `0..=pos0 + i` of one layer's caches) into `out`. `round_q` rounds the query
+    /// to f16 first (llama.cpp's one-row kernel does).
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_rows(
+        &self,
+        shape: &AttentionShape,
+        q: &DeviceBuffer,
+        k_cache: &DeviceBytes,
+        v_cache: &DeviceBytes,
+        m: usize,
+        pos0: usize,
+        scale: f32,
+        round_q: bool,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        const OP: &str = "cuda attention_rows";
+        self.owns(OP, &[q, out])?;
+        self.owns_bytes(OP, &[k_cache, v_cache])?;
+        let AttentionShape { n_head, n_head_kv, head_dim, positions, f16 } = *shape;
+        if n_head_kv == 0 || n_head % n_head_kv != 0 {
+            return Err(Error::InvalidArgument { op: OP, name: "n_head_kv", value: n_head_kv.into(), reason: "must divide the query heads" });
+        }
+        let kern = u32::try_from(head_dim).ok().zip(u32::try_from(positions).ok()).and_then(|(hd, p)| AttentionKernel::new(hd, p, f16)).ok_or(
+            Error::InvalidArgument {
+                op: OP,
+                name: "head_dim or positions",
+                value: head_dim.into(),
+                reason: "the CUDA attention kernel takes head sizes dividing 128 and up to 10240 positions",
+            },
+        )?;
+        let n = prod(OP, &[m, n_head, head_dim])?;
+        room(OP, q.len(), n)?;
+        room(OP, out.len(), n)?;
+        let end = pos0.checked_add(m).ok_or(Error::SizeOverflow { op: OP, dims: vec![pos0, m] })?;
+        if end > positions {
+            return Err(Error::LengthMismatch { op: OP, expected: positions, actual: end });
+        }
+        let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![positions, n_head_kv, head_dim] })?;
+        room(OP, k_cache.len(), layer)?;
+        room(OP, v_cache.len(), layer)?;
+        u32_of(OP, "q", prod(OP, &[n, 4])?)?;
+        u32_of(OP, "cache", prod(OP, &[positions, n_head_kv, head_dim])?)?;
+        if m == 0 {
+            return Ok(());
+        }
+        let f = self.loaded(&kern)?;
+        let u = |v: usize| Arg::U32(v as u32);
+        let mut args = [
+            Arg::In(&q.slice),
+            Arg::BytesIn(&k_cache.slice),
+            Arg::BytesIn(&v_cache.slice),
+            Arg::Out(&mut out.slice),
+            u(n_head),
+            u(n_head_kv),
+            u(pos0),
+            Arg::F32(scale),
+            Arg::U32(round_q as u32),
+        ];
+        launch(&self.stream, &f, kern.launch(n_head as u32, m as u32), &mut args)
+    }
+
+    /// [`CudaDevice::elementwise`] over the first `n` values of each buffer.
+    pub fn elementwise_n(&self, expr: &Expr, inputs: &[&DeviceBuffer], out: &mut DeviceBuffer, n: usize) -> Result<()> {
+        const OP: &str = "cuda elementwise_n";
+        if inputs.len() != expr.arity() {
+            return Err(Error::LengthMismatch { op: OP, expected: expr.arity(), actual: inputs.len() });
+        }
+        for x in inputs {
+            room(OP, x.len(), n)?;
+        }
+        room(OP, out.len(), n)?;
+        self.owns(OP, inputs)?;
+        self.owns(OP, &[out])?;
+        let nn = u32_of(OP, "n", prod(OP, &[n, 4])?)? / 4;
+        if n == 0 {
+            return Ok(());
+        }
+        let k = FusedKernel::new(expr)?;
+        let f = self.loaded(&k)?;
+        let scalars = expr.scalars();
+        let mut args: Vec<Arg> = inputs.iter().map(|b| Arg::In(&b.slice)).collect();
+        args.push(Arg::Out(&mut out.slice));
+        args.push(Arg::U32(nn));
+        args.extend(scalars.iter().map(|&v| Arg::F32(v)));
+        launch(&self.stream, &f, k.launch(n, self.info().multiprocessors), &mut args)
+    }
+}
