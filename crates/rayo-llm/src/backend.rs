@@ -76,4 +76,35 @@ pub trait Backend {
     fn copy_row(&mut self, x: &Self::Buf, row: usize, width: usize, out: &mut Self::Buf) -> Result<()>;
     /// Copies the first `out.len()` values of `x` to the host.
     fn read(&mut self, x: &Self::Buf, out: &mut [f32]) -> Result<()>;
+
+    // ---- one-token steps as a replayed graph (a GPU's decoding); the CPU has none ----
+
+    /// Called before each pass with its tokens and first position: a backend whose kernels
+    /// read them from device memory writes them there.
+    fn step_inputs(&mut self, tokens: &[u32], pos0: usize) -> Result<()> {
+        let _ = (tokens, pos0);
+        Ok(())
+    }
+    /// Whether a one-token step was captured and can be replayed.
+    fn step_graph_ready(&self) -> bool {
+        false
+    }
+    /// Starts recording a one-token step (its ops are then recorded, not run); `false` when the
+    /// backend records nothing (the ops run as they come).
+    fn begin_step_capture(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+    /// Ends the recording begun by [`Backend::begin_step_capture`].
+    fn end_step_capture(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Device operations (kernel launches and copies) one replay of the recorded step queues;
+    /// 0 when there is none.
+    fn step_ops(&self) -> usize {
+        0
+    }
+    /// Runs the recorded step (with the inputs of the last [`Backend::step_inputs`]).
+    fn replay_step(&mut self) -> Result<()> {
+        Err(rayo::Error::Model { what: format!("the {} backend has no recorded step", self.name()) })
+    }
 }

@@ -9,7 +9,7 @@
 use crate::backend::{Backend, KvType};
 use crate::config::{Config, RopeStyle};
 use crate::weights::WeightRef;
-use rayo::cuda::{AttentionShape, CudaDevice, DeviceBuffer, DeviceBytes, Expr, QFormat, RopePairs};
+use rayo::cuda::{AttentionShape, CudaDevice, DeviceBuffer, DeviceBytes, Expr, QFormat, Replay, RopePairs, StepInputs};
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, GgmlType};
@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 /// A weight matrix on the device.
 pub struct CudaWeight {
-    host: WeightRef,
     fmt: QFormat,
     rows: usize,
     cols: usize,
@@ -43,7 +42,15 @@ pub struct Cuda {
     rope: Option<DeviceBuffer>,
     /// Spare buffers by length: an op writing `x` from `x` computes into a spare and swaps.
     spare: HashMap<usize, DeviceBuffer>,
-    row: Vec<f32>,
+    /// The pass's token ids and position on the device (made with the cache).
+    inputs: Option<StepInputs>,
+    /// The recorded one-token step, and whether recording is on (`RAYO_CUDA_GRAPHS=0`: off).
+    graph: Option<Replay>,
+    graphs: bool,
+    /// Device operations (kernels and copies) queued since the recording began: after it, the
+    /// recorded step's count.
+    ops: usize,
+    capturing: bool,
 }
 
 impl Cuda {
@@ -54,12 +61,29 @@ impl Cuda {
             Error::NoDevice { reason, .. } => Error::NoDevice { api: "cuda", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") },
             e => e,
         })?;
-        Ok(Cuda { dev, file, weights: HashMap::new(), rope: None, spare: HashMap::new(), row: Vec::new() })
+        let graphs = std::env::var("RAYO_CUDA_GRAPHS").map(|v| v != "0").unwrap_or(true);
+        Ok(Cuda { dev, file, weights: HashMap::new(), rope: None, spare: HashMap::new(), inputs: None, graph: None, graphs, ops: 0, capturing: false })
     }
 
     /// The device the backend runs on.
     pub fn device(&self) -> &CudaDevice {
         &self.dev
+    }
+
+    /// Whether decoding steps replay a recorded graph.
+    pub fn graphs(&self) -> bool {
+        self.graphs
+    }
+
+    fn inputs(&self) -> Result<&StepInputs> {
+        self.inputs.as_ref().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })
+    }
+
+    /// Counts `n` device operations of the step being recorded.
+    fn count(&mut self, n: usize) {
+        if self.capturing {
+            self.ops += n;
+        }
     }
 
     /// A spare buffer of `len` values.
@@ -115,7 +139,7 @@ impl Backend for Cuda {
                 (QFormat::F32, self.dev.upload_bytes(bytemuck::cast_slice(&f))?)
             }
         };
-        let up = Arc::new(CudaWeight { host: w.clone(), fmt, rows, cols, bytes });
+        let up = Arc::new(CudaWeight { fmt, rows, cols, bytes });
         self.weights.insert(w.name.clone(), Arc::clone(&up));
         Ok(up)
     }
@@ -138,29 +162,24 @@ impl Backend for Cuda {
             v.push(self.dev.zero_bytes(bytes)?);
         }
         self.rope = Some(self.dev.upload(&crate::cpu::rope::table(cfg, positions))?);
+        self.inputs = Some(StepInputs::new(&self.dev, positions)?);
         Ok(CudaKv { shape, k, v })
     }
 
     fn embed(&mut self, table: &Arc<CudaWeight>, tokens: &[u32], x: &mut DeviceBuffer) -> Result<()> {
-        // the rows come from the file in host memory (a few KB per token)
-        let w = table.host.matrix(&self.file)?;
-        let cols = w.cols();
-        self.row.resize(cols, 0.0);
-        for (i, &t) in tokens.iter().enumerate() {
-            if t as usize >= w.rows() {
-                return Err(Error::Model { what: format!("token id {t} is past the vocabulary of {} tokens", w.rows()) });
-            }
-            quant::dequantize(w.ty(), w.row(t as usize), &mut self.row)?;
-            self.dev.write_at(x, i * cols, &self.row)?;
-        }
-        Ok(())
+        // the ids were written to the device by `step_inputs` (checked against the vocabulary)
+        self.count(1);
+        let inputs = self.inputs()?;
+        self.dev.embed_rows(table.fmt, &table.bytes, table.rows, table.cols, inputs, tokens.len(), x)
     }
 
     fn rms_norm(&mut self, x: &DeviceBuffer, w: &DeviceBuffer, eps: f32, m: usize, out: &mut DeviceBuffer) -> Result<()> {
+        self.count(1);
         self.dev.rms_norm_rows(x, w, m, w.len(), eps, out)
     }
 
     fn matmul(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer) -> Result<()> {
+        self.count(1);
         self.dev.qmatvec(w.fmt, &w.bytes, w.rows, w.cols, x, m, out)
     }
 
@@ -178,6 +197,7 @@ impl Backend for Cuda {
     }
 
     fn add(&mut self, x: &mut DeviceBuffer, y: &DeviceBuffer, len: usize) -> Result<()> {
+        self.count(1);
         let mut out = self.take_spare(x.len())?;
         let e = Expr::input(0).combine(BinaryOp::Add, Expr::input(1));
         self.dev.elementwise_n(&e, &[&*x, y], &mut out, len)?;
@@ -187,6 +207,7 @@ impl Backend for Cuda {
     }
 
     fn swiglu(&mut self, gate: &mut DeviceBuffer, up: &DeviceBuffer, len: usize) -> Result<()> {
+        self.count(1);
         let mut out = self.take_spare(gate.len())?;
         let e = Expr::input(0).apply(UnaryOp::Swish).combine(BinaryOp::Mul, Expr::input(1));
         self.dev.elementwise_n(&e, &[&*gate, up], &mut out, len)?;
@@ -196,12 +217,14 @@ impl Backend for Cuda {
     }
 
     fn rope(&mut self, cfg: &Config, q: &mut DeviceBuffer, k: &mut DeviceBuffer, m: usize, pos0: usize) -> Result<()> {
+        self.count(1);
         let table = self.rope.as_ref().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
         let pairs = match cfg.rope_style {
             RopeStyle::Adjacent => RopePairs::Adjacent,
             RopeStyle::HalfSplit => RopePairs::HalfSplit,
         };
-        self.dev.rope_rows(pairs, q, k, table, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)
+        let inputs = self.inputs()?;
+        self.dev.rope_rows(pairs, q, k, table, inputs, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)
     }
 
     fn attention(
@@ -220,18 +243,63 @@ impl Backend for Cuda {
             (Some(kc), Some(vc)) => (kc, vc),
             _ => return Err(Error::Model { what: format!("layer {layer} is past the cache's {} layers", kv.k.len()) }),
         };
-        self.dev.kv_store(&kv.shape, k, v, m, pos0, kc, vc)?;
+        self.count(2);
+        let inputs = self.inputs()?;
+        self.dev.kv_store(&kv.shape, k, v, m, inputs, pos0, kc, vc)?;
         let scale = 1.0 / (cfg.head_dim as f32).sqrt();
         // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
         let round_q = kv.shape.f16 && m < 64;
-        self.dev.attention_rows(&kv.shape, q, kc, vc, m, pos0, scale, round_q, out)
+        self.dev.attention_rows(&kv.shape, q, kc, vc, m, inputs, pos0, scale, round_q, out)
     }
 
     fn copy_row(&mut self, x: &DeviceBuffer, row: usize, width: usize, out: &mut DeviceBuffer) -> Result<()> {
+        self.count(1);
         self.dev.copy_within_device(x, row * width, out, 0, width)
     }
 
     fn read(&mut self, x: &DeviceBuffer, out: &mut [f32]) -> Result<()> {
         self.dev.download_prefix(x, out)
+    }
+
+    fn step_inputs(&mut self, tokens: &[u32], pos0: usize) -> Result<()> {
+        let dev = &self.dev;
+        let inputs = self.inputs.as_mut().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })?;
+        inputs.write(dev, tokens, pos0)
+    }
+
+    fn step_ops(&self) -> usize {
+        if self.graph.is_some() {
+            self.ops
+        } else {
+            0
+        }
+    }
+
+    fn step_graph_ready(&self) -> bool {
+        self.graph.is_some()
+    }
+
+    fn begin_step_capture(&mut self) -> Result<bool> {
+        if !self.graphs {
+            return Ok(false);
+        }
+        self.dev.begin_capture()?;
+        (self.ops, self.capturing) = (0, true);
+        Ok(true)
+    }
+
+    fn end_step_capture(&mut self) -> Result<()> {
+        self.capturing = false;
+        self.graph = Some(self.dev.end_capture()?);
+        Ok(())
+    }
+
+    fn replay_step(&mut self) -> Result<()> {
+        let g = self.graph.as_ref().ok_or(Error::Model { what: "no recorded step to replay".into() })?;
+        // SAFETY: the recorded step used the session's buffers, weights and cache and this
+        // backend's spares, inputs and RoPE table: all live as long as this backend (a session
+        // drops its backend, holding the graph, before its buffers), and none is reallocated
+        // (spares are kept by length; the inputs and the cache are made once).
+        unsafe { g.replay() }
     }
 }

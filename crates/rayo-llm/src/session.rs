@@ -74,6 +74,8 @@ pub struct Session<B: Backend> {
     context: usize,
     batch: usize,
     pos: usize,
+    /// Whether a one-token step has run (the next may be recorded).
+    stepped_once: bool,
 }
 
 impl<B: Backend> Session<B> {
@@ -127,7 +129,7 @@ impl<B: Backend> Session<B> {
             last: backend.buffer(d)?,
             logits: backend.buffer(cfg.vocab_size)?,
         };
-        Ok(Session { backend, cfg, token_embd, layers, output_norm, output, kv, bufs, context, batch, pos: 0 })
+        Ok(Session { backend, cfg, token_embd, layers, output_norm, output, kv, bufs, context, batch, pos: 0, stepped_once: false })
     }
 
     pub fn config(&self) -> &Config {
@@ -175,6 +177,14 @@ impl<B: Backend> Session<B> {
         let mut out = Vec::with_capacity(if which == Logits::All { tokens.len() * vocab } else { vocab });
         for (c, chunk) in tokens.chunks(self.batch).enumerate() {
             let last_chunk = (c + 1) * self.batch >= tokens.len();
+            self.backend.step_inputs(chunk, self.pos)?;
+            if chunk.len() == 1 && self.one_token_step(chunk)? {
+                // the step and its logits ran as one recorded graph: only the read is left
+                let n = out.len();
+                out.resize(n + vocab, 0.0);
+                self.backend.read(&self.bufs.logits, &mut out[n..])?;
+                continue;
+            }
             self.step(chunk)?;
             match which {
                 Logits::All => {
@@ -187,6 +197,34 @@ impl<B: Backend> Session<B> {
             }
         }
         Ok(out)
+    }
+
+    /// A one-token step and its logits (into `bufs.logits`) as a recorded graph, where the
+    /// backend records: replayed when it is there, recorded (then replayed) on the second
+    /// one-token step (the first loads the kernels and makes the buffers, which a recording
+    /// cannot). `false` when the step is to run op by op.
+    fn one_token_step(&mut self, tokens: &[u32]) -> Result<bool> {
+        if self.backend.step_graph_ready() {
+            self.backend.replay_step()?;
+            self.pos += 1;
+            return Ok(true);
+        }
+        if !self.stepped_once {
+            self.stepped_once = true;
+            return Ok(false);
+        }
+        if !self.backend.begin_step_capture()? {
+            return Ok(false);
+        }
+        let pos = self.pos;
+        let recorded = self.step(tokens).and_then(|_| self.logits_ops(0));
+        let ended = self.backend.end_step_capture();
+        self.pos = pos;
+        recorded?;
+        ended?;
+        self.backend.replay_step()?;
+        self.pos += 1;
+        Ok(true)
     }
 
     /// One batch through every layer; leaves the final hidden states in `bufs.x`.
@@ -221,13 +259,18 @@ impl<B: Backend> Session<B> {
 
     /// Appends the logits of row `r` of the last batch to `out`.
     fn logits_of_row(&mut self, r: usize, out: &mut Vec<f32>) -> Result<()> {
+        self.logits_ops(r)?;
+        let n = out.len();
+        out.resize(n + self.cfg.vocab_size, 0.0);
+        self.backend.read(&self.bufs.logits, &mut out[n..])
+    }
+
+    /// The logits of row `r` of the last batch into `bufs.logits`.
+    fn logits_ops(&mut self, r: usize) -> Result<()> {
         let (b, c, f) = (&mut self.backend, &self.cfg, &mut self.bufs);
         b.copy_row(&f.x, r, c.n_embd, &mut f.xn)?;
         b.rms_norm(&f.xn, &self.output_norm, c.eps, 1, &mut f.last)?;
-        b.matmul(&self.output, &f.last, 1, &mut f.logits)?;
-        let n = out.len();
-        out.resize(n + c.vocab_size, 0.0);
-        b.read(&f.logits, &mut out[n..])
+        b.matmul(&self.output, &f.last, 1, &mut f.logits)
     }
 }
 
@@ -244,6 +287,8 @@ pub trait Forward {
     fn context(&self) -> usize;
     /// The backend's name.
     fn backend_name(&self) -> &'static str;
+    /// [`Backend::step_ops`]: device operations per replayed one-token step (0: none).
+    fn step_ops(&self) -> usize;
 }
 
 impl<B: Backend> Forward for Session<B> {
@@ -261,5 +306,8 @@ impl<B: Backend> Forward for Session<B> {
     }
     fn backend_name(&self) -> &'static str {
         self.backend.name()
+    }
+    fn step_ops(&self) -> usize {
+        self.backend.step_ops()
     }
 }

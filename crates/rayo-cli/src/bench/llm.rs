@@ -60,6 +60,9 @@ pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result
         tg()?;
         let tg_s = (0..REPS).map(|_| tg()).sum::<Result<f64, String>>()? / REPS as f64;
         report(json, &name, &tg_op, backend, t, tg_n, tg_s);
+        if engine.forward().step_ops() > 0 {
+            errln!("rayo bench: {backend}: each decoded token is one graph replay of {} kernel launches and copies", engine.forward().step_ops());
+        }
     }
     Ok(())
 }

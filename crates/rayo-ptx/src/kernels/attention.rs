@@ -11,7 +11,8 @@ use super::{Kernel, LaunchConfig};
 use crate::ptx::*;
 
 /// Parameters: `q` (m × n_head × head_dim f32), `k_cache`, `v_cache` (one layer), `out`
-/// (m × n_head × head_dim f32) (u64); `n_head`, `n_head_kv`, `pos0` (u32), `scale` (f32),
+/// (m × n_head × head_dim f32), `pos` (one u32 in device memory: row 0's position) (u64);
+/// `n_head`, `n_head_kv` (u32), `scale` (f32),
 /// `round_q` (u32: nonzero rounds the query to f16 first, as llama.cpp's one-row kernel).
 /// Built for a head size and a largest position count (the scores live in shared memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -84,10 +85,10 @@ impl Kernel for AttentionKernel {
     fn build(&self, _sm: u32) -> PtxKernel {
         let (hd, threads, f16) = (self.head_dim, Self::THREADS, self.f16);
         let mut k = PtxKernel::new(&self.name());
-        for p in ["q", "k_cache", "v_cache", "out"] {
+        for p in ["q", "k_cache", "v_cache", "out", "pos"] {
             k.add_param(p, PtxType::U64);
         }
-        for p in ["n_head", "n_head_kv", "pos0"] {
+        for p in ["n_head", "n_head_kv"] {
             k.add_param(p, U);
         }
         k.add_param("scale", F);
@@ -103,7 +104,8 @@ impl Kernel for AttentionKernel {
         let out = k.ld_param_ptr("out");
         let n_head = k.ld_param("n_head");
         let n_head_kv = k.ld_param("n_head_kv");
-        let pos0 = k.ld_param("pos0");
+        let pos_ptr = k.ld_param_ptr("pos");
+        let pos0 = k.ld(Space::Global, U, Addr::reg(pos_ptr));
         let scale = k.ld_param("scale");
         let round_q = k.ld_param("round_q");
         let h = k.special(Special::CtaidX);
@@ -198,8 +200,8 @@ impl Kernel for AttentionKernel {
 }
 
 /// Parameters: `k`, `v` (m × width f32), `k_cache`, `v_cache` (one layer: positions × width,
-/// f16 or f32) (u64); `width`, `pos0`, `n` (= m·width) (u32). Row `r` goes to position
-/// `pos0 + r`.
+/// f16 or f32), `pos` (one u32 in device memory) (u64); `width`, `n` (= m·width) (u32). Row `r`
+/// goes to position `pos + r`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KvStoreKernel {
     f16: bool,
@@ -224,23 +226,24 @@ impl Kernel for KvStoreKernel {
 
     fn build(&self, _sm: u32) -> PtxKernel {
         let mut k = PtxKernel::new(&self.name());
-        for p in ["k", "v", "k_cache", "v_cache"] {
+        for p in ["k", "v", "k_cache", "v_cache", "pos"] {
             k.add_param(p, PtxType::U64);
         }
-        for p in ["width", "pos0", "n"] {
+        for p in ["width", "n"] {
             k.add_param(p, U);
         }
         k.launch_bounds((Self::THREADS, 1, 1), None);
         let src = [k.ld_param_ptr("k"), k.ld_param_ptr("v")];
         let dst = [k.ld_param_ptr("k_cache"), k.ld_param_ptr("v_cache")];
+        let pos_ptr = k.ld_param_ptr("pos");
         let width = k.ld_param("width");
-        let pos0 = k.ld_param("pos0");
         let n = k.ld_param("n");
         let idx = global_tid(&mut k);
         let done = k.new_label("done");
         let out = k.setp(Cmp::Ge, U, idx, n);
         k.bra_if(out, false, &done);
-        // rows are contiguous on both sides: element idx of the batch lands at pos0·width + idx
+        // rows are contiguous on both sides: element idx of the batch lands at pos·width + idx
+        let pos0 = k.ld(Space::Global, U, Addr::reg(pos_ptr));
         let off = k.fma(U, pos0, width, idx);
         for (s, d) in src.into_iter().zip(dst) {
             let sa = k.elem_addr(s, idx, 4);

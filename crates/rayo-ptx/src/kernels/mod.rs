@@ -3,6 +3,7 @@
 
 mod attention;
 mod common;
+mod embed;
 mod gemm;
 mod norm;
 mod qmatvec;
@@ -12,6 +13,7 @@ mod rowloop;
 mod softmax;
 
 pub use attention::{AttentionKernel, KvStoreKernel};
+pub use embed::EmbedKernel;
 pub use gemm::{GemmKernel, GemmVariant};
 pub use norm::{NormKernel, NormKind};
 pub use qmatvec::{QFormat, QMatvecKernel};
@@ -91,6 +93,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     }
     // the LLM engine's kernels
     v.extend(QFormat::ALL.map(|f| Box::new(QMatvecKernel::new(f)) as Box<dyn Kernel>));
+    v.extend(QFormat::ALL.map(|f| Box::new(EmbedKernel::new(f)) as Box<dyn Kernel>));
     v.push(Box::new(RopeKernel::new(RopePairs::Adjacent)));
     v.push(Box::new(RopeKernel::new(RopePairs::HalfSplit)));
     for f16 in [true, false] {

@@ -17,8 +17,10 @@ pub enum RopePairs {
 }
 
 /// Parameters: `q` (m × n_head × head_dim f32), `k` (m × n_head_kv × head_dim), `table`
-/// (positions × n_rot/2 pairs of f32 `(cos, sin)`) (u64); `n_head`, `n_head_kv`, `head_dim`,
-/// `n_rot`, `pos0` (u32). Row `r` is at position `pos0 + r`; the grid is `m` blocks.
+/// (positions × n_rot/2 pairs of f32 `(cos, sin)`), `pos` (one u32 in device memory: the first
+/// row's position, so that a captured graph replays at any position) (u64); `n_head`,
+/// `n_head_kv`, `head_dim`, `n_rot` (u32). Row `r` is at position `pos + r`; the grid is `m`
+/// blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RopeKernel {
     pairs: RopePairs,
@@ -46,10 +48,10 @@ impl Kernel for RopeKernel {
 
     fn build(&self, _sm: u32) -> PtxKernel {
         let mut k = PtxKernel::new(&self.name());
-        for p in ["q", "k", "table"] {
+        for p in ["q", "k", "table", "pos"] {
             k.add_param(p, PtxType::U64);
         }
-        for p in ["n_head", "n_head_kv", "head_dim", "n_rot", "pos0"] {
+        for p in ["n_head", "n_head_kv", "head_dim", "n_rot"] {
             k.add_param(p, U);
         }
         k.launch_bounds((Self::THREADS, 1, 1), None);
@@ -60,7 +62,8 @@ impl Kernel for RopeKernel {
         let n_head_kv = k.ld_param("n_head_kv");
         let head_dim = k.ld_param("head_dim");
         let n_rot = k.ld_param("n_rot");
-        let pos0 = k.ld_param("pos0");
+        let pos_ptr = k.ld_param_ptr("pos");
+        let pos0 = k.ld(Space::Global, U, Addr::reg(pos_ptr));
         let row = k.special(Special::CtaidX);
         let tid = k.special(Special::TidX);
         let half = k.bin(BinOp::Shr, U, n_rot, 1u32);

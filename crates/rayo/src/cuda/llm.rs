@@ -8,7 +8,9 @@ use super::device::CudaDevice;
 use super::elementwise::{Expr, FusedKernel};
 use super::ffi::{launch, Arg};
 use crate::error::{Error, Result};
-use rayo_ptx::kernels::{AttentionKernel, KvStoreKernel, NormKernel, NormKind, QMatvecKernel, RopeKernel};
+use super::ffi::drv;
+use cudarc::driver::sys;
+use rayo_ptx::kernels::{AttentionKernel, EmbedKernel, KvStoreKernel, NormKernel, NormKind, QMatvecKernel, RopeKernel};
 
 pub use rayo_ptx::kernels::{QFormat, RopePairs};
 
@@ -49,7 +51,116 @@ fn room(op: &'static str, have: usize, need: usize) -> Result<()> {
     Ok(())
 }
 
+/// A pass's inputs where the kernels read them: the token ids and the first row's position, in
+/// device memory, so that a captured graph of a pass replays for any token at any position.
+/// The host side remembers what it wrote, and each launch checks its sizes against that.
+pub struct StepInputs {
+    tokens: DeviceBytes,
+    pos: DeviceBytes,
+    /// (position, rows) last written, and the largest id.
+    written: (usize, usize),
+    max_id: u32,
+    device: u64,
+}
+
+impl StepInputs {
+    /// Room for passes of up to `max_rows` tokens.
+    pub fn new(dev: &CudaDevice, max_rows: usize) -> Result<StepInputs> {
+        let bytes = prod("cuda StepInputs", &[max_rows.max(1), 4])?;
+        Ok(StepInputs { tokens: dev.zero_bytes(bytes)?, pos: dev.zero_bytes(4)?, written: (0, 0), max_id: 0, device: dev.id() })
+    }
+
+    /// Writes the ids and the first position of the next pass (queued on the device's stream,
+    /// before the pass's work).
+    pub fn write(&mut self, dev: &CudaDevice, tokens: &[u32], pos0: usize) -> Result<()> {
+        const OP: &str = "cuda StepInputs::write";
+        dev.check_owner(OP, self.device)?;
+        room(OP, self.tokens.len() / 4, tokens.len())?;
+        let p = u32_of(OP, "pos0", pos0)?;
+        let ids: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+        if !ids.is_empty() {
+            dev.stream.memcpy_htod(&ids, &mut self.tokens.slice.slice_mut(0..ids.len())).map_err(drv)?;
+        }
+        dev.stream.memcpy_htod(&p.to_le_bytes(), &mut self.pos.slice.slice_mut(0..4)).map_err(drv)?;
+        self.written = (pos0, tokens.len());
+        self.max_id = tokens.iter().copied().max().unwrap_or(0);
+        Ok(())
+    }
+
+    /// An error unless the last write was `m` rows at `pos0` by this device.
+    fn check(&self, dev: &CudaDevice, op: &'static str, pos0: usize, m: usize) -> Result<()> {
+        dev.check_owner(op, self.device)?;
+        if self.written != (pos0, m) {
+            return Err(Error::InvalidArgument { op, name: "pos0", value: pos0.into(), reason: "not the position the step's inputs were written with" });
+        }
+        Ok(())
+    }
+}
+
+/// A captured stream of work (one decoding step), replayed with one driver call.
+pub struct Replay {
+    graph: cudarc::driver::CudaGraph,
+}
+
+impl Replay {
+    /// Queues the captured work again.
+    ///
+    /// # Safety
+    /// Every device buffer the captured work used must still be alive (the graph holds their
+    /// addresses, not the buffers): replaying after one was dropped reads or writes freed
+    /// device memory.
+    pub unsafe fn replay(&self) -> Result<()> {
+        self.graph.launch().map_err(drv)
+    }
+}
+
 impl CudaDevice {
+    /// Starts recording this device's stream: the work queued until [`CudaDevice::end_capture`]
+    /// is recorded, not run. Kernels must be loaded and buffers allocated before (a pass run
+    /// once uncaptured does both).
+    pub fn begin_capture(&self) -> Result<()> {
+        self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(drv)
+    }
+
+    /// Ends the recording (see [`CudaDevice::begin_capture`]) as an instantiated graph.
+    pub fn end_capture(&self) -> Result<Replay> {
+        let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
+        let graph = self.stream.end_capture(flags).map_err(drv)?.ok_or(Error::Device { api: "cuda", message: "stream capture produced no graph".into() })?;
+        graph.upload().map_err(drv)?;
+        Ok(Replay { graph })
+    }
+
+    /// Rows `tokens[r]` of `table` (`rows × cols` values of `fmt`) into the first `m` rows of
+    /// `out`: the ids are the ones `inputs` holds (written for `m` rows; each checked below
+    /// `rows` before it was written).
+    #[allow(clippy::too_many_arguments)]
+    pub fn embed_rows(&self, fmt: QFormat, table: &DeviceBytes, rows: usize, cols: usize, inputs: &StepInputs, m: usize, out: &mut DeviceBuffer) -> Result<()> {
+        const OP: &str = "cuda embed_rows";
+        self.owns(OP, &[out])?;
+        self.owns_bytes(OP, &[table])?;
+        self.check_owner(OP, inputs.device)?;
+        if inputs.written.1 != m {
+            return Err(Error::LengthMismatch { op: OP, expected: inputs.written.1, actual: m });
+        }
+        if m > 0 && inputs.max_id as usize >= rows {
+            return Err(Error::InvalidArgument { op: OP, name: "token", value: (inputs.max_id as usize).into(), reason: "past the table's rows" });
+        }
+        if cols % 32 != 0 {
+            return Err(Error::NotBlockMultiple { format: "cuda embed_rows", len: cols, block: 32 });
+        }
+        room(OP, table.len(), prod(OP, &[rows, cols / 32, fmt.block_bytes() as usize])?)?;
+        room(OP, out.len(), prod(OP, &[m, cols])?)?;
+        u32_of(OP, "out", prod(OP, &[m, cols, 4])?)?;
+        u32_of(OP, "row bytes", prod(OP, &[cols / 32, fmt.block_bytes() as usize])?)?;
+        if m == 0 || cols == 0 {
+            return Ok(());
+        }
+        let k = EmbedKernel::new(fmt);
+        let f = self.loaded(&k)?;
+        let mut args = [Arg::BytesIn(&table.slice), Arg::BytesIn(&inputs.tokens.slice), Arg::Out(&mut out.slice), Arg::U32(cols as u32)];
+        launch(&self.stream, &f, k.launch(m as u32), &mut args)
+    }
+
     /// `y[r] = W · x[r]` for the first `m` rows of `x` (`cols` values each) into the first `m`
     /// rows of `y` (`rows` values each); `w` holds `rows × cols/32` blocks of `fmt`.
     #[allow(clippy::too_many_arguments)]
@@ -96,7 +207,8 @@ impl CudaDevice {
 
     /// Rotates the first `n_rot` values of each head of the first `m` rows of `q` and `k`, row
     /// `r` at position `pos0 + r`, by the angles of `table` (`positions × n_rot/2` pairs
-    /// `(cos, sin)`).
+    /// `(cos, sin)`). The kernel reads `pos0` from `pos` (see [`StepInputs`]); `pos0` here is
+    /// what the sizes are checked with.
     #[allow(clippy::too_many_arguments)]
     pub fn rope_rows(
         &self,
@@ -104,6 +216,7 @@ impl CudaDevice {
         q: &mut DeviceBuffer,
         k: &mut DeviceBuffer,
         table: &DeviceBuffer,
+        pos: &StepInputs,
         m: usize,
         heads: (usize, usize),
         head_dim: usize,
@@ -130,8 +243,9 @@ impl CudaDevice {
         let kern = RopeKernel::new(pairs);
         let f = self.loaded(&kern)?;
         let u = |v: usize| Arg::U32(v as u32);
+        pos.check(self, OP, pos0, m)?;
         let mut args =
-            [Arg::Out(&mut q.slice), Arg::Out(&mut k.slice), Arg::In(&table.slice), u(n_head), u(n_head_kv), u(head_dim), u(n_rot), u(pos0)];
+            [Arg::Out(&mut q.slice), Arg::Out(&mut k.slice), Arg::In(&table.slice), Arg::BytesIn(&pos.pos.slice), u(n_head), u(n_head_kv), u(head_dim), u(n_rot)];
         launch(&self.stream, &f, kern.launch(m as u32), &mut args)
     }
 
@@ -144,11 +258,13 @@ impl CudaDevice {
         k: &DeviceBuffer,
         v: &DeviceBuffer,
         m: usize,
+        pos: &StepInputs,
         pos0: usize,
         k_cache: &mut DeviceBytes,
         v_cache: &mut DeviceBytes,
     ) -> Result<()> {
         const OP: &str = "cuda kv_store";
+        pos.check(self, OP, pos0, m)?;
         self.owns(OP, &[k, v])?;
         self.owns_bytes(OP, &[k_cache, v_cache])?;
         let width = prod(OP, &[shape.n_head_kv, shape.head_dim])?;
@@ -174,8 +290,8 @@ impl CudaDevice {
             Arg::In(&v.slice),
             Arg::BytesOut(&mut k_cache.slice),
             Arg::BytesOut(&mut v_cache.slice),
+            Arg::BytesIn(&pos.pos.slice),
             Arg::U32(width as u32),
-            Arg::U32(pos0 as u32),
             Arg::U32(n),
         ];
         launch(&self.stream, &f, kern.launch(n), &mut args)
@@ -192,12 +308,14 @@ impl CudaDevice {
         k_cache: &DeviceBytes,
         v_cache: &DeviceBytes,
         m: usize,
+        pos: &StepInputs,
         pos0: usize,
         scale: f32,
         round_q: bool,
         out: &mut DeviceBuffer,
     ) -> Result<()> {
         const OP: &str = "cuda attention_rows";
+        pos.check(self, OP, pos0, m)?;
         self.owns(OP, &[q, out])?;
         self.owns_bytes(OP, &[k_cache, v_cache])?;
         let AttentionShape { n_head, n_head_kv, head_dim, positions, f16 } = *shape;
@@ -234,9 +352,9 @@ impl CudaDevice {
             Arg::BytesIn(&k_cache.slice),
             Arg::BytesIn(&v_cache.slice),
             Arg::Out(&mut out.slice),
+            Arg::BytesIn(&pos.pos.slice),
             u(n_head),
             u(n_head_kv),
-            u(pos0),
             Arg::F32(scale),
             Arg::U32(round_q as u32),
         ];

@@ -1,0 +1,135 @@
+//! Token embedding on the device: row `tokens[r]` of a table in a GGUF block format,
+//! dequantized into row `r` of `out`. The ids are read from device memory, so a captured
+//! decoding graph replays for any token. One block per row; a thread per value.
+
+use super::common::*;
+use super::qmatvec::QFormat;
+use super::{Kernel, LaunchConfig};
+use crate::ptx::*;
+
+/// Parameters: `table` (rows × cols/32 blocks), `tokens` (m u32 ids, each below the table's
+/// rows: the caller checks), `out` (m × cols f32) (u64); `cols` (u32, a multiple of 32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EmbedKernel {
+    fmt: QFormat,
+}
+
+impl EmbedKernel {
+    pub const THREADS: u32 = 128;
+
+    pub fn new(fmt: QFormat) -> EmbedKernel {
+        EmbedKernel { fmt }
+    }
+
+    pub fn launch(&self, m: u32) -> LaunchConfig {
+        LaunchConfig { grid: (m.max(1), 1, 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
+    }
+}
+
+/// The byte at `a + off` (`off` a u32 register; `a` 2-byte aligned blocks), as a u32.
+fn byte_at(k: &mut PtxKernel, a: Reg, off: Reg) -> Reg {
+    let even = k.bin(BinOp::And, PtxType::B32, off, !1u32);
+    let p = k.mad_wide(U, even, 1u32, a);
+    let h = k.ld(Space::Global, PtxType::U16, Addr::reg(p));
+    let h = k.cvt(U, PtxType::U16, h);
+    let odd = k.bin(BinOp::And, PtxType::B32, off, 1u32);
+    let sh = k.bin(BinOp::Shl, PtxType::B32, odd, 3u32);
+    let v = k.bin(BinOp::Shr, U, h, sh);
+    k.bin(BinOp::And, PtxType::B32, v, 0xffu32)
+}
+
+fn f16_at(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
+    let h = k.ld(Space::Global, PtxType::B16, Addr::at(a, off));
+    k.cvt(F, PtxType::F16, h)
+}
+
+impl Kernel for EmbedKernel {
+    fn name(&self) -> String {
+        format!("embed_{}", format!("{:?}", self.fmt).to_lowercase())
+    }
+
+    fn build(&self, _sm: u32) -> PtxKernel {
+        let (fmt, bs) = (self.fmt, self.fmt.block_bytes());
+        let mut k = PtxKernel::new(&self.name());
+        for p in ["table", "tokens", "out"] {
+            k.add_param(p, PtxType::U64);
+        }
+        k.add_param("cols", U);
+        k.launch_bounds((Self::THREADS, 1, 1), None);
+        let table = k.ld_param_ptr("table");
+        let tokens = k.ld_param_ptr("tokens");
+        let out = k.ld_param_ptr("out");
+        let cols = k.ld_param("cols");
+        let row = k.special(Special::CtaidX);
+        let tid = k.special(Special::TidX);
+        let ta = k.elem_addr(tokens, row, 4);
+        let tok = k.ld(Space::Global, U, Addr::reg(ta));
+        let nb = k.bin(BinOp::Shr, U, cols, 5u32);
+        let row_bytes = k.mul(U, nb, bs);
+        let src = k.mad_wide(U, tok, row_bytes, table);
+        let dst_row = k.mul(U, row, cols);
+        let c = k.mov(U, tid);
+        let (top, end) = (k.new_label("vals"), k.new_label("vals_end"));
+        k.label(&top);
+        let past = k.setp(Cmp::Ge, U, c, cols);
+        k.bra_if(past, false, &end);
+        let b = k.bin(BinOp::Shr, U, c, 5u32);
+        let j = k.bin(BinOp::And, PtxType::B32, c, 31u32);
+        let a = k.mad_wide(U, b, bs, src);
+        let v = match fmt {
+            QFormat::F32 => {
+                let p = k.elem_addr(a, j, 4);
+                k.ld(Space::Global, F, Addr::reg(p))
+            }
+            QFormat::Q8_0 => {
+                let d = f16_at(&mut k, a, 0);
+                let off = k.add(U, j, 2u32);
+                let q = byte_at(&mut k, a, off);
+                // sign-extend the byte
+                let q = k.bin(BinOp::Shl, PtxType::B32, q, 24u32);
+                let q = k.bin(BinOp::Shr, PtxType::S32, q, 24u32);
+                let qf = k.cvt(F, PtxType::S32, q);
+                k.mul(F, d, qf)
+            }
+            QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q5_0 | QFormat::Q5_1 => {
+                let d = f16_at(&mut k, a, 0);
+                let (m, qh_off, qs_off) = match fmt {
+                    QFormat::Q4_0 => (k.mul(F, d, -8.0f32), None, 2u32),
+                    QFormat::Q4_1 => (f16_at(&mut k, a, 2), None, 4),
+                    QFormat::Q5_0 => (k.mul(F, d, -16.0f32), Some(2), 6),
+                    _ => (f16_at(&mut k, a, 2), Some(4), 8),
+                };
+                // value j: the low nibble of byte j % 16 for j < 16, else its high nibble
+                let jj = k.bin(BinOp::And, PtxType::B32, j, 15u32);
+                let off = k.add(U, jj, qs_off);
+                let byte = byte_at(&mut k, a, off);
+                let hi = k.bin(BinOp::Shr, U, j, 4u32);
+                let sh = k.bin(BinOp::Shl, PtxType::B32, hi, 2u32);
+                let nib = k.bin(BinOp::Shr, U, byte, sh);
+                let mut q = k.bin(BinOp::And, PtxType::B32, nib, 15u32);
+                if let Some(o) = qh_off {
+                    let lo = k.ld(Space::Global, PtxType::U16, Addr::at(a, o));
+                    let hi16 = k.ld(Space::Global, PtxType::U16, Addr::at(a, o + 2));
+                    let lo = k.cvt(U, PtxType::U16, lo);
+                    let hi16 = k.cvt(U, PtxType::U16, hi16);
+                    let hi16 = k.bin(BinOp::Shl, PtxType::B32, hi16, 16u32);
+                    let qh = k.bin(BinOp::Or, PtxType::B32, lo, hi16);
+                    let bit = k.bin(BinOp::Shr, U, qh, j);
+                    let bit = k.bin(BinOp::And, PtxType::B32, bit, 1u32);
+                    let bit = k.bin(BinOp::Shl, PtxType::B32, bit, 4u32);
+                    q = k.bin(BinOp::Or, PtxType::B32, q, bit);
+                }
+                let qf = k.cvt(F, U, q);
+                k.fma(F, d, qf, m)
+            }
+        };
+        let oi = k.add(U, dst_row, c);
+        let oa = k.elem_addr(out, oi, 4);
+        k.st(Space::Global, F, Addr::reg(oa), v);
+        k.bin_to(BinOp::Add, c, c, Self::THREADS);
+        k.bra(&top);
+        k.label(&end);
+        k.ret();
+        k
+    }
+}
