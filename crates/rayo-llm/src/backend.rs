@@ -77,6 +77,53 @@ pub trait Backend {
     /// Copies the first `out.len()` values of `x` to the host.
     fn read(&mut self, x: &Self::Buf, out: &mut [f32]) -> Result<()>;
 
+    // ---- fused ops: each has a default made of the ops above, which a backend may replace
+    // with fewer launches (the forward pass calls these) ----
+
+    /// `outs[i] = rms_norm(x)·wsᵢᵀ` for `m` rows (the defaults normalize into `tmp`).
+    #[allow(clippy::too_many_arguments)]
+    fn norm_matmuls(
+        &mut self,
+        x: &Self::Buf,
+        norm: &Self::Vector,
+        eps: f32,
+        m: usize,
+        ws: &[&Self::Weight],
+        tmp: &mut Self::Buf,
+        outs: &mut [&mut Self::Buf],
+    ) -> Result<()> {
+        self.rms_norm(x, norm, eps, m, tmp)?;
+        for (w, out) in ws.iter().zip(outs.iter_mut()) {
+            self.matmul(w, tmp, m, out)?;
+        }
+        Ok(())
+    }
+    /// `acc += x·wᵀ` for `m` rows (`len` values of `acc`; the default multiplies into `tmp`).
+    fn matmul_add(&mut self, w: &Self::Weight, x: &Self::Buf, m: usize, tmp: &mut Self::Buf, acc: &mut Self::Buf, len: usize) -> Result<()> {
+        self.matmul(w, x, m, tmp)?;
+        self.add(acc, tmp, len)
+    }
+    /// `out = silu(n·gateᵀ) · (n·upᵀ)` with `n = rms_norm(x)`, for `m` rows (`len` values of
+    /// `out`; the default uses `tmp` and `up_out`).
+    #[allow(clippy::too_many_arguments)]
+    fn norm_swiglu(
+        &mut self,
+        x: &Self::Buf,
+        norm: &Self::Vector,
+        eps: f32,
+        m: usize,
+        (gate, up): (&Self::Weight, &Self::Weight),
+        tmp: &mut Self::Buf,
+        out: &mut Self::Buf,
+        up_out: &mut Self::Buf,
+        len: usize,
+    ) -> Result<()> {
+        self.rms_norm(x, norm, eps, m, tmp)?;
+        self.matmul(gate, tmp, m, out)?;
+        self.matmul(up, tmp, m, up_out)?;
+        self.swiglu(out, up_out, len)
+    }
+
     // ---- one-token steps as a replayed graph (a GPU's decoding); the CPU has none ----
 
     /// Called before each pass with its tokens and first position: a backend whose kernels

@@ -9,7 +9,7 @@
 use crate::backend::{Backend, KvType};
 use crate::config::{Config, RopeStyle};
 use crate::weights::WeightRef;
-use rayo::cuda::{AttentionShape, CudaDevice, DeviceBuffer, DeviceBytes, Expr, QFormat, Replay, RopePairs, StepInputs};
+use rayo::cuda::{AttentionShape, CudaDevice, DeviceBuffer, DeviceBytes, Epilogue, Expr, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs};
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, GgmlType};
@@ -265,6 +265,65 @@ impl Backend for Cuda {
         let dev = &self.dev;
         let inputs = self.inputs.as_mut().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })?;
         inputs.write(dev, tokens, pos0)
+    }
+
+    fn norm_matmuls(
+        &mut self,
+        x: &DeviceBuffer,
+        norm: &DeviceBuffer,
+        eps: f32,
+        m: usize,
+        ws: &[&Arc<CudaWeight>],
+        tmp: &mut DeviceBuffer,
+        outs: &mut [&mut DeviceBuffer],
+    ) -> Result<()> {
+        let fmt = ws[0].fmt;
+        let same = ws.iter().all(|w| w.fmt == fmt && w.cols == ws[0].cols);
+        let k = QMatvecKernel::fused(fmt, true, ws.len() as u32, Epilogue::Store);
+        match k {
+            // one launch: the norm computed by each warp, the matrices' rows as one range
+            Some(k) if same => {
+                self.count(1);
+                let mats: Vec<(&DeviceBytes, usize)> = ws.iter().map(|w| (&w.bytes, w.rows)).collect();
+                self.dev.qmatvec_fused(k, x, Some((norm, eps)), ws[0].cols, m, &mats, outs)
+            }
+            _ => {
+                self.rms_norm(x, norm, eps, m, tmp)?;
+                for (w, out) in ws.iter().zip(outs.iter_mut()) {
+                    self.matmul(w, tmp, m, out)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn matmul_add(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, _tmp: &mut DeviceBuffer, acc: &mut DeviceBuffer, _len: usize) -> Result<()> {
+        let k = QMatvecKernel::fused(w.fmt, false, 1, Epilogue::Add).expect("one matrix, add");
+        self.count(1);
+        self.dev.qmatvec_fused(k, x, None, w.cols, m, &[(&w.bytes, w.rows)], &mut [acc])
+    }
+
+    fn norm_swiglu(
+        &mut self,
+        x: &DeviceBuffer,
+        norm: &DeviceBuffer,
+        eps: f32,
+        m: usize,
+        (gate, up): (&Arc<CudaWeight>, &Arc<CudaWeight>),
+        tmp: &mut DeviceBuffer,
+        out: &mut DeviceBuffer,
+        up_out: &mut DeviceBuffer,
+        len: usize,
+    ) -> Result<()> {
+        if gate.fmt == up.fmt && gate.rows == up.rows && gate.cols == up.cols {
+            let k = QMatvecKernel::fused(gate.fmt, true, 2, Epilogue::Swiglu).expect("two matrices, swiglu");
+            self.count(1);
+            return self.dev.qmatvec_fused(k, x, Some((norm, eps)), gate.cols, m, &[(&gate.bytes, gate.rows), (&up.bytes, up.rows)], &mut [out]);
+        }
+        self.rms_norm(x, norm, eps, m, tmp)?;
+        self.matmul(gate, tmp, m, out)?;
+        self.matmul(up, tmp, m, up_out)?;
+        self.swiglu(out, up_out, len)
     }
 
     fn step_ops(&self) -> usize {

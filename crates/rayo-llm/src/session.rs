@@ -233,10 +233,7 @@ impl<B: Backend> Session<B> {
         let (m, pos) = (tokens.len(), self.pos);
         b.embed(&self.token_embd, tokens, &mut f.x)?;
         for (i, l) in self.layers.iter().enumerate() {
-            b.rms_norm(&f.x, &l.attn_norm, c.eps, m, &mut f.xn)?;
-            b.matmul(&l.wq, &f.xn, m, &mut f.q)?;
-            b.matmul(&l.wk, &f.xn, m, &mut f.k)?;
-            b.matmul(&l.wv, &f.xn, m, &mut f.v)?;
+            b.norm_matmuls(&f.x, &l.attn_norm, c.eps, m, &[&l.wq, &l.wk, &l.wv], &mut f.xn, &mut [&mut f.q, &mut f.k, &mut f.v])?;
             if let Some([bq, bk, bv]) = &l.bias {
                 b.add_bias(&mut f.q, bq, m)?;
                 b.add_bias(&mut f.k, bk, m)?;
@@ -244,14 +241,9 @@ impl<B: Backend> Session<B> {
             }
             b.rope(c, &mut f.q, &mut f.k, m, pos)?;
             b.attention(c, &mut self.kv, i, &f.q, &f.k, &f.v, m, pos, &mut f.att)?;
-            b.matmul(&l.wo, &f.att, m, &mut f.xn)?;
-            b.add(&mut f.x, &f.xn, m * c.n_embd)?;
-            b.rms_norm(&f.x, &l.ffn_norm, c.eps, m, &mut f.xn)?;
-            b.matmul(&l.gate, &f.xn, m, &mut f.gate)?;
-            b.matmul(&l.up, &f.xn, m, &mut f.up)?;
-            b.swiglu(&mut f.gate, &f.up, m * c.n_ff)?;
-            b.matmul(&l.down, &f.gate, m, &mut f.xn)?;
-            b.add(&mut f.x, &f.xn, m * c.n_embd)?;
+            b.matmul_add(&l.wo, &f.att, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
+            b.norm_swiglu(&f.x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), &mut f.xn, &mut f.gate, &mut f.up, m * c.n_ff)?;
+            b.matmul_add(&l.down, &f.gate, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
         }
         self.pos += m;
         Ok(())
@@ -268,9 +260,11 @@ impl<B: Backend> Session<B> {
     /// The logits of row `r` of the last batch into `bufs.logits`.
     fn logits_ops(&mut self, r: usize) -> Result<()> {
         let (b, c, f) = (&mut self.backend, &self.cfg, &mut self.bufs);
+        if r == 0 {
+            return b.norm_matmuls(&f.x, &self.output_norm, c.eps, 1, &[&self.output], &mut f.last, &mut [&mut f.logits]);
+        }
         b.copy_row(&f.x, r, c.n_embd, &mut f.xn)?;
-        b.rms_norm(&f.xn, &self.output_norm, c.eps, 1, &mut f.last)?;
-        b.matmul(&self.output, &f.last, 1, &mut f.logits)
+        b.norm_matmuls(&f.xn, &self.output_norm, c.eps, 1, &[&self.output], &mut f.last, &mut [&mut f.logits])
     }
 }
 

@@ -592,3 +592,62 @@ fn quantized_matvec_matches_f64_for_every_format() {
     assert!(dev.qmatvec(QFormat::Q4_0, &w, 1, 32, &x, 2, &mut y).is_err());
     assert!(dev.qmatvec(QFormat::Q4_0, &w, usize::MAX, 32, &x, 1, &mut y).is_err());
 }
+
+#[test]
+fn fused_quantized_products_match_f64() {
+    use rayo::cuda::{Epilogue, QFormat, QMatvecKernel};
+    use rayo::quant::{self, GgmlType};
+    let Some(dev) = device("fused_quantized_products_match_f64") else { return };
+    let mut rng = Rng(0xf00d_cafe);
+    let (cols, m, eps) = (96usize, 3usize, 1e-5f32);
+    for (fmt, ty) in [(QFormat::Q4_1, GgmlType::Q4_1), (QFormat::Q5_0, GgmlType::Q5_0), (QFormat::Q8_0, GgmlType::Q8_0)] {
+        let rows = [37usize, 11, 11];
+        let mut mats = vec![];
+        for &r in &rows {
+            let bytes = quant::quantize_to_vec(ty, &rng.vec(r * cols, -1.0, 1.0)).unwrap();
+            let mut wd = vec![0f32; r * cols];
+            quant::dequantize(ty, &bytes, &mut wd).unwrap();
+            mats.push((dev.upload_bytes(&bytes).unwrap(), wd, r));
+        }
+        let x = rng.vec(m * cols, -2.0, 2.0);
+        let gamma = rng.vec(cols, 0.5, 1.5);
+        // the normalized rows in f64
+        let xn: Vec<f64> = x
+            .chunks(cols)
+            .flat_map(|row| {
+                let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / cols as f64;
+                let s = 1.0 / (ms + eps as f64).sqrt();
+                row.iter().zip(&gamma).map(move |(&v, &g)| v as f64 * s * g as f64).collect::<Vec<_>>()
+            })
+            .collect();
+        let prod = |wd: &[f32], r: usize, a: &[f64]| -> Vec<f64> {
+            (0..m).flat_map(|i| (0..r).map(move |j| (0..cols).map(|c| wd[j * cols + c] as f64 * a[i * cols + c]).sum::<f64>()).collect::<Vec<_>>()).collect()
+        };
+        let (xb, gb) = (dev.upload(&x).unwrap(), dev.upload(&gamma).unwrap());
+        let tol = 1e-3 * (cols as f64).sqrt();
+        // norm + three matrices
+        let k = QMatvecKernel::fused(fmt, true, 3, Epilogue::Store).unwrap();
+        let mut ys: Vec<_> = rows.iter().map(|&r| poisoned(&dev, m * r)).collect();
+        let ws: Vec<_> = mats.iter().map(|(b, _, r)| (b, *r)).collect();
+        let mut refs: Vec<&mut _> = ys.iter_mut().collect();
+        dev.qmatvec_fused(k, &xb, Some((&gb, eps)), cols, m, &ws, &mut refs).unwrap();
+        for (i, y) in ys.iter().enumerate() {
+            close(&format!("{fmt:?} norm x3 [{i}]"), &dev.download(y).unwrap(), &prod(&mats[i].1, rows[i], &xn), 1e-4, tol);
+        }
+        // residual add
+        let xd: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let acc0 = rng.vec(m * rows[0], -1.0, 1.0);
+        let mut acc = dev.upload(&acc0).unwrap();
+        let k = QMatvecKernel::fused(fmt, false, 1, Epilogue::Add).unwrap();
+        dev.qmatvec_fused(k, &xb, None, cols, m, &[(&mats[0].0, rows[0])], &mut [&mut acc]).unwrap();
+        let want: Vec<f64> = prod(&mats[0].1, rows[0], &xd).iter().zip(&acc0).map(|(p, &a)| p + a as f64).collect();
+        close(&format!("{fmt:?} add"), &dev.download(&acc).unwrap(), &want, 1e-4, tol);
+        // norm + gate/up + silu·up
+        let k = QMatvecKernel::fused(fmt, true, 2, Epilogue::Swiglu).unwrap();
+        let mut out = poisoned(&dev, m * rows[1]);
+        dev.qmatvec_fused(k, &xb, Some((&gb, eps)), cols, m, &[(&mats[1].0, rows[1]), (&mats[2].0, rows[2])], &mut [&mut out]).unwrap();
+        let (g, u) = (prod(&mats[1].1, rows[1], &xn), prod(&mats[2].1, rows[2], &xn));
+        let want: Vec<f64> = g.iter().zip(&u).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u).collect();
+        close(&format!("{fmt:?} swiglu"), &dev.download(&out).unwrap(), &want, 1e-3, tol);
+    }
+}

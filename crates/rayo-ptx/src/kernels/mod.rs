@@ -16,7 +16,7 @@ pub use attention::{AttentionKernel, KvStoreKernel};
 pub use embed::EmbedKernel;
 pub use gemm::{GemmKernel, GemmVariant};
 pub use norm::{NormKernel, NormKind};
-pub use qmatvec::{QFormat, QMatvecKernel};
+pub use qmatvec::{Epilogue, QFormat, QMatvecKernel};
 pub use reduce::{ReduceCombine, ReduceKernel, ReduceLoad};
 pub use rope::{RopeKernel, RopePairs};
 pub use softmax::SoftmaxKernel;
@@ -94,6 +94,10 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     // the LLM engine's kernels
     v.extend(QFormat::ALL.map(|f| Box::new(QMatvecKernel::new(f)) as Box<dyn Kernel>));
     v.extend(QFormat::ALL.map(|f| Box::new(EmbedKernel::new(f)) as Box<dyn Kernel>));
+    for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {
+        v.extend(QMatvecKernel::fused(QFormat::Q4_1, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
+        v.extend(QMatvecKernel::fused(QFormat::Q8_0, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
+    }
     v.push(Box::new(RopeKernel::new(RopePairs::Adjacent)));
     v.push(Box::new(RopeKernel::new(RopePairs::HalfSplit)));
     for f16 in [true, false] {

@@ -47,11 +47,30 @@ impl QFormat {
     }
 }
 
-/// Parameters: `w` (rows × cols/32 blocks), `x` (m × cols f32), `y` (m × rows f32) (all u64),
-/// `rows`, `cols` (u32; `cols` a multiple of 32, `cols·4` and `rows·4` below 2³²).
+/// What a [`QMatvecKernel`] does with each row's sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    /// `y[j] = s`.
+    Store,
+    /// `y[j] += s` (a residual connection).
+    Add,
+    /// Two matrices of equal rows, `gate` and `up`: `y[j] = silu(s_gate)·s_up`.
+    Swiglu,
+}
+
+/// Parameters, in order: `x` (m × cols f32); with `norm`, `gamma` (cols f32) and `eps` (f32);
+/// `cols` (u32, a multiple of 32, `cols·4 < 2³²`); per matrix `w{i}` (rows_i × cols/32
+/// blocks); per output `y{i}` (m × rows_i f32; [`Epilogue::Swiglu`] has one); per matrix
+/// `rows{i}` (u32; Swiglu has one, both matrices' rows) (pointers u64). With `norm` the
+/// activations are `x / rms(x) · gamma` (RMSNorm, computed by each warp for its row), so a norm
+/// and the products after it are one launch; with several matrices their rows are one range
+/// (Q, K and V from one input in one launch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct QMatvecKernel {
     fmt: QFormat,
+    norm: bool,
+    mats: u32,
+    epi: Epilogue,
 }
 
 impl QMatvecKernel {
@@ -59,14 +78,42 @@ impl QMatvecKernel {
     /// Weight rows per block (one per warp).
     pub const ROWS_PER_BLOCK: u32 = Self::THREADS / 32;
 
+    /// `y = W·x`.
     pub fn new(fmt: QFormat) -> QMatvecKernel {
-        QMatvecKernel { fmt }
+        QMatvecKernel { fmt, norm: false, mats: 1, epi: Epilogue::Store }
+    }
+
+    /// A fused variant: `mats` matrices (1–3; exactly 2 for Swiglu), an RMSNorm first or not.
+    pub fn fused(fmt: QFormat, norm: bool, mats: u32, epi: Epilogue) -> Option<QMatvecKernel> {
+        let ok = match epi {
+            Epilogue::Swiglu => mats == 2,
+            _ => (1..=3).contains(&mats),
+        };
+        ok.then_some(QMatvecKernel { fmt, norm, mats, epi })
     }
 
     pub fn format(&self) -> QFormat {
         self.fmt
     }
+    pub fn norm(&self) -> bool {
+        self.norm
+    }
+    pub fn mats(&self) -> u32 {
+        self.mats
+    }
+    pub fn epilogue(&self) -> Epilogue {
+        self.epi
+    }
+    /// Outputs: one per matrix, one for Swiglu.
+    pub fn outputs(&self) -> u32 {
+        if self.epi == Epilogue::Swiglu {
+            1
+        } else {
+            self.mats
+        }
+    }
 
+    /// `rows`: all matrices' rows together (Swiglu: one matrix's).
     pub fn launch(&self, rows: u32, m: u32) -> LaunchConfig {
         LaunchConfig { grid: (rows.div_ceil(Self::ROWS_PER_BLOCK).max(1), m.max(1), 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
     }
@@ -118,108 +165,203 @@ fn nibbles(k: &mut PtxKernel, a: Reg, qs_off: i64, qh: Option<Reg>) -> Vec<Reg> 
     q.into_iter().map(|r| r.expect("all 32 values set")).collect()
 }
 
+/// `Σ` over one block at `a` of `fmt` times the 32 activations `xs`.
+fn block_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, xs: &[Reg]) -> Reg {
+    match fmt {
+        QFormat::F32 => {
+            let ws: Vec<Reg> = (0..8).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(a, 16 * i))).collect();
+            let mut s = k.mov(F, 0.0f32);
+            for (&wv, &xv) in ws.iter().zip(xs) {
+                s = k.fma(F, wv, xv, s);
+            }
+            s
+        }
+        QFormat::Q8_0 => {
+            let d = ld_f16(k, a, 0);
+            let mut q = Vec::with_capacity(32);
+            for t in 0..16 {
+                let h = ld_u16(k, a, 2 + 2 * t);
+                // the two signed bytes of the half: shift each to the top, then arithmetic right
+                for up in [24u32, 16] {
+                    let s = k.bin(BinOp::Shl, PtxType::B32, h, up);
+                    q.push(k.bin(BinOp::Shr, PtxType::S32, s, 24u32));
+                }
+            }
+            let s = dot(k, PtxType::S32, &q, xs);
+            k.mul(F, d, s)
+        }
+        QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q5_0 | QFormat::Q5_1 => {
+            let d = ld_f16(k, a, 0);
+            // value = d·q + m; Q4_0/Q5_0 take their offset as m = −8d / −16d
+            let (m, qh_off, qs_off) = match fmt {
+                QFormat::Q4_0 => (k.mul(F, d, -8.0f32), None, 2),
+                QFormat::Q4_1 => (ld_f16(k, a, 2), None, 4),
+                QFormat::Q5_0 => (k.mul(F, d, -16.0f32), Some(2), 6),
+                _ => (ld_f16(k, a, 2), Some(4), 8),
+            };
+            let qh = qh_off.map(|o| {
+                let lo = ld_u16(k, a, o);
+                let hi = ld_u16(k, a, o + 2);
+                let hi = k.bin(BinOp::Shl, PtxType::B32, hi, 16u32);
+                k.bin(BinOp::Or, PtxType::B32, lo, hi)
+            });
+            let q = nibbles(k, a, qs_off, qh);
+            let s = dot(k, U, &q, xs);
+            let mut sx = xs[0];
+            for &v in &xs[1..] {
+                sx = k.add(F, sx, v);
+            }
+            let ms = k.mul(F, m, sx);
+            k.fma(F, d, s, ms)
+        }
+    }
+}
+
 impl Kernel for QMatvecKernel {
     fn name(&self) -> String {
-        format!("qmatvec_{}", self.fmt.tag())
+        let norm = if self.norm { "_norm" } else { "" };
+        let mats = if self.mats > 1 && self.epi != Epilogue::Swiglu { format!("_x{}", self.mats) } else { String::new() };
+        let epi = match self.epi {
+            Epilogue::Store => "",
+            Epilogue::Add => "_add",
+            Epilogue::Swiglu => "_swiglu",
+        };
+        format!("qmatvec_{}{norm}{mats}{epi}", self.fmt.tag())
     }
 
     fn build(&self, _sm: u32) -> PtxKernel {
-        let fmt = self.fmt;
+        let (fmt, epi, mats) = (self.fmt, self.epi, self.mats as usize);
         let bs = fmt.block_bytes();
         let mut k = PtxKernel::new(&self.name());
-        for p in ["w", "x", "y"] {
-            k.add_param(p, PtxType::U64);
+        k.add_param("x", PtxType::U64);
+        if self.norm {
+            k.add_param("gamma", PtxType::U64);
+            k.add_param("eps", F);
         }
-        k.add_param("rows", U);
         k.add_param("cols", U);
+        for i in 0..mats {
+            k.add_param(&format!("w{i}"), PtxType::U64);
+        }
+        for i in 0..self.outputs() {
+            k.add_param(&format!("y{i}"), PtxType::U64);
+        }
+        let nrows = if epi == Epilogue::Swiglu { 1 } else { mats };
+        for i in 0..nrows {
+            k.add_param(&format!("rows{i}"), U);
+        }
         k.launch_bounds((Self::THREADS, 1, 1), None);
-        let w = k.ld_param_ptr("w");
         let x = k.ld_param_ptr("x");
-        let y = k.ld_param_ptr("y");
-        let rows = k.ld_param("rows");
         let cols = k.ld_param("cols");
+        let ws: Vec<Reg> = (0..mats).map(|i| k.ld_param_ptr(&format!("w{i}"))).collect();
+        let ys: Vec<Reg> = (0..self.outputs()).map(|i| k.ld_param_ptr(&format!("y{i}"))).collect();
+        let rows: Vec<Reg> = (0..nrows).map(|i| k.ld_param(&format!("rows{i}"))).collect();
         let tid = k.special(Special::TidX);
         let lane = k.bin(BinOp::And, PtxType::B32, tid, 31u32);
         let warp = k.bin(BinOp::Shr, U, tid, 5u32);
         let bx = k.special(Special::CtaidX);
         let by = k.special(Special::CtaidY);
         let row = k.fma(U, bx, Self::ROWS_PER_BLOCK, warp);
+        let mut total = rows[0];
+        for &r in &rows[1..] {
+            total = k.add(U, total, r);
+        }
         let done = k.new_label("done");
         // the row is the same for the whole warp: it leaves together (the shuffles stay full)
-        let past = k.setp(Cmp::Ge, U, row, rows);
+        let past = k.setp(Cmp::Ge, U, row, total);
         k.bra_if(past, false, &done);
+        // which matrix this row is in, and its row there
+        let (mut w, mut y, mut r, mut yrows) = (ws[0], ys[0], row, rows[0]);
+        let mut base = rows[0];
+        for i in 1..nrows {
+            let inside = k.setp(Cmp::Ge, U, row, base);
+            let local = k.sub(U, row, base);
+            w = k.selp(PtxType::U64, ws[i], w, inside);
+            y = k.selp(PtxType::U64, ys[i], y, inside);
+            r = k.selp(U, local, r, inside);
+            yrows = k.selp(U, rows[i], yrows, inside);
+            base = k.add(U, base, rows[i]);
+        }
         let nb = k.bin(BinOp::Shr, U, cols, 5u32);
         let row_bytes = k.mul(U, nb, bs);
-        let wrow = k.mad_wide(U, row, row_bytes, w);
+        let mut wrows = vec![k.mad_wide(U, r, row_bytes, w)];
+        if epi == Epilogue::Swiglu {
+            wrows.push(k.mad_wide(U, r, row_bytes, ws[1]));
+        }
         let cols4 = k.mul(U, cols, 4u32);
         let xrow = k.mad_wide(U, by, cols4, x);
-        let acc = k.mov(F, 0.0f32);
+        // RMSNorm's scale of this activation row: every warp computes it (a row is a few KB)
+        let norm = if self.norm {
+            let gamma = k.ld_param_ptr("gamma");
+            let eps = k.ld_param("eps");
+            let ss = k.mov(F, 0.0f32);
+            let c = k.mul(U, lane, 4u32);
+            let (top, end) = (k.new_label("ss"), k.new_label("ss_end"));
+            k.label(&top);
+            let out = k.setp(Cmp::Ge, U, c, cols);
+            k.bra_if(out, false, &end);
+            let xa = k.elem_addr(xrow, c, 4);
+            for v in k.ld_v(Space::Global, F, 4, Addr::reg(xa)) {
+                k.fma_to(ss, v, v, ss);
+            }
+            k.bin_to(BinOp::Add, c, c, 128u32);
+            k.bra(&top);
+            k.label(&end);
+            let ss = warp_reduce(&mut k, ReduceCombine::Sum, ss);
+            let colsf = k.cvt(F, U, cols);
+            let mean = k.bin(BinOp::Div, F, ss, colsf);
+            let me = k.add(F, mean, eps);
+            let sd = k.un(UnOp::Sqrt, F, me);
+            Some((gamma, k.un(UnOp::Rcp, F, sd)))
+        } else {
+            None
+        };
+        let accs: Vec<Reg> = wrows.iter().map(|_| k.mov(F, 0.0f32)).collect();
         let b = k.mov(U, lane);
         let (top, end) = (k.new_label("blocks"), k.new_label("blocks_end"));
         k.label(&top);
         let out = k.setp(Cmp::Ge, U, b, nb);
         k.bra_if(out, false, &end);
-        let a = k.mad_wide(U, b, bs, wrow);
         let xa = k.mad_wide(U, b, 128u32, xrow);
-        let xs: Vec<Reg> = (0..8).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(xa, 16 * i))).collect();
-        let part = match fmt {
-            QFormat::F32 => {
-                let ws: Vec<Reg> = (0..8).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(a, 16 * i))).collect();
-                let mut s = k.mov(F, 0.0f32);
-                for (&wv, &xv) in ws.iter().zip(&xs) {
-                    s = k.fma(F, wv, xv, s);
-                }
-                s
-            }
-            QFormat::Q8_0 => {
-                let d = ld_f16(&mut k, a, 0);
-                let mut q = Vec::with_capacity(32);
-                for t in 0..16 {
-                    let h = ld_u16(&mut k, a, 2 + 2 * t);
-                    // the two signed bytes of the half: shift each to the top, then arithmetic right
-                    for up in [24u32, 16] {
-                        let s = k.bin(BinOp::Shl, PtxType::B32, h, up);
-                        q.push(k.bin(BinOp::Shr, PtxType::S32, s, 24u32));
-                    }
-                }
-                let s = dot(&mut k, PtxType::S32, &q, &xs);
-                k.mul(F, d, s)
-            }
-            QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q5_0 | QFormat::Q5_1 => {
-                let d = ld_f16(&mut k, a, 0);
-                // value = d·q + m; Q4_0/Q5_0 take their offset as m = −8d / −16d
-                let (m, qh_off, qs_off) = match fmt {
-                    QFormat::Q4_0 => (k.mul(F, d, -8.0f32), None, 2),
-                    QFormat::Q4_1 => (ld_f16(&mut k, a, 2), None, 4),
-                    QFormat::Q5_0 => (k.mul(F, d, -16.0f32), Some(2), 6),
-                    _ => (ld_f16(&mut k, a, 2), Some(4), 8),
-                };
-                let qh = qh_off.map(|o| {
-                    let lo = ld_u16(&mut k, a, o);
-                    let hi = ld_u16(&mut k, a, o + 2);
-                    let hi = k.bin(BinOp::Shl, PtxType::B32, hi, 16u32);
-                    k.bin(BinOp::Or, PtxType::B32, lo, hi)
-                });
-                let q = nibbles(&mut k, a, qs_off, qh);
-                let s = dot(&mut k, U, &q, &xs);
-                let mut sx = xs[0];
-                for &v in &xs[1..] {
-                    sx = k.add(F, sx, v);
-                }
-                let ms = k.mul(F, m, sx);
-                k.fma(F, d, s, ms)
-            }
-        };
-        k.bin_to(BinOp::Add, acc, acc, part);
+        let mut xs: Vec<Reg> = (0..8).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(xa, 16 * i))).collect();
+        if let Some((gamma, _)) = norm {
+            let ga = k.mad_wide(U, b, 128u32, gamma);
+            let gs: Vec<Reg> = (0..8).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(ga, 16 * i))).collect();
+            xs = xs.iter().zip(&gs).map(|(&xv, &g)| k.mul(F, xv, g)).collect();
+        }
+        for (&wr, &acc) in wrows.iter().zip(&accs) {
+            let a = k.mad_wide(U, b, bs, wr);
+            let part = block_dot(&mut k, fmt, a, &xs);
+            k.bin_to(BinOp::Add, acc, acc, part);
+        }
         k.bin_to(BinOp::Add, b, b, 32u32);
         k.bra(&top);
         k.label(&end);
-        let sum = warp_reduce(&mut k, ReduceCombine::Sum, acc);
-        let rows4 = k.mul(U, rows, 4u32);
-        let yrow = k.mad_wide(U, by, rows4, y);
-        let ya = k.elem_addr(yrow, row, 4);
+        let mut sums: Vec<Reg> = accs.iter().map(|&a| warp_reduce(&mut k, ReduceCombine::Sum, a)).collect();
+        if let Some((_, scale)) = norm {
+            sums = sums.iter().map(|&v| k.mul(F, v, scale)).collect();
+        }
+        let yrow = k.mul(U, by, yrows);
+        let yi = k.add(U, yrow, r);
+        let ya = k.elem_addr(y, yi, 4);
         let is0 = k.setp(Cmp::Eq, U, lane, 0u32);
-        k.when(is0, false, |k| k.st(Space::Global, F, Addr::reg(ya), sum));
+        k.when(is0, false, |k| {
+            let v = match epi {
+                Epilogue::Store => sums[0],
+                Epilogue::Add => {
+                    let old = k.ld(Space::Global, F, Addr::reg(ya));
+                    k.add(F, old, sums[0])
+                }
+                Epilogue::Swiglu => {
+                    // silu(g)·u = g / (1 + e^−g) · u
+                    let ng = k.un(UnOp::Neg, F, sums[0]);
+                    let e = exp(k, ng);
+                    let d = k.add(F, e, 1.0f32);
+                    let sg = k.bin(BinOp::Div, F, sums[0], d);
+                    k.mul(F, sg, sums[1])
+                }
+            };
+            k.st(Space::Global, F, Addr::reg(ya), v);
+        });
         k.label(&done);
         k.ret();
         k

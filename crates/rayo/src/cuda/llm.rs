@@ -10,9 +10,9 @@ use super::ffi::{launch, Arg};
 use crate::error::{Error, Result};
 use super::ffi::drv;
 use cudarc::driver::sys;
-use rayo_ptx::kernels::{AttentionKernel, EmbedKernel, KvStoreKernel, NormKernel, NormKind, QMatvecKernel, RopeKernel};
+use rayo_ptx::kernels::{AttentionKernel, EmbedKernel, KvStoreKernel, NormKernel, NormKind, RopeKernel};
 
-pub use rayo_ptx::kernels::{QFormat, RopePairs};
+pub use rayo_ptx::kernels::{Epilogue, QFormat, QMatvecKernel, RopePairs};
 
 /// The heads of one attention op and the cache's capacity in positions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,24 +165,74 @@ impl CudaDevice {
     /// rows of `y` (`rows` values each); `w` holds `rows × cols/32` blocks of `fmt`.
     #[allow(clippy::too_many_arguments)]
     pub fn qmatvec(&self, fmt: QFormat, w: &DeviceBytes, rows: usize, cols: usize, x: &DeviceBuffer, m: usize, y: &mut DeviceBuffer) -> Result<()> {
+        self.qmatvec_fused(QMatvecKernel::new(fmt), x, None, cols, m, &[(w, rows)], &mut [y])
+    }
+
+    /// The products of a [`QMatvecKernel`] variant in one launch: the first `m` rows of `x`
+    /// (`cols` values each), normalized first when `norm` is `(gamma, eps)` (the kernel must be
+    /// a norm variant), times each matrix `(w, rows)` (all of the kernel's format), into the
+    /// first `m` rows of each output (Swiglu: one output of the matrices' rows).
+    #[allow(clippy::too_many_arguments)]
+    pub fn qmatvec_fused(
+        &self,
+        k: QMatvecKernel,
+        x: &DeviceBuffer,
+        norm: Option<(&DeviceBuffer, f32)>,
+        cols: usize,
+        m: usize,
+        mats: &[(&DeviceBytes, usize)],
+        ys: &mut [&mut DeviceBuffer],
+    ) -> Result<()> {
         const OP: &str = "cuda qmatvec";
-        self.owns(OP, &[x, y])?;
-        self.owns_bytes(OP, &[w])?;
+        self.owns(OP, &[x])?;
+        for y in ys.iter() {
+            self.owns(OP, &[&**y])?;
+        }
+        for (w, _) in mats {
+            self.owns_bytes(OP, &[*w])?;
+        }
+        if mats.len() != k.mats() as usize || ys.len() != k.outputs() as usize || norm.is_some() != k.norm() {
+            return Err(Error::InvalidArgument { op: OP, name: "matrices", value: mats.len().into(), reason: "not what the kernel variant takes" });
+        }
         if cols % 32 != 0 {
             return Err(Error::NotBlockMultiple { format: "cuda qmatvec", len: cols, block: 32 });
         }
-        room(OP, w.len(), prod(OP, &[rows, cols / 32, fmt.block_bytes() as usize])?)?;
+        let swiglu = k.epilogue() == Epilogue::Swiglu;
+        if swiglu && mats[0].1 != mats[1].1 {
+            return Err(Error::LengthMismatch { op: OP, expected: mats[0].1, actual: mats[1].1 });
+        }
+        for (i, (w, rows)) in mats.iter().enumerate() {
+            room(OP, w.len(), prod(OP, &[*rows, cols / 32, k.format().block_bytes() as usize])?)?;
+            if let Some(y) = ys.get(if swiglu { 0 } else { i }) {
+                room(OP, y.len(), prod(OP, &[m, *rows])?)?;
+                u32_of(OP, "y", prod(OP, &[m, *rows, 4])?)?;
+            }
+        }
         room(OP, x.len(), prod(OP, &[m, cols])?)?;
-        room(OP, y.len(), prod(OP, &[m, rows])?)?;
-        let (r, c) = (u32_of(OP, "rows", prod(OP, &[rows, 4])?)? / 4, u32_of(OP, "cols", prod(OP, &[cols, 4])?)? / 4);
+        u32_of(OP, "cols", prod(OP, &[cols, 4])?)?;
+        let total = if swiglu { mats[0].1 } else { mats.iter().map(|&(_, r)| r).sum() };
+        let total = u32_of(OP, "rows", prod(OP, &[total, 4])?)? / 4;
+        if let Some((g, eps)) = norm {
+            self.owns(OP, &[g])?;
+            room(OP, g.len(), cols)?;
+            super::ops::check_eps(OP, eps)?;
+        }
         let mm = u32_of(OP, "m", m)?;
-        if m == 0 || rows == 0 || cols == 0 {
+        if m == 0 || total == 0 || cols == 0 {
             return Ok(());
         }
-        let k = QMatvecKernel::new(fmt);
         let f = self.loaded(&k)?;
-        let mut args = [Arg::BytesIn(&w.slice), Arg::In(&x.slice), Arg::Out(&mut y.slice), Arg::U32(r), Arg::U32(c)];
-        launch(&self.stream, &f, k.launch(r, mm), &mut args)
+        let mut args = vec![Arg::In(&x.slice)];
+        if let Some((g, eps)) = norm {
+            args.push(Arg::In(&g.slice));
+            args.push(Arg::F32(eps));
+        }
+        args.push(Arg::U32(cols as u32));
+        args.extend(mats.iter().map(|(w, _)| Arg::BytesIn(&w.slice)));
+        args.extend(ys.iter_mut().map(|y| Arg::Out(&mut y.slice)));
+        let nrows = if swiglu { 1 } else { mats.len() };
+        args.extend(mats.iter().take(nrows).map(|&(_, r)| Arg::U32(r as u32)));
+        launch(&self.stream, &f, k.launch(total, mm), &mut args)
     }
 
     /// RMSNorm of the first `m` rows of `x` (`cols` values each) into `out`.
