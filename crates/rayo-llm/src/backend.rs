@@ -124,6 +124,22 @@ pub trait Backend {
         self.swiglu(out, up_out, len)
     }
 
+    /// [`Backend::rope`] on `q` and `k`, then [`Backend::attention`].
+    #[allow(clippy::too_many_arguments)]
+    fn rope_attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut Self::Kv,
+        layer: usize,
+        (q, k, v): (&mut Self::Buf, &mut Self::Buf, &Self::Buf),
+        m: usize,
+        pos0: usize,
+        out: &mut Self::Buf,
+    ) -> Result<()> {
+        self.rope(cfg, q, k, m, pos0)?;
+        self.attention(cfg, kv, layer, q, k, v, m, pos0, out)
+    }
+
     // ---- one-token steps as a replayed graph (a GPU's decoding); the CPU has none ----
 
     /// Called before each pass with its tokens and first position: a backend whose kernels

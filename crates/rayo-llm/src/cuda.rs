@@ -95,6 +95,14 @@ impl Cuda {
     }
 }
 
+/// The rotated pairs of the model's RoPE.
+fn pairs(cfg: &Config) -> RopePairs {
+    match cfg.rope_style {
+        RopeStyle::Adjacent => RopePairs::Adjacent,
+        RopeStyle::HalfSplit => RopePairs::HalfSplit,
+    }
+}
+
 /// The kernel format of a GGUF type, or `None` where the weights are dequantized at load.
 fn kernel_format(ty: GgmlType) -> Option<QFormat> {
     Some(match ty {
@@ -219,12 +227,8 @@ impl Backend for Cuda {
     fn rope(&mut self, cfg: &Config, q: &mut DeviceBuffer, k: &mut DeviceBuffer, m: usize, pos0: usize) -> Result<()> {
         self.count(1);
         let table = self.rope.as_ref().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
-        let pairs = match cfg.rope_style {
-            RopeStyle::Adjacent => RopePairs::Adjacent,
-            RopeStyle::HalfSplit => RopePairs::HalfSplit,
-        };
         let inputs = self.inputs()?;
-        self.dev.rope_rows(pairs, q, k, table, inputs, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)
+        self.dev.rope_rows(pairs(cfg), q, k, table, inputs, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)
     }
 
     fn attention(
@@ -324,6 +328,30 @@ impl Backend for Cuda {
         self.matmul(gate, tmp, m, out)?;
         self.matmul(up, tmp, m, up_out)?;
         self.swiglu(out, up_out, len)
+    }
+
+    fn rope_attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut CudaKv,
+        layer: usize,
+        (q, k, v): (&mut DeviceBuffer, &mut DeviceBuffer, &DeviceBuffer),
+        m: usize,
+        pos0: usize,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        let (kc, vc) = match (kv.k.get_mut(layer), kv.v.get_mut(layer)) {
+            (Some(kc), Some(vc)) => (kc, vc),
+            _ => return Err(Error::Model { what: format!("layer {layer} is past the cache's {} layers", kv.k.len()) }),
+        };
+        self.count(2);
+        let table = self.rope.as_ref().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
+        let inputs = self.inputs()?;
+        // one launch rotates Q and K and stores K and V; a second attends
+        self.dev.rope_store_rows(pairs(cfg), q, k, v, (&kv.shape, kc, vc), table, inputs, m, cfg.n_rot, pos0)?;
+        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+        let round_q = kv.shape.f16 && m < 64;
+        self.dev.attention_rows(&kv.shape, q, kc, vc, m, inputs, pos0, scale, round_q, out)
     }
 
     fn step_ops(&self) -> usize {

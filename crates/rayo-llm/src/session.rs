@@ -239,8 +239,7 @@ impl<B: Backend> Session<B> {
                 b.add_bias(&mut f.k, bk, m)?;
                 b.add_bias(&mut f.v, bv, m)?;
             }
-            b.rope(c, &mut f.q, &mut f.k, m, pos)?;
-            b.attention(c, &mut self.kv, i, &f.q, &f.k, &f.v, m, pos, &mut f.att)?;
+            b.rope_attention(c, &mut self.kv, i, (&mut f.q, &mut f.k, &f.v), m, pos, &mut f.att)?;
             b.matmul_add(&l.wo, &f.att, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
             b.norm_swiglu(&f.x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), &mut f.xn, &mut f.gate, &mut f.up, m * c.n_ff)?;
             b.matmul_add(&l.down, &f.gate, m, &mut f.xn, &mut f.x, m * c.n_embd)?;

@@ -100,6 +100,8 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     }
     v.push(Box::new(RopeKernel::new(RopePairs::Adjacent)));
     v.push(Box::new(RopeKernel::new(RopePairs::HalfSplit)));
+    v.push(Box::new(RopeKernel::with_cache(RopePairs::Adjacent, true)));
+    v.push(Box::new(RopeKernel::with_cache(RopePairs::HalfSplit, false)));
     for f16 in [true, false] {
         v.push(Box::new(KvStoreKernel::new(f16)));
         for (hd, positions) in [(64, 8192), (128, 2048), (32, 10240)] {

@@ -141,35 +141,14 @@ fn dot(k: &mut PtxKernel, qty: PtxType, q: &[Reg], x: &[Reg]) -> Reg {
     s
 }
 
-/// The 32 nibble-plus-high-bit values of a Q4/Q5 block: value j < 16 from the low nibble of
-/// byte j of `qs`, value 16 + j from its high nibble; with `qh`, bit j of it is the fifth bit
-/// of value j.
-fn nibbles(k: &mut PtxKernel, a: Reg, qs_off: i64, qh: Option<Reg>) -> Vec<Reg> {
-    let halves: Vec<Reg> = (0..8).map(|t| ld_u16(k, a, qs_off + 2 * t)).collect();
-    let mut q = vec![None; 32];
-    for j in 0..16u32 {
-        let h = halves[(j / 2) as usize];
-        let sh = 8 * (j % 2);
-        for (v, nib) in [(j, sh), (j + 16, sh + 4)] {
-            let t = k.bin(BinOp::Shr, U, h, nib);
-            let mut val = k.bin(BinOp::And, PtxType::B32, t, 0xFu32);
-            if let Some(qh) = qh {
-                // bit v of qh, moved to bit 4
-                let b = if v >= 4 { k.bin(BinOp::Shr, U, qh, v - 4) } else { k.bin(BinOp::Shl, PtxType::B32, qh, 4 - v) };
-                let b = k.bin(BinOp::And, PtxType::B32, b, 0x10u32);
-                val = k.bin(BinOp::Or, PtxType::B32, val, b);
-            }
-            q[v as usize] = Some(val);
-        }
-    }
-    q.into_iter().map(|r| r.expect("all 32 values set")).collect()
-}
-
-/// `Σ` over one block at `a` of `fmt` times the 32 activations `xs`.
-fn block_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, xs: &[Reg]) -> Reg {
+/// `Σ` over values `8p .. 8p + 8` of the block at `a` of `fmt` (`p` = 0..3, a u32 register:
+/// four lanes share a block) times the lane's 8 activations `xs`.
+fn quarter_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, p: Reg, xs: &[Reg]) -> Reg {
     match fmt {
         QFormat::F32 => {
-            let ws: Vec<Reg> = (0..8).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(a, 16 * i))).collect();
+            let off = k.mul(U, p, 32u32);
+            let wa = k.mad_wide(U, off, 1u32, a);
+            let ws: Vec<Reg> = (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(wa, 16 * i))).collect();
             let mut s = k.mov(F, 0.0f32);
             for (&wv, &xv) in ws.iter().zip(xs) {
                 s = k.fma(F, wv, xv, s);
@@ -178,9 +157,11 @@ fn block_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, xs: &[Reg]) -> Reg {
         }
         QFormat::Q8_0 => {
             let d = ld_f16(k, a, 0);
-            let mut q = Vec::with_capacity(32);
-            for t in 0..16 {
-                let h = ld_u16(k, a, 2 + 2 * t);
+            let off = k.mul(U, p, 8u32);
+            let qa = k.mad_wide(U, off, 1u32, a);
+            let mut q = Vec::with_capacity(8);
+            for t in 0..4 {
+                let h = ld_u16(k, qa, 2 + 2 * t);
                 // the two signed bytes of the half: shift each to the top, then arithmetic right
                 for up in [24u32, 16] {
                     let s = k.bin(BinOp::Shl, PtxType::B32, h, up);
@@ -199,13 +180,38 @@ fn block_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, xs: &[Reg]) -> Reg {
                 QFormat::Q5_0 => (k.mul(F, d, -16.0f32), Some(2), 6),
                 _ => (ld_f16(k, a, 2), Some(4), 8),
             };
+            // values 8p..8p+8: the low nibbles of bytes 8(p&1).. for p < 2, the high ones after
+            let half = k.bin(BinOp::And, PtxType::B32, p, 1u32);
+            let boff = k.mul(U, half, 8u32);
+            let qa = k.mad_wide(U, boff, 1u32, a);
+            let hi = k.bin(BinOp::Shr, U, p, 1u32);
+            let nib = k.mul(U, hi, 4u32);
+            // the fifth bits of values 8p..8p+8, at bits 0..8
             let qh = qh_off.map(|o| {
                 let lo = ld_u16(k, a, o);
-                let hi = ld_u16(k, a, o + 2);
-                let hi = k.bin(BinOp::Shl, PtxType::B32, hi, 16u32);
-                k.bin(BinOp::Or, PtxType::B32, lo, hi)
+                let hi16 = ld_u16(k, a, o + 2);
+                let hi16 = k.bin(BinOp::Shl, PtxType::B32, hi16, 16u32);
+                let qh = k.bin(BinOp::Or, PtxType::B32, lo, hi16);
+                let sh = k.mul(U, p, 8u32);
+                k.bin(BinOp::Shr, U, qh, sh)
             });
-            let q = nibbles(k, a, qs_off, qh);
+            let mut q = Vec::with_capacity(8);
+            for t in 0..4 {
+                let h = ld_u16(k, qa, qs_off + 2 * t);
+                let h = k.bin(BinOp::Shr, U, h, nib);
+                for (j, byte) in [(2 * t, 0u32), (2 * t + 1, 8)] {
+                    let v = k.bin(BinOp::Shr, U, h, byte);
+                    let mut v = k.bin(BinOp::And, PtxType::B32, v, 0xFu32);
+                    if let Some(qh) = qh {
+                        let j = j as u32;
+                        // bit j of qh moved to bit 4
+                        let b = if j >= 4 { k.bin(BinOp::Shr, U, qh, j - 4) } else { k.bin(BinOp::Shl, PtxType::B32, qh, 4 - j) };
+                        let b = k.bin(BinOp::And, PtxType::B32, b, 0x10u32);
+                        v = k.bin(BinOp::Or, PtxType::B32, v, b);
+                    }
+                    q.push(v);
+                }
+            }
             let s = dot(k, U, &q, xs);
             let mut sx = xs[0];
             for &v in &xs[1..] {
@@ -315,25 +321,31 @@ impl Kernel for QMatvecKernel {
         } else {
             None
         };
+        // lane work items: a quarter (8 values) of a block; four lanes per block, so that a
+        // warp has every lane busy on rows of 18 blocks and each lane's chain is short
         let accs: Vec<Reg> = wrows.iter().map(|_| k.mov(F, 0.0f32)).collect();
-        let b = k.mov(U, lane);
+        let items = k.mul(U, nb, 4u32);
+        let it = k.mov(U, lane);
         let (top, end) = (k.new_label("blocks"), k.new_label("blocks_end"));
         k.label(&top);
-        let out = k.setp(Cmp::Ge, U, b, nb);
+        let out = k.setp(Cmp::Ge, U, it, items);
         k.bra_if(out, false, &end);
-        let xa = k.mad_wide(U, b, 128u32, xrow);
-        let mut xs: Vec<Reg> = (0..8).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(xa, 16 * i))).collect();
+        let b = k.bin(BinOp::Shr, U, it, 2u32);
+        let p = k.bin(BinOp::And, PtxType::B32, it, 3u32);
+        // activations it * 8 .. + 8 (block b, quarter p)
+        let xa = k.mad_wide(U, it, 32u32, xrow);
+        let mut xs: Vec<Reg> = (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(xa, 16 * i))).collect();
         if let Some((gamma, _)) = norm {
-            let ga = k.mad_wide(U, b, 128u32, gamma);
-            let gs: Vec<Reg> = (0..8).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(ga, 16 * i))).collect();
+            let ga = k.mad_wide(U, it, 32u32, gamma);
+            let gs: Vec<Reg> = (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(ga, 16 * i))).collect();
             xs = xs.iter().zip(&gs).map(|(&xv, &g)| k.mul(F, xv, g)).collect();
         }
         for (&wr, &acc) in wrows.iter().zip(&accs) {
             let a = k.mad_wide(U, b, bs, wr);
-            let part = block_dot(&mut k, fmt, a, &xs);
+            let part = quarter_dot(&mut k, fmt, a, p, &xs);
             k.bin_to(BinOp::Add, acc, acc, part);
         }
-        k.bin_to(BinOp::Add, b, b, 32u32);
+        k.bin_to(BinOp::Add, it, it, 32u32);
         k.bra(&top);
         k.label(&end);
         let mut sums: Vec<Reg> = accs.iter().map(|&a| warp_reduce(&mut k, ReduceCombine::Sum, a)).collect();

@@ -21,16 +21,31 @@ pub enum RopePairs {
 /// row's position, so that a captured graph replays at any position) (u64); `n_head`,
 /// `n_head_kv`, `head_dim`, `n_rot` (u32). Row `r` is at position `pos + r`; the grid is `m`
 /// blocks.
+///
+/// With a cache ([`RopeKernel::with_cache`]): also `v` (m × n_head_kv × head_dim), `k_cache`,
+/// `v_cache` (one layer, positions × n_head_kv × head_dim, f16 or f32) (u64): after the
+/// rotation the row's K and V are stored at its position (the KV store in the same launch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RopeKernel {
     pairs: RopePairs,
+    /// `Some(f16)`: store K and V into a cache of that type.
+    cache: Option<bool>,
 }
 
 impl RopeKernel {
     pub const THREADS: u32 = 128;
 
     pub fn new(pairs: RopePairs) -> RopeKernel {
-        RopeKernel { pairs }
+        RopeKernel { pairs, cache: None }
+    }
+
+    /// Rotation, then K and V stored into an f16 (or f32) cache.
+    pub fn with_cache(pairs: RopePairs, f16: bool) -> RopeKernel {
+        RopeKernel { pairs, cache: Some(f16) }
+    }
+
+    pub fn stores(&self) -> bool {
+        self.cache.is_some()
     }
 
     pub fn launch(&self, m: u32) -> LaunchConfig {
@@ -40,9 +55,13 @@ impl RopeKernel {
 
 impl Kernel for RopeKernel {
     fn name(&self) -> String {
-        match self.pairs {
-            RopePairs::Adjacent => "rope_adjacent".into(),
-            RopePairs::HalfSplit => "rope_halfsplit".into(),
+        let pairs = match self.pairs {
+            RopePairs::Adjacent => "rope_adjacent",
+            RopePairs::HalfSplit => "rope_halfsplit",
+        };
+        match self.cache {
+            None => pairs.into(),
+            Some(f16) => format!("{pairs}_kv_{}", if f16 { "f16" } else { "f32" }),
         }
     }
 
@@ -50,6 +69,11 @@ impl Kernel for RopeKernel {
         let mut k = PtxKernel::new(&self.name());
         for p in ["q", "k", "table", "pos"] {
             k.add_param(p, PtxType::U64);
+        }
+        if self.cache.is_some() {
+            for p in ["v", "k_cache", "v_cache"] {
+                k.add_param(p, PtxType::U64);
+            }
         }
         for p in ["n_head", "n_head_kv", "head_dim", "n_rot"] {
             k.add_param(p, U);
@@ -117,6 +141,38 @@ impl Kernel for RopeKernel {
         k.bin_to(BinOp::Add, idx, idx, Self::THREADS);
         k.bra(&top);
         k.label(&end);
+        if let Some(f16) = self.cache {
+            // every pair of this row is rotated (one block per row): K and V to the cache
+            k.bar_sync();
+            let v = k.ld_param_ptr("v");
+            let kc = k.ld_param_ptr("k_cache");
+            let vc = k.ld_param_ptr("v_cache");
+            let width = k.mul(U, n_head_kv, head_dim);
+            let src0 = k.mul(U, row, width);
+            let dst0 = k.mul(U, pos, width);
+            let c = k.mov(U, tid);
+            let (top, end) = (k.new_label("kv"), k.new_label("kv_end"));
+            k.label(&top);
+            let out = k.setp(Cmp::Ge, U, c, width);
+            k.bra_if(out, false, &end);
+            let si = k.add(U, src0, c);
+            let di = k.add(U, dst0, c);
+            for (src, dst) in [(kk, kc), (v, vc)] {
+                let sa = k.elem_addr(src, si, 4);
+                let val = k.ld(Space::Global, F, Addr::reg(sa));
+                if f16 {
+                    let h = k.cvt(PtxType::F16, F, val);
+                    let da = k.elem_addr(dst, di, 2);
+                    k.st(Space::Global, PtxType::B16, Addr::reg(da), h);
+                } else {
+                    let da = k.elem_addr(dst, di, 4);
+                    k.st(Space::Global, F, Addr::reg(da), val);
+                }
+            }
+            k.bin_to(BinOp::Add, c, c, Self::THREADS);
+            k.bra(&top);
+            k.label(&end);
+        }
         k.ret();
         k
     }

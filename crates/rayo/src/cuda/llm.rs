@@ -273,6 +273,57 @@ impl CudaDevice {
         n_rot: usize,
         pos0: usize,
     ) -> Result<()> {
+        self.rope_impl(pairs, q, k, None, table, pos, m, heads, head_dim, n_rot, pos0)
+    }
+
+    /// [`CudaDevice::rope_rows`], then the rows of `k` (rotated) and `v` stored at their
+    /// positions in one layer's caches (`shape`'s heads must be `heads`), in one launch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_store_rows(
+        &self,
+        pairs: RopePairs,
+        q: &mut DeviceBuffer,
+        k: &mut DeviceBuffer,
+        v: &DeviceBuffer,
+        (shape, k_cache, v_cache): (&AttentionShape, &mut DeviceBytes, &mut DeviceBytes),
+        table: &DeviceBuffer,
+        pos: &StepInputs,
+        m: usize,
+        n_rot: usize,
+        pos0: usize,
+    ) -> Result<()> {
+        const OP: &str = "cuda rope_store_rows";
+        self.owns(OP, &[v])?;
+        self.owns_bytes(OP, &[k_cache, v_cache])?;
+        let width = prod(OP, &[shape.n_head_kv, shape.head_dim])?;
+        room(OP, v.len(), prod(OP, &[m, width])?)?;
+        let end = pos0.checked_add(m).ok_or(Error::SizeOverflow { op: OP, dims: vec![pos0, m] })?;
+        if end > shape.positions {
+            return Err(Error::LengthMismatch { op: OP, expected: shape.positions, actual: end });
+        }
+        let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
+        room(OP, k_cache.len(), layer)?;
+        room(OP, v_cache.len(), layer)?;
+        u32_of(OP, "cache", prod(OP, &[shape.positions, width])?)?;
+        let cache = Some((shape.f16, v, k_cache, v_cache));
+        self.rope_impl(pairs, q, k, cache, table, pos, m, (shape.n_head, shape.n_head_kv), shape.head_dim, n_rot, pos0)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rope_impl(
+        &self,
+        pairs: RopePairs,
+        q: &mut DeviceBuffer,
+        k: &mut DeviceBuffer,
+        cache: Option<(bool, &DeviceBuffer, &mut DeviceBytes, &mut DeviceBytes)>,
+        table: &DeviceBuffer,
+        pos: &StepInputs,
+        m: usize,
+        heads: (usize, usize),
+        head_dim: usize,
+        n_rot: usize,
+        pos0: usize,
+    ) -> Result<()> {
         const OP: &str = "cuda rope_rows";
         self.owns(OP, &[q, k, table])?;
         let (n_head, n_head_kv) = heads;
@@ -287,15 +338,23 @@ impl CudaDevice {
         u32_of(OP, "q", prod(OP, &[m, n_head, head_dim, 4])?)?;
         u32_of(OP, "k", prod(OP, &[m, n_head_kv, head_dim, 4])?)?;
         u32_of(OP, "table", prod(OP, &[end, n_rot, 4])?)?;
-        if m == 0 || n_rot == 0 {
+        pos.check(self, OP, pos0, m)?;
+        if m == 0 {
             return Ok(());
         }
-        let kern = RopeKernel::new(pairs);
+        let kern = match &cache {
+            Some((f16, ..)) => RopeKernel::with_cache(pairs, *f16),
+            None => RopeKernel::new(pairs),
+        };
         let f = self.loaded(&kern)?;
         let u = |v: usize| Arg::U32(v as u32);
-        pos.check(self, OP, pos0, m)?;
-        let mut args =
-            [Arg::Out(&mut q.slice), Arg::Out(&mut k.slice), Arg::In(&table.slice), Arg::BytesIn(&pos.pos.slice), u(n_head), u(n_head_kv), u(head_dim), u(n_rot)];
+        let mut args = vec![Arg::Out(&mut q.slice), Arg::Out(&mut k.slice), Arg::In(&table.slice), Arg::BytesIn(&pos.pos.slice)];
+        if let Some((_, v, kc, vc)) = cache {
+            args.push(Arg::In(&v.slice));
+            args.push(Arg::BytesOut(&mut kc.slice));
+            args.push(Arg::BytesOut(&mut vc.slice));
+        }
+        args.extend([u(n_head), u(n_head_kv), u(head_dim), u(n_rot)]);
         launch(&self.stream, &f, kern.launch(m as u32), &mut args)
     }
 
