@@ -3,7 +3,9 @@
 //! [`AttentionKernel`]: one block per (query head, query row); row `i` is at position
 //! `pos0 + i` and attends to positions `0..=pos0 + i` of its KV head. Three passes through the
 //! block's shared memory: scores (scaled dots with the keys), their exponentials after the
-//! block's maximum, then the weighted sum of the values divided by the sum. The cache is f16
+//! block's maximum, then the weighted sum of the values divided by the sum. In the first and
+//! the last pass each warp takes every 4th position and its lanes the head's dimensions, so a
+//! key or value row is one coalesced read. The cache is f16
 //! (as llama.cpp keeps it) or f32, `positions × n_head_kv × head_dim` per layer.
 
 use super::common::*;
@@ -27,9 +29,9 @@ impl AttentionKernel {
     /// The most positions one kernel holds scores for (48 KB of shared memory in all).
     pub const MAX_POSITIONS: u32 = 10240;
 
-    /// `None` unless `head_dim` divides 128 (and is at least 8) and `positions` fits.
+    /// `None` unless `head_dim` is a multiple of 32 up to 128 and `positions` fits.
     pub fn new(head_dim: u32, positions: u32, f16: bool) -> Option<AttentionKernel> {
-        if head_dim < 8 || !Self::THREADS.is_multiple_of(head_dim) || positions == 0 || positions > Self::MAX_POSITIONS {
+        if head_dim == 0 || !head_dim.is_multiple_of(32) || head_dim > Self::THREADS || positions == 0 || positions > Self::MAX_POSITIONS {
             return None;
         }
         // kernels for 1024, 2048, ... positions: a context of any length shares one
@@ -94,10 +96,11 @@ impl Kernel for AttentionKernel {
         k.add_param("scale", F);
         k.add_param("round_q", U);
         k.launch_bounds((threads, 1, 1), None);
-        let sq = k.shared_array("sq", F, hd, 16);
+        let warps = threads / 32;
+        let dpl = hd / 32;
         let ss = k.shared_array("ss", F, self.max_positions, 16);
-        let sred = k.shared_array("sred", F, threads, 16);
-        let swarp = k.shared_array("swarp", F, threads / 32, 4);
+        let sred = k.shared_array("sred", F, warps * hd, 16);
+        let swarp = k.shared_array("swarp", F, warps, 4);
         let q = k.ld_param_ptr("q");
         let kc = k.ld_param_ptr("k_cache");
         let vc = k.ld_param_ptr("v_cache");
@@ -111,45 +114,49 @@ impl Kernel for AttentionKernel {
         let h = k.special(Special::CtaidX);
         let i = k.special(Special::CtaidY);
         let tid = k.special(Special::TidX);
+        let lane = k.bin(BinOp::And, PtxType::B32, tid, 31u32);
+        let warp = k.bin(BinOp::Shr, U, tid, 5u32);
         let p = k.add(U, pos0, i);
         let n = k.add(U, p, 1u32);
         let group = k.bin(BinOp::Div, U, n_head, n_head_kv);
         let g = k.bin(BinOp::Div, U, h, group);
-        // element offsets: position t of KV head g is at t·stride + g·hd
+        // element offsets: position t of KV head g is at t·stride + g·hd; this lane's dims
+        // are d0 .. d0 + dpl
         let stride = k.mul(U, n_head_kv, hd);
         let g_off = k.mul(U, g, hd);
+        let d0 = k.mul(U, lane, dpl);
+        let lane_off = k.add(U, g_off, d0);
         let qrow = k.fma(U, i, n_head, h);
         let qoff = k.mul(U, qrow, hd);
 
-        // 1. the query row into shared memory (rounded to f16 if asked)
-        let has_d = k.setp(Cmp::Lt, U, tid, hd);
-        k.when(has_d, false, |k| {
-            let qi = k.add(U, qoff, tid);
-            let qa = k.elem_addr(q, qi, 4);
-            let v = k.ld(Space::Global, F, Addr::reg(qa));
-            let rq = k.setp(Cmp::Ne, U, round_q, 0u32);
-            let hv = k.cvt(PtxType::F16, F, v);
-            let r = k.cvt(F, PtxType::F16, hv);
-            let v = k.selp(F, r, v, rq);
-            let a = smem_at(k, &sq, tid);
-            k.st(Space::Shared, F, Addr::reg(a), v);
-        });
-        k.bar_sync();
-        let qv: Vec<Reg> = (0..hd).map(|d| k.ld(Space::Shared, F, Addr::sym(&sq, 4 * d as i64))).collect();
+        // 1. this lane's query values (rounded to f16 if asked)
+        let rq = k.setp(Cmp::Ne, U, round_q, 0u32);
+        let qi = k.add(U, qoff, d0);
+        let qa = k.elem_addr(q, qi, 4);
+        let qv: Vec<Reg> = (0..dpl)
+            .map(|j| {
+                let v = k.ld(Space::Global, F, Addr::at(qa, 4 * j as i64));
+                let hv = k.cvt(PtxType::F16, F, v);
+                let r = k.cvt(F, PtxType::F16, hv);
+                k.selp(F, r, v, rq)
+            })
+            .collect();
 
-        // 2. scores and their maximum
+        // 2. scores (a warp per position, lanes over the dims) and their maximum
         let mx = k.mov(F, f32::NEG_INFINITY);
-        count(&mut k, tid, n, threads, |k, t| {
-            let base = k.fma(U, t, stride, g_off);
+        count(&mut k, warp, n, warps, |k, t| {
+            let base = k.fma(U, t, stride, lane_off);
             let mut s = k.mov(F, 0.0f32);
-            for (d, &qd) in qv.iter().enumerate() {
-                let idx = k.add(U, base, d as u32);
+            for (j, &qd) in qv.iter().enumerate() {
+                let idx = k.add(U, base, j as u32);
                 let kv = ld_cache(k, f16, kc, idx);
                 s = k.fma(F, qd, kv, s);
             }
+            let s = warp_reduce(k, ReduceCombine::Sum, s);
             let s = k.mul(F, s, scale);
+            let is0 = k.setp(Cmp::Eq, U, lane, 0u32);
             let a = smem_at(k, &ss, t);
-            k.st(Space::Shared, F, Addr::reg(a), s);
+            k.when(is0, false, |k| k.st(Space::Shared, F, Addr::reg(a), s));
             k.bin_to(BinOp::Max, mx, mx, s);
         });
         let mx = block_reduce(&mut k, ReduceCombine::Max, mx, threads, &swarp);
@@ -167,26 +174,32 @@ impl Kernel for AttentionKernel {
         let sum = block_reduce(&mut k, ReduceCombine::Sum, sum, threads, &swarp);
         // (block_reduce ends with a barrier: every exponential is in shared memory)
 
-        // 4. Σ_t e_t·v_t: thread = (part, d), parts = threads / hd positions in parallel
-        let d = k.bin(BinOp::Rem, U, tid, hd);
-        let part = k.bin(BinOp::Div, U, tid, hd);
-        let acc = k.mov(F, 0.0f32);
-        count(&mut k, part, n, threads / hd, |k, t| {
+        // 4. Σ_t e_t·v_t: a warp per position, lanes over the dims; the warps' sums added
+        let accs: Vec<Reg> = (0..dpl).map(|_| k.mov(F, 0.0f32)).collect();
+        count(&mut k, warp, n, warps, |k, t| {
             let a = smem_at(k, &ss, t);
             let e = k.ld(Space::Shared, F, Addr::reg(a));
-            let base = k.fma(U, t, stride, g_off);
-            let idx = k.add(U, base, d);
-            let v = ld_cache(k, f16, vc, idx);
-            k.fma_to(acc, e, v, acc);
+            let base = k.fma(U, t, stride, lane_off);
+            for (j, &acc) in accs.iter().enumerate() {
+                let idx = k.add(U, base, j as u32);
+                let v = ld_cache(k, f16, vc, idx);
+                k.fma_to(acc, e, v, acc);
+            }
         });
-        let ra = smem_at(&mut k, &sred, tid);
-        k.st(Space::Shared, F, Addr::reg(ra), acc);
+        let wrow = k.mul(U, warp, hd);
+        let wd = k.add(U, wrow, d0);
+        let ra = smem_at(&mut k, &sred, wd);
+        for (j, &acc) in accs.iter().enumerate() {
+            k.st(Space::Shared, F, Addr::at(ra, 4 * j as i64), acc);
+        }
         k.bar_sync();
         let inv = k.un(UnOp::Rcp, F, sum);
+        let has_d = k.setp(Cmp::Lt, U, tid, hd);
         k.when(has_d, false, |k| {
-            let mut o = k.ld(Space::Shared, F, Addr::reg(ra));
-            for pt in 1..threads / hd {
-                let v = k.ld(Space::Shared, F, Addr::at(ra, 4 * (pt * hd) as i64));
+            let a0 = smem_at(k, &sred, tid);
+            let mut o = k.ld(Space::Shared, F, Addr::reg(a0));
+            for w in 1..warps {
+                let v = k.ld(Space::Shared, F, Addr::at(a0, 4 * (w * hd) as i64));
                 o = k.add(F, o, v);
             }
             let o = k.mul(F, o, inv);

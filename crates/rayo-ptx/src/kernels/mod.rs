@@ -104,7 +104,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.push(Box::new(RopeKernel::with_cache(RopePairs::HalfSplit, false)));
     for f16 in [true, false] {
         v.push(Box::new(KvStoreKernel::new(f16)));
-        for (hd, positions) in [(64, 8192), (128, 2048), (32, 10240)] {
+        for (hd, positions) in [(64, 8192), (128, 2048), (32, 10240), (96, 1024)] {
             v.extend(AttentionKernel::new(hd, positions, f16).map(|a| Box::new(a) as Box<dyn Kernel>));
         }
     }

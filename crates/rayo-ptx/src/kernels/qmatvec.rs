@@ -1,7 +1,7 @@
 //! Quantized matrix × activation rows for decoding: `y[r][j] = Σ_c W[j][c]·x[r][c]` with the
 //! weights in a GGUF block format, read in place (never dequantized to memory), the
-//! activations f32. One warp per weight row, four rows per block of 128 threads; each lane
-//! takes every 32nd block of 32 values of its row, then the warp sums. `rows` and `cols` are
+//! activations f32. One block of 128 threads per weight row; each thread takes every 128th
+//! quarter block (8 values) of its row, then the block sums. `rows` and `cols` are
 //! parameters and `m` (activation rows) is the grid's y: one kernel per format.
 
 use super::common::*;
@@ -75,8 +75,9 @@ pub struct QMatvecKernel {
 
 impl QMatvecKernel {
     pub const THREADS: u32 = 128;
-    /// Weight rows per block (one per warp).
-    pub const ROWS_PER_BLOCK: u32 = Self::THREADS / 32;
+    /// Weight rows per block: one, its 4·cols/32 work items over all the block's threads (a
+    /// warp per row left most warps waiting on a few loads in a row: a product took 5 µs).
+    pub const ROWS_PER_BLOCK: u32 = 1;
 
     /// `y = W·x`.
     pub fn new(fmt: QFormat) -> QMatvecKernel {
@@ -256,23 +257,22 @@ impl Kernel for QMatvecKernel {
             k.add_param(&format!("rows{i}"), U);
         }
         k.launch_bounds((Self::THREADS, 1, 1), None);
+        let red = k.shared_array("red", F, Self::THREADS / 32, 4);
         let x = k.ld_param_ptr("x");
         let cols = k.ld_param("cols");
         let ws: Vec<Reg> = (0..mats).map(|i| k.ld_param_ptr(&format!("w{i}"))).collect();
         let ys: Vec<Reg> = (0..self.outputs()).map(|i| k.ld_param_ptr(&format!("y{i}"))).collect();
         let rows: Vec<Reg> = (0..nrows).map(|i| k.ld_param(&format!("rows{i}"))).collect();
         let tid = k.special(Special::TidX);
-        let lane = k.bin(BinOp::And, PtxType::B32, tid, 31u32);
-        let warp = k.bin(BinOp::Shr, U, tid, 5u32);
         let bx = k.special(Special::CtaidX);
         let by = k.special(Special::CtaidY);
-        let row = k.fma(U, bx, Self::ROWS_PER_BLOCK, warp);
+        let row = k.mov(U, bx);
         let mut total = rows[0];
         for &r in &rows[1..] {
             total = k.add(U, total, r);
         }
         let done = k.new_label("done");
-        // the row is the same for the whole warp: it leaves together (the shuffles stay full)
+        // the row is the same for the whole block: it leaves together (the barriers stay full)
         let past = k.setp(Cmp::Ge, U, row, total);
         k.bra_if(past, false, &done);
         // which matrix this row is in, and its row there
@@ -300,7 +300,7 @@ impl Kernel for QMatvecKernel {
             let gamma = k.ld_param_ptr("gamma");
             let eps = k.ld_param("eps");
             let ss = k.mov(F, 0.0f32);
-            let c = k.mul(U, lane, 4u32);
+            let c = k.mul(U, tid, 4u32);
             let (top, end) = (k.new_label("ss"), k.new_label("ss_end"));
             k.label(&top);
             let out = k.setp(Cmp::Ge, U, c, cols);
@@ -309,10 +309,10 @@ impl Kernel for QMatvecKernel {
             for v in k.ld_v(Space::Global, F, 4, Addr::reg(xa)) {
                 k.fma_to(ss, v, v, ss);
             }
-            k.bin_to(BinOp::Add, c, c, 128u32);
+            k.bin_to(BinOp::Add, c, c, 4 * Self::THREADS);
             k.bra(&top);
             k.label(&end);
-            let ss = warp_reduce(&mut k, ReduceCombine::Sum, ss);
+            let ss = block_reduce(&mut k, ReduceCombine::Sum, ss, Self::THREADS, &red);
             let colsf = k.cvt(F, U, cols);
             let mean = k.bin(BinOp::Div, F, ss, colsf);
             let me = k.add(F, mean, eps);
@@ -321,11 +321,11 @@ impl Kernel for QMatvecKernel {
         } else {
             None
         };
-        // lane work items: a quarter (8 values) of a block; four lanes per block, so that a
-        // warp has every lane busy on rows of 18 blocks and each lane's chain is short
+        // work items: a quarter (8 values) of a block, four threads per block, so that every
+        // thread is busy on rows of 18 blocks and each one's chain of loads is short
         let accs: Vec<Reg> = wrows.iter().map(|_| k.mov(F, 0.0f32)).collect();
         let items = k.mul(U, nb, 4u32);
-        let it = k.mov(U, lane);
+        let it = k.mov(U, tid);
         let (top, end) = (k.new_label("blocks"), k.new_label("blocks_end"));
         k.label(&top);
         let out = k.setp(Cmp::Ge, U, it, items);
@@ -345,17 +345,17 @@ impl Kernel for QMatvecKernel {
             let part = quarter_dot(&mut k, fmt, a, p, &xs);
             k.bin_to(BinOp::Add, acc, acc, part);
         }
-        k.bin_to(BinOp::Add, it, it, 32u32);
+        k.bin_to(BinOp::Add, it, it, Self::THREADS);
         k.bra(&top);
         k.label(&end);
-        let mut sums: Vec<Reg> = accs.iter().map(|&a| warp_reduce(&mut k, ReduceCombine::Sum, a)).collect();
+        let mut sums: Vec<Reg> = accs.iter().map(|&a| block_reduce(&mut k, ReduceCombine::Sum, a, Self::THREADS, &red)).collect();
         if let Some((_, scale)) = norm {
             sums = sums.iter().map(|&v| k.mul(F, v, scale)).collect();
         }
         let yrow = k.mul(U, by, yrows);
         let yi = k.add(U, yrow, r);
         let ya = k.elem_addr(y, yi, 4);
-        let is0 = k.setp(Cmp::Eq, U, lane, 0u32);
+        let is0 = k.setp(Cmp::Eq, U, tid, 0u32);
         k.when(is0, false, |k| {
             let v = match epi {
                 Epilogue::Store => sums[0],

@@ -33,7 +33,8 @@ pub struct RopeKernel {
 }
 
 impl RopeKernel {
-    pub const THREADS: u32 = 128;
+    /// Enough for one pass over a small model's pairs (SmolLM2: 384) and K/V row (192).
+    pub const THREADS: u32 = 512;
 
     pub fn new(pairs: RopePairs) -> RopeKernel {
         RopeKernel { pairs, cache: None }

@@ -436,7 +436,7 @@ impl CudaDevice {
                 op: OP,
                 name: "head_dim or positions",
                 value: head_dim.into(),
-                reason: "the CUDA attention kernel takes head sizes dividing 128 and up to 10240 positions",
+                reason: "the CUDA attention kernel takes head sizes of 32, 64, 96 or 128 and up to 10240 positions",
             },
         )?;
         let n = prod(OP, &[m, n_head, head_dim])?;

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The CUDA engine on the GPU machine (issue 12): correctness against the CPU engine, speed,
+# compute-sanitizer, and a per-kernel time profile. Run there from the repository root with
+# the binaries in /tmp/b (rayo, llm-cuda-test = rayo-llm's tests/cuda.rs, rayo-cuda-test =
+# rayo's tests/cuda.rs; built here with `cargo test --release --features cuda --no-run`) and
+# SmolLM2-135M-Instruct Q4_1 in /tmp/m (carried in two halves: a call carries at most 64 MiB).
+# Output in $OUT (default /tmp/out).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export RAYO_SMOLLM2=/tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf RAYO_REQUIRE_CUDA=1
+sha256sum "$RAYO_SMOLLM2" | cut -c1-16
+# the tests find their reference data under the path they were built in
+mkdir -p /work && ln -sfn "$PWD" /work/main
+KM=/tmp/m/SmolLM2-135M-Instruct.Q4_K_M.gguf
+[ -f $KM ] || /tmp/b/rayo quantize "$RAYO_SMOLLM2" $KM Q4_K_M >/dev/null 2>&1
+/tmp/b/rayo-cuda-test --test-threads 1 2>&1 | grep -E "test result|panicked" | tee "$OUT/kernels.txt"
+timeout 300 /tmp/b/llm-cuda-test --nocapture --test-threads 1 2>&1 | grep -E "positions|greedy|graph of|test result|panicked" | tee "$OUT/llm-test.txt"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
+for i in 1 2 3; do /tmp/b/rayo bench --model "$RAYO_SMOLLM2" --backend cuda --json 2>&1 | grep -v resident; done | tee "$OUT/bench-q41.txt"
+/tmp/b/rayo bench --model $KM --backend cuda --json 2>&1 | grep -v resident | tee "$OUT/bench-qkm.txt"
+RAYO_CUDA_GRAPHS=0 /tmp/b/rayo bench --model "$RAYO_SMOLLM2" --backend cuda --json 2>&1 | grep tg | tee "$OUT/bench-nographs.txt"
+gen="/tmp/b/rayo generate --model $RAYO_SMOLLM2 --backend cuda --prompt Hello --temperature 0 --ctx 64"
+timeout 200 compute-sanitizer --tool memcheck $gen --max-tokens 4 2>&1 | tail -1 | tee "$OUT/memcheck.txt"
+timeout 250 compute-sanitizer --tool racecheck $gen --max-tokens 3 2>&1 | tail -1 | tee "$OUT/racecheck.txt"
+# device time per kernel over a 2-token prompt and 3 decoded tokens (ncu serializes launches)
+timeout 200 ncu --metrics gpu__time_duration.sum --csv $gen --max-tokens 3 2>/dev/null >/tmp/ncu.csv
+python3 - <<'PY' | tee "$OUT/ncu.txt"
+import csv, collections
+rows = list(csv.reader(open('/tmp/ncu.csv')))
+hdr = next(i for i, r in enumerate(rows) if 'Kernel Name' in r)
+h = rows[hdr]; ki, vi, ui = h.index('Kernel Name'), h.index('Metric Value'), h.index('Metric Unit')
+tot, cnt = collections.defaultdict(float), collections.Counter()
+for r in rows[hdr + 1:]:
+    if len(r) > vi:
+        tot[r[ki]] += float(r[vi].replace(',', '')) * {'usecond': 1000, 'msecond': 1e6}.get(r[ui], 1)
+        cnt[r[ki]] += 1
+for k in sorted(tot, key=lambda k: -tot[k]):
+    print(f"{k[:40]:40} n={cnt[k]:5} total={tot[k] / 1000:9.1f} us  mean={tot[k] / cnt[k] / 1000:7.2f} us")
+PY
