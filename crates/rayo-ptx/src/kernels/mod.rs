@@ -96,7 +96,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.extend(QFormat::ALL.map(|f| Box::new(EmbedKernel::new(f)) as Box<dyn Kernel>));
     for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {
         v.extend(QMatvecKernel::fused(QFormat::Q4_1, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
-        v.extend(QMatvecKernel::fused(QFormat::Q8_0, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
+        v.extend(QMatvecKernel::fused(QFormat::Q8_0, norm, mats, epi).map(|k| Box::new(k.per_block(true)) as Box<dyn Kernel>));
     }
     v.push(Box::new(RopeKernel::new(RopePairs::Adjacent)));
     v.push(Box::new(RopeKernel::new(RopePairs::HalfSplit)));

@@ -1,7 +1,7 @@
 //! Quantized matrix × activation rows for decoding: `y[r][j] = Σ_c W[j][c]·x[r][c]` with the
 //! weights in a GGUF block format, read in place (never dequantized to memory), the
-//! activations f32. One block of 128 threads per weight row; each thread takes every 128th
-//! quarter block (8 values) of its row, then the block sums. `rows` and `cols` are
+//! activations f32. A warp (or a block of 128 threads) per weight row; each thread takes every
+//! 32nd (128th) quarter block (8 values) of its row, then the warp (block) sums. `rows` and `cols` are
 //! parameters and `m` (activation rows) is the grid's y: one kernel per format.
 
 use super::common::*;
@@ -71,17 +71,16 @@ pub struct QMatvecKernel {
     norm: bool,
     mats: u32,
     epi: Epilogue,
+    /// A block per row (else a warp per row, four rows per block).
+    wide: bool,
 }
 
 impl QMatvecKernel {
     pub const THREADS: u32 = 128;
-    /// Weight rows per block: one, its 4·cols/32 work items over all the block's threads (a
-    /// warp per row left most warps waiting on a few loads in a row: a product took 5 µs).
-    pub const ROWS_PER_BLOCK: u32 = 1;
 
     /// `y = W·x`.
     pub fn new(fmt: QFormat) -> QMatvecKernel {
-        QMatvecKernel { fmt, norm: false, mats: 1, epi: Epilogue::Store }
+        QMatvecKernel { fmt, norm: false, mats: 1, epi: Epilogue::Store, wide: false }
     }
 
     /// A fused variant: `mats` matrices (1–3; exactly 2 for Swiglu), an RMSNorm first or not.
@@ -90,7 +89,26 @@ impl QMatvecKernel {
             Epilogue::Swiglu => mats == 2,
             _ => (1..=3).contains(&mats),
         };
-        ok.then_some(QMatvecKernel { fmt, norm, mats, epi })
+        ok.then_some(QMatvecKernel { fmt, norm, mats, epi, wide: false })
+    }
+
+    /// The same kernel with a block of 128 threads per weight row (`true`) or a warp per row
+    /// and four rows per block (`false`, the default). A block per row is faster for one
+    /// activation row and up to a few thousand weight rows (a decoding step's products, 4 µs
+    /// instead of 5: more threads wait on fewer loads each); a warp per row for large products
+    /// (an LM head, a prompt's rows), where the block reductions cost more than they save.
+    pub fn per_block(mut self, wide: bool) -> QMatvecKernel {
+        self.wide = wide;
+        self
+    }
+
+    /// Weight rows per block of threads.
+    pub fn rows_per_block(&self) -> u32 {
+        if self.wide {
+            1
+        } else {
+            Self::THREADS / 32
+        }
     }
 
     pub fn format(&self) -> QFormat {
@@ -116,7 +134,7 @@ impl QMatvecKernel {
 
     /// `rows`: all matrices' rows together (Swiglu: one matrix's).
     pub fn launch(&self, rows: u32, m: u32) -> LaunchConfig {
-        LaunchConfig { grid: (rows.div_ceil(Self::ROWS_PER_BLOCK).max(1), m.max(1), 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
+        LaunchConfig { grid: (rows.div_ceil(self.rows_per_block()).max(1), m.max(1), 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
     }
 }
 
@@ -233,7 +251,8 @@ impl Kernel for QMatvecKernel {
             Epilogue::Add => "_add",
             Epilogue::Swiglu => "_swiglu",
         };
-        format!("qmatvec_{}{norm}{mats}{epi}", self.fmt.tag())
+        let wide = if self.wide { "_b" } else { "" };
+        format!("qmatvec_{}{norm}{mats}{epi}{wide}", self.fmt.tag())
     }
 
     fn build(&self, _sm: u32) -> PtxKernel {
@@ -266,13 +285,23 @@ impl Kernel for QMatvecKernel {
         let tid = k.special(Special::TidX);
         let bx = k.special(Special::CtaidX);
         let by = k.special(Special::CtaidY);
-        let row = k.mov(U, bx);
+        // the threads of one row (a block or a warp), this thread's index among them, the row
+        let (unit, t, row) = if self.wide {
+            (Self::THREADS, tid, k.mov(U, bx))
+        } else {
+            let lane = k.bin(BinOp::And, PtxType::B32, tid, 31u32);
+            let warp = k.bin(BinOp::Shr, U, tid, 5u32);
+            (32, lane, k.fma(U, bx, Self::THREADS / 32, warp))
+        };
+        let wide = self.wide;
+        let reduce = move |k: &mut PtxKernel, v: Reg| if wide { block_reduce(k, ReduceCombine::Sum, v, Self::THREADS, &red) } else { warp_reduce(k, ReduceCombine::Sum, v) };
         let mut total = rows[0];
         for &r in &rows[1..] {
             total = k.add(U, total, r);
         }
         let done = k.new_label("done");
-        // the row is the same for the whole block: it leaves together (the barriers stay full)
+        // the row is the same for all its threads: they leave together (shuffles and barriers
+        // stay full)
         let past = k.setp(Cmp::Ge, U, row, total);
         k.bra_if(past, false, &done);
         // which matrix this row is in, and its row there
@@ -300,7 +329,7 @@ impl Kernel for QMatvecKernel {
             let gamma = k.ld_param_ptr("gamma");
             let eps = k.ld_param("eps");
             let ss = k.mov(F, 0.0f32);
-            let c = k.mul(U, tid, 4u32);
+            let c = k.mul(U, t, 4u32);
             let (top, end) = (k.new_label("ss"), k.new_label("ss_end"));
             k.label(&top);
             let out = k.setp(Cmp::Ge, U, c, cols);
@@ -309,10 +338,10 @@ impl Kernel for QMatvecKernel {
             for v in k.ld_v(Space::Global, F, 4, Addr::reg(xa)) {
                 k.fma_to(ss, v, v, ss);
             }
-            k.bin_to(BinOp::Add, c, c, 4 * Self::THREADS);
+            k.bin_to(BinOp::Add, c, c, 4 * unit);
             k.bra(&top);
             k.label(&end);
-            let ss = block_reduce(&mut k, ReduceCombine::Sum, ss, Self::THREADS, &red);
+            let ss = reduce(&mut k, ss);
             let colsf = k.cvt(F, U, cols);
             let mean = k.bin(BinOp::Div, F, ss, colsf);
             let me = k.add(F, mean, eps);
@@ -325,7 +354,7 @@ impl Kernel for QMatvecKernel {
         // thread is busy on rows of 18 blocks and each one's chain of loads is short
         let accs: Vec<Reg> = wrows.iter().map(|_| k.mov(F, 0.0f32)).collect();
         let items = k.mul(U, nb, 4u32);
-        let it = k.mov(U, tid);
+        let it = k.mov(U, t);
         let (top, end) = (k.new_label("blocks"), k.new_label("blocks_end"));
         k.label(&top);
         let out = k.setp(Cmp::Ge, U, it, items);
@@ -345,17 +374,17 @@ impl Kernel for QMatvecKernel {
             let part = quarter_dot(&mut k, fmt, a, p, &xs);
             k.bin_to(BinOp::Add, acc, acc, part);
         }
-        k.bin_to(BinOp::Add, it, it, Self::THREADS);
+        k.bin_to(BinOp::Add, it, it, unit);
         k.bra(&top);
         k.label(&end);
-        let mut sums: Vec<Reg> = accs.iter().map(|&a| block_reduce(&mut k, ReduceCombine::Sum, a, Self::THREADS, &red)).collect();
+        let mut sums: Vec<Reg> = accs.iter().map(|&a| reduce(&mut k, a)).collect();
         if let Some((_, scale)) = norm {
             sums = sums.iter().map(|&v| k.mul(F, v, scale)).collect();
         }
         let yrow = k.mul(U, by, yrows);
         let yi = k.add(U, yrow, r);
         let ya = k.elem_addr(y, yi, 4);
-        let is0 = k.setp(Cmp::Eq, U, tid, 0u32);
+        let is0 = k.setp(Cmp::Eq, U, t, 0u32);
         k.when(is0, false, |k| {
             let v = match epi {
                 Epilogue::Store => sums[0],

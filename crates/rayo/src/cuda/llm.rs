@@ -221,6 +221,8 @@ impl CudaDevice {
         if m == 0 || total == 0 || cols == 0 {
             return Ok(());
         }
+        // a block per row for a decoding step's products, a warp per row for large ones
+        let k = k.per_block(m == 1 && total < 8192);
         let f = self.loaded(&k)?;
         let mut args = vec![Arg::In(&x.slice)];
         if let Some((g, eps)) = norm {
