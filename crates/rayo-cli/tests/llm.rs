@@ -237,3 +237,23 @@ fn rayo_generate_refuses_a_prompt_past_the_context_and_a_missing_model() {
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "[504, 3575, 282, 4649, 314]");
 }
+
+/// `--backend cuda` without a GPU (or without a driver) is an error naming the CPU backend,
+/// before anything is printed; with a GPU it generates (the GPU machine's tests compare it
+/// with the CPU engine).
+#[test]
+fn rayo_generate_on_cuda_without_a_gpu_names_the_cpu_backend() {
+    let Some(path) = model("Q4_1") else { return };
+    let o = Command::new(env!("CARGO_BIN_EXE_rayo"))
+        .args(["generate", "--model", path.to_str().unwrap(), "--prompt", "Hi", "--max-tokens", "2", "--backend", "cuda"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.success() {
+        println!("a CUDA device is present: generated {:?}", String::from_utf8_lossy(&o.stdout));
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(err.contains("--backend cpu"), "{err}");
+}

@@ -58,11 +58,24 @@ impl Cuda {
     /// error that names the CPU backend as the alternative.
     pub fn new(file: Arc<GgufFile>) -> Result<Cuda> {
         let dev = CudaDevice::new().map_err(|e| match e {
-            Error::NoDevice { reason, .. } => Error::NoDevice { api: "cuda", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") },
+            Error::NoDevice { reason, .. } => {
+                Error::NoDevice { api: "cuda", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") }
+            }
             e => e,
         })?;
         let graphs = std::env::var("RAYO_CUDA_GRAPHS").map(|v| v != "0").unwrap_or(true);
-        Ok(Cuda { dev, file, weights: HashMap::new(), rope: None, spare: HashMap::new(), inputs: None, graph: None, graphs, ops: 0, capturing: false })
+        Ok(Cuda {
+            dev,
+            file,
+            weights: HashMap::new(),
+            rope: None,
+            spare: HashMap::new(),
+            inputs: None,
+            graph: None,
+            graphs,
+            ops: 0,
+            capturing: false,
+        })
     }
 
     /// The device the backend runs on.
@@ -301,7 +314,15 @@ impl Backend for Cuda {
         }
     }
 
-    fn matmul_add(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, _tmp: &mut DeviceBuffer, acc: &mut DeviceBuffer, _len: usize) -> Result<()> {
+    fn matmul_add(
+        &mut self,
+        w: &Arc<CudaWeight>,
+        x: &DeviceBuffer,
+        m: usize,
+        _tmp: &mut DeviceBuffer,
+        acc: &mut DeviceBuffer,
+        _len: usize,
+    ) -> Result<()> {
         let k = QMatvecKernel::fused(w.fmt, false, 1, Epilogue::Add).expect("one matrix, add");
         self.count(1);
         self.dev.qmatvec_fused(k, x, None, w.cols, m, &[(&w.bytes, w.rows)], &mut [acc])

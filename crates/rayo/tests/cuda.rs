@@ -576,7 +576,7 @@ fn quantized_matvec_matches_f64_for_every_format() {
             let w = dev.upload_bytes(&bytes).unwrap();
             let xb = dev.upload(&x).unwrap();
             // one row more than needed, poisoned: the kernel must not write past m rows
-            let mut y = poisoned(&dev, (m + 1) * rows);
+            let mut y = poisoned(dev, (m + 1) * rows);
             dev.qmatvec(fmt, &w, rows, cols, &xb, m, &mut y).unwrap();
             let got = dev.download(&y).unwrap();
             close(&format!("qmatvec {fmt:?} {rows}x{cols} m {m}"), &got[..m * rows], &want, 1e-4, 1e-3 * (cols as f64).sqrt());
@@ -621,13 +621,15 @@ fn fused_quantized_products_match_f64() {
             })
             .collect();
         let prod = |wd: &[f32], r: usize, a: &[f64]| -> Vec<f64> {
-            (0..m).flat_map(|i| (0..r).map(move |j| (0..cols).map(|c| wd[j * cols + c] as f64 * a[i * cols + c]).sum::<f64>()).collect::<Vec<_>>()).collect()
+            (0..m)
+                .flat_map(|i| (0..r).map(move |j| (0..cols).map(|c| wd[j * cols + c] as f64 * a[i * cols + c]).sum::<f64>()).collect::<Vec<_>>())
+                .collect()
         };
         let (xb, gb) = (dev.upload(&x).unwrap(), dev.upload(&gamma).unwrap());
         let tol = 1e-3 * (cols as f64).sqrt();
         // norm + three matrices
         let k = QMatvecKernel::fused(fmt, true, 3, Epilogue::Store).unwrap();
-        let mut ys: Vec<_> = rows.iter().map(|&r| poisoned(&dev, m * r)).collect();
+        let mut ys: Vec<_> = rows.iter().map(|&r| poisoned(dev, m * r)).collect();
         let ws: Vec<_> = mats.iter().map(|(b, _, r)| (b, *r)).collect();
         let mut refs: Vec<&mut _> = ys.iter_mut().collect();
         dev.qmatvec_fused(k, &xb, Some((&gb, eps)), cols, m, &ws, &mut refs).unwrap();
@@ -644,7 +646,7 @@ fn fused_quantized_products_match_f64() {
         close(&format!("{fmt:?} add"), &dev.download(&acc).unwrap(), &want, 1e-4, tol);
         // norm + gate/up + silu·up
         let k = QMatvecKernel::fused(fmt, true, 2, Epilogue::Swiglu).unwrap();
-        let mut out = poisoned(&dev, m * rows[1]);
+        let mut out = poisoned(dev, m * rows[1]);
         dev.qmatvec_fused(k, &xb, Some((&gb, eps)), cols, m, &[(&mats[1].0, rows[1]), (&mats[2].0, rows[2])], &mut [&mut out]).unwrap();
         let (g, u) = (prod(&mats[1].1, rows[1], &xn), prod(&mats[2].1, rows[2], &xn));
         let want: Vec<f64> = g.iter().zip(&u).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u).collect();

@@ -294,7 +294,13 @@ impl Kernel for QMatvecKernel {
             (32, lane, k.fma(U, bx, Self::THREADS / 32, warp))
         };
         let wide = self.wide;
-        let reduce = move |k: &mut PtxKernel, v: Reg| if wide { block_reduce(k, ReduceCombine::Sum, v, Self::THREADS, &red) } else { warp_reduce(k, ReduceCombine::Sum, v) };
+        let reduce = move |k: &mut PtxKernel, v: Reg| {
+            if wide {
+                block_reduce(k, ReduceCombine::Sum, v, Self::THREADS, &red)
+            } else {
+                warp_reduce(k, ReduceCombine::Sum, v)
+            }
+        };
         let mut total = rows[0];
         for &r in &rows[1..] {
             total = k.add(U, total, r);

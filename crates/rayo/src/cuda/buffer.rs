@@ -153,7 +153,11 @@ impl CudaDevice {
     pub fn write_at(&self, buf: &mut DeviceBuffer, at: usize, data: &[f32]) -> Result<()> {
         const OP: &str = "cuda write_at";
         self.owns(OP, &[buf])?;
-        let end = at.checked_add(data.len()).filter(|&e| e <= buf.len).ok_or(Error::LengthMismatch { op: OP, expected: buf.len, actual: at.saturating_add(data.len()) })?;
+        let end = at.checked_add(data.len()).filter(|&e| e <= buf.len).ok_or(Error::LengthMismatch {
+            op: OP,
+            expected: buf.len,
+            actual: at.saturating_add(data.len()),
+        })?;
         if data.is_empty() {
             return Ok(());
         }
@@ -178,8 +182,16 @@ impl CudaDevice {
     pub fn copy_within_device(&self, src: &DeviceBuffer, src_at: usize, dst: &mut DeviceBuffer, dst_at: usize, n: usize) -> Result<()> {
         const OP: &str = "cuda copy";
         self.owns(OP, &[src, dst])?;
-        let s_end = src_at.checked_add(n).filter(|&e| e <= src.len).ok_or(Error::LengthMismatch { op: OP, expected: src.len, actual: src_at.saturating_add(n) })?;
-        let d_end = dst_at.checked_add(n).filter(|&e| e <= dst.len).ok_or(Error::LengthMismatch { op: OP, expected: dst.len, actual: dst_at.saturating_add(n) })?;
+        let s_end = src_at.checked_add(n).filter(|&e| e <= src.len).ok_or(Error::LengthMismatch {
+            op: OP,
+            expected: src.len,
+            actual: src_at.saturating_add(n),
+        })?;
+        let d_end = dst_at.checked_add(n).filter(|&e| e <= dst.len).ok_or(Error::LengthMismatch {
+            op: OP,
+            expected: dst.len,
+            actual: dst_at.saturating_add(n),
+        })?;
         if n == 0 {
             return Ok(());
         }

@@ -6,9 +6,9 @@
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
 use super::elementwise::{Expr, FusedKernel};
+use super::ffi::drv;
 use super::ffi::{launch, Arg};
 use crate::error::{Error, Result};
-use super::ffi::drv;
 use cudarc::driver::sys;
 use rayo_ptx::kernels::{AttentionKernel, EmbedKernel, KvStoreKernel, NormKernel, NormKind, RopeKernel};
 
@@ -91,7 +91,12 @@ impl StepInputs {
     fn check(&self, dev: &CudaDevice, op: &'static str, pos0: usize, m: usize) -> Result<()> {
         dev.check_owner(op, self.device)?;
         if self.written != (pos0, m) {
-            return Err(Error::InvalidArgument { op, name: "pos0", value: pos0.into(), reason: "not the position the step's inputs were written with" });
+            return Err(Error::InvalidArgument {
+                op,
+                name: "pos0",
+                value: pos0.into(),
+                reason: "not the position the step's inputs were written with",
+            });
         }
         Ok(())
     }
@@ -125,7 +130,8 @@ impl CudaDevice {
     /// Ends the recording (see [`CudaDevice::begin_capture`]) as an instantiated graph.
     pub fn end_capture(&self) -> Result<Replay> {
         let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
-        let graph = self.stream.end_capture(flags).map_err(drv)?.ok_or(Error::Device { api: "cuda", message: "stream capture produced no graph".into() })?;
+        let graph =
+            self.stream.end_capture(flags).map_err(drv)?.ok_or(Error::Device { api: "cuda", message: "stream capture produced no graph".into() })?;
         graph.upload().map_err(drv)?;
         Ok(Replay { graph })
     }
@@ -134,7 +140,16 @@ impl CudaDevice {
     /// `out`: the ids are the ones `inputs` holds (written for `m` rows; each checked below
     /// `rows` before it was written).
     #[allow(clippy::too_many_arguments)]
-    pub fn embed_rows(&self, fmt: QFormat, table: &DeviceBytes, rows: usize, cols: usize, inputs: &StepInputs, m: usize, out: &mut DeviceBuffer) -> Result<()> {
+    pub fn embed_rows(
+        &self,
+        fmt: QFormat,
+        table: &DeviceBytes,
+        rows: usize,
+        cols: usize,
+        inputs: &StepInputs,
+        m: usize,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
         const OP: &str = "cuda embed_rows";
         self.owns(OP, &[out])?;
         self.owns_bytes(OP, &[table])?;

@@ -252,6 +252,8 @@ fn legacy_rows8<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
             *r = &w8[k * row_len..(k + 1) * row_len].as_chunks::<SIZE>().0[..nb];
         }
         let (mut acc, mut macc) = ([0f32; 8], [0f32; 8]);
+        // (Indexed: block i of eight rows and of the activations.)
+        #[allow(clippy::needless_range_loop)]
         for i in 0..nb {
             // The group ahead in address order, 8·SIZE bytes per block step.
             for l in 0..(8 * SIZE).div_ceil(64) {
