@@ -51,7 +51,14 @@ pub struct Cuda {
     /// recorded step's count.
     ops: usize,
     capturing: bool,
+    /// The GEMM path's scratch (a prompt's products): the transposed dequantized weights and
+    /// the padded product.
+    gemm: Option<(DeviceBuffer, DeviceBuffer)>,
 }
+
+/// From this many activation rows on, a product dequantizes its weights and runs the GEMM
+/// (below, the quantized matvec kernel takes each row).
+const GEMM_ROWS: usize = 16;
 
 impl Cuda {
     /// A backend on CUDA device 0 for the weights of `file`. No driver or no device is an
@@ -75,6 +82,7 @@ impl Cuda {
             graphs,
             ops: 0,
             capturing: false,
+            gemm: None,
         })
     }
 
@@ -90,6 +98,25 @@ impl Cuda {
 
     fn inputs(&self) -> Result<&StepInputs> {
         self.inputs.as_ref().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })
+    }
+
+    /// Whether `w·x` for `m` rows takes the GEMM path.
+    fn use_gemm(w: &CudaWeight, x: &DeviceBuffer, m: usize) -> bool {
+        m >= GEMM_ROWS && x.len() >= m.next_multiple_of(128) * w.cols
+    }
+
+    /// `out = x·wᵀ` through the GEMM (scratch grown as needed: never inside a recorded step,
+    /// whose products have one row).
+    fn gemm_matmul(&mut self, w: &CudaWeight, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer) -> Result<()> {
+        let (ld, m_pad) = (w.rows.next_multiple_of(128), m.next_multiple_of(128));
+        let (need_wt, need_yp) = (w.cols * ld, m_pad * ld);
+        let fits = matches!(&self.gemm, Some((wt, yp)) if wt.len() >= need_wt && yp.len() >= need_yp);
+        if !fits {
+            let (old_wt, old_yp) = self.gemm.as_ref().map_or((0, 0), |(a, b)| (a.len(), b.len()));
+            self.gemm = Some((self.dev.zeros(need_wt.max(old_wt))?, self.dev.zeros(need_yp.max(old_yp))?));
+        }
+        let (wt, yp) = self.gemm.as_mut().expect("made above");
+        self.dev.qmatmul_gemm(w.fmt, &w.bytes, (w.rows, w.cols), x, m, out, wt, yp)
     }
 
     /// Counts `n` device operations of the step being recorded.
@@ -200,6 +227,9 @@ impl Backend for Cuda {
     }
 
     fn matmul(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer) -> Result<()> {
+        if Self::use_gemm(w, x, m) {
+            return self.gemm_matmul(w, x, m, out);
+        }
         self.count(1);
         self.dev.qmatvec(w.fmt, &w.bytes, w.rows, w.cols, x, m, out)
     }
@@ -296,7 +326,7 @@ impl Backend for Cuda {
     ) -> Result<()> {
         let fmt = ws[0].fmt;
         let same = ws.iter().all(|w| w.fmt == fmt && w.cols == ws[0].cols);
-        let k = QMatvecKernel::fused(fmt, true, ws.len() as u32, Epilogue::Store);
+        let k = QMatvecKernel::fused(fmt, true, ws.len() as u32, Epilogue::Store).filter(|_| m < GEMM_ROWS);
         match k {
             // one launch: the norm computed by each warp, the matrices' rows as one range
             Some(k) if same => {
@@ -340,7 +370,7 @@ impl Backend for Cuda {
         up_out: &mut DeviceBuffer,
         len: usize,
     ) -> Result<()> {
-        if gate.fmt == up.fmt && gate.rows == up.rows && gate.cols == up.cols {
+        if gate.fmt == up.fmt && gate.rows == up.rows && gate.cols == up.cols && m < GEMM_ROWS {
             let k = QMatvecKernel::fused(gate.fmt, true, 2, Epilogue::Swiglu).expect("two matrices, swiglu");
             self.count(1);
             return self.dev.qmatvec_fused(k, x, Some((norm, eps)), gate.cols, m, &[(&gate.bytes, gate.rows), (&up.bytes, up.rows)], &mut [out]);

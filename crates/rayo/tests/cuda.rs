@@ -653,3 +653,38 @@ fn fused_quantized_products_match_f64() {
         close(&format!("{fmt:?} swiglu"), &dev.download(&out).unwrap(), &want, 1e-3, tol);
     }
 }
+
+#[test]
+fn quantized_products_through_the_gemm_match_f64() {
+    use rayo::cuda::QFormat;
+    use rayo::quant::{self, GgmlType};
+    let Some(dev) = device("quantized_products_through_the_gemm_match_f64") else { return };
+    let mut rng = Rng(0x6e33_0001);
+    for (fmt, ty) in [(QFormat::Q4_1, GgmlType::Q4_1), (QFormat::Q5_0, GgmlType::Q5_0), (QFormat::Q8_0, GgmlType::Q8_0)] {
+        for (rows, cols, m) in [(130usize, 96usize, 40usize), (256, 576, 128), (192, 64, 200)] {
+            let bytes = quant::quantize_to_vec(ty, &rng.vec(rows * cols, -1.0, 1.0)).unwrap();
+            let mut wd = vec![0f32; rows * cols];
+            quant::dequantize(ty, &bytes, &mut wd).unwrap();
+            let m_pad = m.next_multiple_of(128);
+            // the activation buffer holds the padded rows (garbage past m must not matter)
+            let mut x = rng.vec(m_pad * cols, -2.0, 2.0);
+            x[m * cols..].iter_mut().for_each(|v| *v = f32::NAN);
+            let want: Vec<f64> = (0..m)
+                .flat_map(|i| (0..rows).map(|j| (0..cols).map(|c| wd[j * cols + c] as f64 * x[i * cols + c] as f64).sum::<f64>()).collect::<Vec<_>>())
+                .collect();
+            let (w, xb) = (dev.upload_bytes(&bytes).unwrap(), dev.upload(&x).unwrap());
+            let ld = rows.next_multiple_of(128);
+            let (mut wt, mut yp) = (dev.zeros(cols * ld).unwrap(), dev.zeros(m_pad * ld).unwrap());
+            let mut y = poisoned(dev, m * rows + 1);
+            dev.qmatmul_gemm(fmt, &w, (rows, cols), &xb, m, &mut y, &mut wt, &mut yp).unwrap();
+            let got = dev.download(&y).unwrap();
+            close(&format!("gemm {fmt:?} {rows}x{cols} m {m}"), &got[..m * rows], &want, 1e-4, 1e-3 * (cols as f64).sqrt());
+            assert!(got[m * rows].is_nan(), "wrote past m rows");
+            // an activation buffer without the padded rows is an error, not a read past it
+            let short = dev.upload(&x[..m * cols]).unwrap();
+            if m % 128 != 0 {
+                assert!(dev.qmatmul_gemm(fmt, &w, (rows, cols), &short, m, &mut y, &mut wt, &mut yp).is_err());
+            }
+        }
+    }
+}

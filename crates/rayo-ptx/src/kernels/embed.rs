@@ -43,6 +43,57 @@ fn f16_at(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
     k.cvt(F, PtxType::F16, h)
 }
 
+/// Value `j` (a u32 register, 0..32) of the block of `fmt` at `a`, as f32.
+pub(crate) fn value_at(k: &mut PtxKernel, fmt: QFormat, a: Reg, j: Reg) -> Reg {
+    match fmt {
+        QFormat::F32 => {
+            let p = k.elem_addr(a, j, 4);
+            k.ld(Space::Global, F, Addr::reg(p))
+        }
+        QFormat::Q8_0 => {
+            let d = f16_at(k, a, 0);
+            let off = k.add(U, j, 2u32);
+            let q = byte_at(k, a, off);
+            // sign-extend the byte
+            let q = k.bin(BinOp::Shl, PtxType::B32, q, 24u32);
+            let q = k.bin(BinOp::Shr, PtxType::S32, q, 24u32);
+            let qf = k.cvt(F, PtxType::S32, q);
+            k.mul(F, d, qf)
+        }
+        QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q5_0 | QFormat::Q5_1 => {
+            let d = f16_at(k, a, 0);
+            let (m, qh_off, qs_off) = match fmt {
+                QFormat::Q4_0 => (k.mul(F, d, -8.0f32), None, 2u32),
+                QFormat::Q4_1 => (f16_at(k, a, 2), None, 4),
+                QFormat::Q5_0 => (k.mul(F, d, -16.0f32), Some(2), 6),
+                _ => (f16_at(k, a, 2), Some(4), 8),
+            };
+            // value j: the low nibble of byte j % 16 for j < 16, else its high nibble
+            let jj = k.bin(BinOp::And, PtxType::B32, j, 15u32);
+            let off = k.add(U, jj, qs_off);
+            let byte = byte_at(k, a, off);
+            let hi = k.bin(BinOp::Shr, U, j, 4u32);
+            let sh = k.bin(BinOp::Shl, PtxType::B32, hi, 2u32);
+            let nib = k.bin(BinOp::Shr, U, byte, sh);
+            let mut q = k.bin(BinOp::And, PtxType::B32, nib, 15u32);
+            if let Some(o) = qh_off {
+                let lo = k.ld(Space::Global, PtxType::U16, Addr::at(a, o));
+                let hi16 = k.ld(Space::Global, PtxType::U16, Addr::at(a, o + 2));
+                let lo = k.cvt(U, PtxType::U16, lo);
+                let hi16 = k.cvt(U, PtxType::U16, hi16);
+                let hi16 = k.bin(BinOp::Shl, PtxType::B32, hi16, 16u32);
+                let qh = k.bin(BinOp::Or, PtxType::B32, lo, hi16);
+                let bit = k.bin(BinOp::Shr, U, qh, j);
+                let bit = k.bin(BinOp::And, PtxType::B32, bit, 1u32);
+                let bit = k.bin(BinOp::Shl, PtxType::B32, bit, 4u32);
+                q = k.bin(BinOp::Or, PtxType::B32, q, bit);
+            }
+            let qf = k.cvt(F, U, q);
+            k.fma(F, d, qf, m)
+        }
+    }
+}
+
 impl Kernel for EmbedKernel {
     fn name(&self) -> String {
         format!("embed_{}", format!("{:?}", self.fmt).to_lowercase())
@@ -76,59 +127,77 @@ impl Kernel for EmbedKernel {
         let b = k.bin(BinOp::Shr, U, c, 5u32);
         let j = k.bin(BinOp::And, PtxType::B32, c, 31u32);
         let a = k.mad_wide(U, b, bs, src);
-        let v = match fmt {
-            QFormat::F32 => {
-                let p = k.elem_addr(a, j, 4);
-                k.ld(Space::Global, F, Addr::reg(p))
-            }
-            QFormat::Q8_0 => {
-                let d = f16_at(&mut k, a, 0);
-                let off = k.add(U, j, 2u32);
-                let q = byte_at(&mut k, a, off);
-                // sign-extend the byte
-                let q = k.bin(BinOp::Shl, PtxType::B32, q, 24u32);
-                let q = k.bin(BinOp::Shr, PtxType::S32, q, 24u32);
-                let qf = k.cvt(F, PtxType::S32, q);
-                k.mul(F, d, qf)
-            }
-            QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q5_0 | QFormat::Q5_1 => {
-                let d = f16_at(&mut k, a, 0);
-                let (m, qh_off, qs_off) = match fmt {
-                    QFormat::Q4_0 => (k.mul(F, d, -8.0f32), None, 2u32),
-                    QFormat::Q4_1 => (f16_at(&mut k, a, 2), None, 4),
-                    QFormat::Q5_0 => (k.mul(F, d, -16.0f32), Some(2), 6),
-                    _ => (f16_at(&mut k, a, 2), Some(4), 8),
-                };
-                // value j: the low nibble of byte j % 16 for j < 16, else its high nibble
-                let jj = k.bin(BinOp::And, PtxType::B32, j, 15u32);
-                let off = k.add(U, jj, qs_off);
-                let byte = byte_at(&mut k, a, off);
-                let hi = k.bin(BinOp::Shr, U, j, 4u32);
-                let sh = k.bin(BinOp::Shl, PtxType::B32, hi, 2u32);
-                let nib = k.bin(BinOp::Shr, U, byte, sh);
-                let mut q = k.bin(BinOp::And, PtxType::B32, nib, 15u32);
-                if let Some(o) = qh_off {
-                    let lo = k.ld(Space::Global, PtxType::U16, Addr::at(a, o));
-                    let hi16 = k.ld(Space::Global, PtxType::U16, Addr::at(a, o + 2));
-                    let lo = k.cvt(U, PtxType::U16, lo);
-                    let hi16 = k.cvt(U, PtxType::U16, hi16);
-                    let hi16 = k.bin(BinOp::Shl, PtxType::B32, hi16, 16u32);
-                    let qh = k.bin(BinOp::Or, PtxType::B32, lo, hi16);
-                    let bit = k.bin(BinOp::Shr, U, qh, j);
-                    let bit = k.bin(BinOp::And, PtxType::B32, bit, 1u32);
-                    let bit = k.bin(BinOp::Shl, PtxType::B32, bit, 4u32);
-                    q = k.bin(BinOp::Or, PtxType::B32, q, bit);
-                }
-                let qf = k.cvt(F, U, q);
-                k.fma(F, d, qf, m)
-            }
-        };
+        let v = value_at(&mut k, fmt, a, j);
         let oi = k.add(U, dst_row, c);
         let oa = k.elem_addr(out, oi, 4);
         k.st(Space::Global, F, Addr::reg(oa), v);
         k.bin_to(BinOp::Add, c, c, Self::THREADS);
         k.bra(&top);
         k.label(&end);
+        k.ret();
+        k
+    }
+}
+
+/// The whole matrix dequantized and transposed, for a prompt's products through the GEMM:
+/// `out[c·ld + r] = W[r][c]` (`W`: rows × cols values of the format). Parameters: `w`, `out`
+/// (u64); `rows`, `cols`, `ld` (u32; `ld ≥ rows`, `cols·ld` below 2³²). Grid: `cols` blocks
+/// in x by `rows / 128` in y; consecutive threads take consecutive rows (the writes coalesce).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DequantTKernel {
+    fmt: QFormat,
+}
+
+impl DequantTKernel {
+    pub const THREADS: u32 = 128;
+
+    pub fn new(fmt: QFormat) -> DequantTKernel {
+        DequantTKernel { fmt }
+    }
+
+    pub fn launch(&self, rows: u32, cols: u32) -> LaunchConfig {
+        LaunchConfig { grid: (cols.max(1), rows.div_ceil(Self::THREADS).max(1), 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
+    }
+}
+
+impl Kernel for DequantTKernel {
+    fn name(&self) -> String {
+        format!("dequant_t_{}", format!("{:?}", self.fmt).to_lowercase())
+    }
+
+    fn build(&self, _sm: u32) -> PtxKernel {
+        let (fmt, bs) = (self.fmt, self.fmt.block_bytes());
+        let mut k = PtxKernel::new(&self.name());
+        for p in ["w", "out"] {
+            k.add_param(p, PtxType::U64);
+        }
+        for p in ["rows", "cols", "ld"] {
+            k.add_param(p, U);
+        }
+        k.launch_bounds((Self::THREADS, 1, 1), None);
+        let w = k.ld_param_ptr("w");
+        let out = k.ld_param_ptr("out");
+        let rows = k.ld_param("rows");
+        let cols = k.ld_param("cols");
+        let ld = k.ld_param("ld");
+        let c = k.special(Special::CtaidX);
+        let by = k.special(Special::CtaidY);
+        let tid = k.special(Special::TidX);
+        let r = k.fma(U, by, Self::THREADS, tid);
+        let done = k.new_label("done");
+        let past = k.setp(Cmp::Ge, U, r, rows);
+        k.bra_if(past, false, &done);
+        let nb = k.bin(BinOp::Shr, U, cols, 5u32);
+        let row_bytes = k.mul(U, nb, bs);
+        let src = k.mad_wide(U, r, row_bytes, w);
+        let b = k.bin(BinOp::Shr, U, c, 5u32);
+        let j = k.bin(BinOp::And, PtxType::B32, c, 31u32);
+        let a = k.mad_wide(U, b, bs, src);
+        let v = value_at(&mut k, fmt, a, j);
+        let oi = k.fma(U, c, ld, r);
+        let oa = k.elem_addr(out, oi, 4);
+        k.st(Space::Global, F, Addr::reg(oa), v);
+        k.label(&done);
         k.ret();
         k
     }

@@ -3,6 +3,7 @@
 
 mod attention;
 mod common;
+mod copy;
 mod embed;
 mod gemm;
 mod norm;
@@ -13,7 +14,8 @@ mod rowloop;
 mod softmax;
 
 pub use attention::{AttentionKernel, KvStoreKernel};
-pub use embed::EmbedKernel;
+pub use copy::CopyColsKernel;
+pub use embed::{DequantTKernel, EmbedKernel};
 pub use gemm::{GemmKernel, GemmVariant};
 pub use norm::{NormKernel, NormKind};
 pub use qmatvec::{Epilogue, QFormat, QMatvecKernel};
@@ -94,6 +96,8 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     // the LLM engine's kernels
     v.extend(QFormat::ALL.map(|f| Box::new(QMatvecKernel::new(f)) as Box<dyn Kernel>));
     v.extend(QFormat::ALL.map(|f| Box::new(EmbedKernel::new(f)) as Box<dyn Kernel>));
+    v.extend(QFormat::ALL.map(|f| Box::new(DequantTKernel::new(f)) as Box<dyn Kernel>));
+    v.push(Box::new(CopyColsKernel));
     for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {
         v.extend(QMatvecKernel::fused(QFormat::Q4_1, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
         v.extend(QMatvecKernel::fused(QFormat::Q8_0, norm, mats, epi).map(|k| Box::new(k.per_block(true)) as Box<dyn Kernel>));

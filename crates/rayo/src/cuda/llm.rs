@@ -10,7 +10,7 @@ use super::ffi::drv;
 use super::ffi::{launch, Arg};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
-use rayo_ptx::kernels::{AttentionKernel, EmbedKernel, KvStoreKernel, NormKernel, NormKind, RopeKernel};
+use rayo_ptx::kernels::{AttentionKernel, CopyColsKernel, DequantTKernel, EmbedKernel, GemmKernel, KvStoreKernel, NormKernel, NormKind, RopeKernel};
 
 pub use rayo_ptx::kernels::{Epilogue, QFormat, QMatvecKernel, RopePairs};
 
@@ -250,6 +250,58 @@ impl CudaDevice {
         let nrows = if swiglu { 1 } else { mats.len() };
         args.extend(mats.iter().take(nrows).map(|&(_, r)| Arg::U32(r as u32)));
         launch(&self.stream, &f, k.launch(total, mm), &mut args)
+    }
+
+    /// `y = x·Wᵀ` for the first `m` rows of `x` through the fp32 GEMM (a prompt's rows): `W`
+    /// (`rows × cols` of `fmt`) dequantized and transposed into `wt` (`cols × ld`, `ld` = `rows`
+    /// rounded up to 128), the first `m_pad` rows of `x` (`m` rounded up to 128: `x` must hold
+    /// them; the rows past `m` only make rows of `yp` nobody reads) times it into `yp`
+    /// (`m_pad × ld`), then the first `rows` columns of its first `m` rows packed into `y`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn qmatmul_gemm(
+        &self,
+        fmt: QFormat,
+        w: &DeviceBytes,
+        (rows, cols): (usize, usize),
+        x: &DeviceBuffer,
+        m: usize,
+        y: &mut DeviceBuffer,
+        wt: &mut DeviceBuffer,
+        yp: &mut DeviceBuffer,
+    ) -> Result<()> {
+        const OP: &str = "cuda qmatmul_gemm";
+        self.owns(OP, &[x, y, wt, yp])?;
+        self.owns_bytes(OP, &[w])?;
+        if cols % 32 != 0 {
+            return Err(Error::NotBlockMultiple { format: "cuda qmatmul_gemm", len: cols, block: 32 });
+        }
+        let (ld, m_pad) = (rows.next_multiple_of(128), m.next_multiple_of(128));
+        room(OP, w.len(), prod(OP, &[rows, cols / 32, fmt.block_bytes() as usize])?)?;
+        room(OP, x.len(), prod(OP, &[m_pad, cols])?)?;
+        room(OP, wt.len(), prod(OP, &[cols, ld])?)?;
+        room(OP, yp.len(), prod(OP, &[m_pad, ld])?)?;
+        room(OP, y.len(), prod(OP, &[m, rows])?)?;
+        for (name, v) in [("wt", prod(OP, &[cols, ld, 4])?), ("yp", prod(OP, &[m_pad, ld, 4])?), ("x", prod(OP, &[m_pad, cols, 4])?)] {
+            u32_of(OP, name, v)?;
+        }
+        if m == 0 || rows == 0 {
+            return Ok(());
+        }
+        let dq = DequantTKernel::new(fmt);
+        let f = self.loaded(&dq)?;
+        let u = |v: usize| Arg::U32(v as u32);
+        launch(
+            &self.stream,
+            &f,
+            dq.launch(rows as u32, cols as u32),
+            &mut [Arg::BytesIn(&w.slice), Arg::Out(&mut wt.slice), u(rows), u(cols), u(ld)],
+        )?;
+        let g = GemmKernel::for_device(m_pad as u32, cols as u32, ld as u32, self.info().multiprocessors);
+        self.gemm_prefix(g, x, wt, yp)?;
+        let total = m * rows;
+        let cp = CopyColsKernel;
+        let f = self.loaded(&cp)?;
+        launch(&self.stream, &f, cp.launch(total as u32), &mut [Arg::In(&yp.slice), Arg::Out(&mut y.slice), u(rows), u(ld), u(total)])
     }
 
     /// RMSNorm of the first `m` rows of `x` (`cols` values each) into `out`.

@@ -210,6 +210,24 @@ impl CudaDevice {
                 return Err(Error::SizeMismatch { op: OP, shape: vec![r, cols], len: buf.len() });
             }
         }
+        self.gemm_prefix(g, a, b, c)
+    }
+
+    /// [`CudaDevice::gemm_with`] on the first `m·k`, `k·n` and `m·n` values of buffers that may
+    /// be longer.
+    pub fn gemm_prefix(&self, g: GemmKernel, a: &DeviceBuffer, b: &DeviceBuffer, c: &mut DeviceBuffer) -> Result<()> {
+        const OP: &str = "cuda gemm";
+        self.owns(OP, &[a, b, c])?;
+        let (m, k, n) = (g.m() as usize, g.k() as usize, g.n() as usize);
+        if !g.indices_fit() {
+            let bytes = (m.max(n) as u64).saturating_mul(k.max(n) as u64).saturating_mul(4);
+            return Err(Error::BufferTooLarge { op: OP, bytes, limit: u32::MAX as u64 });
+        }
+        for (buf, r, cols) in [(a, m, k), (b, k, n), (&*c, m, n)] {
+            if buf.len() < r * cols {
+                return Err(Error::SizeMismatch { op: OP, shape: vec![r, cols], len: buf.len() });
+            }
+        }
         if m == 0 || n == 0 {
             return Ok(());
         }
@@ -219,7 +237,7 @@ impl CudaDevice {
         }
         let f = self.loaded(&g)?;
         if g.needs_zeroed_output() {
-            self.stream.memset_zeros(&mut c.slice).map_err(super::ffi::drv)?;
+            self.stream.memset_zeros(&mut c.slice.slice_mut(0..m * n)).map_err(super::ffi::drv)?;
         }
         let [sm, sk, sn] = g.scalars();
         let mut args = [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(sm), Arg::U32(sk), Arg::U32(sn)];
