@@ -32,6 +32,17 @@ pub struct CudaKv {
     v: Vec<DeviceBytes>,
 }
 
+impl CudaKv {
+    /// Layer `layer`'s shape and caches.
+    fn layer(&mut self, layer: usize) -> Result<(&AttentionShape, &mut DeviceBytes, &mut DeviceBytes)> {
+        let layers = self.k.len();
+        match (self.k.get_mut(layer), self.v.get_mut(layer)) {
+            (Some(kc), Some(vc)) => Ok((&self.shape, kc, vc)),
+            _ => Err(Error::Model { what: format!("layer {layer} is past the cache's {layers} layers") }),
+        }
+    }
+}
+
 /// The CUDA backend of one model file.
 pub struct Cuda {
     dev: CudaDevice,
@@ -117,6 +128,24 @@ impl Cuda {
         }
         let (wt, yp) = self.gemm.as_mut().expect("made above");
         self.dev.qmatmul_gemm(w.fmt, &w.bytes, (w.rows, w.cols), x, m, out, wt, yp)
+    }
+
+    /// Attention of `m` rows of `q` over a layer's caches (the new rows already stored).
+    #[allow(clippy::too_many_arguments)]
+    fn attend(
+        &self,
+        cfg: &Config,
+        shape: &AttentionShape,
+        q: &DeviceBuffer,
+        (kc, vc): (&DeviceBytes, &DeviceBytes),
+        m: usize,
+        pos0: usize,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+        // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
+        let round_q = shape.f16 && m < 64;
+        self.dev.attention_rows(shape, q, kc, vc, m, self.inputs()?, pos0, scale, round_q, out)
     }
 
     /// Counts `n` device operations of the step being recorded.
@@ -286,17 +315,10 @@ impl Backend for Cuda {
         pos0: usize,
         out: &mut DeviceBuffer,
     ) -> Result<()> {
-        let (kc, vc) = match (kv.k.get_mut(layer), kv.v.get_mut(layer)) {
-            (Some(kc), Some(vc)) => (kc, vc),
-            _ => return Err(Error::Model { what: format!("layer {layer} is past the cache's {} layers", kv.k.len()) }),
-        };
+        let (shape, kc, vc) = kv.layer(layer)?;
         self.count(2);
-        let inputs = self.inputs()?;
-        self.dev.kv_store(&kv.shape, k, v, m, inputs, pos0, kc, vc)?;
-        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
-        // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
-        let round_q = kv.shape.f16 && m < 64;
-        self.dev.attention_rows(&kv.shape, q, kc, vc, m, inputs, pos0, scale, round_q, out)
+        self.dev.kv_store(shape, k, v, m, self.inputs()?, pos0, kc, vc)?;
+        self.attend(cfg, shape, q, (kc, vc), m, pos0, out)
     }
 
     fn copy_row(&mut self, x: &DeviceBuffer, row: usize, width: usize, out: &mut DeviceBuffer) -> Result<()> {
@@ -391,18 +413,12 @@ impl Backend for Cuda {
         pos0: usize,
         out: &mut DeviceBuffer,
     ) -> Result<()> {
-        let (kc, vc) = match (kv.k.get_mut(layer), kv.v.get_mut(layer)) {
-            (Some(kc), Some(vc)) => (kc, vc),
-            _ => return Err(Error::Model { what: format!("layer {layer} is past the cache's {} layers", kv.k.len()) }),
-        };
+        let (shape, kc, vc) = kv.layer(layer)?;
         self.count(2);
         let table = self.rope.as_ref().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
-        let inputs = self.inputs()?;
         // one launch rotates Q and K and stores K and V; a second attends
-        self.dev.rope_store_rows(pairs(cfg), q, k, v, (&kv.shape, kc, vc), table, inputs, m, cfg.n_rot, pos0)?;
-        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
-        let round_q = kv.shape.f16 && m < 64;
-        self.dev.attention_rows(&kv.shape, q, kc, vc, m, inputs, pos0, scale, round_q, out)
+        self.dev.rope_store_rows(pairs(cfg), q, k, v, (shape, kc, vc), table, self.inputs()?, m, cfg.n_rot, pos0)?;
+        self.attend(cfg, shape, q, (kc, vc), m, pos0, out)
     }
 
     fn step_ops(&self) -> usize {

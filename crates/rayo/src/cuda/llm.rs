@@ -32,6 +32,21 @@ impl AttentionShape {
         let esz = if self.f16 { 2 } else { 4 };
         self.positions.checked_mul(self.n_head_kv)?.checked_mul(self.head_dim)?.checked_mul(esz)
     }
+
+    /// An error unless positions `pos0..pos0 + m` fit and `k_cache`, `v_cache` hold one
+    /// layer with indices below 2³². The values per position.
+    fn check_cache(&self, op: &'static str, pos0: usize, m: usize, k_cache: &DeviceBytes, v_cache: &DeviceBytes) -> Result<usize> {
+        let width = prod(op, &[self.n_head_kv, self.head_dim])?;
+        let end = pos0.checked_add(m).ok_or(Error::SizeOverflow { op, dims: vec![pos0, m] })?;
+        if end > self.positions {
+            return Err(Error::LengthMismatch { op, expected: self.positions, actual: end });
+        }
+        let layer = self.layer_bytes().ok_or(Error::SizeOverflow { op, dims: vec![self.positions, width] })?;
+        room(op, k_cache.len(), layer)?;
+        room(op, v_cache.len(), layer)?;
+        u32_of(op, "cache", prod(op, &[self.positions, width])?)?;
+        Ok(width)
+    }
 }
 
 fn u32_of(op: &'static str, name: &'static str, v: usize) -> Result<u32> {
@@ -364,16 +379,8 @@ impl CudaDevice {
         const OP: &str = "cuda rope_store_rows";
         self.owns(OP, &[v])?;
         self.owns_bytes(OP, &[k_cache, v_cache])?;
-        let width = prod(OP, &[shape.n_head_kv, shape.head_dim])?;
+        let width = shape.check_cache(OP, pos0, m, k_cache, v_cache)?;
         room(OP, v.len(), prod(OP, &[m, width])?)?;
-        let end = pos0.checked_add(m).ok_or(Error::SizeOverflow { op: OP, dims: vec![pos0, m] })?;
-        if end > shape.positions {
-            return Err(Error::LengthMismatch { op: OP, expected: shape.positions, actual: end });
-        }
-        let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
-        room(OP, k_cache.len(), layer)?;
-        room(OP, v_cache.len(), layer)?;
-        u32_of(OP, "cache", prod(OP, &[shape.positions, width])?)?;
         let cache = Some((shape.f16, v, k_cache, v_cache));
         self.rope_impl(pairs, q, k, cache, table, pos, m, (shape.n_head, shape.n_head_kv), shape.head_dim, n_rot, pos0)
     }
@@ -445,18 +452,10 @@ impl CudaDevice {
         pos.check(self, OP, pos0, m)?;
         self.owns(OP, &[k, v])?;
         self.owns_bytes(OP, &[k_cache, v_cache])?;
-        let width = prod(OP, &[shape.n_head_kv, shape.head_dim])?;
+        let width = shape.check_cache(OP, pos0, m, k_cache, v_cache)?;
         let n = prod(OP, &[m, width])?;
         room(OP, k.len(), n)?;
         room(OP, v.len(), n)?;
-        let end = pos0.checked_add(m).ok_or(Error::SizeOverflow { op: OP, dims: vec![pos0, m] })?;
-        if end > shape.positions {
-            return Err(Error::LengthMismatch { op: OP, expected: shape.positions, actual: end });
-        }
-        let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
-        room(OP, k_cache.len(), layer)?;
-        room(OP, v_cache.len(), layer)?;
-        u32_of(OP, "cache", prod(OP, &[shape.positions, width])?)?;
         if n == 0 {
             return Ok(());
         }
@@ -511,15 +510,8 @@ impl CudaDevice {
         let n = prod(OP, &[m, n_head, head_dim])?;
         room(OP, q.len(), n)?;
         room(OP, out.len(), n)?;
-        let end = pos0.checked_add(m).ok_or(Error::SizeOverflow { op: OP, dims: vec![pos0, m] })?;
-        if end > positions {
-            return Err(Error::LengthMismatch { op: OP, expected: positions, actual: end });
-        }
-        let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![positions, n_head_kv, head_dim] })?;
-        room(OP, k_cache.len(), layer)?;
-        room(OP, v_cache.len(), layer)?;
+        shape.check_cache(OP, pos0, m, k_cache, v_cache)?;
         u32_of(OP, "q", prod(OP, &[n, 4])?)?;
-        u32_of(OP, "cache", prod(OP, &[positions, n_head_kv, head_dim])?)?;
         if m == 0 {
             return Ok(());
         }
