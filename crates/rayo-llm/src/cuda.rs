@@ -102,11 +102,6 @@ impl Cuda {
         &self.dev
     }
 
-    /// Whether decoding steps replay a recorded graph.
-    pub fn graphs(&self) -> bool {
-        self.graphs
-    }
-
     fn inputs(&self) -> Result<&StepInputs> {
         self.inputs.as_ref().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })
     }
