@@ -127,13 +127,14 @@ fn every_format_every_isa_against_f64() {
 
 #[test]
 fn large_products_split_over_threads() {
-    // Enough work for the thread split (≥ 2^18 weight bytes × rows): the parallel path.
+    // Enough work for the thread split (≥ 2^18 weight bytes × rows): the parallel path, several
+    // blocks of weight rows (the last one partial) against several tiles of activation rows.
     let mut rng = Rng::new(11);
-    for ty in [GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K] {
+    for ty in [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K] {
         let (rows, cols) = (67, 2048);
         let (buf, wdeq) = weights(&mut rng, ty, rows, cols);
         let w = QuantMatrix::new(ty, rows, cols, &buf[1..]).unwrap();
-        for m in [1, 9] {
+        for m in [1, 9, 64] {
             let x = rng.data(m * cols, -1.0, 1.0);
             let a = seen_activations(Backend::selected(), ty, Activations::Quantized, &x, cols);
             let mut y1 = vec![0f32; m * rows];

@@ -147,6 +147,16 @@ pub trait Simd: Copy + Send + Sync + 'static {
         }
     }
 
+    /// Stores the lanes of `v`, integers in −128..=127 (rounded quantization levels), as the
+    /// bytes `s[..LANES]`. One narrowing conversion where the ISA has it.
+    #[inline(always)]
+    fn store_i8(self, v: Self::V, s: &mut [i8]) {
+        let mut buf = [0f32; 16];
+        self.store(&mut buf, v);
+        for (q, r) in s[..Self::LANES].iter_mut().zip(&buf) {
+            *q = *r as i8;
+        }
+    }
     /// Loads `s[..LANES]` (signed bytes, as quantized formats store them) as f32 lanes;
     /// `s` must hold at least `LANES` bytes. One widening instruction where the ISA has it.
     #[inline(always)]
@@ -168,6 +178,8 @@ pub trait Simd: Copy + Send + Sync + 'static {
 
     /// Loads `s[..32]`.
     fn bload(self, s: &[u8]) -> Self::B;
+    /// Stores the 32 bytes into `out[..32]`.
+    fn bstore(self, v: Self::B, out: &mut [u8]);
     /// Loads `s[..16]` as 32 nibbles: lane `i < 16` is `s[i] & 15`, lane `16 + i` is `s[i] >> 4`
     /// (the layout of Q4_0 and Q5_0).
     fn bload_nib(self, s: &[u8]) -> Self::B;

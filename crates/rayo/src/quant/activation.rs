@@ -80,10 +80,9 @@ impl QActs {
                 a.sums = vec![0.0; nb];
                 let with_sum = ty == GgmlType::Q8_1;
                 for (i, (x, q)) in x.chunks_exact(32).zip(a.qs.chunks_exact_mut(32)).enumerate() {
-                    let d32 = q8_block(s, x, q);
+                    let (d32, sum) = q8_block(s, x, q);
                     let d = f16::from_f32(d32).to_f32();
                     a.d[i] = d;
-                    let sum = q.iter().map(|&v| v as i32).sum::<i32>() as f32;
                     // Q8_1 carries llama.cpp's `s` (f16 of Σq times the unrounded d): the
                     // products of Q4_1/Q5_1 weights then round their min term as llama.cpp does.
                     a.sums[i] = if with_sum { f16::from_f32(sum * d32).to_f32() } else { d * sum };
@@ -139,9 +138,16 @@ fn round_away<S: Simd>(s: S, v: S::V) -> S::V {
     s.select(tie, away, r)
 }
 
-/// One Q8_0 block of 32: writes `q`, returns `d` (before its f16 rounding).
+/// A rounded level as the byte it is stored in: NaN (from NaN activations) is 0, as the
+/// reference's `(int8_t)` cast of it is here.
 #[inline(always)]
-fn q8_block<S: Simd>(s: S, x: &[f32], q: &mut [i8]) -> f32 {
+fn level<S: Simd>(s: S, v: S::V) -> S::V {
+    s.select(s.is_nan(v), s.zero(), v)
+}
+
+/// One Q8_0 block of 32: writes `q`, returns `d` (before its f16 rounding) and `Σq`.
+#[inline(always)]
+fn q8_block<S: Simd>(s: S, x: &[f32], q: &mut [i8]) -> (f32, f32) {
     let mut m = s.zero();
     for c in x.chunks_exact(S::LANES) {
         m = s.max(m, s.abs(s.load(c)));
@@ -149,14 +155,14 @@ fn q8_block<S: Simd>(s: S, x: &[f32], q: &mut [i8]) -> f32 {
     let amax = s.reduce_max(m);
     let d = amax / 127.0;
     let id = s.splat(if d != 0.0 { 1.0 / d } else { 0.0 });
-    let mut buf = [0f32; 16];
+    // The levels are integers of at most 127: their f32 sum is exact.
+    let mut sum = s.zero();
     for (c, q) in x.chunks_exact(S::LANES).zip(q.chunks_exact_mut(S::LANES)) {
-        s.store(&mut buf, round_away(s, s.mul(s.load(c), id)));
-        for (q, r) in q.iter_mut().zip(&buf) {
-            *q = *r as i8;
-        }
+        let r = level(s, round_away(s, s.mul(s.load(c), id)));
+        s.store_i8(r, q);
+        sum = s.add(sum, r);
     }
-    d
+    (d, s.reduce_add(sum))
 }
 
 /// One Q8_K block of 256: writes `q` and `bsums`, returns `d`.
@@ -179,16 +185,16 @@ fn q8k_block<S: Simd>(s: S, x: &[f32], q: &mut [i8], bsums: &mut [i16]) -> f32 {
     };
     let iscale = -127.0 / max;
     let is = s.splat(iscale);
-    let mut buf = [0f32; 16];
-    for (c, q) in x.chunks_exact(S::LANES).zip(q.chunks_exact_mut(S::LANES)) {
-        // `nearest_int`: ties to even, as the magic-number add does.
-        s.store(&mut buf, s.min(s.round(s.mul(is, s.load(c))), s.splat(127.0)));
-        for (q, r) in q.iter_mut().zip(&buf) {
-            *q = *r as i8;
+    // Per 16 values (a whole number of vectors: LANES divides 16), the levels and their sum.
+    for ((x, q), b) in x.chunks_exact(16).zip(q.chunks_exact_mut(16)).zip(bsums.iter_mut()) {
+        let mut sum = s.zero();
+        for (c, q) in x.chunks_exact(S::LANES).zip(q.chunks_exact_mut(S::LANES)) {
+            // `nearest_int`: ties to even, as the magic-number add does.
+            let r = level(s, s.min(s.round(s.mul(is, s.load(c))), s.splat(127.0)));
+            s.store_i8(r, q);
+            sum = s.add(sum, r);
         }
-    }
-    for (b, q) in bsums.iter_mut().zip(q.chunks_exact(16)) {
-        *b = q.iter().map(|&v| v as i16).sum();
+        *b = s.reduce_add(sum) as i16;
     }
     1.0 / iscale
 }

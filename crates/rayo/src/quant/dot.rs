@@ -13,7 +13,7 @@ use super::GgmlType;
 use crate::cpu::simd::Simd;
 
 #[inline(always)]
-fn f16_at<S: Simd>(s: S, b: &[u8], o: usize) -> f32 {
+pub(super) fn f16_at<S: Simd>(s: S, b: &[u8], o: usize) -> f32 {
     s.f16_to_f32(u16::from_le_bytes([b[o], b[o + 1]]))
 }
 
@@ -77,114 +77,32 @@ pub(crate) fn dot_matrix<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], 
 // with one (value = d·q + m). Q4_0/Q5_0 take their offset as a min (`d·(q − 8) = d·q − 8·d`),
 // so their dot needs no sign trick.
 #[inline(always)]
-fn dec_q4_0<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+pub(super) fn dec_q4_0<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
     let d = f16_at(s, b, 0);
     (s.bload_nib(&b[2..]), d, -8.0 * d)
 }
 #[inline(always)]
-fn dec_q4_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+pub(super) fn dec_q4_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
     (s.bload_nib(&b[4..]), f16_at(s, b, 0), f16_at(s, b, 2))
 }
 #[inline(always)]
-fn dec_q5_0<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+pub(super) fn dec_q5_0<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
     let hi = s.band(s.bbits(u32::from_le_bytes([b[2], b[3], b[4], b[5]])), s.bsplat(0x10));
     let d = f16_at(s, b, 0);
     (s.bor(s.bload_nib(&b[6..]), hi), d, -16.0 * d)
 }
 #[inline(always)]
-fn dec_q5_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+pub(super) fn dec_q5_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
     let hi = s.band(s.bbits(u32::from_le_bytes([b[4], b[5], b[6], b[7]])), s.bsplat(0x10));
     (s.bor(s.bload_nib(&b[8..]), hi), f16_at(s, b, 0), f16_at(s, b, 2))
 }
 #[inline(always)]
-fn dec_q8_0<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+pub(super) fn dec_q8_0<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
     (s.bload(&b[2..]), f16_at(s, b, 0), 0.0)
 }
 #[inline(always)]
-fn dec_q8_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
+pub(super) fn dec_q8_1<S: Simd>(s: S, b: &[u8]) -> (S::B, f32, f32) {
     (s.bload(&b[4..]), f16_at(s, b, 0), 0.0)
-}
-
-/// Eight activation rows of a 32-value format, block-major: block `i` of the eight rows is
-/// `qs[i]` (256 contiguous bytes), their scales and sums `d[i][r]`, `sums[i][r]`, so that the
-/// eight products of a weight block read one place and are scaled as one vector.
-pub(crate) struct Tile8 {
-    qs: Vec<[[u8; 32]; 8]>,
-    d: Vec<[f32; 8]>,
-    sums: Vec<[f32; 8]>,
-}
-
-impl Tile8 {
-    /// The rows cut to `nb` blocks of 32.
-    pub(crate) fn new(a: &[ActRow<'_>; 8], nb: usize) -> Tile8 {
-        let with_sums = !a[0].sums.is_empty();
-        let rows: [Row<'_>; 8] = core::array::from_fn(|r| Row::new::<32>(&a[r], nb, with_sums));
-        let qs = (0..nb).map(|i| core::array::from_fn(|r| rows[r].qs[i])).collect();
-        let d = (0..nb).map(|i| core::array::from_fn(|r| rows[r].d[i])).collect();
-        let sums = if with_sums { (0..nb).map(|i| core::array::from_fn(|r| rows[r].sums[i])).collect() } else { vec![[0.0; 8]; nb] };
-        Tile8 { qs, d, sums }
-    }
-}
-
-/// [`dot_matrix`] for a [`Tile8`] of a 32-value format: per weight block the eight integer dots
-/// are summed horizontally together ([`Simd::dsum8`]) and scaled as one vector (per row, the
-/// scaling was a convert, a broadcast and an FMA per block). `false` (nothing written) for
-/// the other formats.
-#[inline(always)]
-pub(crate) fn dot_tile8<S: Simd>(s: S, ty: GgmlType, w: &[u8], t: &Tile8, out: &mut [[f32; 8]]) -> bool {
-    use GgmlType::*;
-    match ty {
-        Q4_0 => tile8::<S, 18, true>(s, w, t, out, dec_q4_0::<S>),
-        Q4_1 => tile8::<S, 20, true>(s, w, t, out, dec_q4_1::<S>),
-        Q5_0 => tile8::<S, 22, true>(s, w, t, out, dec_q5_0::<S>),
-        Q5_1 => tile8::<S, 24, true>(s, w, t, out, dec_q5_1::<S>),
-        Q8_0 => tile8::<S, 34, false>(s, w, t, out, dec_q8_0::<S>),
-        Q8_1 => tile8::<S, 36, false>(s, w, t, out, dec_q8_1::<S>),
-        _ => return false,
-    }
-    true
-}
-
-#[inline(always)]
-fn tile8<S: Simd, const SIZE: usize, const MIN: bool>(
-    s: S,
-    w: &[u8],
-    t: &Tile8,
-    out: &mut [[f32; 8]],
-    decode: impl Fn(S, &[u8]) -> (S::B, f32, f32),
-) {
-    if out.is_empty() {
-        return;
-    }
-    let nb = t.d.len();
-    let row_len = w.len() / out.len();
-    for (wr, o) in w.chunks_exact(row_len).zip(out.iter_mut()) {
-        let wb = &wr.as_chunks::<SIZE>().0[..nb];
-        let (mut acc, mut macc) = ([0f32; 8], [0f32; 8]);
-        // Zipped, not indexed: no bounds checks in the loop.
-        for (((b, y8), da), sa) in wb.iter().zip(&t.qs).zip(&t.d).zip(&t.sums) {
-            let (q, dw, mw) = decode(s, b);
-            // A loop, not `array::from_fn`: its closure may be compiled outside the vectorized
-            // context, the intrinsics in it then calls.
-            let mut isum = [s.dzero(); 8];
-            for (v, y) in isum.iter_mut().zip(y8) {
-                let y = s.bload(y);
-                *v = if MIN { s.dot_u8i8(q, y) } else { s.dot_i8i8(q, y) };
-            }
-            let si = s.dsum8(&isum);
-            for r in 0..8 {
-                acc[r] += si[r] as f32 * (dw * da[r]);
-            }
-            if MIN {
-                for r in 0..8 {
-                    macc[r] += mw * sa[r];
-                }
-            }
-        }
-        for r in 0..8 {
-            o[r] = acc[r] + macc[r];
-        }
-    }
 }
 
 /// The 32-value formats. `decode` gives the block's 32 values as bytes — signed (`q − k`)
@@ -244,7 +162,8 @@ fn legacy_rows8<S: Simd, const R: usize, const SIZE: usize, const MIN: bool>(
         // The group after the next is fetched as this one runs: eight streams 18–48 blocks
         // long are too short for the hardware prefetcher (from DRAM, 2–3× slower without).
         let ahead = w.as_ptr().wrapping_add((g + PREFETCH_GROUPS) * 8 * row_len);
-        // (A loop, not `array::from_fn`: see `tile8`.)
+        // (A loop, not `array::from_fn`: its closure may be compiled outside the vectorized
+        // context, the intrinsics in it then calls.)
         let n = o8.len();
         let mut rows: [&[[u8; SIZE]]; 8] = [&[]; 8];
         for (k, r) in rows.iter_mut().enumerate() {

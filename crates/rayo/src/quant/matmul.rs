@@ -9,6 +9,7 @@
 //! each weight row is read once per tile of activation rows.
 
 use super::activation::{activation_type, ActRow, QActs};
+use super::tile8::{self, Tile8};
 use super::{dot, dot_f32, GgmlType};
 use crate::backend::dispatch;
 use crate::cpu::parallel::{both, Par};
@@ -225,23 +226,24 @@ impl Job<'_, '_> {
             return dot::dot_matrix(s, ty, w, &[a.row(0)], out.as_chunks_mut::<1>().0);
         }
         let tiles: Vec<[ActRow<'_>; TILE]> = (0..m / TILE).map(|t| core::array::from_fn(|k| a.row(t * TILE + k))).collect();
-        // The 32-value formats scale a tile's eight products as one vector (block-major scales).
-        let nb = self.w.cols / ty.block_size();
-        let tiles8: Vec<dot::Tile8> = if ty.block_size() == 32 { tiles.iter().map(|t| dot::Tile8::new(t, nb)).collect() } else { Vec::new() };
+        // Formats that unpack to 32-value blocks: each block of weight rows is unpacked once for
+        // all tiles, and a tile's eight products are scaled as one vector (block-major scales).
+        let tiles8: Vec<Tile8> = if tile8::unpacks(ty) { tiles.iter().map(|t| Tile8::new(ty, t, self.w.cols)).collect() } else { Vec::new() };
+        let mut unpacked = Vec::new();
         let rest: Vec<ActRow<'_>> = (m / TILE * TILE..m).map(|i| a.row(i)).collect();
         let (mut tile_out, mut row_out) = ([[0f32; TILE]; ROW_BLOCK], [[0f32; 1]; ROW_BLOCK]);
         for j0 in (r0..r1).step_by(ROW_BLOCK) {
             let n = ROW_BLOCK.min(r1 - j0);
             let w = &self.w.bytes[j0 * row_len..(j0 + n) * row_len];
             let c = j0 - r0;
+            if !tiles8.is_empty() {
+                tile8::unpack_rows(s, ty, w, &mut unpacked);
+            }
             for (t, tile) in tiles.iter().enumerate() {
                 // (No closure here: one would be compiled outside the vectorized context.)
-                let done = match tiles8.get(t) {
-                    Some(t8) => dot::dot_tile8(s, ty, w, t8, &mut tile_out[..n]),
-                    None => false,
-                };
-                if !done {
-                    dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]);
+                match tiles8.get(t) {
+                    Some(t8) => tile8::dot_tile8(s, ty, &unpacked, t8, &mut tile_out[..n]),
+                    None => dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]),
                 }
                 for r in 0..TILE {
                     for (o, v) in out[(t * TILE + r) * width + c..][..n].iter_mut().zip(&tile_out[..n]) {

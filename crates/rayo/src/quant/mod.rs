@@ -35,6 +35,7 @@ mod q6k;
 mod q8k;
 mod row;
 mod search;
+mod tile8;
 mod types;
 
 pub use activation::{activation_type, quantize_activations_with};

@@ -184,6 +184,17 @@ impl Simd for Avx2 {
         unsafe { _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(s.as_ptr().cast()))) }
     }
     #[inline(always)]
+    fn store_i8(self, v: __m256, s: &mut [i8]) {
+        assert!(s.len() >= 8);
+        unsafe {
+            // i32 → i16 → i8 within each 128-bit half, then the halves' first 4 bytes joined.
+            let w = _mm256_cvtps_epi32(v);
+            let b = _mm256_packs_epi16(_mm256_packs_epi32(w, w), _mm256_setzero_si256());
+            let lo = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
+            _mm_storel_epi64(s.as_mut_ptr().cast(), lo)
+        }
+    }
+    #[inline(always)]
     fn i_to_f(self, a: __m256i) -> __m256 {
         unsafe { _mm256_cvtepi32_ps(a) }
     }

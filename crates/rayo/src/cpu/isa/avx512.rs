@@ -226,6 +226,12 @@ impl<const VNNI: bool> Simd for Avx512<VNNI> {
         unsafe { _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(s.as_ptr().cast()))) }
     }
     #[inline(always)]
+    fn store_i8(self, v: __m512, s: &mut [i8]) {
+        assert!(s.len() >= 16);
+        // (In range by the contract: the saturating narrowing changes no value.)
+        unsafe { _mm_storeu_si128(s.as_mut_ptr().cast(), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v))) }
+    }
+    #[inline(always)]
     fn i_to_f(self, a: __m512i) -> __m512 {
         unsafe { _mm512_cvtepi32_ps(a) }
     }

@@ -14,6 +14,14 @@ pub unsafe fn load(s: &[u8]) -> __m256i {
     unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
 }
 
+/// Stores `v` into `out[..32]`.
+#[inline(always)]
+pub unsafe fn store(v: __m256i, out: &mut [u8]) {
+    assert!(out.len() >= 32);
+    // SAFETY: 32 bytes are in the slice (asserted); AVX2 per the caller's contract.
+    unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), v) }
+}
+
 /// 16 bytes as 32 nibbles: low nibbles in lanes 0..16, high nibbles in lanes 16..32.
 #[inline(always)]
 pub unsafe fn load_nib(s: &[u8]) -> __m256i {
@@ -117,6 +125,11 @@ macro_rules! byte_lanes_256 {
         fn bload(self, s: &[u8]) -> __m256i {
             // SAFETY: the token proves AVX2; the load asserts its length.
             unsafe { super::bytes256::load(s) }
+        }
+        #[inline(always)]
+        fn bstore(self, v: __m256i, out: &mut [u8]) {
+            // SAFETY: the token proves AVX2; the store asserts its length.
+            unsafe { super::bytes256::store(v, out) }
         }
         #[inline(always)]
         fn bload_nib(self, s: &[u8]) -> __m256i {

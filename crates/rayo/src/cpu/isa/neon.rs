@@ -186,6 +186,14 @@ impl Simd for Neon {
         unsafe { (vld1q_s8(s.as_ptr().cast()), vld1q_s8(s.as_ptr().add(16).cast())) }
     }
     #[inline(always)]
+    fn bstore(self, v: (int8x16_t, int8x16_t), out: &mut [u8]) {
+        assert!(out.len() >= 32);
+        unsafe {
+            vst1q_s8(out.as_mut_ptr().cast(), v.0);
+            vst1q_s8(out.as_mut_ptr().add(16).cast(), v.1);
+        }
+    }
+    #[inline(always)]
     fn bload_nib(self, s: &[u8]) -> (int8x16_t, int8x16_t) {
         assert!(s.len() >= 16);
         unsafe {

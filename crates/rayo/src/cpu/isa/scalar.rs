@@ -175,6 +175,10 @@ impl Simd for Scalar {
         s[..32].try_into().unwrap()
     }
     #[inline(always)]
+    fn bstore(self, v: [u8; 32], out: &mut [u8]) {
+        out[..32].copy_from_slice(&v);
+    }
+    #[inline(always)]
     fn bload_nib(self, s: &[u8]) -> [u8; 32] {
         let s = &s[..16];
         core::array::from_fn(|i| if i < 16 { s[i] & 15 } else { s[i - 16] >> 4 })

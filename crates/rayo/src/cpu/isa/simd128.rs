@@ -184,6 +184,14 @@ impl Simd for Simd128 {
         unsafe { (v128_load(s.as_ptr().cast()), v128_load(s.as_ptr().add(16).cast())) }
     }
     #[inline(always)]
+    fn bstore(self, v: (v128, v128), out: &mut [u8]) {
+        assert!(out.len() >= 32);
+        unsafe {
+            v128_store(out.as_mut_ptr().cast(), v.0);
+            v128_store(out.as_mut_ptr().add(16).cast(), v.1);
+        }
+    }
+    #[inline(always)]
     fn bload_nib(self, s: &[u8]) -> (v128, v128) {
         assert!(s.len() >= 16);
         let x = unsafe { v128_load(s.as_ptr().cast()) };

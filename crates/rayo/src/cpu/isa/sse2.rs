@@ -182,6 +182,14 @@ impl Simd for Sse2 {
         unsafe { (_mm_loadu_si128(s.as_ptr().cast()), _mm_loadu_si128(s.as_ptr().add(16).cast())) }
     }
     #[inline(always)]
+    fn bstore(self, v: (__m128i, __m128i), out: &mut [u8]) {
+        assert!(out.len() >= 32);
+        unsafe {
+            _mm_storeu_si128(out.as_mut_ptr().cast(), v.0);
+            _mm_storeu_si128(out.as_mut_ptr().add(16).cast(), v.1);
+        }
+    }
+    #[inline(always)]
     fn bload_nib(self, s: &[u8]) -> (__m128i, __m128i) {
         assert!(s.len() >= 16);
         unsafe {
