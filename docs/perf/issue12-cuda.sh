@@ -4,7 +4,7 @@
 # the binaries in /tmp/b (rayo, llm-cuda-test = rayo-llm's tests/cuda.rs, rayo-cuda-test =
 # rayo's tests/cuda.rs; built here with `cargo test --release --features cuda --no-run`) and
 # SmolLM2-135M-Instruct Q4_1 in /tmp/m (carried in two halves: a call carries at most 64 MiB).
-# Output in $OUT (default /tmp/out).
+# Output in $OUT (default /tmp/out). QUICK=1 stops after the speed rows (no sanitizer, no ncu).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -20,6 +20,9 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee "$O
 for i in 1 2 3; do /tmp/b/rayo bench --model "$RAYO_SMOLLM2" --backend cuda --json 2>&1 | grep -v resident; done | tee "$OUT/bench-q41.txt"
 /tmp/b/rayo bench --model $KM --backend cuda --json 2>&1 | grep -v resident | tee "$OUT/bench-qkm.txt"
 RAYO_CUDA_GRAPHS=0 /tmp/b/rayo bench --model "$RAYO_SMOLLM2" --backend cuda --json 2>&1 | grep tg | tee "$OUT/bench-nographs.txt"
+# without programmatic dependent launch (each kernel starts after the previous one ends)
+for i in 1 2; do RAYO_CUDA_PDL=0 /tmp/b/rayo bench --model "$RAYO_SMOLLM2" --backend cuda --json 2>&1 | grep -v resident; done | tee "$OUT/bench-nopdl.txt"
+[ "${QUICK:-0}" = 1 ] && exit 0
 gen="/tmp/b/rayo generate --model $RAYO_SMOLLM2 --backend cuda --prompt Hello --temperature 0 --ctx 64"
 timeout 200 compute-sanitizer --tool memcheck $gen --max-tokens 4 2>&1 | tail -1 | tee "$OUT/memcheck.txt"
 timeout 250 compute-sanitizer --tool racecheck $gen --max-tokens 3 2>&1 | tail -1 | tee "$OUT/racecheck.txt"

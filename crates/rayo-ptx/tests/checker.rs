@@ -253,3 +253,23 @@ fn gemm_takes_its_shape_as_parameters() {
     let u64 = PtxType::U64;
     assert_eq!(params, [("a", u64), ("b", u64), ("c", u64), ("m", U), ("k", U), ("n", U)]);
 }
+
+#[test]
+fn programmatic_dependent_launch_only_from_sm_90() {
+    use rayo_ptx::kernels::{AttentionKernel, Kernel, QFormat, QMatvecKernel};
+    // The decoding kernels wait for the previous grid on Hopper and not before.
+    let q = QMatvecKernel::new(QFormat::Q4_1).per_block(true);
+    let a = AttentionKernel::new(64, 1024, true).unwrap();
+    for k in [&q as &dyn Kernel, &a] {
+        let (p90, p80) = (k.emit_ptx_for(90), k.emit_ptx_for(80));
+        assert!(p90.contains("griddepcontrol.wait;") && p90.contains("griddepcontrol.launch_dependents;"), "{}", k.name());
+        assert!(!p80.contains("griddepcontrol"), "{}", k.name());
+        assert!(k.build(90).waits_for_dependencies() && !k.build(80).waits_for_dependencies());
+    }
+    assert!(q.emit_ptx_for(90).contains("prefetch.global.L2"));
+    // A kernel that waits cannot target an earlier chip.
+    let mut k = good();
+    k.grid_dep_sync(90);
+    let e = PtxModule::new().target("sm_80").kernel(k).check().unwrap_err();
+    assert!(e.to_string().contains("griddepcontrol needs sm_90"), "{e}");
+}

@@ -21,6 +21,11 @@ const QUIT: u8 = 3;
 /// How long a worker spins for its next task before it sleeps.
 const SPIN: Duration = Duration::from_millis(1);
 
+/// After this long a spinning thread yields its core between polls: when the machine has fewer
+/// free cores than threads (a build running beside), a spinning worker would otherwise take the
+/// core the thread it waits for needs, and every product would cost a time slice.
+const SPIN_ALONE: Duration = Duration::from_micros(50);
+
 struct Slot {
     state: AtomicU8,
     task: Mutex<Option<Task>>,
@@ -85,7 +90,7 @@ impl Workers {
             .map(|slot| {
                 let t = Instant::now();
                 while slot.state.load(Ordering::Acquire) != DONE {
-                    if t.elapsed() < SPIN {
+                    if t.elapsed() < SPIN_ALONE {
                         std::hint::spin_loop();
                     } else {
                         std::thread::yield_now();
@@ -114,7 +119,9 @@ fn work(slot: &Slot) {
                 READY => break,
                 QUIT => return,
                 // The clock is read once per 256 spins (a read costs as much as the spins).
-                _ if spins % 256 != 0 || t.elapsed() < SPIN => std::hint::spin_loop(),
+                _ if spins % 256 != 0 => std::hint::spin_loop(),
+                _ if t.elapsed() < SPIN_ALONE => {}
+                _ if t.elapsed() < SPIN => std::thread::yield_now(),
                 _ => {
                     let mut g = lock(&slot.lock);
                     while !matches!(slot.state.load(Ordering::Acquire), READY | QUIT) {

@@ -84,7 +84,7 @@ impl Kernel for AttentionKernel {
         format!("attention_{}_hd{}_p{}", if self.f16 { "f16" } else { "f32" }, self.head_dim, self.max_positions)
     }
 
-    fn build(&self, _sm: u32) -> PtxKernel {
+    fn build(&self, sm: u32) -> PtxKernel {
         let (hd, threads, f16) = (self.head_dim, Self::THREADS, self.f16);
         let mut k = PtxKernel::new(&self.name());
         for p in ["q", "k_cache", "v_cache", "out", "pos"] {
@@ -96,6 +96,8 @@ impl Kernel for AttentionKernel {
         k.add_param("scale", F);
         k.add_param("round_q", U);
         k.launch_bounds((threads, 1, 1), None);
+        // Hopper: may start while the previous kernel finishes; waits for its writes here.
+        k.grid_dep_sync(sm);
         let warps = threads / 32;
         let dpl = hd / 32;
         let ss = k.shared_array("ss", F, self.max_positions, 16);
@@ -237,7 +239,7 @@ impl Kernel for KvStoreKernel {
         format!("kv_store_{}", if self.f16 { "f16" } else { "f32" })
     }
 
-    fn build(&self, _sm: u32) -> PtxKernel {
+    fn build(&self, sm: u32) -> PtxKernel {
         let mut k = PtxKernel::new(&self.name());
         for p in ["k", "v", "k_cache", "v_cache", "pos"] {
             k.add_param(p, PtxType::U64);
@@ -246,6 +248,8 @@ impl Kernel for KvStoreKernel {
             k.add_param(p, U);
         }
         k.launch_bounds((Self::THREADS, 1, 1), None);
+        // Hopper: may start while the previous kernel finishes; waits for its writes here.
+        k.grid_dep_sync(sm);
         let src = [k.ld_param_ptr("k"), k.ld_param_ptr("v")];
         let dst = [k.ld_param_ptr("k_cache"), k.ld_param_ptr("v_cache")];
         let pos_ptr = k.ld_param_ptr("pos");

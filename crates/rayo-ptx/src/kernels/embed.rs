@@ -99,7 +99,7 @@ impl Kernel for EmbedKernel {
         format!("embed_{}", format!("{:?}", self.fmt).to_lowercase())
     }
 
-    fn build(&self, _sm: u32) -> PtxKernel {
+    fn build(&self, sm: u32) -> PtxKernel {
         let (fmt, bs) = (self.fmt, self.fmt.block_bytes());
         let mut k = PtxKernel::new(&self.name());
         for p in ["table", "tokens", "out"] {
@@ -107,6 +107,8 @@ impl Kernel for EmbedKernel {
         }
         k.add_param("cols", U);
         k.launch_bounds((Self::THREADS, 1, 1), None);
+        // Hopper: may start while the previous kernel finishes; waits for its writes here.
+        k.grid_dep_sync(sm);
         let table = k.ld_param_ptr("table");
         let tokens = k.ld_param_ptr("tokens");
         let out = k.ld_param_ptr("out");

@@ -255,7 +255,7 @@ impl Kernel for QMatvecKernel {
         format!("qmatvec_{}{norm}{mats}{epi}{wide}", self.fmt.tag())
     }
 
-    fn build(&self, _sm: u32) -> PtxKernel {
+    fn build(&self, sm: u32) -> PtxKernel {
         let (fmt, epi, mats) = (self.fmt, self.epi, self.mats as usize);
         let bs = fmt.block_bytes();
         let mut k = PtxKernel::new(&self.name());
@@ -328,6 +328,18 @@ impl Kernel for QMatvecKernel {
         if epi == Epilogue::Swiglu {
             wrows.push(k.mad_wide(U, r, row_bytes, ws[1]));
         }
+        // Hopper: the kernel may start while the previous one finishes (programmatic dependent
+        // launch). Its weights, which no kernel writes, are fetched into L2 meanwhile (a 128-byte
+        // line per thread, the first `unit` lines of each row); then it waits for the activations.
+        if sm >= 90 {
+            let line = k.mul(U, t, 128u32);
+            let inside = k.setp(Cmp::Lt, U, line, row_bytes);
+            for &wr in &wrows {
+                let a = k.mad_wide(U, t, 128u32, wr);
+                k.when(inside, false, |k| k.prefetch_l2(Addr::reg(a)));
+            }
+        }
+        k.grid_dep_sync(sm);
         let cols4 = k.mul(U, cols, 4u32);
         let xrow = k.mad_wide(U, by, cols4, x);
         // RMSNorm's scale of this activation row: every warp computes it (a row is a few KB)

@@ -66,7 +66,7 @@ impl Kernel for RopeKernel {
         }
     }
 
-    fn build(&self, _sm: u32) -> PtxKernel {
+    fn build(&self, sm: u32) -> PtxKernel {
         let mut k = PtxKernel::new(&self.name());
         for p in ["q", "k", "table", "pos"] {
             k.add_param(p, PtxType::U64);
@@ -80,6 +80,8 @@ impl Kernel for RopeKernel {
             k.add_param(p, U);
         }
         k.launch_bounds((Self::THREADS, 1, 1), None);
+        // Hopper: may start while the previous kernel finishes; waits for its writes here.
+        k.grid_dep_sync(sm);
         let q = k.ld_param_ptr("q");
         let kk = k.ld_param_ptr("k");
         let table = k.ld_param_ptr("table");

@@ -267,7 +267,8 @@ impl Ctx<'_> {
                 a.iter().chain(b).try_for_each(|r| self.src(&Operand::Reg(*r), PtxType::B32))?;
                 c.iter().try_for_each(|r| self.src(&Operand::Reg(*r), PtxType::F32))
             }
-            Op::Label(_) | Op::BarSync(_) | Op::MembarGl | Op::Ret => Ok(()),
+            Op::PrefetchL2 { addr } => self.addr(addr, Space::Global),
+            Op::Label(_) | Op::BarSync(_) | Op::MembarGl | Op::GridDepWait | Op::GridDepLaunch | Op::Ret => Ok(()),
         }
     }
 

@@ -422,6 +422,15 @@ pub enum Op {
     },
     BarSync(u32),
     MembarGl,
+    /// `prefetch.global.L2 [addr]`: brings the line into L2 (a hint; no register written).
+    PrefetchL2 {
+        addr: Addr,
+    },
+    /// `griddepcontrol.wait` (sm_90): waits until the grids this one depends on (a launch with
+    /// programmatic stream serialization) have completed and their writes are visible.
+    GridDepWait,
+    /// `griddepcontrol.launch_dependents` (sm_90): lets the next grid on the stream start.
+    GridDepLaunch,
     Ret,
 }
 
@@ -459,7 +468,7 @@ impl Op {
             Op::Bin { a, b, .. } | Op::Setp { a, b, .. } => vec![a, b],
             Op::Fma { a, b, c, .. } | Op::MadWide { a, b, c, .. } => vec![a, b, c],
             Op::Selp { a, b, .. } => vec![a, b],
-            Op::Ld { addr: ad, .. } => vec![addr(ad)],
+            Op::Ld { addr: ad, .. } | Op::PrefetchL2 { addr: ad } => vec![addr(ad)],
             Op::St { src, addr: ad, .. } => {
                 let mut v: Vec<&Operand> = src.iter().collect();
                 v.push(addr(ad));

@@ -304,6 +304,25 @@ impl PtxKernel {
     pub fn bar_sync(&mut self) {
         self.push(Op::BarSync(0));
     }
+    /// `prefetch.global.L2 [addr]`.
+    pub fn prefetch_l2(&mut self, addr: Addr) {
+        self.push(Op::PrefetchL2 { addr });
+    }
+    /// Hopper's programmatic dependent launch, from `sm` 90 on (nothing before): waits for the
+    /// previous grid's writes, then lets the next grid start. A kernel that calls this reads
+    /// nothing the previous grid writes before it; its launches may then overlap the previous
+    /// grid's tail (see `griddepcontrol` in the PTX ISA).
+    pub fn grid_dep_sync(&mut self, sm: u32) {
+        if sm >= 90 {
+            self.push(Op::GridDepWait);
+            self.push(Op::GridDepLaunch);
+        }
+    }
+    /// Whether the kernel waits for its programmatic dependencies (so a launch may overlap the
+    /// previous grid).
+    pub fn waits_for_dependencies(&self) -> bool {
+        self.insts.iter().any(|i| matches!(i.op, Op::GridDepWait))
+    }
     pub fn ret(&mut self) {
         self.push(Op::Ret);
     }

@@ -66,6 +66,9 @@ impl PtxModule {
                 return Err(CheckError::module(format!("two kernels named {}", k.name())));
             }
             names.push(k.name());
+            if k.waits_for_dependencies() && sm < Some(90) {
+                return Err(CheckError::module(format!("{}: griddepcontrol needs sm_90, the target is {}", k.name(), self.target)));
+            }
             check_kernel(k)?;
         }
         Ok(())

@@ -52,6 +52,9 @@ pub struct CudaDevice {
     id: u64,
     info: DeviceInfo,
     sm: u32,
+    /// Kernels that wait for their programmatic dependencies are launched so that they may
+    /// overlap the previous kernel (Hopper; `RAYO_CUDA_PDL=0` turns it off).
+    pdl: bool,
     cache: Mutex<HashMap<(TypeId, String), Loaded>>,
 }
 
@@ -98,7 +101,8 @@ impl CudaDevice {
         // PTX for sm_90 runs (JIT-compiled) on every later chip; earlier chips get their own.
         let sm = ((cc.0 * 10 + cc.1) as u32).min(90);
         let id = NEXT_DEVICE.fetch_add(1, Ordering::Relaxed);
-        Ok(CudaDevice { ctx, stream, id, info, sm, cache: Mutex::new(HashMap::new()) })
+        let pdl = sm >= 90 && std::env::var("RAYO_CUDA_PDL").map_or(true, |v| v != "0");
+        Ok(CudaDevice { ctx, stream, id, info, sm, pdl, cache: Mutex::new(HashMap::new()) })
     }
 
     /// The process-wide device 0, opened once (lazily). The error is remembered too.
@@ -166,7 +170,8 @@ impl CudaDevice {
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .map_err(|e| Error::Device { api: "cuda", message: format!("loading {name}: {e}") })?;
         let func = m.load_function(name).map_err(drv)?;
-        let loaded = Loaded { name: Arc::from(name.as_str()), func, params };
+        let pdl = self.pdl && entry.waits_for_dependencies();
+        let loaded = Loaded { name: Arc::from(name.as_str()), func, params, pdl };
         cache.insert(key, loaded.clone());
         Ok(loaded)
     }

@@ -64,6 +64,9 @@ pub(crate) struct Loaded {
     pub(crate) name: Arc<str>,
     pub(crate) func: CudaFunction,
     pub(crate) params: Arc<[PtxType]>,
+    /// Launched with programmatic stream serialization: the kernel waits for the previous
+    /// grid's writes itself (`griddepcontrol.wait`), so it may start while that grid finishes.
+    pub(crate) pdl: bool,
 }
 
 /// Launches `k` with `args`, after checking that their number and types are exactly the
@@ -78,6 +81,9 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
             api: "cuda",
             message: format!("{}: parameter {i} is declared {:?}, the launch passes {:?}", k.name, k.params[i], args[i].ty()),
         });
+    }
+    if k.pdl {
+        return launch_overlapping(stream, k, cfg, args);
     }
     let cfg = LaunchConfig { grid_dim: cfg.grid, block_dim: cfg.block, shared_mem_bytes: cfg.shared_bytes };
     let mut b = stream.launch_builder(&k.func);
@@ -95,6 +101,71 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
     // (checked above against the PTX it was loaded from); the callers in ops.rs check every
     // buffer's length (and device) against the sizes the kernel indexes before they get here.
     unsafe { b.launch(cfg) }.map_err(drv)?;
+    Ok(())
+}
+
+/// [`launch`] (arguments already checked) through `cuLaunchKernelEx` with programmatic stream
+/// serialization allowed: the grid may be scheduled before the previous one on the stream has
+/// finished (Hopper's programmatic dependent launch; inside a graph capture, a programmatic
+/// edge). Only for kernels that wait for their dependencies before reading them ([`Loaded::pdl`]).
+fn launch_overlapping(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::LaunchConfig, args: &mut [Arg]) -> Result<()> {
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    stream.context().bind_to_thread().map_err(drv)?;
+    // Each parameter's value in a slot of its own (pointers as u64, u32/f32 in the low bytes:
+    // the driver reads as many bytes as the kernel declares); `_keep` holds cudarc's records
+    // of the buffers' use until the launch is queued.
+    let mut _keep = Vec::new();
+    let mut values: Vec<u64> = Vec::with_capacity(args.len());
+    for a in args.iter_mut() {
+        values.push(match a {
+            Arg::In(x) => {
+                let (p, g) = x.device_ptr(stream);
+                _keep.push(g);
+                p
+            }
+            Arg::Out(o) => {
+                let (p, g) = o.device_ptr_mut(stream);
+                _keep.push(g);
+                p
+            }
+            Arg::BytesIn(x) => {
+                let (p, g) = x.device_ptr(stream);
+                _keep.push(g);
+                p
+            }
+            Arg::BytesOut(o) => {
+                let (p, g) = o.device_ptr_mut(stream);
+                _keep.push(g);
+                p
+            }
+            Arg::U32(v) => *v as u64,
+            Arg::F32(v) => v.to_bits() as u64,
+        });
+    }
+    let mut params: Vec<*mut std::ffi::c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+    let mut attr = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
+    };
+    let config = sys::CUlaunchConfig {
+        gridDimX: cfg.grid.0,
+        gridDimY: cfg.grid.1,
+        gridDimZ: cfg.grid.2,
+        blockDimX: cfg.block.0,
+        blockDimY: cfg.block.1,
+        blockDimZ: cfg.block.2,
+        sharedMemBytes: cfg.shared_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: the arguments match the kernel's declared parameters in number and type (checked
+    // by `launch`), each `params[i]` points to a live value of at least the parameter's size
+    // (`values`, alive until after the call), `config` and `attr` outlive the call, and the
+    // callers checked every buffer's length against what the kernel indexes. The kernel waits
+    // for the previous grid before reading anything it wrote (`Loaded::pdl`).
+    unsafe { sys::cuLaunchKernelEx(&config, k.func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(drv)?;
     Ok(())
 }
 
