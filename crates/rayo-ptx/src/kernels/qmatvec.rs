@@ -342,32 +342,9 @@ impl Kernel for QMatvecKernel {
         k.grid_dep_sync(sm);
         let cols4 = k.mul(U, cols, 4u32);
         let xrow = k.mad_wide(U, by, cols4, x);
-        // RMSNorm's scale of this activation row: every warp computes it (a row is a few KB)
-        let norm = if self.norm {
-            let gamma = k.ld_param_ptr("gamma");
-            let eps = k.ld_param("eps");
-            let ss = k.mov(F, 0.0f32);
-            let c = k.mul(U, t, 4u32);
-            let (top, end) = (k.new_label("ss"), k.new_label("ss_end"));
-            k.label(&top);
-            let out = k.setp(Cmp::Ge, U, c, cols);
-            k.bra_if(out, false, &end);
-            let xa = k.elem_addr(xrow, c, 4);
-            for v in k.ld_v(Space::Global, F, 4, Addr::reg(xa)) {
-                k.fma_to(ss, v, v, ss);
-            }
-            k.bin_to(BinOp::Add, c, c, 4 * unit);
-            k.bra(&top);
-            k.label(&end);
-            let ss = reduce(&mut k, ss);
-            let colsf = k.cvt(F, U, cols);
-            let mean = k.bin(BinOp::Div, F, ss, colsf);
-            let me = k.add(F, mean, eps);
-            let sd = k.un(UnOp::Sqrt, F, me);
-            Some((gamma, k.un(UnOp::Rcp, F, sd)))
-        } else {
-            None
-        };
+        // RMSNorm: its sum of squares is taken in the products' loop (a row's threads read each
+        // activation exactly once there), the scale applied to the sums at the end.
+        let norm = if self.norm { Some((k.ld_param_ptr("gamma"), k.ld_param("eps"), k.mov(F, 0.0f32))) } else { None };
         // work items: a quarter (8 values) of a block, four threads per block, so that every
         // thread is busy on rows of 18 blocks and each one's chain of loads is short
         let accs: Vec<Reg> = wrows.iter().map(|_| k.mov(F, 0.0f32)).collect();
@@ -382,7 +359,10 @@ impl Kernel for QMatvecKernel {
         // activations it * 8 .. + 8 (block b, quarter p)
         let xa = k.mad_wide(U, it, 32u32, xrow);
         let mut xs: Vec<Reg> = (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(xa, 16 * i))).collect();
-        if let Some((gamma, _)) = norm {
+        if let Some((gamma, _, ss)) = norm {
+            for &v in &xs {
+                k.fma_to(ss, v, v, ss);
+            }
             let ga = k.mad_wide(U, it, 32u32, gamma);
             let gs: Vec<Reg> = (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(ga, 16 * i))).collect();
             xs = xs.iter().zip(&gs).map(|(&xv, &g)| k.mul(F, xv, g)).collect();
@@ -396,7 +376,13 @@ impl Kernel for QMatvecKernel {
         k.bra(&top);
         k.label(&end);
         let mut sums: Vec<Reg> = accs.iter().map(|&a| reduce(&mut k, a)).collect();
-        if let Some((_, scale)) = norm {
+        if let Some((_, eps, ss)) = norm {
+            let ss = reduce(&mut k, ss);
+            let colsf = k.cvt(F, U, cols);
+            let mean = k.bin(BinOp::Div, F, ss, colsf);
+            let me = k.add(F, mean, eps);
+            let sd = k.un(UnOp::Sqrt, F, me);
+            let scale = k.un(UnOp::Rcp, F, sd);
             sums = sums.iter().map(|&v| k.mul(F, v, scale)).collect();
         }
         let yrow = k.mul(U, by, yrows);
@@ -407,8 +393,10 @@ impl Kernel for QMatvecKernel {
             let v = match epi {
                 Epilogue::Store => sums[0],
                 Epilogue::Add => {
-                    let old = k.ld(Space::Global, F, Addr::reg(ya));
-                    k.add(F, old, sums[0])
+                    // One adder per element: the same rounding as a load, an add and a store,
+                    // without waiting for the load.
+                    k.red(Space::Global, AtomOp::Add, F, Addr::reg(ya), sums[0]);
+                    return;
                 }
                 Epilogue::Swiglu => {
                     // silu(g)·u = g / (1 + e^−g) · u
