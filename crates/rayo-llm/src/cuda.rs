@@ -9,7 +9,9 @@
 use crate::backend::{Backend, KvType};
 use crate::config::{Config, RopeStyle};
 use crate::weights::WeightRef;
-use rayo::cuda::{AttentionShape, CudaDevice, DeviceBuffer, DeviceBytes, Epilogue, Expr, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs};
+use rayo::cuda::{
+    AttentionShape, CudaDevice, DecodeScratch, DeviceBuffer, DeviceBytes, Epilogue, Expr, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs,
+};
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, GgmlType};
@@ -51,6 +53,8 @@ pub struct Cuda {
     weights: HashMap<String, Arc<CudaWeight>>,
     /// RoPE's `(cos, sin)` table for the cache's positions (made with the cache).
     rope: Option<DeviceBuffer>,
+    /// Scratch of the decoding step's attention, made at its first use.
+    decode_scratch: Option<DecodeScratch>,
     /// Spare buffers by length: an op writing `x` from `x` computes into a spare and swaps.
     spare: HashMap<usize, DeviceBuffer>,
     /// The pass's token ids and position on the device (made with the cache).
@@ -87,6 +91,7 @@ impl Cuda {
             file,
             weights: HashMap::new(),
             rope: None,
+            decode_scratch: None,
             spare: HashMap::new(),
             inputs: None,
             graph: None,
@@ -409,8 +414,21 @@ impl Backend for Cuda {
         out: &mut DeviceBuffer,
     ) -> Result<()> {
         let (shape, kc, vc) = kv.layer(layer)?;
-        self.count(2);
-        let table = self.rope.as_ref().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
+        // a decoding step: RoPE, the KV store and attention (split over the positions) in one
+        // launch (`RAYO_CUDA_FUSED_ROPE=0`: the two launches of a prompt's rows)
+        let fused = m == 1 && cfg.n_rot == cfg.head_dim && std::env::var("RAYO_CUDA_FUSED_ROPE").map_or(true, |v| v != "0");
+        self.count(if fused { 1 } else { 2 });
+        if fused && self.decode_scratch.is_none() {
+            self.decode_scratch = Some(self.dev.decode_attention_scratch(cfg.n_head, cfg.head_dim)?);
+        }
+        let no_table = || Error::Model { what: "rope before the KV cache was made".into() };
+        let table = self.rope.as_ref().ok_or_else(no_table)?;
+        let inputs = self.inputs.as_ref().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })?;
+        if let (true, Some(scratch)) = (fused, self.decode_scratch.as_mut()) {
+            let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+            let step = (table, cfg.n_rot);
+            return self.dev.rope_attention_step(pairs(cfg), shape, (q, k, v), (kc, vc), step, inputs, pos0, (scale, shape.f16), scratch, out);
+        }
         // one launch rotates Q and K and stores K and V; a second attends
         self.dev.rope_store_rows(pairs(cfg), q, k, v, (shape, kc, vc), table, self.inputs()?, m, cfg.n_rot, pos0)?;
         self.attend(cfg, shape, q, (kc, vc), m, pos0, out)

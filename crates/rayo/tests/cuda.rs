@@ -688,3 +688,98 @@ fn quantized_products_through_the_gemm_match_f64() {
         }
     }
 }
+
+/// A decoding step's RoPE, KV store and attention (split over the positions) in one launch
+/// agree with the rotation-and-store launch followed by the attention launch, and store the same
+/// cache row bit for bit (an attention at the next position reads it).
+#[test]
+fn fused_rope_attention_step_agrees_with_the_two_launches() {
+    use rayo::cuda::{AttentionShape, RopePairs, StepInputs};
+    let Some(dev) = device("fused_rope_attention_step_agrees_with_the_two_launches") else { return };
+    let mut rng = Rng(0x5eed_a77e);
+    for (hd, pairs, f16, positions, pos0) in [
+        (64, RopePairs::Adjacent, true, 64, 37),
+        (64, RopePairs::Adjacent, false, 64, 0),
+        (32, RopePairs::Adjacent, true, 64, 5),
+        (128, RopePairs::HalfSplit, true, 64, 37),
+        (64, RopePairs::HalfSplit, false, 64, 62),
+        (64, RopePairs::Adjacent, true, 1024, 700),
+    ] {
+        let (n_head, n_head_kv) = (6, 2);
+        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16 };
+        let width = n_head_kv * hd;
+        let bytes = positions * width * if f16 { 2 } else { 4 };
+        // the (cos, sin) table: position × pair, θ = p · 10000^(−2i/hd)
+        let table: Vec<f32> = (0..positions)
+            .flat_map(|p| {
+                (0..hd / 2).flat_map(move |i| {
+                    let t = p as f64 * 10000f64.powf(-2.0 * i as f64 / hd as f64);
+                    [t.cos() as f32, t.sin() as f32]
+                })
+            })
+            .collect();
+        let table = dev.upload(&table).unwrap();
+        let mut inputs = StepInputs::new(dev, positions).unwrap();
+        let (mut kc, mut vc) =
+            ([dev.zero_bytes(bytes).unwrap(), dev.zero_bytes(bytes).unwrap()], [dev.zero_bytes(bytes).unwrap(), dev.zero_bytes(bytes).unwrap()]);
+        // earlier positions
+        if pos0 > 0 {
+            let (kp, vp) = (dev.upload(&rng.vec(pos0 * width, -2.0, 2.0)).unwrap(), dev.upload(&rng.vec(pos0 * width, -2.0, 2.0)).unwrap());
+            inputs.write(dev, &vec![0; pos0], 0).unwrap();
+            for c in 0..2 {
+                let [k0, k1] = &mut kc;
+                let [v0, v1] = &mut vc;
+                let (kcache, vcache) = if c == 0 { (k0, v0) } else { (k1, v1) };
+                dev.kv_store(&shape, &kp, &vp, pos0, &inputs, 0, kcache, vcache).unwrap();
+            }
+        }
+        // the step at pos0
+        let (qh, kh, vh) = (rng.vec(n_head * hd, -2.0, 2.0), rng.vec(width, -2.0, 2.0), rng.vec(width, -2.0, 2.0));
+        let v = dev.upload(&vh).unwrap();
+        inputs.write(dev, &[0], pos0).unwrap();
+        let scale = 1.0 / (hd as f32).sqrt();
+        let (mut q1, mut k1) = (dev.upload(&qh).unwrap(), dev.upload(&kh).unwrap());
+        let (mut out_a, mut out_b) = (poisoned(dev, n_head * hd), poisoned(dev, n_head * hd));
+        let [ka, kb] = &mut kc;
+        let [va, vb] = &mut vc;
+        dev.rope_store_rows(pairs, &mut q1, &mut k1, &v, (&shape, ka, va), &table, &inputs, 1, hd, pos0).unwrap();
+        dev.attention_rows(&shape, &q1, ka, va, 1, &inputs, pos0, scale, f16, &mut out_a).unwrap();
+        let (q2, k2) = (dev.upload(&qh).unwrap(), dev.upload(&kh).unwrap());
+        let mut scratch = dev.decode_attention_scratch(n_head, hd).unwrap();
+        dev.rope_attention_step(pairs, &shape, (&q2, &k2, &v), (kb, vb), (&table, hd), &inputs, pos0, (scale, f16), &mut scratch, &mut out_b)
+            .unwrap();
+        let what = format!("head_dim {hd} {pairs:?} f16 {f16}");
+        let (a, b) = (dev.download(&out_a).unwrap(), dev.download(&out_b).unwrap());
+        assert!(a.iter().all(|x| x.is_finite()), "{what}");
+        // (split over the positions: the same terms summed in another order)
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-5 + 1e-5 * x.abs(), "{what}: {x} vs {y}");
+        }
+        // the next position reads the row each path stored at pos0
+        let (kn, vn) = (dev.upload(&rng.vec(width, -2.0, 2.0)).unwrap(), dev.upload(&rng.vec(width, -2.0, 2.0)).unwrap());
+        let qn = dev.upload(&rng.vec(n_head * hd, -2.0, 2.0)).unwrap();
+        inputs.write(dev, &[0], pos0 + 1).unwrap();
+        let mut outs = Vec::new();
+        for (kcache, vcache) in [(&mut *ka, &mut *va), (&mut *kb, &mut *vb)] {
+            dev.kv_store(&shape, &kn, &vn, 1, &inputs, pos0 + 1, kcache, vcache).unwrap();
+            let mut o = poisoned(dev, n_head * hd);
+            dev.attention_rows(&shape, &qn, kcache, vcache, 1, &inputs, pos0 + 1, scale, f16, &mut o).unwrap();
+            outs.push(dev.download(&o).unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        }
+        assert_eq!(outs[0], outs[1], "{what}: the stored row");
+        // a rotation of part of the head is refused (the fused kernel rotates all of it)
+        let e = dev.rope_attention_step(
+            pairs,
+            &shape,
+            (&q2, &k2, &v),
+            (kb, vb),
+            (&table, hd - 2),
+            &inputs,
+            pos0 + 1,
+            (scale, f16),
+            &mut scratch,
+            &mut out_b,
+        );
+        assert!(matches!(e, Err(Error::InvalidArgument { name: "n_rot", .. })), "{e:?}");
+    }
+}

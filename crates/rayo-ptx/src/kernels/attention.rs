@@ -49,7 +49,7 @@ impl AttentionKernel {
 }
 
 /// Element `idx` of a cache (f16 or f32) at `base`, as f32.
-fn ld_cache(k: &mut PtxKernel, f16: bool, base: Reg, idx: Reg) -> Reg {
+pub(super) fn ld_cache(k: &mut PtxKernel, f16: bool, base: Reg, idx: Reg) -> Reg {
     if f16 {
         let a = k.elem_addr(base, idx, 2);
         let h = k.ld(Space::Global, PtxType::B16, Addr::reg(a));
@@ -61,13 +61,13 @@ fn ld_cache(k: &mut PtxKernel, f16: bool, base: Reg, idx: Reg) -> Reg {
 }
 
 /// A shared f32 array's element address (u32).
-fn smem_at(k: &mut PtxKernel, name: &str, idx: Reg) -> Reg {
+pub(super) fn smem_at(k: &mut PtxKernel, name: &str, idx: Reg) -> Reg {
     let base = k.mov(U, Operand::Symbol(name.to_string()));
     k.fma(U, idx, 4u32, base)
 }
 
 /// `for (t = start; t < n; t += step) body(t)`.
-fn count(k: &mut PtxKernel, start: Reg, n: Reg, step: u32, body: impl FnOnce(&mut PtxKernel, Reg)) {
+pub(super) fn count(k: &mut PtxKernel, start: Reg, n: Reg, step: u32, body: impl FnOnce(&mut PtxKernel, Reg)) {
     let t = k.mov(U, start);
     let (top, end) = (k.new_label("t"), k.new_label("t_end"));
     k.label(&top);

@@ -4,6 +4,7 @@
 mod attention;
 mod common;
 mod copy;
+mod decode_attention;
 mod embed;
 mod gemm;
 mod norm;
@@ -15,6 +16,7 @@ mod softmax;
 
 pub use attention::{AttentionKernel, KvStoreKernel};
 pub use copy::CopyColsKernel;
+pub use decode_attention::DecodeAttentionKernel;
 pub use embed::{DequantTKernel, EmbedKernel};
 pub use gemm::{GemmKernel, GemmVariant};
 pub use norm::{NormKernel, NormKind};
@@ -110,6 +112,11 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
         v.push(Box::new(KvStoreKernel::new(f16)));
         for (hd, positions) in [(64, 8192), (128, 2048), (32, 10240), (96, 1024)] {
             v.extend(AttentionKernel::new(hd, positions, f16).map(|a| Box::new(a) as Box<dyn Kernel>));
+        }
+        // a decoding step's, RoPE fused in: pairs inside a lane (64), across neighbouring lanes
+        // (32), across halves (128)
+        for (hd, pairs) in [(64, RopePairs::Adjacent), (32, RopePairs::Adjacent), (128, RopePairs::HalfSplit)] {
+            v.extend(DecodeAttentionKernel::new(hd, 8192, f16, pairs).map(|a| Box::new(a) as Box<dyn Kernel>));
         }
     }
     // GEMM: one kernel per variant (the shape is a parameter)

@@ -268,6 +268,10 @@ impl Ctx<'_> {
                 c.iter().try_for_each(|r| self.src(&Operand::Reg(*r), PtxType::F32))
             }
             Op::PrefetchL2 { addr } => self.addr(addr, Space::Global),
+            Op::LdL2 { d, addr } => {
+                self.addr(addr, Space::Global)?;
+                self.dst(*d, PtxType::F32)
+            }
             Op::Label(_) | Op::BarSync(_) | Op::MembarGl | Op::GridDepWait | Op::GridDepLaunch | Op::Ret => Ok(()),
         }
     }

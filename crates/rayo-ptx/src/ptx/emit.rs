@@ -265,6 +265,7 @@ pub(crate) fn write_inst(out: &mut String, i: &Inst) -> fmt::Result {
         Op::BarSync(n) => put!(out; "bar.sync ", n, ";"),
         Op::MembarGl => out.push_str("membar.gl;"),
         Op::PrefetchL2 { addr } => put!(out; "prefetch.global.L2 ", addr, ";"),
+        Op::LdL2 { d, addr } => put!(out; "ld.global.cg.f32 ", d, ", ", addr, ";"),
         Op::GridDepWait => out.push_str("griddepcontrol.wait;"),
         Op::GridDepLaunch => out.push_str("griddepcontrol.launch_dependents;"),
         Op::Ret => out.push_str("ret;"),

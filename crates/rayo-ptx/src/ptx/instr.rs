@@ -422,6 +422,12 @@ pub enum Op {
     },
     BarSync(u32),
     MembarGl,
+    /// `ld.global.cg.f32 d, [addr]`: a load that bypasses L1 (sees what other blocks wrote
+    /// before a fence, where L1 could hold an older line).
+    LdL2 {
+        d: Reg,
+        addr: Addr,
+    },
     /// `prefetch.global.L2 [addr]`: brings the line into L2 (a hint; no register written).
     PrefetchL2 {
         addr: Addr,
@@ -451,7 +457,8 @@ impl Op {
             | Op::Atom { d, .. }
             | Op::Shfl { d, .. }
             | Op::Vote { d, .. }
-            | Op::CvtTf32 { d, .. } => vec![*d],
+            | Op::CvtTf32 { d, .. }
+            | Op::LdL2 { d, .. } => vec![*d],
             Op::MmaTf32(m) => m.d.to_vec(),
             Op::Ld { dst, .. } => dst.to_vec(),
             _ => vec![],
@@ -468,7 +475,7 @@ impl Op {
             Op::Bin { a, b, .. } | Op::Setp { a, b, .. } => vec![a, b],
             Op::Fma { a, b, c, .. } | Op::MadWide { a, b, c, .. } => vec![a, b, c],
             Op::Selp { a, b, .. } => vec![a, b],
-            Op::Ld { addr: ad, .. } | Op::PrefetchL2 { addr: ad } => vec![addr(ad)],
+            Op::Ld { addr: ad, .. } | Op::PrefetchL2 { addr: ad } | Op::LdL2 { addr: ad, .. } => vec![addr(ad)],
             Op::St { src, addr: ad, .. } => {
                 let mut v: Vec<&Operand> = src.iter().collect();
                 v.push(addr(ad));

@@ -304,6 +304,17 @@ impl PtxKernel {
     pub fn bar_sync(&mut self) {
         self.push(Op::BarSync(0));
     }
+    /// `membar.gl`: this thread's earlier writes are visible to the whole device before its
+    /// later ones.
+    pub fn membar_gl(&mut self) {
+        self.push(Op::MembarGl);
+    }
+    /// `ld.global.cg.f32`: an f32 read through L2 only.
+    pub fn ld_l2(&mut self, addr: Addr) -> Reg {
+        let d = self.reg(PtxType::F32);
+        self.push(Op::LdL2 { d, addr });
+        d
+    }
     /// `prefetch.global.L2 [addr]`.
     pub fn prefetch_l2(&mut self, addr: Addr) {
         self.push(Op::PrefetchL2 { addr });

@@ -10,7 +10,9 @@ use super::ffi::drv;
 use super::ffi::{launch, Arg};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
-use rayo_ptx::kernels::{AttentionKernel, CopyColsKernel, DequantTKernel, EmbedKernel, GemmKernel, KvStoreKernel, NormKernel, NormKind, RopeKernel};
+use rayo_ptx::kernels::{
+    AttentionKernel, CopyColsKernel, DecodeAttentionKernel, DequantTKernel, EmbedKernel, GemmKernel, KvStoreKernel, NormKernel, NormKind, RopeKernel,
+};
 
 pub use rayo_ptx::kernels::{Epilogue, QFormat, QMatvecKernel, RopePairs};
 
@@ -495,18 +497,8 @@ impl CudaDevice {
         pos.check(self, OP, pos0, m)?;
         self.owns(OP, &[q, out])?;
         self.owns_bytes(OP, &[k_cache, v_cache])?;
-        let AttentionShape { n_head, n_head_kv, head_dim, positions, f16 } = *shape;
-        if n_head_kv == 0 || n_head % n_head_kv != 0 {
-            return Err(Error::InvalidArgument { op: OP, name: "n_head_kv", value: n_head_kv.into(), reason: "must divide the query heads" });
-        }
-        let kern = u32::try_from(head_dim).ok().zip(u32::try_from(positions).ok()).and_then(|(hd, p)| AttentionKernel::new(hd, p, f16)).ok_or(
-            Error::InvalidArgument {
-                op: OP,
-                name: "head_dim or positions",
-                value: head_dim.into(),
-                reason: "the CUDA attention kernel takes head sizes of 32, 64, 96 or 128 and up to 10240 positions",
-            },
-        )?;
+        let kern = attention_kernel(OP, shape)?;
+        let AttentionShape { n_head, n_head_kv, head_dim, .. } = *shape;
         let n = prod(OP, &[m, n_head, head_dim])?;
         room(OP, q.len(), n)?;
         room(OP, out.len(), n)?;
@@ -529,6 +521,92 @@ impl CudaDevice {
             Arg::U32(round_q as u32),
         ];
         launch(&self.stream, &f, kern.launch(n_head as u32, m as u32), &mut args)
+    }
+
+    /// One decoding row at position `pos0`, in one launch ([`DecodeAttentionKernel`]): RoPE of
+    /// `q` and `k` (every dimension: `n_rot` must be the head size), the rotated `k` and `v`
+    /// stored at `pos0` in one layer's caches, and attention over positions `0..=pos0` into
+    /// `out`, split over the positions ([`decode_attention_scratch`](Self::decode_attention_scratch)
+    /// is its scratch) — what [`CudaDevice::rope_store_rows`] and [`CudaDevice::attention_rows`]
+    /// do for one row. `q` and `k` are left as they are.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_attention_step(
+        &self,
+        pairs: RopePairs,
+        shape: &AttentionShape,
+        (q, k, v): (&DeviceBuffer, &DeviceBuffer, &DeviceBuffer),
+        (k_cache, v_cache): (&mut DeviceBytes, &mut DeviceBytes),
+        (table, n_rot): (&DeviceBuffer, usize),
+        pos: &StepInputs,
+        pos0: usize,
+        (scale, round_q): (f32, bool),
+        scratch: &mut DecodeScratch,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        const OP: &str = "cuda rope_attention_step";
+        pos.check(self, OP, pos0, 1)?;
+        self.owns(OP, &[q, k, v, table, out, &scratch.part])?;
+        self.owns_bytes(OP, &[k_cache, v_cache, &scratch.done])?;
+        let AttentionShape { n_head, n_head_kv, head_dim, positions, f16 } = *shape;
+        if n_rot != head_dim {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                name: "n_rot",
+                value: n_rot.into(),
+                reason: "the fused kernel rotates every dimension of a head",
+            });
+        }
+        attention_kernel(OP, shape)?;
+        let kern =
+            u32::try_from(head_dim).ok().zip(u32::try_from(positions).ok()).and_then(|(hd, p)| DecodeAttentionKernel::new(hd, p, f16, pairs)).ok_or(
+                Error::InvalidArgument {
+                    op: OP,
+                    name: "positions",
+                    value: positions.into(),
+                    reason: "a split of the context does not fit the kernel",
+                },
+            )?;
+        let width = shape.check_cache(OP, pos0, 1, k_cache, v_cache)?;
+        let n = prod(OP, &[n_head, head_dim])?;
+        room(OP, q.len(), n)?;
+        room(OP, out.len(), n)?;
+        room(OP, k.len(), width)?;
+        room(OP, v.len(), width)?;
+        room(OP, scratch.part.len(), kern.part_len(n_head))?;
+        room(OP, scratch.done.len() / 4, n_head)?;
+        let end = pos0.checked_add(1).ok_or(Error::SizeOverflow { op: OP, dims: vec![pos0, 1] })?;
+        room(OP, table.len(), prod(OP, &[end, n_rot])?)?;
+        u32_of(OP, "table", prod(OP, &[end, n_rot, 4])?)?;
+        u32_of(OP, "q", prod(OP, &[n, 4])?)?;
+        u32_of(OP, "part", prod(OP, &[kern.part_len(n_head), 4])?)?;
+        let f = self.loaded(&kern)?;
+        let u = |v: usize| Arg::U32(v as u32);
+        let mut args = [
+            Arg::In(&q.slice),
+            Arg::In(&k.slice),
+            Arg::In(&v.slice),
+            Arg::In(&table.slice),
+            Arg::BytesOut(&mut k_cache.slice),
+            Arg::BytesOut(&mut v_cache.slice),
+            Arg::Out(&mut out.slice),
+            Arg::BytesIn(&pos.pos.slice),
+            Arg::Out(&mut scratch.part.slice),
+            Arg::BytesOut(&mut scratch.done.slice),
+            u(n_head),
+            u(n_head_kv),
+            Arg::F32(scale),
+            Arg::U32(round_q as u32),
+        ];
+        launch(&self.stream, &f, kern.launch(n_head as u32), &mut args)
+    }
+
+    /// The scratch of [`CudaDevice::rope_attention_step`] for `n_head` query heads of
+    /// `head_dim` (the per-split partial results, and a per-head count the kernel keeps at 0
+    /// between launches).
+    pub fn decode_attention_scratch(&self, n_head: usize, head_dim: usize) -> Result<DecodeScratch> {
+        const OP: &str = "cuda decode_attention_scratch";
+        let len = prod(OP, &[n_head, DecodeAttentionKernel::SPLITS as usize, head_dim + 2])?;
+        Ok(DecodeScratch { part: self.zeros(len)?, done: self.zero_bytes(prod(OP, &[n_head, 4])?)? })
     }
 
     /// [`CudaDevice::elementwise`] over the first `n` values of each buffer.
@@ -556,4 +634,26 @@ impl CudaDevice {
         args.extend(scalars.iter().map(|&v| Arg::F32(v)));
         launch(&self.stream, &f, k.launch(n, self.info().multiprocessors), &mut args)
     }
+}
+
+/// Scratch of a decoding step's split attention ([`CudaDevice::decode_attention_scratch`]).
+pub struct DecodeScratch {
+    part: DeviceBuffer,
+    done: DeviceBytes,
+}
+
+/// The attention kernel for `shape`, or an error naming what it cannot take.
+fn attention_kernel(op: &'static str, shape: &AttentionShape) -> Result<AttentionKernel> {
+    let AttentionShape { n_head, n_head_kv, head_dim, positions, f16 } = *shape;
+    if n_head_kv == 0 || n_head % n_head_kv != 0 {
+        return Err(Error::InvalidArgument { op, name: "n_head_kv", value: n_head_kv.into(), reason: "must divide the query heads" });
+    }
+    u32::try_from(head_dim).ok().zip(u32::try_from(positions).ok()).and_then(|(hd, p)| AttentionKernel::new(hd, p, f16)).ok_or(
+        Error::InvalidArgument {
+            op,
+            name: "head_dim or positions",
+            value: head_dim.into(),
+            reason: "the CUDA attention kernel takes head sizes of 32, 64, 96 or 128 and up to 10240 positions",
+        },
+    )
 }

@@ -32,6 +32,6 @@ pub use buffer::{DeviceBuffer, DeviceBytes};
 pub use device::{is_available, CudaDevice, DeviceInfo};
 pub use elementwise::{variants as elementwise_variants, Expr, FusedKernel, MAX_INPUTS, MAX_SCALARS};
 pub use graph::{BufId, CudaGraph, GraphBuilder};
-pub use llm::{AttentionShape, Epilogue, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs};
+pub use llm::{AttentionShape, DecodeScratch, Epilogue, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs};
 pub use pinned::PinnedBuffer;
 pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel};
