@@ -371,10 +371,16 @@ impl Backend for Cuda {
         w: &Arc<CudaWeight>,
         x: &DeviceBuffer,
         m: usize,
-        _tmp: &mut DeviceBuffer,
+        tmp: &mut DeviceBuffer,
         acc: &mut DeviceBuffer,
-        _len: usize,
+        len: usize,
     ) -> Result<()> {
+        if Self::use_gemm(w, x, m) {
+            // a prompt's rows: the GEMM into `tmp`, then the add (the matvec kernel would read
+            // the weights once per row)
+            self.gemm_matmul(w, x, m, tmp)?;
+            return self.add(acc, tmp, len);
+        }
         let k = QMatvecKernel::fused(w.fmt, false, 1, Epilogue::Add).expect("one matrix, add");
         self.count(1);
         self.dev.qmatvec_fused(k, x, None, w.cols, m, &[(&w.bytes, w.rows)], &mut [acc])
