@@ -1,0 +1,75 @@
+// y[i][row0 + r] (+)= Σ_c W[r][c]·x[i][c]: one weight matrix (or one part of it, rows row0..)
+// in its GGUF blocks, MT activation rows per workgroup. LANES threads per weight row take its
+// sub-blocks in turn (one scale and min each), then reduce in workgroup memory. The format's
+// QK, BB, SUB, scale_min and quant come before this text.
+struct P {
+    rows: u32,
+    cols: u32,
+    m: u32,
+    out_stride: u32,
+    row0: u32,
+    add: u32,
+}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+
+const MT: u32 = 4u;
+const LANES: u32 = 32u;
+const RPW: u32 = 2u;
+var<workgroup> red: array<f32, 256>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let r = (wid.x + wid.y * nwg.x) * RPW + li / LANES;
+    let lane = li % LANES;
+    let i0 = wid.z * MT;
+    var acc = array<f32, MT>(0.0, 0.0, 0.0, 0.0);
+    if (r < p.rows) {
+        let units = p.cols / SUB;
+        let row_bytes = (p.cols / QK) * BB;
+        for (var u = lane; u < units; u += LANES) {
+            let b = r * row_bytes + (u / (QK / SUB)) * BB;
+            let s = u % (QK / SUB);
+            let sm = scale_min(b, s);
+            let c0 = u * SUB;
+            var qa = array<f32, MT>(0.0, 0.0, 0.0, 0.0);
+            var xa = array<f32, MT>(0.0, 0.0, 0.0, 0.0);
+            for (var j = 0u; j < SUB; j++) {
+                let q = quant(b, s * SUB + j);
+                for (var t = 0u; t < MT; t++) {
+                    if (i0 + t < p.m) {
+                        let xv = x[(i0 + t) * p.cols + c0 + j];
+                        qa[t] += q * xv;
+                        xa[t] += xv;
+                    }
+                }
+            }
+            for (var t = 0u; t < MT; t++) {
+                acc[t] += sm.x * qa[t] + sm.y * xa[t];
+            }
+        }
+    }
+    for (var t = 0u; t < MT; t++) {
+        red[li * MT + t] = acc[t];
+    }
+    workgroupBarrier();
+    for (var off = LANES / 2u; off > 0u; off >>= 1u) {
+        if (lane < off) {
+            for (var t = 0u; t < MT; t++) {
+                red[li * MT + t] += red[(li + off) * MT + t];
+            }
+        }
+        workgroupBarrier();
+    }
+    let i = i0 + lane;
+    if (lane < MT && r < p.rows && i < p.m) {
+        let o = i * p.out_stride + p.row0 + r;
+        var v = red[(li - lane) * MT + lane];
+        if (p.add != 0u) {
+            v += y[o];
+        }
+        y[o] = v;
+    }
+}
