@@ -119,6 +119,8 @@ impl Wgpu {
 
     /// Uploads a matrix (named `name` in errors) as [`Backend::weight`] does, from any bytes.
     pub fn upload_matrix(&mut self, name: &str, m: &QuantMatrix<'_>) -> Result<Arc<WgpuWeight>> {
+        // on wasm32 wgpu's handles are neither Send nor Sync (one thread): the Arc is not shared there
+        #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
         let up = Arc::new(weights::upload(&self.dev, name, m, self.weight_limit)?);
         self.dev.check_errors().map_err(|e| Error::Model { what: format!("tensor {name} ({} bytes): {e}", m.bytes().len()) })?;
         Ok(up)
@@ -144,15 +146,18 @@ impl Wgpu {
     fn qmatvec(&mut self, w: &WgpuWeight, x: &WgpuBuf, m: usize, y: &WgpuBuf, add: bool) -> Result<()> {
         check_len("wgpu matmul", x.len, m * w.cols)?;
         check_len("wgpu matmul", y.len, m * w.rows)?;
-        let k = self.rec.kernel(&format!("qmatvec {:?}", w.fmt), || weights::format_kernel(w.fmt, QMATVEC));
+        // one activation row per workgroup when decoding, four for a prompt
+        let mt = if m == 1 { 1 } else { 4 };
+        let k =
+            self.rec.kernel(&format!("qmatvec {:?} mt={mt}", w.fmt), || weights::format_kernel(w.fmt, &format!("const MT: u32 = {mt}u;\n{QMATVEC}")));
         let lim = self.dev.limits().max_workgroups_per_dimension as usize;
         for part in &w.parts {
-            // 2 weight rows per workgroup, 4 activation rows per workgroup
-            let groups = part.rows.div_ceil(2);
+            // 4 weight rows per workgroup (RPW)
+            let groups = part.rows.div_ceil(4);
             let gx = groups.min(lim);
             let gy = groups.div_ceil(gx);
             let params: Params = [part.rows as u32, w.cols as u32, m as u32, w.rows as u32, part.row0 as u32, add as u32, 0, 0];
-            self.rec.dispatch(&k, params, &[&part.buf, &x.buf, &y.buf], (gx as u32, gy as u32, m.div_ceil(4) as u32))?;
+            self.rec.dispatch(&k, params, &[&part.buf, &x.buf, &y.buf], (gx as u32, gy as u32, m.div_ceil(mt) as u32))?;
         }
         Ok(())
     }

@@ -34,12 +34,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     workgroupBarrier();
     let n = p.pos0 + i + 1u;
-    var mx = -3.4028235e38;
+    var mx = -3.4028234663852886e38;
     var l = 0.0;
     var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
     for (var c0 = 0u; c0 < n; c0 += 64u) {
         let pos = c0 + t;
-        var s = -3.4028235e38;
+        var s = -3.4028234663852886e38;
         if (pos < n) {
             var dot = 0.0;
             let kb = pos * p.kv_width + kvoff;

@@ -1,7 +1,8 @@
 // y[i][row0 + r] (+)= Σ_c W[r][c]·x[i][c]: one weight matrix (or one part of it, rows row0..)
-// in its GGUF blocks, MT activation rows per workgroup. LANES threads per weight row take its
-// sub-blocks in turn (one scale and min each), then reduce in workgroup memory. The format's
-// QK, BB, SUB, scale_min and quant come before this text.
+// in its GGUF blocks, MT activation rows per workgroup (1 for a decoding step, 4 for a
+// prompt). LANES threads per weight row take its sub-blocks in turn (one scale and min each),
+// then reduce in workgroup memory. The format's QK, BB, SUB, scale_min and quant, and MT,
+// come before this text.
 struct P {
     rows: u32,
     cols: u32,
@@ -15,17 +16,16 @@ struct P {
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
-const MT: u32 = 4u;
-const LANES: u32 = 32u;
-const RPW: u32 = 2u;
-var<workgroup> red: array<f32, 256>;
+const LANES: u32 = 16u;
+const RPW: u32 = 4u;
+var<workgroup> red: array<f32, 64 * MT>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let r = (wid.x + wid.y * nwg.x) * RPW + li / LANES;
     let lane = li % LANES;
     let i0 = wid.z * MT;
-    var acc = array<f32, MT>(0.0, 0.0, 0.0, 0.0);
+    var acc = array<f32, MT>();
     if (r < p.rows) {
         let units = p.cols / SUB;
         let row_bytes = (p.cols / QK) * BB;
@@ -34,8 +34,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let s = u % (QK / SUB);
             let sm = scale_min(b, s);
             let c0 = u * SUB;
-            var qa = array<f32, MT>(0.0, 0.0, 0.0, 0.0);
-            var xa = array<f32, MT>(0.0, 0.0, 0.0, 0.0);
+            var qa = array<f32, MT>();
+            var xa = array<f32, MT>();
             for (var j = 0u; j < SUB; j++) {
                 let q = quant(b, s * SUB + j);
                 for (var t = 0u; t < MT; t++) {
