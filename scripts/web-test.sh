@@ -2,7 +2,7 @@
 # The browser test: builds web/pkg (scripts/web-build.sh), serves web/test with pkg/ and the
 # model folder beside it, and runs it in headless Chromium with WebGPU (SwiftShader) through
 # ../shared/ci/webgpu-page.sh, which passes only on the page's `WEBGPU_RESULT PASS`.
-# Installs chromium with apt once; where it cannot be had, prints a `SKIP web:` line and exits 0.
+# Then the demo page (web/index.html?check: its op timings). Installs chromium with apt once; where it cannot be had, prints a `SKIP web:` line and exits 0.
 # Usage: scripts/web-test.sh [TIMEOUT_S]   (RAYO_REQUIRE_BROWSER=1: no browser is a failure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,3 +30,11 @@ ln -s "$(cd .cache/models && pwd -P)" "$dir/models"
 start=$(date +%s)
 "$page" "$dir" "$tmo"
 echo "web: the browser test took $(($(date +%s) - start)) s"
+# the demo page too: web/index.html?check times every op and reports through the same protocol
+demo=$(mktemp -d)
+trap 'rm -rf "$dir" "$demo"' EXIT
+ln -s "$PWD/web/pkg" "$demo/pkg"
+ln -s "$PWD/web/index.html" "$demo/demo.html"
+ln -s "$PWD/web/demo.js" "$demo/demo.js"
+echo '<script>location.replace("demo.html?check")</script>' >"$demo/index.html"
+"$page" "$demo" 120

@@ -88,8 +88,10 @@ fn quantized_products_match_f64() {
         let qm = QuantMatrix::new(ty, rows, cols, &bytes).unwrap();
         // split: ten rows per binding (as the device holds them: Q2_K, Q3_K become f32)
         let row_bytes = if rayo_llm::wgpu::WgslFormat::of(ty).is_some() { bytes.len() / rows } else { cols * 4 };
-        for limit in [u64::MAX, 10 * row_bytes as u64 + 4] {
-            let mut b = backend(dev.clone()).with_weight_binding_limit(limit);
+        // each product both ways: a workgroup reduction over 16 threads per row (GPUs) and a
+        // thread per row (CPU adapters)
+        for (limit, lanes) in [(u64::MAX, 1), (u64::MAX, 16), (10 * row_bytes as u64 + 4, 1), (10 * row_bytes as u64 + 4, 16)] {
+            let mut b = backend(dev.clone()).with_weight_binding_limit(limit).with_product_lanes(lanes).unwrap();
             let wt = b.upload_matrix("test.weight", &qm).unwrap();
             if limit != u64::MAX {
                 assert!(wt.parts.len() > 1, "{ty:?}: {} bytes in one part under a {limit}-byte limit", bytes.len());
@@ -111,7 +113,7 @@ fn quantized_products_match_f64() {
                         let mag: f64 = xr.iter().zip(wr).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
                         let tol = 1e-5 * mag + 1e-6;
                         let g = got[i * rows + r] as f64;
-                        assert!((g - want).abs() <= tol, "{ty:?} limit {limit} m {m} [{i},{r}]: {g} vs {want}");
+                        assert!((g - want).abs() <= tol, "{ty:?} limit {limit} lanes {lanes} m {m} [{i},{r}]: {g} vs {want}");
                         let g2 = twice[i * rows + r] as f64;
                         assert!((g2 - 2.0 * want).abs() <= 2.0 * tol, "{ty:?} add [{i},{r}]: {g2} vs {}", 2.0 * want);
                     }
@@ -131,7 +133,7 @@ fn quantized_products_match_f64() {
                 }
             }
         }
-        println!("{ty:?}: matmul, matmul_add, embed within tolerance (whole and split)");
+        println!("{ty:?}: matmul, matmul_add, embed within tolerance (whole and split; 1 and 16 threads per row)");
     }
     // a row past the binding limit: an error naming the tensor and the limit
     let ty = GgmlType::Q4_K;

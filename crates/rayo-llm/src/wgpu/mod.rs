@@ -63,6 +63,9 @@ pub struct Wgpu {
     limit: u64,
     /// Weights are split into parts of at most this many bytes (at most `limit`).
     weight_limit: u64,
+    /// Threads per weight row of the products: 16 on a GPU, 1 on a CPU adapter (`RAYO_WGPU_LANES`
+    /// sets it: 1, 2, 4, ... 64).
+    lanes: usize,
 }
 
 const QMATVEC: &str = include_str!("shaders/qmatvec.wgsl");
@@ -85,7 +88,12 @@ impl Wgpu {
     /// [`GpuDevice::with_binding_limit`] lowers it).
     pub fn with_device(dev: GpuDevice, file: Arc<GgufFile>) -> Wgpu {
         let limit = dev.max_binding_bytes();
-        Wgpu { rec: Recorder::new(dev.clone()), dev, file, weights: HashMap::new(), rope: None, ids: None, limit, weight_limit: limit }
+        let lanes = match std::env::var("RAYO_WGPU_LANES").ok().and_then(|v| v.parse::<usize>().ok()) {
+            Some(n) if n.is_power_of_two() && n <= 64 => n,
+            _ if dev.adapter_info().device_type == "cpu" => 1,
+            _ => 16,
+        };
+        Wgpu { rec: Recorder::new(dev.clone()), dev, file, weights: HashMap::new(), rope: None, ids: None, limit, weight_limit: limit, lanes }
     }
 
     /// Splits weight matrices into bindings of at most `bytes` (tests; a browser's default
@@ -93,6 +101,21 @@ impl Wgpu {
     pub fn with_weight_binding_limit(mut self, bytes: u64) -> Wgpu {
         self.weight_limit = bytes.min(self.limit);
         self
+    }
+
+    /// Takes each weight row of the products with `lanes` threads (a power of two up to 64; 1:
+    /// a thread per row, no workgroup reduction) instead of the adapter's default.
+    pub fn with_product_lanes(mut self, lanes: usize) -> Result<Wgpu> {
+        if !lanes.is_power_of_two() || lanes > 64 {
+            return Err(Error::InvalidArgument {
+                op: "Wgpu::with_product_lanes",
+                name: "lanes",
+                value: lanes.into(),
+                reason: "must be a power of two up to 64",
+            });
+        }
+        self.lanes = lanes;
+        Ok(self)
     }
 
     /// The device the backend runs on.
@@ -148,12 +171,14 @@ impl Wgpu {
         check_len("wgpu matmul", y.len, m * w.rows)?;
         // one activation row per workgroup when decoding, four for a prompt
         let mt = if m == 1 { 1 } else { 4 };
-        let k =
-            self.rec.kernel(&format!("qmatvec {:?} mt={mt}", w.fmt), || weights::format_kernel(w.fmt, &format!("const MT: u32 = {mt}u;\n{QMATVEC}")));
+        let lanes = self.lanes;
+        let k = self.rec.kernel(&format!("qmatvec {:?} mt={mt} lanes={lanes}", w.fmt), || {
+            weights::format_kernel(w.fmt, &format!("const MT: u32 = {mt}u;\nconst LANES: u32 = {lanes}u;\n{QMATVEC}"))
+        });
         let lim = self.dev.limits().max_workgroups_per_dimension as usize;
         for part in &w.parts {
-            // 4 weight rows per workgroup (RPW)
-            let groups = part.rows.div_ceil(4);
+            // 64 / lanes weight rows per workgroup
+            let groups = part.rows.div_ceil(64 / lanes);
             let gx = groups.min(lim);
             let gy = groups.div_ceil(gx);
             let params: Params = [part.rows as u32, w.cols as u32, m as u32, w.rows as u32, part.row0 as u32, add as u32, 0, 0];

@@ -1,8 +1,9 @@
 // y[i][row0 + r] (+)= Σ_c W[r][c]·x[i][c]: one weight matrix (or one part of it, rows row0..)
 // in its GGUF blocks, MT activation rows per workgroup (1 for a decoding step, 4 for a
 // prompt). LANES threads per weight row take its sub-blocks in turn (one scale and min each),
-// then reduce in workgroup memory. The format's QK, BB, SUB, scale_min and quant, and MT,
-// come before this text.
+// then reduce in workgroup memory; with LANES = 1 (CPU adapters: lavapipe, SwiftShader, whose
+// barriers are dear) each thread takes a whole row. The format's QK, BB, SUB, scale_min and
+// quant, MT and LANES come before this text.
 struct P {
     rows: u32,
     cols: u32,
@@ -16,8 +17,7 @@ struct P {
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
-const LANES: u32 = 16u;
-const RPW: u32 = 4u;
+const RPW: u32 = 64u / LANES;
 var<workgroup> red: array<f32, 64 * MT>;
 
 @compute @workgroup_size(64)
@@ -51,25 +51,34 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
         }
     }
-    for (var t = 0u; t < MT; t++) {
-        red[li * MT + t] = acc[t];
-    }
-    workgroupBarrier();
-    for (var off = LANES / 2u; off > 0u; off >>= 1u) {
-        if (lane < off) {
-            for (var t = 0u; t < MT; t++) {
-                red[li * MT + t] += red[(li + off) * MT + t];
-            }
+    if (LANES > 1u) {
+        for (var t = 0u; t < MT; t++) {
+            red[li * MT + t] = acc[t];
         }
         workgroupBarrier();
-    }
-    let i = i0 + lane;
-    if (lane < MT && r < p.rows && i < p.m) {
-        let o = i * p.out_stride + p.row0 + r;
-        var v = red[(li - lane) * MT + lane];
-        if (p.add != 0u) {
-            v += y[o];
+        for (var off = LANES / 2u; off > 0u; off >>= 1u) {
+            if (lane < off) {
+                for (var t = 0u; t < MT; t++) {
+                    red[li * MT + t] += red[(li + off) * MT + t];
+                }
+            }
+            workgroupBarrier();
         }
-        y[o] = v;
+        for (var t = 0u; t < MT; t++) {
+            acc[t] = red[li * MT + t];
+        }
+    }
+    if (lane == 0u && r < p.rows) {
+        for (var t = 0u; t < MT; t++) {
+            let i = i0 + t;
+            if (i < p.m) {
+                let o = i * p.out_stride + p.row0 + r;
+                var v = acc[t];
+                if (p.add != 0u) {
+                    v += y[o];
+                }
+                y[o] = v;
+            }
+        }
     }
 }
