@@ -78,6 +78,10 @@ const FORMATS: &[GgmlType] = &[
 #[test]
 fn quantized_products_match_f64() {
     let Some(dev) = device("quantized_products_match_f64") else { return };
+    match dev.subgroup_min_size() {
+        Some(s) => println!("subgroups of at least {s}: the shuffle reduction is tested with {s} threads per row"),
+        None => println!("SKIP wgpu: the subgroup reduction (this adapter has no subgroups); the workgroup one is tested"),
+    }
     for &ty in FORMATS {
         let qk = ty.block_size();
         let (rows, cols) = (37, if qk == 1 { 67 } else { 3 * qk });
@@ -88,9 +92,14 @@ fn quantized_products_match_f64() {
         let qm = QuantMatrix::new(ty, rows, cols, &bytes).unwrap();
         // split: ten rows per binding (as the device holds them: Q2_K, Q3_K become f32)
         let row_bytes = if rayo_llm::wgpu::WgslFormat::of(ty).is_some() { bytes.len() / rows } else { cols * 4 };
-        // each product both ways: a workgroup reduction over 16 threads per row (GPUs) and a
-        // thread per row (CPU adapters)
-        for (limit, lanes) in [(u64::MAX, 1), (u64::MAX, 16), (10 * row_bytes as u64 + 4, 1), (10 * row_bytes as u64 + 4, 16)] {
+        // each product every way: a thread per row (CPU adapters), 16 threads per row reduced
+        // in workgroup memory (GPUs without subgroups of 16: lavapipe's are 8), and the
+        // subgroup smallest size's threads per row reduced by shuffles (where there are subgroups)
+        let sg = dev.subgroup_min_size().map(|s| (s as usize).min(64));
+        let split = 10 * row_bytes as u64 + 4;
+        let ways =
+            [(u64::MAX, 1), (u64::MAX, 16), (split, 1), (split, 16)].into_iter().chain(sg.into_iter().flat_map(|s| [(u64::MAX, s), (split, s)]));
+        for (limit, lanes) in ways {
             let mut b = backend(dev.clone()).with_weight_binding_limit(limit).with_product_lanes(lanes).unwrap();
             let wt = b.upload_matrix("test.weight", &qm).unwrap();
             if limit != u64::MAX {
@@ -133,7 +142,9 @@ fn quantized_products_match_f64() {
                 }
             }
         }
-        println!("{ty:?}: matmul, matmul_add, embed within tolerance (whole and split; 1 and 16 threads per row)");
+        println!(
+            "{ty:?}: matmul, matmul_add, embed within tolerance (whole and split; 1, 16 and {sg:?} threads per row, the last by subgroup shuffles)"
+        );
     }
     // a row past the binding limit: an error naming the tensor and the limit
     let ty = GgmlType::Q4_K;

@@ -172,8 +172,18 @@ impl Wgpu {
         // one activation row per workgroup when decoding, four for a prompt
         let mt = if m == 1 { 1 } else { 4 };
         let lanes = self.lanes;
-        let k = self.rec.kernel(&format!("qmatvec {:?} mt={mt} lanes={lanes}", w.fmt), || {
-            weights::format_kernel(w.fmt, &format!("const MT: u32 = {mt}u;\nconst LANES: u32 = {lanes}u;\n{QMATVEC}"))
+        // the row's threads reduce by subgroup shuffles when one subgroup holds them
+        let sg = lanes > 1 && self.dev.subgroup_min_size().is_some_and(|s| s as usize >= lanes);
+        let k = self.rec.kernel(&format!("qmatvec {:?} mt={mt} lanes={lanes} sg={sg}", w.fmt), || {
+            let (enable, reduce) = if sg {
+                // a browser's compiler wants the extension enabled; naga takes the builtins
+                // with the device feature alone (and rejects the directive)
+                (if cfg!(target_arch = "wasm32") { "enable subgroups;\n" } else { "" }, include_str!("shaders/lanes_subgroup.wgsl"))
+            } else {
+                ("", include_str!("shaders/lanes_workgroup.wgsl"))
+            };
+            let body = format!("const MT: u32 = {mt}u;\nconst LANES: u32 = {lanes}u;\n{reduce}\n{QMATVEC}");
+            format!("{enable}{}", weights::format_kernel(w.fmt, &body))
         });
         let lim = self.dev.limits().max_workgroups_per_dimension as usize;
         for part in &w.parts {

@@ -23,6 +23,12 @@ impl GpuDevice {
         self.inner.device.features()
     }
 
+    /// The smallest subgroup size of the device when it has subgroups (wgpu's `SUBGROUP`
+    /// feature, requested where the adapter offers it), else `None`.
+    pub fn subgroup_min_size(&self) -> Option<u32> {
+        self.inner.subgroup_min_size
+    }
+
     /// [`Error::Device`] if the device was lost or wgpu reported an error (a WGSL or
     /// validation error, out of memory) since the last check.
     pub fn check_errors(&self) -> Result<()> {

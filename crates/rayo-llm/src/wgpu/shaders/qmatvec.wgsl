@@ -1,9 +1,10 @@
 // y[i][row0 + r] (+)= Σ_c W[r][c]·x[i][c]: one weight matrix (or one part of it, rows row0..)
 // in its GGUF blocks, MT activation rows per workgroup (1 for a decoding step, 4 for a
 // prompt). LANES threads per weight row take its sub-blocks in turn (one scale and min each),
-// then reduce in workgroup memory; with LANES = 1 (CPU adapters: lavapipe, SwiftShader, whose
-// barriers are dear) each thread takes a whole row. The format's QK, BB, SUB, scale_min and
-// quant, MT and LANES come before this text.
+// then reduce: by subgroup shuffles where the device has subgroups of at least LANES (SG), else
+// in workgroup memory; with LANES = 1 (CPU adapters: lavapipe, SwiftShader, whose barriers are
+// dear) each thread takes a whole row. The format's QK, BB, SUB, scale_min and quant, MT, LANES,
+// SG and lane_sum come before this text.
 struct P {
     rows: u32,
     cols: u32,
@@ -51,7 +52,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
         }
     }
-    if (LANES > 1u) {
+    if (LANES > 1u && SG) {
+        for (var t = 0u; t < MT; t++) {
+            acc[t] = lane_sum(acc[t]);
+        }
+    } else if (LANES > 1u) {
         for (var t = 0u; t < MT; t++) {
             red[li * MT + t] = acc[t];
         }
