@@ -23,16 +23,18 @@ model=.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
 ./scripts/web-build.sh
 # the page's folder: its files, the package, and the (ignored) model folder, linked
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+trap 'rm -rf "$dir" "$dir.log"' EXIT
 for f in web/test/*; do ln -s "$PWD/$f" "$dir/"; done
 ln -s "$PWD/web/pkg" "$dir/pkg"
 ln -s "$(cd .cache/models && pwd -P)" "$dir/models"
 start=$(date +%s)
-"$page" "$dir" "$tmo"
+"$page" "$dir" "$tmo" | tee "$dir.log"
 echo "web: the browser test took $(($(date +%s) - start)) s"
+# in cargo's words, for test.sh's count: each `ok ` line of the page is one check that passed
+echo "test result: ok. $(grep -c '^ok ' "$dir.log") passed (browser checks)"
 # the demo page too: web/index.html?check times every op and reports through the same protocol
 demo=$(mktemp -d)
-trap 'rm -rf "$dir" "$demo"' EXIT
+trap 'rm -rf "$dir" "$dir.log" "$demo"' EXIT
 ln -s "$PWD/web/pkg" "$demo/pkg"
 ln -s "$PWD/web/index.html" "$demo/demo.html"
 ln -s "$PWD/web/demo.js" "$demo/demo.js"
