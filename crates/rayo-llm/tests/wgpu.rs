@@ -96,7 +96,7 @@ fn quantized_products_match_f64() {
         // in workgroup memory (GPUs without subgroups of 16: lavapipe's are 8), and the
         // subgroup smallest size's threads per row reduced by shuffles (where there are subgroups)
         let sg = dev.subgroup_min_size().map(|s| (s as usize).min(64));
-        let split = 10 * row_bytes as u64 + 4;
+        let split = 10 * row_bytes as u64 + 16;
         let ways =
             [(u64::MAX, 1), (u64::MAX, 16), (split, 1), (split, 16)].into_iter().chain(sg.into_iter().flat_map(|s| [(u64::MAX, s), (split, s)]));
         for (limit, lanes) in ways {
@@ -296,44 +296,58 @@ fn argmax(v: &[f32]) -> usize {
     v.iter().enumerate().fold(0, |b, (i, &x)| if x > v[b] { i } else { b })
 }
 
+/// The models to compare: SmolLM2 Q4_1 and, where `rayo quantize` made it, its Q4_K_M mix
+/// (Q4_K, Q6_K and Q8_0 tensors).
+fn models(test: &str) -> Vec<(String, Model)> {
+    let Some(q4_1) = llama_ref::smollm2(test) else { return vec![] };
+    let mut out = vec![("Q4_1".to_string(), Model::open(&q4_1).unwrap())];
+    let kmix = llama_ref::model_path("Q4_K_M");
+    if kmix.exists() {
+        out.push(("Q4_K_M".to_string(), Model::open(&kmix).unwrap()));
+    } else {
+        println!("note: {} absent, Q4_1 only", kmix.display());
+    }
+    out
+}
+
 /// Greedy continuations of the committed prompts: the wgpu engine's tokens equal the CPU
 /// engine's with f32 activations (the same arithmetic up to summation order), 32 tokens each.
 #[test]
 fn greedy_text_equals_the_cpu_engine() {
-    let Some(q4_1) = llama_ref::smollm2("greedy_text_equals_the_cpu_engine") else { return };
     let Some(dev) = device("greedy_text_equals_the_cpu_engine") else { return };
     println!("wgpu adapter: {:?}", dev.adapter_info());
-    let model = Model::open(&q4_1).unwrap();
-    let opts = SessionOptions { context: 256, ..SessionOptions::default() };
-    let mut g = Session::new(&model, Wgpu::with_device(dev, Arc::clone(model.file())), opts).unwrap();
-    let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2).with_activations(Activations::F32), opts).unwrap();
-    let tok = model.tokenizer();
-    let (mut same, mut total) = (0, 0);
-    for r in llama_ref::greedy("Q4_1") {
-        let (ids, prompt) = (r.prompt_ids, r.prompt);
-        let run = |s: &mut dyn Forward| -> Vec<u32> {
-            s.rewind(0);
-            let mut out = vec![];
-            let mut last = s.forward(&ids, Logits::Last).unwrap();
-            for _ in 0..32 {
-                let t = argmax(&last) as u32;
-                out.push(t);
-                if tok.is_eog(t) {
-                    break;
+    for (ty, model) in models("greedy_text_equals_the_cpu_engine") {
+        let opts = SessionOptions { context: 256, ..SessionOptions::default() };
+        let mut g = Session::new(&model, Wgpu::with_device(dev.clone(), Arc::clone(model.file())), opts).unwrap();
+        let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2).with_activations(Activations::F32), opts).unwrap();
+        let tok = model.tokenizer();
+        let (mut same, mut total) = (0, 0);
+        for r in llama_ref::greedy(&ty) {
+            let (ids, prompt) = (r.prompt_ids, r.prompt);
+            let run = |s: &mut dyn Forward| -> Vec<u32> {
+                s.rewind(0);
+                let mut out = vec![];
+                let mut last = s.forward(&ids, Logits::Last).unwrap();
+                for _ in 0..32 {
+                    let t = argmax(&last) as u32;
+                    out.push(t);
+                    if tok.is_eog(t) {
+                        break;
+                    }
+                    last = s.forward(&[t], Logits::Last).unwrap();
                 }
-                last = s.forward(&[t], Logits::Last).unwrap();
-            }
-            out
-        };
-        let t0 = std::time::Instant::now();
-        let a = run(&mut g);
-        let dt = t0.elapsed().as_secs_f64();
-        let b = run(&mut c);
-        let n = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-        println!("Q4_1: {:?}: {n}/{} tokens equal ({dt:.2} s on wgpu)", prompt.chars().take(40).collect::<String>(), b.len());
-        same += n;
-        total += b.len();
-        assert_eq!(a, b, "greedy text differs on {prompt:?}");
+                out
+            };
+            let t0 = std::time::Instant::now();
+            let a = run(&mut g);
+            let dt = t0.elapsed().as_secs_f64();
+            let b = run(&mut c);
+            let n = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            println!("{ty}: {:?}: {n}/{} tokens equal ({dt:.2} s on wgpu)", prompt.chars().take(40).collect::<String>(), b.len());
+            same += n;
+            total += b.len();
+            assert_eq!(a, b, "{ty}: greedy text differs on {prompt:?}");
+        }
+        println!("{ty}: greedy {same}/{total} tokens equal to the CPU engine's (f32 activations)");
     }
-    println!("Q4_1: greedy {same}/{total} tokens equal to the CPU engine's (f32 activations)");
 }

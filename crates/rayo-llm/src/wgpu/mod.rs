@@ -155,7 +155,8 @@ impl Wgpu {
         }
         Ok(self.dev.raw_device().create_buffer(&wgpu::BufferDescriptor {
             label: Some(what),
-            size: bytes.next_multiple_of(4).max(4),
+            // whole vec4s (the products read activations four at a time)
+            size: bytes.next_multiple_of(16).max(16),
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         }))

@@ -104,13 +104,14 @@ pub(crate) fn upload(dev: &GpuDevice, name: &str, m: &QuantMatrix<'_>, limit: u6
         }
     };
     let row_bytes = bytes.len() / rows.max(1);
-    let limit = limit & !3;
-    if row_bytes as u64 + 4 > limit {
+    // parts are padded to 16 bytes
+    let limit = limit & !15;
+    if row_bytes as u64 + 16 > limit {
         return Err(Error::Model {
             what: format!("tensor {name}: one row is {row_bytes} bytes, past the adapter's storage-binding limit of {limit} bytes"),
         });
     }
-    let per_part = ((limit - 4) / row_bytes.max(1) as u64) as usize;
+    let per_part = ((limit - 16) / row_bytes.max(1) as u64) as usize;
     if per_part < rows {
         log::info!("wgpu: {name} ({} bytes) split into {} bindings of at most {limit} bytes", bytes.len(), rows.div_ceil(per_part));
     }
@@ -125,9 +126,9 @@ pub(crate) fn upload(dev: &GpuDevice, name: &str, m: &QuantMatrix<'_>, limit: u6
     Ok(WgpuWeight { fmt, rows, cols, parts })
 }
 
-/// A storage buffer holding `src`, padded with zeros to a multiple of 4 bytes.
+/// A storage buffer holding `src`, padded with zeros to a multiple of 16 bytes (whole vec4s).
 pub(crate) fn upload_bytes(dev: &GpuDevice, name: &str, src: &[u8]) -> Result<wgpu::Buffer> {
-    let size = (src.len() as u64).next_multiple_of(4).max(4);
+    let size = (src.len() as u64).next_multiple_of(16).max(16);
     let buf = dev.raw_device().create_buffer(&wgpu::BufferDescriptor {
         label: Some(name),
         size,

@@ -3,7 +3,7 @@
 // prompt). LANES threads per weight row take its sub-blocks in turn (one scale and min each),
 // then reduce: by subgroup shuffles where the device has subgroups of at least LANES (SG), else
 // in workgroup memory; with LANES = 1 (CPU adapters: lavapipe, SwiftShader, whose barriers are
-// dear) each thread takes a whole row. The format's QK, BB, SUB, scale_min and quant, MT, LANES,
+// dear) each thread takes a whole row. The format's QK, BB, SUB, scale_min, quant and quant4, MT, LANES,
 // SG and lane_sum come before this text.
 struct P {
     rows: u32,
@@ -15,7 +15,8 @@ struct P {
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
+// the activations as vec4 (rows of a multiple of 4 values where SUB is; buffers padded to 16 bytes)
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 
 const RPW: u32 = 64u / LANES;
@@ -37,13 +38,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let c0 = u * SUB;
             var qa = array<f32, MT>();
             var xa = array<f32, MT>();
-            for (var j = 0u; j < SUB; j++) {
-                let q = quant(b, s * SUB + j);
-                for (var t = 0u; t < MT; t++) {
-                    if (i0 + t < p.m) {
-                        let xv = x[(i0 + t) * p.cols + c0 + j];
-                        qa[t] += q * xv;
-                        xa[t] += xv;
+            if (SUB % 4u == 0u) {
+                // four values per load of the weights and of the activations
+                for (var j = 0u; j < SUB; j += 4u) {
+                    let q = quant4(b, s * SUB + j);
+                    for (var t = 0u; t < MT; t++) {
+                        if (i0 + t < p.m) {
+                            let xv = x[((i0 + t) * p.cols + c0 + j) >> 2u];
+                            qa[t] += dot(q, xv);
+                            xa[t] += xv.x + xv.y + xv.z + xv.w;
+                        }
+                    }
+                }
+            } else {
+                for (var j = 0u; j < SUB; j++) {
+                    let q = quant(b, s * SUB + j);
+                    for (var t = 0u; t < MT; t++) {
+                        if (i0 + t < p.m) {
+                            let e = (i0 + t) * p.cols + c0 + j;
+                            let xv = x[e >> 2u][e & 3u];
+                            qa[t] += q * xv;
+                            xa[t] += xv;
+                        }
                     }
                 }
             }

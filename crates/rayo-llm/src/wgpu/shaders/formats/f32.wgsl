@@ -7,3 +7,7 @@ fn scale_min(b: u32, s: u32) -> vec2<f32> {
 fn quant(b: u32, j: u32) -> f32 {
     return bitcast<f32>(w[b >> 2u]);
 }
+// (SUB = 1: the products take values one at a time; this is never called)
+fn quant4(b: u32, j: u32) -> vec4<f32> {
+    return vec4<f32>(quant(b, j));
+}

@@ -24,3 +24,6 @@ fn quant(b: u32, j: u32) -> f32 {
     let l = j & 31u;
     return f32((byte_at(b + 16u + c * 32u + l) >> (((j >> 5u) & 1u) << 2u)) & 15u);
 }
+fn quant4(b: u32, j: u32) -> vec4<f32> {
+    return nib4(u32_at(b + 16u + (j >> 6u) * 32u + (j & 31u)), ((j >> 5u) & 1u) << 2u);
+}

@@ -10,3 +10,8 @@ fn quant(b: u32, j: u32) -> f32 {
     let lo = (byte_at(b + 8u + (j & 15u)) >> ((j >> 4u) << 2u)) & 15u;
     return f32(lo | ((qh & 1u) << 4u));
 }
+fn quant4(b: u32, j: u32) -> vec4<f32> {
+    let hi = (u32_at(b + 4u) >> j) & 15u;
+    let h = vec4<f32>(f32(hi & 1u), f32((hi >> 1u) & 1u), f32((hi >> 2u) & 1u), f32(hi >> 3u));
+    return nib4(u32_at(b + 8u + (j & 15u)), (j >> 4u) << 2u) + 16.0 * h;
+}

@@ -26,3 +26,9 @@ fn quant(b: u32, j: u32) -> f32 {
     let h = (byte_at(b + 16u + l) >> (2u * c + hi)) & 1u;
     return f32(lo | (h << 4u));
 }
+fn quant4(b: u32, j: u32) -> vec4<f32> {
+    let c = j >> 6u;
+    let l = j & 31u;
+    let hi = (j >> 5u) & 1u;
+    return nib4(u32_at(b + 48u + c * 32u + l), hi << 2u) + 16.0 * bit4(u32_at(b + 16u + l), 2u * c + hi);
+}

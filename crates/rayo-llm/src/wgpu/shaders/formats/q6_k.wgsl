@@ -15,3 +15,13 @@ fn quant(b: u32, j: u32) -> f32 {
     let hb = (byte_at(b + 128u + h * 32u + l) >> (2u * q)) & 3u;
     return f32(lo | (hb << 4u)) - 32.0;
 }
+fn quant4(b: u32, j: u32) -> vec4<f32> {
+    let h = j >> 7u;
+    let q = (j >> 5u) & 3u;
+    let l = j & 31u;
+    let lo = nib4(u32_at(b + h * 64u + l + (q & 1u) * 32u), (q >> 1u) << 2u);
+    let hb = u32_at(b + 128u + h * 32u + l);
+    let s = 2u * q;
+    let hv = vec4<f32>(f32((hb >> s) & 3u), f32((hb >> (s + 8u)) & 3u), f32((hb >> (s + 16u)) & 3u), f32((hb >> (s + 24u)) & 3u));
+    return lo + 16.0 * hv - 32.0;
+}
