@@ -130,6 +130,14 @@ async function model() {
   if (JSON.stringify(ids) !== JSON.stringify(expected.ids)) fail(`greedy ids ${JSON.stringify(ids)}, the native CPU engine's ${JSON.stringify(expected.ids)}`);
   else if (text !== expected.prompt + expected.text || streamed !== expected.text) fail(`text ${JSON.stringify(text)} (streamed ${JSON.stringify(streamed)}), expected ${JSON.stringify(expected.prompt + expected.text)}`);
   else log(`ok   ${ids.length} greedy tokens equal the native CPU engine's`);
+  // sampled: the same engine through the sampler; the prompt comes back first
+  const sampled = await m.generate("The sea", 4, 0.8);
+  const n = m.lastTokens().length;
+  if (!sampled.startsWith("The sea") || n < 1 || n > 4) fail(`sampled generation: ${JSON.stringify(sampled)}, ${n} tokens`);
+  else log(`ok   sampled generation (temperature 0.8): ${JSON.stringify(sampled)}`);
+  // not a GGUF file: an error with the reason, not a crash
+  try { await rayo.Model.load(new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8])); fail("Model.load of 8 bytes did not fail"); }
+  catch (e) { log("ok   Model.load of 8 bytes: " + e.message); }
 }
 
 try {
