@@ -1,6 +1,8 @@
 //! Recording a pass: the backend's kernels (compiled once per source), and one command encoder
-//! that collects every dispatch until the next read. Each dispatch's parameters take a
-//! 256-byte slot of one uniform buffer, written once per submit.
+//! with one compute pass that collects every dispatch until the next read. Each dispatch's
+//! parameters take a 256-byte slot of one uniform buffer, written once per submit; its bind
+//! group is kept for the next time the same kernel, slot and buffers come (every decoding step
+//! after the first).
 
 use rayo::gpu::{wgpu, GpuDevice};
 use rayo::{Error, Result};
@@ -23,6 +25,10 @@ pub(crate) struct Recorder {
     dev: GpuDevice,
     kernels: HashMap<String, Arc<Kernel>>,
     enc: Option<wgpu::CommandEncoder>,
+    /// The open compute pass of `enc` (ended for copies and at the submit).
+    pass: Option<wgpu::ComputePass<'static>>,
+    /// Bind groups by (kernel, parameter slot, buffers).
+    groups: HashMap<(wgpu::ComputePipeline, u64, Vec<wgpu::Buffer>), wgpu::BindGroup>,
     uniforms: Vec<u8>,
     ubuf: wgpu::Buffer,
     stride: u64,
@@ -40,7 +46,7 @@ impl Recorder {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Recorder { dev, kernels: HashMap::new(), enc: None, uniforms: Vec::new(), ubuf, stride, slots: 0, ops: 0 }
+        Recorder { dev, kernels: HashMap::new(), enc: None, pass: None, groups: HashMap::new(), uniforms: Vec::new(), ubuf, stride, slots: 0, ops: 0 }
     }
 
     /// The kernel `key`, compiled from `source()` on first use (an error in it surfaces as
@@ -67,8 +73,18 @@ impl Recorder {
     }
 
     fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
+        // a pass holds the encoder: end it first
+        self.pass = None;
         let dev = &self.dev;
         self.enc.get_or_insert_with(|| dev.raw_device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rayo-llm pass") }))
+    }
+
+    fn pass(&mut self) -> &mut wgpu::ComputePass<'static> {
+        if self.pass.is_none() {
+            let pass = self.encoder().begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None }).forget_lifetime();
+            self.pass = Some(pass);
+        }
+        self.pass.as_mut().expect("made above")
     }
 
     /// Records `kernel` over `groups` workgroups with `params` at binding 0 and `bufs` (whole
@@ -87,20 +103,28 @@ impl Recorder {
         let offset = self.slots * self.stride;
         self.uniforms.resize(offset as usize, 0);
         self.uniforms.extend_from_slice(bytemuck::cast_slice(&params));
-        self.slots += 1;
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &self.ubuf, offset, size: wgpu::BufferSize::new(32) }),
-        }];
-        for (i, b) in bufs.iter().enumerate() {
-            entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
+        let key = (kernel.pipeline.clone(), self.slots, bufs.iter().map(|b| (*b).clone()).collect::<Vec<_>>());
+        if !self.groups.contains_key(&key) {
+            // bounded: a session's steps repeat the same few hundred; tests make many buffers
+            if self.groups.len() >= 4096 {
+                self.groups.clear();
+            }
+            let mut entries = vec![wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &self.ubuf, offset, size: wgpu::BufferSize::new(32) }),
+            }];
+            for (i, b) in bufs.iter().enumerate() {
+                entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
+            }
+            let bg = self.dev.raw_device().create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &kernel.layout, entries: &entries });
+            self.groups.insert(key.clone(), bg);
         }
-        let bg = self.dev.raw_device().create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &kernel.layout, entries: &entries });
-        let mut pass = self.encoder().begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+        let bg = self.groups[&key].clone();
+        self.slots += 1;
+        let pass = self.pass();
         pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, &bg, &[]);
         pass.dispatch_workgroups(groups.0, groups.1, groups.2);
-        drop(pass);
         self.ops += 1;
         Ok(())
     }
@@ -113,6 +137,7 @@ impl Recorder {
 
     /// Submits what was recorded (the parameters first), then reports any wgpu error.
     pub fn flush(&mut self) -> Result<()> {
+        self.pass = None;
         if let Some(enc) = self.enc.take() {
             let queue = self.dev.raw_queue();
             if !self.uniforms.is_empty() {
