@@ -73,7 +73,7 @@ const FORMATS: &[GgmlType] = &[
 ];
 
 /// `y = x·Wᵀ` (and `y += x·Wᵀ`, and the embedding rows) for every format, on 37 rows of three
-/// blocks (67 values for the float formats), 1 and 5 activation rows, whole and split over
+/// blocks (67 values for the float formats), 1, 5 and 9 activation rows, whole and split over
 /// bindings of ten rows, against f64 products of the dequantized weights.
 #[test]
 fn quantized_products_match_f64() {
@@ -105,7 +105,7 @@ fn quantized_products_match_f64() {
             if limit != u64::MAX {
                 assert!(wt.parts.len() > 1, "{ty:?}: {} bytes in one part under a {limit}-byte limit", bytes.len());
             }
-            for m in [1usize, 5] {
+            for m in [1usize, 5, 9] {
                 let x = values(m * cols, 99 + m as u64);
                 let xb = b.vector(&x).unwrap();
                 let mut y = b.buffer(m * rows).unwrap();

@@ -170,8 +170,13 @@ impl Wgpu {
     fn qmatvec(&mut self, w: &WgpuWeight, x: &WgpuBuf, m: usize, y: &WgpuBuf, add: bool) -> Result<()> {
         check_len("wgpu matmul", x.len, m * w.cols)?;
         check_len("wgpu matmul", y.len, m * w.rows)?;
-        // one activation row per workgroup when decoding, four for a prompt
-        let mt = if m == 1 { 1 } else { 4 };
+        // activation rows per workgroup: one when decoding, four or eight for a prompt (each
+        // group of rows decodes the weights once)
+        let mt = match m {
+            1 => 1,
+            2..8 => 4,
+            _ => 8,
+        };
         let lanes = self.lanes;
         // the row's threads reduce by subgroup shuffles when one subgroup holds them
         let sg = lanes > 1 && self.dev.subgroup_min_size().is_some_and(|s| s as usize >= lanes);

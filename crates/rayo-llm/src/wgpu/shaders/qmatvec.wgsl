@@ -1,5 +1,5 @@
 // y[i][row0 + r] (+)= Σ_c W[r][c]·x[i][c]: one weight matrix (or one part of it, rows row0..)
-// in its GGUF blocks, MT activation rows per workgroup (1 for a decoding step, 4 for a
+// in its GGUF blocks, MT activation rows per workgroup (1 for a decoding step, 4 or 8 for a
 // prompt). LANES threads per weight row take its sub-blocks in turn (one scale and min each),
 // then reduce: by subgroup shuffles where the device has subgroups of at least LANES (SG), else
 // in workgroup memory; with LANES = 1 (CPU adapters: lavapipe, SwiftShader, whose barriers are
