@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 
 # ---- bookkeeping: sections, their SKIP lines, the summary ----
-ALL_SECTIONS="fmt clippy doc cpu debug readme wgpu main-job wasm-gpu ptx cuda aarch64 wasm32"
+ALL_SECTIONS="fmt clippy doc cpu debug readme wgpu main-job wasm-gpu web ptx cuda aarch64 wasm32"
 LOGDIR=$(mktemp -d)
 SECTIONS=()   # "name|status|skips|tests"
 current=""
@@ -140,6 +140,8 @@ if section wgpu; then
     [ -f "$lvp" ] && export VK_ICD_FILENAMES="$lvp"
     run cargo test -p rayo --features gpu --release --test gpu --test gpu_batch --test parity -- --nocapture
     run cargo test -p rayo --features gpu --release --lib gpu:: -- --nocapture
+    # The LLM engine on wgpu: every WGSL kernel against f64, greedy tokens against the CPU engine.
+    run cargo test -p rayo-llm --features wgpu --release --test wgpu -- --nocapture
   )
 fi
 
@@ -165,6 +167,13 @@ if section wasm-gpu; then
   echo "wgpu backend for wasm32 (async API, WebGPU): build; gpu-wasm beside gpu natively (additive)"
   run cargo build -p rayo --release --target wasm32-unknown-unknown --features gpu-wasm
   run cargo check -p rayo --features gpu,gpu-wasm
+fi
+
+if section web; then
+  # rayo-web in headless Chromium with WebGPU (SwiftShader): every exported op against an f64
+  # reference, and 16 greedy SmolLM2 tokens equal to the native CPU engine's. Installs chromium
+  # (apt) once; without it, a counted SKIP line.
+  run ./scripts/web-test.sh 600
 fi
 
 # ---- PTX (ptxas from PyPI) and the CUDA runtime ----

@@ -20,10 +20,13 @@ pub fn open_model(path: &Path) -> Result<Model, String> {
 }
 
 /// The backends `--backend` takes for a model.
-#[cfg(feature = "cuda")]
-pub const LLM_BACKENDS: &[&str] = &["cpu", "cuda"];
-#[cfg(not(feature = "cuda"))]
-pub const LLM_BACKENDS: &[&str] = &["cpu"];
+pub const LLM_BACKENDS: &[&str] = &[
+    "cpu",
+    #[cfg(feature = "cuda")]
+    "cuda",
+    #[cfg(feature = "gpu")]
+    "wgpu",
+];
 
 /// A session on the named backend, its KV cache holding `context` positions.
 pub struct Engine {
@@ -43,6 +46,11 @@ impl Engine {
             "cuda" => {
                 let cuda = rayo_llm::cuda::Cuda::new(model.file().clone()).map_err(|e| e.to_string())?;
                 Box::new(Session::new(model, cuda, opts).map_err(|e| e.to_string())?)
+            }
+            #[cfg(feature = "gpu")]
+            "wgpu" => {
+                let wgpu = rayo_llm::wgpu::Wgpu::new(model.file().clone()).map_err(|e| e.to_string())?;
+                Box::new(Session::new(model, wgpu, opts).map_err(|e| e.to_string())?)
             }
             other => return Err(format!("backend {other:?} cannot run a model (available: {})", LLM_BACKENDS.join(", "))),
         };

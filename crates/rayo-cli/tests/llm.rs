@@ -257,3 +257,31 @@ fn rayo_generate_on_cuda_without_a_gpu_names_the_cpu_backend() {
     assert!(o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
     assert!(err.contains("--backend cpu"), "{err}");
 }
+
+/// `--backend wgpu` prints the text the native CPU engine produces for the browser test's prompt
+/// (web/test/expected.json, greedy); with no wgpu adapter, an error naming the CPU backend and a
+/// SKIP line (`RAYO_REQUIRE_GPU=1`: a failure).
+#[cfg(feature = "gpu")]
+#[test]
+fn rayo_generate_on_wgpu_prints_the_cpu_engine_s_text() {
+    let Some(path) = model("Q4_1") else { return };
+    let expected = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/test/expected.json")).unwrap();
+    let field = |k: &str| {
+        let line = expected.lines().find(|l| l.trim_start().starts_with(&format!("\"{k}\""))).unwrap();
+        let v = line.split_once(": \"").unwrap().1.trim_end_matches(',').trim_end_matches('"');
+        v.replace("\\n", "\n").replace("\\\"", "\"").replace("\\\\", "\\")
+    };
+    let (prompt, text) = (field("prompt"), field("text"));
+    let o = Command::new(env!("CARGO_BIN_EXE_rayo"))
+        .args(["generate", "--model", path.to_str().unwrap(), "--prompt", &prompt, "--max-tokens", "16", "--temperature", "0", "--backend", "wgpu"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() {
+        assert!(err.contains("--backend cpu"), "{err}");
+        assert!(std::env::var("RAYO_REQUIRE_GPU").map(|v| v != "1").unwrap_or(true), "RAYO_REQUIRE_GPU=1 but: {err}");
+        println!("SKIP wgpu: rayo generate --backend wgpu ({})", err.trim());
+        return;
+    }
+    assert_eq!(String::from_utf8_lossy(&o.stdout), format!("{prompt}{text}\n"), "{err}");
+}

@@ -76,6 +76,11 @@ pub trait Backend {
     fn copy_row(&mut self, x: &Self::Buf, row: usize, width: usize, out: &mut Self::Buf) -> Result<()>;
     /// Copies the first `out.len()` values of `x` to the host.
     fn read(&mut self, x: &Self::Buf, out: &mut [f32]) -> Result<()>;
+    /// Starts the work recorded so far (a backend that records a pass submits it here; the
+    /// others run ops as they come). [`crate::Session::forward_queued`] ends with it.
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     // ---- fused ops: each has a default made of the ops above, which a backend may replace
     // with fewer launches (the forward pass calls these) ----

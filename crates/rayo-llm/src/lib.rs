@@ -20,6 +20,8 @@ pub mod session;
 pub mod tokenizer;
 mod utf8;
 pub mod weights;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 
 pub use backend::{Backend, KvType};
 pub use config::{Config, RopeStyle};

@@ -163,6 +163,58 @@ impl<B: Backend> Session<B> {
     /// fit in the context (nothing is run), a token id past the vocabulary.
     pub fn forward(&mut self, tokens: &[u32], which: Logits) -> Result<Vec<f32>> {
         let vocab = self.cfg.vocab_size;
+        if which == Logits::Last {
+            self.forward_queued(tokens)?;
+            let mut out = vec![0.0; vocab];
+            self.backend.read(&self.bufs.logits, &mut out)?;
+            return Ok(out);
+        }
+        self.check_tokens(tokens)?;
+        let mut out = Vec::with_capacity(tokens.len() * vocab);
+        for chunk in tokens.chunks(self.batch) {
+            self.backend.step_inputs(chunk, self.pos)?;
+            if chunk.len() == 1 && self.one_token_step(chunk)? {
+                // the step and its logits ran as one recorded graph: only the read is left
+                let n = out.len();
+                out.resize(n + vocab, 0.0);
+                self.backend.read(&self.bufs.logits, &mut out[n..])?;
+                continue;
+            }
+            self.step(chunk)?;
+            for r in 0..chunk.len() {
+                self.logits_of_row(r, &mut out)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs `tokens` as [`Session::forward`] does and leaves the last token's logits in
+    /// [`Session::logits_buffer`], unread: for a backend whose reads are awaited (wgpu in a
+    /// browser), this is the pass, and the read is the caller's.
+    pub fn forward_queued(&mut self, tokens: &[u32]) -> Result<()> {
+        self.check_tokens(tokens)?;
+        let chunks = tokens.len().div_ceil(self.batch);
+        for (c, chunk) in tokens.chunks(self.batch).enumerate() {
+            self.backend.step_inputs(chunk, self.pos)?;
+            if chunk.len() == 1 && self.one_token_step(chunk)? {
+                continue;
+            }
+            self.step(chunk)?;
+            if c + 1 == chunks {
+                self.logits_ops(chunk.len() - 1)?;
+            }
+        }
+        self.backend.flush()
+    }
+
+    /// The buffer [`Session::forward_queued`] leaves the logits in (`vocab` values).
+    pub fn logits_buffer(&self) -> &B::Buf {
+        &self.bufs.logits
+    }
+
+    /// The checks of [`Session::forward`] (nothing is run when one fails).
+    fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
+        let vocab = self.cfg.vocab_size;
         if tokens.is_empty() {
             return Err(Error::EmptyInput { op: "Session::forward" });
         }
@@ -174,29 +226,7 @@ impl<B: Backend> Session<B> {
         if let Some(&t) = tokens.iter().find(|&&t| t as usize >= vocab) {
             return Err(Error::Model { what: format!("token id {t} is past the vocabulary of {vocab} tokens") });
         }
-        let mut out = Vec::with_capacity(if which == Logits::All { tokens.len() * vocab } else { vocab });
-        for (c, chunk) in tokens.chunks(self.batch).enumerate() {
-            let last_chunk = (c + 1) * self.batch >= tokens.len();
-            self.backend.step_inputs(chunk, self.pos)?;
-            if chunk.len() == 1 && self.one_token_step(chunk)? {
-                // the step and its logits ran as one recorded graph: only the read is left
-                let n = out.len();
-                out.resize(n + vocab, 0.0);
-                self.backend.read(&self.bufs.logits, &mut out[n..])?;
-                continue;
-            }
-            self.step(chunk)?;
-            match which {
-                Logits::All => {
-                    for r in 0..chunk.len() {
-                        self.logits_of_row(r, &mut out)?;
-                    }
-                }
-                Logits::Last if last_chunk => self.logits_of_row(chunk.len() - 1, &mut out)?,
-                Logits::Last => {}
-            }
-        }
-        Ok(out)
+        Ok(())
     }
 
     /// A one-token step and its logits (into `bufs.logits`) as a recorded graph, where the

@@ -26,7 +26,7 @@ fn angles(cfg: &Config, pos: usize, cs: &mut [(f32, f32)]) {
     }
 }
 
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 /// The angles of positions `0..positions` as a GPU backend's table: `(cos, sin)` of each pair,
 /// position-major, the same bits as [`rope`] uses.
 pub fn table(cfg: &Config, positions: usize) -> Vec<f32> {

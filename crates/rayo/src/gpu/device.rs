@@ -58,6 +58,8 @@ pub(crate) struct Inner {
     pub queue: wgpu::Queue,
     pub info: AdapterInfo,
     pub limits: GpuLimits,
+    /// The smallest subgroup the device runs, where it has subgroups (the feature is on).
+    pub subgroup_min_size: Option<u32>,
     pub pool: BufferPool,
     pub pipelines: PipelineCache,
     /// The reused readback buffer (taken out while in use; a concurrent reader makes its own).
@@ -157,12 +159,14 @@ impl GpuDevice {
             })
             .await
             .map_err(|e| Error::NoDevice { api: "wgpu", reason: e.to_string() })?;
-        // Ask for everything the adapter offers (storage-binding size, workgroup memory, ...).
+        // Ask for everything the adapter offers (storage-binding size, workgroup memory, ...),
+        // and subgroups and f16 in shaders where it has them (kernels check before they use them).
         let required_limits = adapter.limits();
+        let required_features = adapter.features() & (wgpu::Features::SUBGROUP | wgpu::Features::SHADER_F16);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("rayo"),
-                required_features: wgpu::Features::empty(),
+                required_features,
                 required_limits,
                 memory_hints: wgpu::MemoryHints::Performance,
                 ..Default::default()
@@ -191,9 +195,11 @@ impl GpuDevice {
         };
         // Bindings of the largest size a pooled buffer class can round to must stay in range.
         let binding_bytes = limits.max_storage_binding_bytes.min(limits.max_buffer_bytes) & !255;
+        let wgpu_info = adapter.get_info();
         let inner = Inner {
             id: super::next_owner_id(),
-            info: AdapterInfo::from_wgpu(&adapter.get_info()),
+            info: AdapterInfo::from_wgpu(&wgpu_info),
+            subgroup_min_size: required_features.contains(wgpu::Features::SUBGROUP).then_some(wgpu_info.subgroup_min_size),
             limits,
             pool: BufferPool::default(),
             pipelines: PipelineCache::default(),

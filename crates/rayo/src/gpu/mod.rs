@@ -49,6 +49,7 @@ mod oneshot;
 mod ops;
 mod pipelines;
 mod pool;
+mod raw;
 mod readback;
 
 pub use batch::{BatchStats, BufferId, GpuCommandBatch};
@@ -63,3 +64,5 @@ pub use crate::ops::ReduceOp;
 pub use buffer::GpuBuffer;
 pub use device::{AdapterInfo, GpuDevice, GpuLimits};
 pub use elementwise::{BinaryOp, UnaryOp};
+/// wgpu itself, for crates that use [`GpuDevice::raw_device`] with their own kernels.
+pub use wgpu;

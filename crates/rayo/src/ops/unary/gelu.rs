@@ -54,7 +54,9 @@ impl UnaryDef for Gelu {
 fn op_gelu(x: T, a: f32, b: f32) -> T {
     let c = erfc_half_sq(abs(x));
     let phi = select(1.0 - 0.5 * c, 0.5 * c, x < T(0.0));
-    return select(select(x * phi, T(-0.0), x < T(-3.4028235e38)), x, is_nan(x));
+    // ±inf explicitly: erfc's terms are inf·0 there (NaN on some GPUs, e.g. SwiftShader)
+    let y = select(select(x * phi, T(-0.0), x < T(-3.4028234663852886e38)), x, x > T(3.4028234663852886e38));
+    return select(y, x, is_nan(x));
 }";
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {

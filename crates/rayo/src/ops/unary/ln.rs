@@ -26,7 +26,7 @@ impl UnaryDef for Ln {
     let den = x < T(1.17549435e-38);
     let l = select(log(x), log(x * 8388608.0) - 15.942385, den);
     let y = select(l, -inf_of(x), x == T(0.0));
-    return select(select(y, x, x > T(3.4028235e38)), nan_of(x), x < T(0.0));
+    return select(select(y, x, x > T(3.4028234663852886e38)), nan_of(x), x < T(0.0));
 }";
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {

@@ -26,7 +26,7 @@ impl UnaryDef for Mish {
     const WGSL: &'static str = "fn op_mish(x: T, a: f32, b: f32) -> T {
     let e = rexp(min(x, T(20.0)));
     let n = e * (e + 2.0);
-    let y = select(x, T(-3.4028235e38), x < T(-3.4028235e38)) * (n / (n + 2.0));
+    let y = select(x, T(-3.4028234663852886e38), x < T(-3.4028234663852886e38)) * (n / (n + 2.0));
     return select(select(y, x, x > T(20.0)), x, is_nan(x));
 }";
     #[cfg(feature = "cuda")]

@@ -26,7 +26,7 @@ impl UnaryDef for Swish {
     }
     // −inf·0 would be NaN: the factor x is clamped to the finite range first (NaN passes).
     const WGSL: &'static str = "fn op_swish(x: T, a: f32, b: f32) -> T {
-    return select(x, T(-3.4028235e38), x < T(-3.4028235e38)) * op_sigmoid(x, 0.0, 0.0);
+    return select(x, T(-3.4028234663852886e38), x < T(-3.4028234663852886e38)) * op_sigmoid(x, 0.0, 0.0);
 }";
     #[cfg(feature = "cuda")]
     fn ptx(k: &mut rayo_ptx::ptx::PtxKernel, x: rayo_ptx::ptx::Reg, _: &[rayo_ptx::ptx::Reg]) -> rayo_ptx::ptx::Reg {

@@ -1,0 +1,404 @@
+//! The wgpu backend (feature `wgpu`): Vulkan, Metal, DX12 natively and WebGPU in a browser.
+//! Weights are uploaded once as the file holds them and multiplied in place by WGSL kernels
+//! ([`weights::WgslFormat`]: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K;
+//! Q2_K, Q3_K are dequantized to f32 at load, logged). Activations, the KV cache and RoPE's
+//! angle table stay on the device; a pass is recorded into one command encoder and submitted
+//! when the logits are read, the only read of a step.
+//!
+//! A browser cannot block on a read: there, run [`crate::Session::forward_queued`] and then
+//! [`Wgpu::read_async`] on [`crate::Session::logits_buffer`].
+
+mod record;
+pub mod weights;
+
+use crate::backend::{Backend, KvType};
+use crate::config::{Config, RopeStyle};
+use crate::weights::WeightRef;
+use rayo::gguf::GgufFile;
+use rayo::gpu::{wgpu, GpuDevice};
+use rayo::quant::QuantMatrix;
+use rayo::{Error, Result};
+use record::{grid, Params, Recorder};
+use std::collections::HashMap;
+use std::sync::Arc;
+pub use weights::{WgpuWeight, WgslFormat};
+
+/// An f32 buffer on the device.
+pub struct WgpuBuf {
+    buf: wgpu::Buffer,
+    len: usize,
+}
+
+impl WgpuBuf {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The KV cache of every layer (keys and values: `positions × width` values each, f16 packed
+/// two to a word or f32).
+pub struct WgpuKv {
+    f16: bool,
+    positions: usize,
+    width: usize,
+    k: Vec<wgpu::Buffer>,
+    v: Vec<wgpu::Buffer>,
+}
+
+/// The wgpu backend of one model file.
+pub struct Wgpu {
+    dev: GpuDevice,
+    file: Arc<GgufFile>,
+    rec: Recorder,
+    /// Uploaded weights by tensor name (a tied LM head is the embedding table, uploaded once).
+    weights: HashMap<String, Arc<WgpuWeight>>,
+    /// RoPE's `(cos, sin)` per position and pair, made with the cache (the CPU's bits).
+    rope: Option<wgpu::Buffer>,
+    /// The pass's token ids.
+    ids: Option<wgpu::Buffer>,
+    /// Largest buffer one binding may cover.
+    limit: u64,
+    /// Weights are split into parts of at most this many bytes (at most `limit`).
+    weight_limit: u64,
+    /// Threads per weight row of the products: 16 on a GPU, 1 on a CPU adapter (`RAYO_WGPU_LANES`
+    /// sets it: 1, 2, 4, ... 64).
+    lanes: usize,
+}
+
+const QMATVEC: &str = include_str!("shaders/qmatvec.wgsl");
+const EMBED: &str = include_str!("shaders/embed.wgsl");
+
+impl Wgpu {
+    /// A backend on the process's shared wgpu device. Native only; see [`Self::with_device`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new(file: Arc<GgufFile>) -> Result<Wgpu> {
+        let dev = GpuDevice::new().map_err(|e| match e {
+            Error::NoDevice { reason, .. } => {
+                Error::NoDevice { api: "wgpu", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") }
+            }
+            e => e,
+        })?;
+        Ok(Wgpu::with_device(dev, file))
+    }
+
+    /// A backend on `dev` (its [`GpuDevice::max_binding_bytes`] is the largest binding used:
+    /// [`GpuDevice::with_binding_limit`] lowers it).
+    pub fn with_device(dev: GpuDevice, file: Arc<GgufFile>) -> Wgpu {
+        let limit = dev.max_binding_bytes();
+        let lanes = match std::env::var("RAYO_WGPU_LANES").ok().and_then(|v| v.parse::<usize>().ok()) {
+            Some(n) if n.is_power_of_two() && n <= 64 => n,
+            _ if dev.adapter_info().device_type == "cpu" => 1,
+            _ => 16,
+        };
+        Wgpu { rec: Recorder::new(dev.clone()), dev, file, weights: HashMap::new(), rope: None, ids: None, limit, weight_limit: limit, lanes }
+    }
+
+    /// Splits weight matrices into bindings of at most `bytes` (tests; a browser's default
+    /// 128 MiB tried natively). Activations keep the device's limit.
+    pub fn with_weight_binding_limit(mut self, bytes: u64) -> Wgpu {
+        self.weight_limit = bytes.min(self.limit);
+        self
+    }
+
+    /// Takes each weight row of the products with `lanes` threads (a power of two up to 64; 1:
+    /// a thread per row, no workgroup reduction) instead of the adapter's default.
+    pub fn with_product_lanes(mut self, lanes: usize) -> Result<Wgpu> {
+        if !lanes.is_power_of_two() || lanes > 64 {
+            return Err(Error::InvalidArgument {
+                op: "Wgpu::with_product_lanes",
+                name: "lanes",
+                value: lanes.into(),
+                reason: "must be a power of two up to 64",
+            });
+        }
+        self.lanes = lanes;
+        Ok(self)
+    }
+
+    /// The device the backend runs on.
+    pub fn device(&self) -> &GpuDevice {
+        &self.dev
+    }
+
+    /// Device operations (dispatches and copies) recorded so far.
+    pub fn ops(&self) -> usize {
+        self.rec.ops
+    }
+
+    /// Bytes of weights on the device.
+    pub fn weight_bytes(&self) -> u64 {
+        self.weights.values().map(|w| w.bytes()).sum()
+    }
+
+    /// Reads the first `out.len()` values of `x` after the submitted work (the one await of a
+    /// pass in a browser: [`crate::Session::forward_queued`] submits, then this reads).
+    pub async fn read_async(&self, x: &WgpuBuf, out: &mut [f32]) -> Result<()> {
+        check_len("read", x.len, out.len())?;
+        self.dev.read_raw_async(&x.buf, out).await
+    }
+
+    /// Uploads a matrix (named `name` in errors) as [`Backend::weight`] does, from any bytes.
+    pub fn upload_matrix(&mut self, name: &str, m: &QuantMatrix<'_>) -> Result<Arc<WgpuWeight>> {
+        // on wasm32 wgpu's handles are neither Send nor Sync (one thread): the Arc is not shared there
+        #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
+        let up = Arc::new(weights::upload(&self.dev, name, m, self.weight_limit)?);
+        self.dev.check_errors().map_err(|e| Error::Model { what: format!("tensor {name} ({} bytes): {e}", m.bytes().len()) })?;
+        Ok(up)
+    }
+
+    fn storage(&self, what: &str, bytes: u64) -> Result<wgpu::Buffer> {
+        if bytes > self.limit {
+            return Err(Error::Model { what: format!("{what}: {bytes} bytes, past the adapter's storage-binding limit of {} bytes", self.limit) });
+        }
+        Ok(self.dev.raw_device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some(what),
+            // whole vec4s (the products read activations four at a time)
+            size: bytes.next_multiple_of(16).max(16),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        }))
+    }
+
+    fn ids(&self) -> Result<&wgpu::Buffer> {
+        self.ids.as_ref().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })
+    }
+
+    /// Dispatches the quantized product `y (+)= x·wᵀ` for `m` rows, one dispatch per part.
+    fn qmatvec(&mut self, w: &WgpuWeight, x: &WgpuBuf, m: usize, y: &WgpuBuf, add: bool) -> Result<()> {
+        check_len("wgpu matmul", x.len, m * w.cols)?;
+        check_len("wgpu matmul", y.len, m * w.rows)?;
+        // activation rows per workgroup: one when decoding, four or eight for a prompt (each
+        // group of rows decodes the weights once)
+        let mt = match m {
+            1 => 1,
+            2..8 => 4,
+            _ => 8,
+        };
+        let lanes = self.lanes;
+        // the row's threads reduce by subgroup shuffles when one subgroup holds them
+        let sg = lanes > 1 && self.dev.subgroup_min_size().is_some_and(|s| s as usize >= lanes);
+        let k = self.rec.kernel(&format!("qmatvec {:?} mt={mt} lanes={lanes} sg={sg}", w.fmt), || {
+            let (enable, reduce) = if sg {
+                // a browser's compiler wants the extension enabled; naga takes the builtins
+                // with the device feature alone (and rejects the directive)
+                (if cfg!(target_arch = "wasm32") { "enable subgroups;\n" } else { "" }, include_str!("shaders/lanes_subgroup.wgsl"))
+            } else {
+                ("", include_str!("shaders/lanes_workgroup.wgsl"))
+            };
+            let body = format!("const MT: u32 = {mt}u;\nconst LANES: u32 = {lanes}u;\n{reduce}\n{QMATVEC}");
+            format!("{enable}{}", weights::format_kernel(w.fmt, &body))
+        });
+        let lim = self.dev.limits().max_workgroups_per_dimension as usize;
+        for part in &w.parts {
+            // 64 / lanes weight rows per workgroup
+            let groups = part.rows.div_ceil(64 / lanes);
+            let gx = groups.min(lim);
+            let gy = groups.div_ceil(gx);
+            let params: Params = [part.rows as u32, w.cols as u32, m as u32, w.rows as u32, part.row0 as u32, add as u32, 0, 0];
+            self.rec.dispatch(&k, params, &[&part.buf, &x.buf, &y.buf], (gx as u32, gy as u32, m.div_ceil(mt) as u32))?;
+        }
+        Ok(())
+    }
+
+    fn elementwise(&mut self, op: u32, a: &WgpuBuf, b: &WgpuBuf, n: usize, width: usize) -> Result<()> {
+        let k = self.rec.kernel("elementwise", || include_str!("shaders/elementwise.wgsl").to_string());
+        let (groups, stride) = grid(&self.dev, n);
+        self.rec.dispatch(&k, [n as u32, op, width as u32, stride, 0, 0, 0, 0], &[&a.buf, &b.buf], groups)
+    }
+
+    fn kv_kernel(&mut self, f16: bool, body: &'static str, name: &str) -> Arc<record::Kernel> {
+        let ty = if f16 { include_str!("shaders/kv_f16.wgsl") } else { include_str!("shaders/kv_f32.wgsl") };
+        self.rec.kernel(&format!("{name} f16={f16}"), || format!("{ty}\n{body}"))
+    }
+}
+
+fn check_len(op: &'static str, have: usize, need: usize) -> Result<()> {
+    if have < need {
+        return Err(Error::LengthMismatch { op, expected: need, actual: have });
+    }
+    Ok(())
+}
+
+impl Backend for Wgpu {
+    type Weight = Arc<WgpuWeight>;
+    type Vector = WgpuBuf;
+    type Buf = WgpuBuf;
+    type Kv = WgpuKv;
+
+    fn name(&self) -> &'static str {
+        "wgpu"
+    }
+
+    fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Arc<WgpuWeight>> {
+        if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
+            return Err(Error::Model { what: format!("tensor {} comes from another file than this backend's", w.name) });
+        }
+        if let Some(up) = self.weights.get(&w.name) {
+            return Ok(Arc::clone(up));
+        }
+        let up = self.upload_matrix(&w.name, &w.matrix(file)?)?;
+        self.weights.insert(w.name.clone(), Arc::clone(&up));
+        Ok(up)
+    }
+
+    fn vector(&mut self, v: &[f32]) -> Result<WgpuBuf> {
+        let buf = weights::upload_bytes(&self.dev, "vector", bytemuck::cast_slice(v))?;
+        Ok(WgpuBuf { buf, len: v.len() })
+    }
+
+    fn buffer(&mut self, len: usize) -> Result<WgpuBuf> {
+        let buf = self.storage("activation buffer", len as u64 * 4)?;
+        Ok(WgpuBuf { buf, len })
+    }
+
+    fn kv_cache(&mut self, cfg: &Config, positions: usize, ty: KvType) -> Result<WgpuKv> {
+        let width = cfg.kv_width();
+        if width % 2 != 0 || cfg.head_dim > 256 {
+            return Err(Error::Model {
+                what: format!("the wgpu kernels take an even key/value width and heads of at most 256 values (have {width}, {})", cfg.head_dim),
+            });
+        }
+        let f16 = ty == KvType::F16;
+        let bytes = (positions as u64).saturating_mul(width as u64).saturating_mul(if f16 { 2 } else { 4 });
+        let mut k = Vec::with_capacity(cfg.n_layer);
+        let mut v = Vec::with_capacity(cfg.n_layer);
+        for _ in 0..cfg.n_layer {
+            k.push(self.storage("KV cache (one layer's keys; fewer positions make it smaller)", bytes)?);
+            v.push(self.storage("KV cache (one layer's values)", bytes)?);
+        }
+        let table = crate::cpu::rope::table(cfg, positions);
+        self.rope = Some(weights::upload_bytes(&self.dev, "rope table", bytemuck::cast_slice(&table))?);
+        self.ids = Some(self.storage("token ids", positions as u64 * 4)?);
+        self.dev.check_errors()?;
+        Ok(WgpuKv { f16, positions, width, k, v })
+    }
+
+    fn embed(&mut self, table: &Arc<WgpuWeight>, tokens: &[u32], x: &mut WgpuBuf) -> Result<()> {
+        check_len("embed", x.len, tokens.len() * table.cols)?;
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= table.rows) {
+            return Err(Error::Model { what: format!("token id {t} is past the vocabulary of {} tokens", table.rows) });
+        }
+        // the ids reach the device with the next submit: the work recorded before goes first
+        self.rec.flush()?;
+        let ids = self.ids()?.clone();
+        if tokens.len() as u64 * 4 > ids.size() {
+            return Err(Error::Model { what: format!("{} tokens in one pass, the cache holds {}", tokens.len(), ids.size() / 4) });
+        }
+        self.dev.raw_queue().write_buffer(&ids, 0, bytemuck::cast_slice(tokens));
+        let k = self.rec.kernel(&format!("embed {:?}", table.fmt), || weights::format_kernel(table.fmt, EMBED));
+        let n = tokens.len() * table.cols;
+        let (groups, stride) = grid(&self.dev, n);
+        for part in &table.parts {
+            let params: Params = [table.cols as u32, tokens.len() as u32, part.row0 as u32, part.rows as u32, stride, 0, 0, 0];
+            self.rec.dispatch(&k, params, &[&part.buf, &ids, &x.buf], groups)?;
+        }
+        Ok(())
+    }
+
+    fn rms_norm(&mut self, x: &WgpuBuf, w: &WgpuBuf, eps: f32, m: usize, out: &mut WgpuBuf) -> Result<()> {
+        check_len("rms_norm", x.len.min(out.len), m * w.len)?;
+        let k = self.rec.kernel("rms_norm", || include_str!("shaders/rms_norm.wgsl").to_string());
+        self.rec.dispatch(&k, [w.len as u32, eps.to_bits(), 0, 0, 0, 0, 0, 0], &[&x.buf, &w.buf, &out.buf], (m as u32, 1, 1))
+    }
+
+    fn matmul(&mut self, w: &Arc<WgpuWeight>, x: &WgpuBuf, m: usize, out: &mut WgpuBuf) -> Result<()> {
+        self.qmatvec(w, x, m, out, false)
+    }
+
+    fn add_bias(&mut self, x: &mut WgpuBuf, b: &WgpuBuf, m: usize) -> Result<()> {
+        check_len("add_bias", x.len, m * b.len)?;
+        self.elementwise(2, x, b, m * b.len, b.len)
+    }
+
+    fn add(&mut self, x: &mut WgpuBuf, y: &WgpuBuf, len: usize) -> Result<()> {
+        check_len("add", x.len.min(y.len), len)?;
+        self.elementwise(0, x, y, len, 1)
+    }
+
+    fn swiglu(&mut self, gate: &mut WgpuBuf, up: &WgpuBuf, len: usize) -> Result<()> {
+        check_len("swiglu", gate.len.min(up.len), len)?;
+        self.elementwise(1, gate, up, len, 1)
+    }
+
+    fn rope(&mut self, cfg: &Config, q: &mut WgpuBuf, k: &mut WgpuBuf, m: usize, pos0: usize) -> Result<()> {
+        check_len("rope", q.len, m * cfg.q_width())?;
+        check_len("rope", k.len, m * cfg.kv_width())?;
+        let table = self.rope.clone().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
+        if (pos0 + m) as u64 * cfg.n_rot as u64 * 4 > table.size() {
+            return Err(Error::Model { what: format!("positions up to {} are past the RoPE table", pos0 + m) });
+        }
+        let kern = self.rec.kernel("rope", || include_str!("shaders/rope.wgsl").to_string());
+        let n = m * (cfg.n_head + cfg.n_head_kv) * cfg.n_rot / 2;
+        let (groups, stride) = grid(&self.dev, n);
+        let style = match cfg.rope_style {
+            RopeStyle::Adjacent => 0,
+            RopeStyle::HalfSplit => 1,
+        };
+        let params: Params = [m as u32, cfg.n_head as u32, cfg.n_head_kv as u32, cfg.head_dim as u32, cfg.n_rot as u32, pos0 as u32, style, stride];
+        self.rec.dispatch(&kern, params, &[&q.buf, &k.buf, &table], groups)
+    }
+
+    fn attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut WgpuKv,
+        layer: usize,
+        q: &WgpuBuf,
+        k: &WgpuBuf,
+        v: &WgpuBuf,
+        m: usize,
+        pos0: usize,
+        out: &mut WgpuBuf,
+    ) -> Result<()> {
+        check_len("attention", q.len.min(out.len), m * cfg.q_width())?;
+        check_len("attention", k.len.min(v.len), m * kv.width)?;
+        if pos0 + m > kv.positions {
+            return Err(Error::Model { what: format!("position {} is past the KV cache's {} positions", pos0 + m - 1, kv.positions) });
+        }
+        let (Some(kc), Some(vc)) = (kv.k.get(layer).cloned(), kv.v.get(layer).cloned()) else {
+            return Err(Error::Model { what: format!("layer {layer} is past the cache's {} layers", kv.k.len()) });
+        };
+        let store = self.kv_kernel(kv.f16, include_str!("shaders/kv_store.wgsl"), "kv_store");
+        let (groups, stride) = grid(&self.dev, m * kv.width / 2);
+        self.rec.dispatch(&store, [m as u32, kv.width as u32, pos0 as u32, stride, 0, 0, 0, 0], &[&k.buf, &v.buf, &kc, &vc], groups)?;
+        let att = self.kv_kernel(kv.f16, include_str!("shaders/attention.wgsl"), "attention");
+        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+        // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
+        let round_q = kv.f16 && m < 64;
+        let params: Params =
+            [cfg.head_dim as u32, cfg.n_head as u32, cfg.group() as u32, kv.width as u32, pos0 as u32, scale.to_bits(), round_q as u32, 0];
+        self.rec.dispatch(&att, params, &[&q.buf, &out.buf, &kc, &vc], (cfg.n_head as u32, m as u32, 1))
+    }
+
+    fn copy_row(&mut self, x: &WgpuBuf, row: usize, width: usize, out: &mut WgpuBuf) -> Result<()> {
+        check_len("copy_row", x.len, (row + 1) * width)?;
+        check_len("copy_row", out.len, width)?;
+        self.rec.copy(&x.buf, (row * width * 4) as u64, &out.buf, 0, (width * 4) as u64);
+        Ok(())
+    }
+
+    fn read(&mut self, x: &WgpuBuf, out: &mut [f32]) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            check_len("read", x.len, out.len())?;
+            self.rec.flush()?;
+            self.dev.read_raw(&x.buf, out)
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let _ = (x, out);
+            Err(Error::Model { what: "a browser cannot wait for a read: use Session::forward_queued and Wgpu::read_async".into() })
+        }
+    }
+
+    fn matmul_add(&mut self, w: &Arc<WgpuWeight>, x: &WgpuBuf, m: usize, _tmp: &mut WgpuBuf, acc: &mut WgpuBuf, _len: usize) -> Result<()> {
+        self.qmatvec(w, x, m, acc, true)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.rec.flush()
+    }
+}

@@ -1,0 +1,17 @@
+// d (f16); qh (32 fifth bits, bit j for value j); qs[16] as Q4_0; value (q - 16)·d.
+const QK: u32 = 32u;
+const BB: u32 = 22u;
+const SUB: u32 = 32u;
+fn scale_min(b: u32, s: u32) -> vec2<f32> {
+    return vec2<f32>(f16_at(b), 0.0);
+}
+fn quant(b: u32, j: u32) -> f32 {
+    let qh = u16_at(b + 2u + ((j >> 4u) << 1u)) >> (j & 15u);
+    let lo = (byte_at(b + 6u + (j & 15u)) >> ((j >> 4u) << 2u)) & 15u;
+    return f32(lo | ((qh & 1u) << 4u)) - 16.0;
+}
+fn quant4(b: u32, j: u32) -> vec4<f32> {
+    let hi = (u32_at(b + 2u) >> j) & 15u;
+    let h = vec4<f32>(f32(hi & 1u), f32((hi >> 1u) & 1u), f32((hi >> 2u) & 1u), f32(hi >> 3u));
+    return nib4(u32_at(b + 6u + (j & 15u)), (j >> 4u) << 2u) + 16.0 * h - 16.0;
+}
