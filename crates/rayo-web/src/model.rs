@@ -94,6 +94,9 @@ async fn generate(
     if ids.is_empty() {
         return Err(JsError::new("the prompt has no tokens"));
     }
+    if ids.len() > inner.session.context() {
+        return Err(JsError::new(&format!("the prompt's {} tokens do not fit the context of {} positions", ids.len(), inner.session.context())));
+    }
     let cfg = if temperature <= 0.0 {
         SamplerConfig::greedy()
     } else {
