@@ -79,6 +79,22 @@ pub(super) fn count(k: &mut PtxKernel, start: Reg, n: Reg, step: u32, body: impl
     k.label(&end);
 }
 
+/// Scores `ss[0..n]` (shared) replaced by `e^{score − mx}`, thread `tid` taking every
+/// `threads`-th; their sum over the block (which ends with a barrier: every exponential is in
+/// shared memory).
+pub(super) fn exponentials(k: &mut PtxKernel, ss: &str, (tid, threads): (Reg, u32), n: Reg, mx: Reg, swarp: &str) -> Reg {
+    let sum = k.mov(F, 0.0f32);
+    count(k, tid, n, threads, |k, t| {
+        let a = smem_at(k, ss, t);
+        let s = k.ld(Space::Shared, F, Addr::reg(a));
+        let d = k.sub(F, s, mx);
+        let e = exp(k, d);
+        k.st(Space::Shared, F, Addr::reg(a), e);
+        k.bin_to(BinOp::Add, sum, sum, e);
+    });
+    block_reduce(k, ReduceCombine::Sum, sum, threads, swarp)
+}
+
 impl Kernel for AttentionKernel {
     fn name(&self) -> String {
         format!("attention_{}_hd{}_p{}", if self.f16 { "f16" } else { "f32" }, self.head_dim, self.max_positions)
@@ -164,16 +180,7 @@ impl Kernel for AttentionKernel {
         let mx = block_reduce(&mut k, ReduceCombine::Max, mx, threads, &swarp);
 
         // 3. exponentials and their sum
-        let sum = k.mov(F, 0.0f32);
-        count(&mut k, tid, n, threads, |k, t| {
-            let a = smem_at(k, &ss, t);
-            let s = k.ld(Space::Shared, F, Addr::reg(a));
-            let d = k.sub(F, s, mx);
-            let e = exp(k, d);
-            k.st(Space::Shared, F, Addr::reg(a), e);
-            k.bin_to(BinOp::Add, sum, sum, e);
-        });
-        let sum = block_reduce(&mut k, ReduceCombine::Sum, sum, threads, &swarp);
+        let sum = exponentials(&mut k, &ss, (tid, threads), n, mx, &swarp);
         // (block_reduce ends with a barrier: every exponential is in shared memory)
 
         // 4. Σ_t e_t·v_t: a warp per position, lanes over the dims; the warps' sums added

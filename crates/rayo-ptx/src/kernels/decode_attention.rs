@@ -15,7 +15,7 @@
 //! registers (rounded as the cache holds them), and block (first query head of the group, split
 //! 0) stores them into the cache. No block reads position `p` from the cache.
 
-use super::attention::{count, ld_cache, smem_at};
+use super::attention::{count, exponentials, ld_cache, smem_at};
 use super::common::*;
 use super::{Kernel, LaunchConfig, RopePairs};
 use crate::ptx::*;
@@ -303,16 +303,7 @@ impl Kernel for DecodeAttentionKernel {
         let mx = block_reduce(&mut k, ReduceCombine::Max, mx, threads, &swarp);
 
         // 3. exponentials and their sum (none for an empty share: mx is −inf there)
-        let sum = k.mov(F, 0.0f32);
-        count(&mut k, tid, mine, threads, |k, t| {
-            let a = smem_at(k, &ss, t);
-            let s = k.ld(Space::Shared, F, Addr::reg(a));
-            let d = k.sub(F, s, mx);
-            let e = exp(k, d);
-            k.st(Space::Shared, F, Addr::reg(a), e);
-            k.bin_to(BinOp::Add, sum, sum, e);
-        });
-        let sum = block_reduce(&mut k, ReduceCombine::Sum, sum, threads, &swarp);
+        let sum = exponentials(&mut k, &ss, (tid, threads), mine, mx, &swarp);
 
         // 4. Σ e_t·v_t, the warps' sums added in shared memory
         let accs: Vec<Reg> = (0..dpl).map(|_| k.mov(F, 0.0f32)).collect();
