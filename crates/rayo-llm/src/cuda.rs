@@ -45,20 +45,30 @@ impl CudaKv {
     }
 }
 
+/// The device state of the passes over one KV cache.
+struct Context {
+    /// RoPE's `(cos, sin)` table for the cache's positions.
+    rope: DeviceBuffer,
+    /// The pass's token ids and first position.
+    inputs: StepInputs,
+    /// Scratch of a decoding step's attention (split over the positions).
+    scratch: DecodeScratch,
+}
+
+fn no_context() -> Error {
+    Error::Model { what: "a pass before the KV cache was made".into() }
+}
+
 /// The CUDA backend of one model file.
 pub struct Cuda {
     dev: CudaDevice,
     file: Arc<GgufFile>,
     /// Uploaded weights by tensor name (a tied LM head is the embedding table, uploaded once).
     weights: HashMap<String, Arc<CudaWeight>>,
-    /// RoPE's `(cos, sin)` table for the cache's positions (made with the cache).
-    rope: Option<DeviceBuffer>,
-    /// Scratch of the decoding step's attention, made at its first use.
-    decode_scratch: Option<DecodeScratch>,
+    /// What the passes over one KV cache use on the device (made with the cache).
+    context: Option<Context>,
     /// Spare buffers by length: an op writing `x` from `x` computes into a spare and swaps.
     spare: HashMap<usize, DeviceBuffer>,
-    /// The pass's token ids and position on the device (made with the cache).
-    inputs: Option<StepInputs>,
     /// The recorded one-token step, and whether recording is on (`RAYO_CUDA_GRAPHS=0`: off).
     graph: Option<Replay>,
     graphs: bool,
@@ -90,10 +100,8 @@ impl Cuda {
             dev,
             file,
             weights: HashMap::new(),
-            rope: None,
-            decode_scratch: None,
+            context: None,
             spare: HashMap::new(),
-            inputs: None,
             graph: None,
             graphs,
             ops: 0,
@@ -107,8 +115,12 @@ impl Cuda {
         &self.dev
     }
 
+    fn context(&self) -> Result<&Context> {
+        self.context.as_ref().ok_or_else(no_context)
+    }
+
     fn inputs(&self) -> Result<&StepInputs> {
-        self.inputs.as_ref().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })
+        Ok(&self.context()?.inputs)
     }
 
     /// Whether `w·x` for `m` rows takes the GEMM path.
@@ -238,8 +250,11 @@ impl Backend for Cuda {
             k.push(self.dev.zero_bytes(bytes)?);
             v.push(self.dev.zero_bytes(bytes)?);
         }
-        self.rope = Some(self.dev.upload(&crate::cpu::rope::table(cfg, positions))?);
-        self.inputs = Some(StepInputs::new(&self.dev, positions)?);
+        self.context = Some(Context {
+            rope: self.dev.upload(&crate::cpu::rope::table(cfg, positions))?,
+            inputs: StepInputs::new(&self.dev, positions)?,
+            scratch: self.dev.decode_attention_scratch(cfg.n_head, cfg.head_dim)?,
+        });
         Ok(CudaKv { shape, k, v })
     }
 
@@ -298,9 +313,8 @@ impl Backend for Cuda {
 
     fn rope(&mut self, cfg: &Config, q: &mut DeviceBuffer, k: &mut DeviceBuffer, m: usize, pos0: usize) -> Result<()> {
         self.count(1);
-        let table = self.rope.as_ref().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
-        let inputs = self.inputs()?;
-        self.dev.rope_rows(pairs(cfg), q, k, table, inputs, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)
+        let c = self.context()?;
+        self.dev.rope_rows(pairs(cfg), q, k, &c.rope, &c.inputs, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)
     }
 
     fn attention(
@@ -331,9 +345,8 @@ impl Backend for Cuda {
     }
 
     fn step_inputs(&mut self, tokens: &[u32], pos0: usize) -> Result<()> {
-        let dev = &self.dev;
-        let inputs = self.inputs.as_mut().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })?;
-        inputs.write(dev, tokens, pos0)
+        let c = self.context.as_mut().ok_or_else(no_context)?;
+        c.inputs.write(&self.dev, tokens, pos0)
     }
 
     fn norm_matmuls(
@@ -424,19 +437,25 @@ impl Backend for Cuda {
         // launch (`RAYO_CUDA_FUSED_ROPE=0`: the two launches of a prompt's rows)
         let fused = m == 1 && cfg.n_rot == cfg.head_dim && std::env::var("RAYO_CUDA_FUSED_ROPE").map_or(true, |v| v != "0");
         self.count(if fused { 1 } else { 2 });
-        if fused && self.decode_scratch.is_none() {
-            self.decode_scratch = Some(self.dev.decode_attention_scratch(cfg.n_head, cfg.head_dim)?);
-        }
-        let no_table = || Error::Model { what: "rope before the KV cache was made".into() };
-        let table = self.rope.as_ref().ok_or_else(no_table)?;
-        let inputs = self.inputs.as_ref().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })?;
-        if let (true, Some(scratch)) = (fused, self.decode_scratch.as_mut()) {
+        let c = self.context.as_mut().ok_or_else(no_context)?;
+        if fused {
             let scale = 1.0 / (cfg.head_dim as f32).sqrt();
-            let step = (table, cfg.n_rot);
-            return self.dev.rope_attention_step(pairs(cfg), shape, (q, k, v), (kc, vc), step, inputs, pos0, (scale, shape.f16), scratch, out);
+            let step = (&c.rope, cfg.n_rot);
+            return self.dev.rope_attention_step(
+                pairs(cfg),
+                shape,
+                (q, k, v),
+                (kc, vc),
+                step,
+                &c.inputs,
+                pos0,
+                (scale, shape.f16),
+                &mut c.scratch,
+                out,
+            );
         }
         // one launch rotates Q and K and stores K and V; a second attends
-        self.dev.rope_store_rows(pairs(cfg), q, k, v, (shape, kc, vc), table, self.inputs()?, m, cfg.n_rot, pos0)?;
+        self.dev.rope_store_rows(pairs(cfg), q, k, v, (shape, kc, vc), &c.rope, &c.inputs, m, cfg.n_rot, pos0)?;
         self.attend(cfg, shape, q, (kc, vc), m, pos0, out)
     }
 

@@ -4,9 +4,12 @@
 //! line (`RAYO_REQUIRE_CUDA=1` makes that a failure); without the model, as the other tests.
 #![cfg(feature = "cuda")]
 
+#[path = "engines/mod.rs"]
+mod engines;
 #[path = "llama_ref/mod.rs"]
 mod llama_ref;
 
+use engines::{argmax, greedy_equals_cpu, models};
 use rayo::quant::Activations;
 use rayo_llm::cpu::Cpu;
 use rayo_llm::cuda::Cuda;
@@ -27,23 +30,6 @@ fn cuda(test: &str, model: &Model) -> Option<Cuda> {
             None
         }
     }
-}
-
-/// The models to compare: SmolLM2 Q4_1 and, where `rayo quantize` made it, its Q4_K_M mix.
-fn models(test: &str) -> Vec<(String, Model)> {
-    let Some(q4_1) = llama_ref::smollm2(test) else { return vec![] };
-    let mut out = vec![("Q4_1".to_string(), Model::open(&q4_1).unwrap())];
-    let kmix = llama_ref::model_path("Q4_K_M");
-    if kmix.exists() {
-        out.push(("Q4_K_M".to_string(), Model::open(&kmix).unwrap()));
-    } else {
-        println!("note: {} absent, Q4_1 only", kmix.display());
-    }
-    out
-}
-
-fn argmax(v: &[f32]) -> usize {
-    v.iter().enumerate().fold(0, |b, (i, &x)| if x > v[b] { i } else { b })
 }
 
 /// Runs `tokens` through `run` in batches of `batch` (or one at a time), all logits.
@@ -110,32 +96,6 @@ fn greedy_text_equals_the_cpu_engine() {
         let opts = SessionOptions { context: 256, ..SessionOptions::default() };
         let mut g = Session::new(&model, gpu, opts).unwrap();
         let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2).with_activations(Activations::F32), opts).unwrap();
-        let tok = model.tokenizer();
-        let (mut same, mut total) = (0, 0);
-        for r in llama_ref::greedy(&ty) {
-            let (ids, prompt) = (r.prompt_ids, r.prompt);
-            let run = |s: &mut dyn Forward| -> Vec<u32> {
-                s.rewind(0);
-                let mut out = vec![];
-                let mut last = s.forward(&ids, Logits::Last).unwrap();
-                for _ in 0..32 {
-                    let t = argmax(&last) as u32;
-                    out.push(t);
-                    if tok.is_eog(t) {
-                        break;
-                    }
-                    last = s.forward(&[t], Logits::Last).unwrap();
-                }
-                out
-            };
-            let (a, b) = (run(&mut g), run(&mut c));
-            // equal up to the first near tie of the CPU engine is what can be asked; count
-            let n = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-            println!("{ty}: {:?}: {n}/{} tokens equal", prompt.chars().take(40).collect::<String>(), b.len());
-            same += n;
-            total += b.len();
-            assert_eq!(a, b, "{ty}: greedy text differs on {prompt:?}");
-        }
-        println!("{ty}: greedy {same}/{total} tokens equal to the CPU engine's (f32 activations)");
+        greedy_equals_cpu(&ty, &model, &mut g, &mut c);
     }
 }

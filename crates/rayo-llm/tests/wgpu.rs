@@ -5,9 +5,12 @@
 //! line (`RAYO_REQUIRE_GPU=1` makes that a failure). CI runs it on lavapipe.
 #![cfg(feature = "wgpu")]
 
+#[path = "engines/mod.rs"]
+mod engines;
 #[path = "llama_ref/mod.rs"]
 mod llama_ref;
 
+use engines::{greedy, greedy_equals_cpu, models};
 use half::f16;
 use rayo::gguf::GgufFile;
 use rayo::gpu::GpuDevice;
@@ -15,7 +18,7 @@ use rayo::quant::{self, Activations, GgmlType, QuantMatrix};
 use rayo_llm::backend::{Backend, KvType};
 use rayo_llm::cpu::Cpu;
 use rayo_llm::wgpu::{Wgpu, WgpuBuf};
-use rayo_llm::{Config, Forward, Logits, Model, RopeStyle, Session, SessionOptions};
+use rayo_llm::{Config, RopeStyle, Session, SessionOptions};
 use std::sync::Arc;
 
 /// The shared device, or `None` after a SKIP line.
@@ -292,24 +295,6 @@ fn attention_matches_f64() {
     }
 }
 
-fn argmax(v: &[f32]) -> usize {
-    v.iter().enumerate().fold(0, |b, (i, &x)| if x > v[b] { i } else { b })
-}
-
-/// The models to compare: SmolLM2 Q4_1 and, where `rayo quantize` made it, its Q4_K_M mix
-/// (Q4_K, Q6_K and Q8_0 tensors).
-fn models(test: &str) -> Vec<(String, Model)> {
-    let Some(q4_1) = llama_ref::smollm2(test) else { return vec![] };
-    let mut out = vec![("Q4_1".to_string(), Model::open(&q4_1).unwrap())];
-    let kmix = llama_ref::model_path("Q4_K_M");
-    if kmix.exists() {
-        out.push(("Q4_K_M".to_string(), Model::open(&kmix).unwrap()));
-    } else {
-        println!("note: {} absent, Q4_1 only", kmix.display());
-    }
-    out
-}
-
 /// Greedy continuations of the committed prompts: the wgpu engine's tokens equal the CPU
 /// engine's with f32 activations (the same arithmetic up to summation order), 32 tokens each.
 #[test]
@@ -320,51 +305,14 @@ fn greedy_text_equals_the_cpu_engine() {
         let opts = SessionOptions { context: 256, ..SessionOptions::default() };
         let mut g = Session::new(&model, Wgpu::with_device(dev.clone(), Arc::clone(model.file())), opts).unwrap();
         let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2).with_activations(Activations::F32), opts).unwrap();
-        let tok = model.tokenizer();
-        let (mut same, mut total) = (0, 0);
-        for r in llama_ref::greedy(&ty) {
-            let (ids, prompt) = (r.prompt_ids, r.prompt);
-            let run = |s: &mut dyn Forward| -> Vec<u32> {
-                s.rewind(0);
-                let mut out = vec![];
-                let mut last = s.forward(&ids, Logits::Last).unwrap();
-                for _ in 0..32 {
-                    let t = argmax(&last) as u32;
-                    out.push(t);
-                    if tok.is_eog(t) {
-                        break;
-                    }
-                    last = s.forward(&[t], Logits::Last).unwrap();
-                }
-                out
-            };
-            let t0 = std::time::Instant::now();
-            let a = run(&mut g);
-            let dt = t0.elapsed().as_secs_f64();
-            let b = run(&mut c);
-            let n = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-            println!("{ty}: {:?}: {n}/{} tokens equal ({dt:.2} s on wgpu)", prompt.chars().take(40).collect::<String>(), b.len());
-            same += n;
-            total += b.len();
-            assert_eq!(a, b, "{ty}: greedy text differs on {prompt:?}");
-        }
-        println!("{ty}: greedy {same}/{total} tokens equal to the CPU engine's (f32 activations)");
+        greedy_equals_cpu(&ty, &model, &mut g, &mut c);
         // the weights split over bindings of 4 MiB (the tied 28 MiB embedding table and LM head
         // into 8): the same tokens on the first prompt
         let split = Wgpu::with_device(dev.clone(), Arc::clone(model.file())).with_weight_binding_limit(4 << 20);
         let mut s = Session::new(&model, split, opts).unwrap();
         let r = &llama_ref::greedy(&ty)[0];
-        let greedy = |s: &mut dyn Forward| {
-            let mut out = vec![];
-            let mut last = s.forward(&r.prompt_ids, Logits::Last).unwrap();
-            for _ in 0..16 {
-                out.push(argmax(&last) as u32);
-                last = s.forward(&out[out.len() - 1..], Logits::Last).unwrap();
-            }
-            out
-        };
-        c.rewind(0);
-        assert_eq!(greedy(&mut s), greedy(&mut c), "{ty}: weights split over 4 MiB bindings");
+        let (a, b) = (greedy(&mut s, &model, &r.prompt_ids, 16), greedy(&mut c, &model, &r.prompt_ids, 16));
+        assert_eq!(a, b, "{ty}: weights split over 4 MiB bindings");
         println!("{ty}: 16 tokens equal with the weights split over 4 MiB bindings");
     }
 }

@@ -95,6 +95,29 @@ pub(super) fn exponentials(k: &mut PtxKernel, ss: &str, (tid, threads): (Reg, u3
     block_reduce(k, ReduceCombine::Sum, sum, threads, swarp)
 }
 
+/// Each lane's partial sums `accs` (dimensions `d0..` of a head of `hd`) into row `warp` of the
+/// shared `sred`, then a barrier.
+pub(super) fn stash_warp_sums(k: &mut PtxKernel, sred: &str, accs: &[Reg], (warp, d0): (Reg, Reg), hd: u32) {
+    let wrow = k.mul(U, warp, hd);
+    let wd = k.add(U, wrow, d0);
+    let ra = smem_at(k, sred, wd);
+    for (j, &acc) in accs.iter().enumerate() {
+        k.st(Space::Shared, F, Addr::at(ra, 4 * j as i64), acc);
+    }
+    k.bar_sync();
+}
+
+/// Dimension `tid` (< `hd`) summed over the `warps` rows [`stash_warp_sums`] wrote.
+pub(super) fn add_warp_sums(k: &mut PtxKernel, sred: &str, tid: Reg, warps: u32, hd: u32) -> Reg {
+    let a0 = smem_at(k, sred, tid);
+    let mut o = k.ld(Space::Shared, F, Addr::reg(a0));
+    for w in 1..warps {
+        let v = k.ld(Space::Shared, F, Addr::at(a0, 4 * (w * hd) as i64));
+        o = k.add(F, o, v);
+    }
+    o
+}
+
 impl Kernel for AttentionKernel {
     fn name(&self) -> String {
         format!("attention_{}_hd{}_p{}", if self.f16 { "f16" } else { "f32" }, self.head_dim, self.max_positions)
@@ -195,22 +218,11 @@ impl Kernel for AttentionKernel {
                 k.fma_to(acc, e, v, acc);
             }
         });
-        let wrow = k.mul(U, warp, hd);
-        let wd = k.add(U, wrow, d0);
-        let ra = smem_at(&mut k, &sred, wd);
-        for (j, &acc) in accs.iter().enumerate() {
-            k.st(Space::Shared, F, Addr::at(ra, 4 * j as i64), acc);
-        }
-        k.bar_sync();
+        stash_warp_sums(&mut k, &sred, &accs, (warp, d0), hd);
         let inv = k.un(UnOp::Rcp, F, sum);
         let has_d = k.setp(Cmp::Lt, U, tid, hd);
         k.when(has_d, false, |k| {
-            let a0 = smem_at(k, &sred, tid);
-            let mut o = k.ld(Space::Shared, F, Addr::reg(a0));
-            for w in 1..warps {
-                let v = k.ld(Space::Shared, F, Addr::at(a0, 4 * (w * hd) as i64));
-                o = k.add(F, o, v);
-            }
+            let o = add_warp_sums(k, &sred, tid, warps, hd);
             let o = k.mul(F, o, inv);
             let oi = k.add(U, qoff, tid);
             let oa = k.elem_addr(out, oi, 4);

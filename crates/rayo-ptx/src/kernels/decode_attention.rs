@@ -15,7 +15,7 @@
 //! registers (rounded as the cache holds them), and block (first query head of the group, split
 //! 0) stores them into the cache. No block reads position `p` from the cache.
 
-use super::attention::{count, exponentials, ld_cache, smem_at};
+use super::attention::{add_warp_sums, count, exponentials, ld_cache, smem_at, stash_warp_sums};
 use super::common::*;
 use super::{Kernel, LaunchConfig, RopePairs};
 use crate::ptx::*;
@@ -326,13 +326,7 @@ impl Kernel for DecodeAttentionKernel {
                 k.fma_to(acc, e, v, acc);
             }
         });
-        let wrow = k.mul(U, warp, hd);
-        let wd = k.add(U, wrow, d0);
-        let ra = smem_at(&mut k, &sred, wd);
-        for (j, &acc) in accs.iter().enumerate() {
-            k.st(Space::Shared, F, Addr::at(ra, 4 * j as i64), acc);
-        }
-        k.bar_sync();
+        stash_warp_sums(&mut k, &sred, &accs, (warp, d0), hd);
 
         // 5. this split's (acc, m, l) to its scratch row; the head's last block combines
         let row_len = hd + 2;
@@ -341,12 +335,7 @@ impl Kernel for DecodeAttentionKernel {
         let prow = k.elem_addr(part, rowi, 4);
         let has_d = k.setp(Cmp::Lt, U, tid, hd);
         k.when(has_d, false, |k| {
-            let a0 = smem_at(k, &sred, tid);
-            let mut o = k.ld(Space::Shared, F, Addr::reg(a0));
-            for w in 1..warps {
-                let v = k.ld(Space::Shared, F, Addr::at(a0, 4 * (w * hd) as i64));
-                o = k.add(F, o, v);
-            }
+            let o = add_warp_sums(k, &sred, tid, warps, hd);
             let pa = k.elem_addr(prow, tid, 4);
             k.st(Space::Global, F, Addr::reg(pa), o);
         });

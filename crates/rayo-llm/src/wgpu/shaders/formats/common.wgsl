@@ -30,3 +30,18 @@ fn nib4(v: u32, sh: u32) -> vec4<f32> {
 fn bit4(v: u32, k: u32) -> vec4<f32> {
     return vec4<f32>(f32((v >> k) & 1u), f32((v >> (k + 8u)) & 1u), f32((v >> (k + 16u)) & 1u), f32((v >> (k + 24u)) & 1u));
 }
+
+// Q4_K/Q5_K: (d·scale, −dmin·min) of sub-block s, from the f16 d, dmin and the 12 packed bytes
+// of six-bit scales and mins at b + 4 (ggml's get_scale_min_k4).
+fn k4_scale_min(b: u32, s: u32) -> vec2<f32> {
+    var sc: u32;
+    var mn: u32;
+    if (s < 4u) {
+        sc = byte_at(b + 4u + s) & 63u;
+        mn = byte_at(b + 8u + s) & 63u;
+    } else {
+        sc = (byte_at(b + 8u + s) & 15u) | ((byte_at(b + s) >> 6u) << 4u);
+        mn = (byte_at(b + 8u + s) >> 4u) | ((byte_at(b + 4u + s) >> 6u) << 4u);
+    }
+    return vec2<f32>(f16_at(b) * f32(sc), -f16_at(b + 2u) * f32(mn));
+}

@@ -3,19 +3,7 @@
 const QK: u32 = 256u;
 const BB: u32 = 144u;
 const SUB: u32 = 32u;
-// ggml's get_scale_min_k4 over the 12 bytes at b + 4.
-fn k4_scale_min(b: u32, s: u32) -> vec2<f32> {
-    var sc: u32;
-    var mn: u32;
-    if (s < 4u) {
-        sc = byte_at(b + 4u + s) & 63u;
-        mn = byte_at(b + 8u + s) & 63u;
-    } else {
-        sc = (byte_at(b + 8u + s) & 15u) | ((byte_at(b + s) >> 6u) << 4u);
-        mn = (byte_at(b + 8u + s) >> 4u) | ((byte_at(b + 4u + s) >> 6u) << 4u);
-    }
-    return vec2<f32>(f16_at(b) * f32(sc), -f16_at(b + 2u) * f32(mn));
-}
+// (scale, min) of sub-block s: `k4_scale_min` (common.wgsl).
 fn scale_min(b: u32, s: u32) -> vec2<f32> {
     return k4_scale_min(b, s);
 }
