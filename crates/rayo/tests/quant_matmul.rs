@@ -199,3 +199,67 @@ fn shape_errors_carry_their_numbers() {
     quant::matmul(&w, &[], &mut [], Par::Seq).unwrap();
     assert!(matches!(quant::quantize_activations_with(Backend::Scalar, GgmlType::Q4_0, &[0.0; 32]), Err(Error::UnsupportedType { id: 2, .. })));
 }
+
+/// Activations prepared once ([`quant::PreparedActs`]) and shared by matrices of formats that
+/// pair with the same activation format, each multiplied in row ranges (as an engine's threads
+/// take chunks): the same bits as the whole product of each matrix.
+#[test]
+fn prepared_activations_in_row_ranges_equal_the_whole_product() {
+    let mut rng = Rng::new(12);
+    let cols = 512;
+    for backend in backends("quant_matmul prepared") {
+        // Q4_K and Q6_K share Q8_K rows; Q4_0 and Q8_0 share Q8_0 rows; F16 takes f32 rows.
+        for tys in
+            [[GgmlType::Q4_K, GgmlType::Q6_K], [GgmlType::Q4_0, GgmlType::Q8_0], [GgmlType::Q4_1, GgmlType::Q5_1], [GgmlType::F16, GgmlType::F32]]
+        {
+            for act in [Activations::Quantized, Activations::F32] {
+                for m in [1, 8, 13, 64] {
+                    let x = rng.data(m * cols, -1.5, 1.5);
+                    let p = quant::PreparedActs::new(backend, act, tys[0], &x, cols).unwrap();
+                    assert_eq!((p.rows(), p.cols()), (m, cols));
+                    for ty in tys {
+                        assert!(p.serves(ty), "{ty} {act:?}");
+                        let rows = 37;
+                        let (buf, _) = weights(&mut rng, ty, rows, cols);
+                        let w = QuantMatrix::new(ty, rows, cols, &buf[1..]).unwrap();
+                        let mut whole = vec![0f32; m * rows];
+                        quant::matmul_with(backend, act, &w, &x, &mut whole, Par::Seq).unwrap();
+                        for (r0, r1) in [(0, 16), (16, 32), (32, 37), (5, 5)] {
+                            let mut part = vec![f32::NAN; m * (r1 - r0)];
+                            quant::matmul_rows(backend, &w, &p, r0, r1, &mut part).unwrap();
+                            for i in 0..m {
+                                let want: Vec<u32> = whole[i * rows + r0..i * rows + r1].iter().map(|v| v.to_bits()).collect();
+                                let got: Vec<u32> = part[i * (r1 - r0)..(i + 1) * (r1 - r0)].iter().map(|v| v.to_bits()).collect();
+                                assert_eq!(got, want, "{backend} {ty} {act:?} m {m} rows {r0}..{r1} activation row {i}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Errors, not panics: another pairing, another width, a range past the rows, a short output.
+    let x = rng.data(2 * cols, -1.0, 1.0);
+    let p = quant::PreparedActs::new(Backend::selected(), Activations::Quantized, GgmlType::Q4_K, &x, cols).unwrap();
+    assert!(!p.serves(GgmlType::Q4_0));
+    let (buf, _) = weights(&mut rng, GgmlType::Q4_0, 4, cols);
+    let w = QuantMatrix::new(GgmlType::Q4_0, 4, cols, &buf[1..]).unwrap();
+    assert!(matches!(quant::matmul_rows(Backend::selected(), &w, &p, 0, 4, &mut [0.0; 8]), Err(Error::InvalidArgument { .. })));
+    let (buf, _) = weights(&mut rng, GgmlType::Q4_K, 4, 256);
+    let narrow = QuantMatrix::new(GgmlType::Q4_K, 4, 256, &buf[1..]).unwrap();
+    assert!(matches!(quant::matmul_rows(Backend::selected(), &narrow, &p, 0, 4, &mut [0.0; 8]), Err(Error::LengthMismatch { .. })));
+    let (buf, _) = weights(&mut rng, GgmlType::Q4_K, 4, cols);
+    let w = QuantMatrix::new(GgmlType::Q4_K, 4, cols, &buf[1..]).unwrap();
+    assert!(matches!(quant::matmul_rows(Backend::selected(), &w, &p, 2, 5, &mut [0.0; 6]), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(quant::matmul_rows(Backend::selected(), &w, &p, 3, 2, &mut [0.0; 0]), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(quant::matmul_rows(Backend::selected(), &w, &p, 0, 4, &mut [0.0; 7]), Err(Error::LengthMismatch { .. })));
+    assert!(matches!(
+        quant::PreparedActs::new(Backend::selected(), Activations::Quantized, GgmlType::Q4_K, &x[..700], 512),
+        Err(Error::SizeMismatch { .. })
+    ));
+    assert!(matches!(
+        quant::PreparedActs::new(Backend::selected(), Activations::Quantized, GgmlType::Q4_K, &x[..600], 300),
+        Err(Error::NotBlockMultiple { .. })
+    ));
+    assert!(matches!(quant::PreparedActs::new(Backend::selected(), Activations::Quantized, GgmlType::Q4_K, &x, 0), Err(Error::EmptyInput { .. })));
+}

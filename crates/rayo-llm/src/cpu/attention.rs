@@ -68,6 +68,7 @@ pub struct CpuKv {
     layers: Vec<(Store, Store)>,
     positions: usize,
     width: usize,
+    /// The prefix in f32 (reused between calls).
     keys: Vec<f32>,
     values: Vec<f32>,
     scores: Vec<f32>,
@@ -120,59 +121,50 @@ impl CpuKv {
     }
 
     /// Attention of `m` query rows at positions `pos0..pos0 + m` (each over `0..=pos`) into
-    /// `out` (`m × q_width`).
+    /// `out` (`m × q_width`), on the calling thread.
     pub fn attend(&mut self, simd: rayo::Backend, cfg: &Config, layer: usize, q: &[f32], pos0: usize, out: &mut [f32]) -> Result<()> {
-        let (hd, qw, group) = (cfg.head_dim, cfg.q_width(), cfg.group());
-        let m = q.len() / qw;
-        let n = (pos0 + m) * self.width;
-        let (ks, vs) = &self.layers[layer];
-        if ks.len() < n {
-            return Err(Error::Model { what: format!("attention at positions {pos0}..{} of layer {layer} before their keys were stored", pos0 + m) });
-        }
-        ks.read(n, simd, &mut self.keys)?;
-        vs.read(n, simd, &mut self.values)?;
-        // As llama.cpp's CPU flash attention: a batch under 64 rows (its one-row kernel) takes
-        // the query to the cache's f16 for the K·Q products; a larger one (its tiled kernel)
-        // keeps it in f32.
-        let round_q = matches!(ks, Store::F16(_)) && m < 64;
-        let scale = 1.0 / (hd as f32).sqrt();
-        if m == 1 {
-            return self.attend_one(simd, cfg, q, pos0, round_q, scale, out);
-        }
-        // A batch: per query head, scores = Q·Kᵀ and out = P·V as two small GEMMs over the
-        // prefix (row i sees positions 0..=pos0 + i; the rest of its row is masked).
-        let n = pos0 + m;
-        let rounded: Vec<f32>;
-        let q = if round_q {
-            rounded = q.iter().map(|&v| f16::from_f32(v).to_f32()).collect();
-            &rounded[..]
+        let m = q.len() / cfg.q_width();
+        let (keys, values) = (std::mem::take(&mut self.keys), std::mem::take(&mut self.values));
+        let (keys, values) = self.prefix(simd, layer, pos0 + m, keys, values)?;
+        let r = if m == 1 {
+            self.attend_one(simd, cfg, &keys, &values, q, pos0, out)
         } else {
-            q
+            Heads { cfg: cfg.clone(), width: self.width, f16: self.is_f16(), pos0, m }.attend(simd, q, &keys, &values, 0..cfg.n_head, out)
         };
-        self.scores.resize(m * n, 0.0);
-        self.probs.resize(m * n, 0.0);
-        for h in 0..cfg.n_head {
-            let g = h / group;
-            let qv = MatRef::new(&q[h * hd..], m, hd, qw, 1)?;
-            let kv = MatRef::new(&self.keys[g * hd..], n, hd, self.width, 1)?.t();
-            rayo::gemm_par(simd, Par::Seq, scale, qv, kv, 0.0, MatMut::new(&mut self.scores, m, n, n, 1)?)?;
-            for (i, (s, p)) in self.scores.chunks_exact(n).zip(self.probs.chunks_exact_mut(n)).enumerate() {
-                let seen = pos0 + i + 1;
-                rayo::slice::softmax(simd, &s[..seen], &mut p[..seen])?;
-                p[seen..].fill(0.0);
-            }
-            let pv = MatRef::new(&self.probs, m, n, n, 1)?;
-            let vv = MatRef::new(&self.values[g * hd..], n, hd, self.width, 1)?;
-            rayo::gemm_par(simd, Par::Seq, 1.0, pv, vv, 0.0, MatMut::new(&mut out[h * hd..], m, hd, qw, 1)?)?;
+        (self.keys, self.values) = (keys, values);
+        r
+    }
+
+    /// Whether the cache holds f16.
+    pub fn is_f16(&self) -> bool {
+        matches!(self.layers.first(), Some((Store::F16(_), _)))
+    }
+
+    /// The keys and values of positions `0..n` of `layer` in f32, into `keys` and `values`
+    /// (converted once per batch for an f16 cache). Errors: positions not stored yet.
+    pub fn prefix(&self, simd: rayo::Backend, layer: usize, n: usize, mut keys: Vec<f32>, mut values: Vec<f32>) -> Result<(Vec<f32>, Vec<f32>)> {
+        let (ks, vs) = &self.layers[layer];
+        if ks.len() < n * self.width {
+            return Err(Error::Model { what: format!("attention over {n} positions of layer {layer} before their keys were stored") });
         }
-        Ok(())
+        ks.read(n * self.width, simd, &mut keys)?;
+        vs.read(n * self.width, simd, &mut values)?;
+        Ok((keys, values))
+    }
+
+    /// Values per cached position (the key/value heads side by side).
+    pub fn width(&self) -> usize {
+        self.width
     }
 
     /// One query row (decoding): per head, dot products with each key, softmax, the weighted
     /// sum of the values.
     #[allow(clippy::too_many_arguments)]
-    fn attend_one(&mut self, simd: rayo::Backend, cfg: &Config, q: &[f32], pos0: usize, round_q: bool, scale: f32, out: &mut [f32]) -> Result<()> {
+    fn attend_one(&mut self, simd: rayo::Backend, cfg: &Config, keys: &[f32], values: &[f32], q: &[f32], pos0: usize, out: &mut [f32]) -> Result<()> {
         let (hd, group) = (cfg.head_dim, cfg.group());
+        // As llama.cpp's one-row kernel: the query is taken to the cache's f16 for Q·K.
+        let round_q = self.is_f16();
+        let scale = 1.0 / (hd as f32).sqrt();
         let n = pos0 + 1;
         self.scores.resize(n, 0.0);
         self.probs.resize(n, 0.0);
@@ -184,15 +176,66 @@ impl CpuKv {
                 qh.iter_mut().for_each(|v| *v = f16::from_f32(*v).to_f32());
             }
             for (j, s) in self.scores.iter_mut().enumerate() {
-                *s = rayo::slice::dot(simd, &qh, &self.keys[j * self.width + g * hd..][..hd])? * scale;
+                *s = rayo::slice::dot(simd, &qh, &keys[j * self.width + g * hd..][..hd])? * scale;
             }
             rayo::slice::softmax(simd, &self.scores, &mut self.probs)?;
             let o = &mut out[h * hd..][..hd];
             o.fill(0.0);
             for (j, &p) in self.probs.iter().enumerate() {
-                let vr = &self.values[j * self.width + g * hd..][..hd];
+                let vr = &values[j * self.width + g * hd..][..hd];
                 o.iter_mut().zip(vr).for_each(|(o, v)| *o += p * v);
             }
+        }
+        Ok(())
+    }
+}
+
+/// A batch's causal attention, head by head, so that threads can take ranges of heads.
+pub struct Heads {
+    pub cfg: Config,
+    /// Values per cached position.
+    pub width: usize,
+    /// The cache holds f16 (a batch under 64 rows then takes its queries to f16).
+    pub f16: bool,
+    pub pos0: usize,
+    pub m: usize,
+}
+
+impl Heads {
+    /// Heads `heads` of the `m` query rows `q` (`m × q_width`) over `keys` and `values`
+    /// (positions `0..pos0 + m`) into `out` (`m × heads.len() · head_dim`): per head,
+    /// scores = Q·Kᵀ and out = P·V as two small GEMMs over the prefix (row i sees positions
+    /// `0..=pos0 + i`; the rest of its row is masked).
+    pub fn attend(&self, simd: rayo::Backend, q: &[f32], keys: &[f32], values: &[f32], heads: std::ops::Range<usize>, out: &mut [f32]) -> Result<()> {
+        let (cfg, m, pos0) = (&self.cfg, self.m, self.pos0);
+        let (hd, qw, group) = (cfg.head_dim, cfg.q_width(), cfg.group());
+        let ow = heads.len() * hd;
+        let n = pos0 + m;
+        // As llama.cpp's CPU flash attention: a batch under 64 rows (its one-row kernel) takes
+        // the query to the cache's f16 for the K·Q products; a larger one (its tiled kernel)
+        // keeps it in f32.
+        let rounded: Vec<f32>;
+        let q = if self.f16 && m < 64 {
+            rounded = q.iter().map(|&v| f16::from_f32(v).to_f32()).collect();
+            &rounded[..]
+        } else {
+            q
+        };
+        let scale = 1.0 / (hd as f32).sqrt();
+        let (mut scores, mut probs) = (vec![0f32; m * n], vec![0f32; m * n]);
+        for (k, h) in heads.enumerate() {
+            let g = h / group;
+            let qv = MatRef::new(&q[h * hd..], m, hd, qw, 1)?;
+            let kv = MatRef::new(&keys[g * hd..], n, hd, self.width, 1)?.t();
+            rayo::gemm_par(simd, Par::Seq, scale, qv, kv, 0.0, MatMut::new(&mut scores, m, n, n, 1)?)?;
+            for (i, (s, p)) in scores.chunks_exact(n).zip(probs.chunks_exact_mut(n)).enumerate() {
+                let seen = pos0 + i + 1;
+                rayo::slice::softmax(simd, &s[..seen], &mut p[..seen])?;
+                p[seen..].fill(0.0);
+            }
+            let pv = MatRef::new(&probs, m, n, n, 1)?;
+            let vv = MatRef::new(&values[g * hd..], n, hd, self.width, 1)?;
+            rayo::gemm_par(simd, Par::Seq, 1.0, pv, vv, 0.0, MatMut::new(&mut out[k * hd..], m, hd, ow, 1)?)?;
         }
         Ok(())
     }

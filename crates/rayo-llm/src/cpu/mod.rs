@@ -2,6 +2,7 @@
 //! from [`rayo::quant`] threaded over weight rows, element-wise ops from [`rayo::slice`].
 
 mod attention;
+mod products;
 pub(crate) mod rope;
 mod workers;
 
@@ -9,16 +10,18 @@ use crate::backend::{Backend, KvType};
 use crate::config::Config;
 use crate::weights::WeightRef;
 pub use attention::CpuKv;
+use attention::Heads;
+use products::Products;
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
-use rayo::quant::QuantMatrix;
 use rayo::quant::{self, Activations};
-use rayo::{Error, Par, Result};
+use rayo::{Error, Result};
 use std::sync::Arc;
 use workers::{Task, Workers};
 
-/// Below this many weight bytes × activation rows a product stays on the calling thread.
-const PAR_BYTES: usize = 1 << 16;
+/// Below this much attention work (query rows × positions × query width) a batch's attention
+/// stays on the calling thread.
+const ATTENTION_PAR_WORK: usize = 1 << 16;
 
 /// The CPU backend of one model file.
 pub struct Cpu {
@@ -47,13 +50,40 @@ impl Cpu {
     pub fn threads(&self) -> usize {
         self.workers.len() + 1
     }
-}
 
-/// `y = x·Wᵀ` for weight rows `r0..r1` of `w` (`y`: `m × (r1 − r0)`), on the calling thread.
-fn product_part(simd: rayo::Backend, act: Activations, w: &QuantMatrix<'_>, r0: usize, r1: usize, x: &[f32], y: &mut [f32]) -> Result<()> {
-    let row = w.bytes().len() / w.rows();
-    let part = QuantMatrix::new(w.ty(), r1 - r0, w.cols(), &w.bytes()[r0 * row..r1 * row])?;
-    quant::matmul_with(simd, act, &part, x, y, Par::Seq)
+    /// A batch's attention with the heads split over the threads (one query row, or a batch
+    /// too small to share, on the calling thread).
+    #[allow(clippy::too_many_arguments)]
+    fn attend(&mut self, cfg: &Config, kv: &mut CpuKv, layer: usize, q: &[f32], m: usize, pos0: usize, out: &mut [f32]) -> Result<()> {
+        let (qw, hd, simd) = (cfg.q_width(), cfg.head_dim, self.simd);
+        let parts = (self.workers.len() + 1).min(cfg.n_head);
+        // Scores and weighted sums: about 4·m·positions·q_width flops.
+        if m == 1 || parts == 1 || m * (pos0 + m) * qw < ATTENTION_PAR_WORK {
+            return kv.attend(simd, cfg, layer, q, pos0, out);
+        }
+        let (keys, values) = kv.prefix(simd, layer, pos0 + m, Vec::new(), Vec::new())?;
+        let heads = Heads { cfg: cfg.clone(), width: kv.width(), f16: kv.is_f16(), pos0, m };
+        let shared = Arc::new((heads, q.to_vec(), keys, values));
+        let bound = |k: usize| cfg.n_head * k / parts;
+        let tasks: Vec<Task> = (1..parts)
+            .map(|k| {
+                let (sh, h) = (Arc::clone(&shared), bound(k)..bound(k + 1));
+                Box::new(move || {
+                    let mut y = vec![0f32; m * h.len() * hd];
+                    sh.0.attend(simd, &sh.1, &sh.2, &sh.3, h, &mut y)?;
+                    Ok(y)
+                }) as Task
+            })
+            .collect();
+        let mut y0 = vec![0f32; m * bound(1) * hd];
+        let (mine, theirs) = self.workers.run(tasks, || shared.0.attend(simd, &shared.1, &shared.2, &shared.3, 0..bound(1), &mut y0));
+        mine?;
+        products::put(out, qw, 0, bound(1) * hd, &y0);
+        for (k, y) in theirs.into_iter().enumerate() {
+            products::put(out, qw, bound(k + 1) * hd, bound(k + 2) * hd, &y?);
+        }
+        Ok(())
+    }
 }
 
 fn check_len(op: &'static str, have: usize, need: usize) -> Result<()> {
@@ -123,55 +153,11 @@ impl Backend for Cpu {
     }
 
     fn matmul(&mut self, w: &WeightRef, x: &Vec<f32>, m: usize, out: &mut Vec<f32>) -> Result<()> {
-        let q = w.matrix(&self.file)?;
-        let (rows, cols) = (q.rows(), q.cols());
-        check_len("matmul", x.len(), m * cols)?;
-        check_len("matmul", out.len(), m * rows)?;
-        let (x, out) = (&x[..m * cols], &mut out[..m * rows]);
-        let parts = (self.workers.len() + 1).min(rows).min((q.bytes().len() * m / PAR_BYTES).max(1));
-        if parts == 1 {
-            return product_part(self.simd, self.act, &q, 0, rows, x, out);
-        }
-        // Weight rows split evenly; part 0 on this thread, the others on the workers, each
-        // with its own copy of the activations' quantization (a few µs).
-        let bound = |k: usize| rows * k / parts;
-        let xs: Arc<[f32]> = x.into();
-        let tasks: Vec<Task> = (1..parts)
-            .map(|k| {
-                let (file, wr, xs, simd, act) = (Arc::clone(&self.file), w.clone(), Arc::clone(&xs), self.simd, self.act);
-                let (r0, r1) = (bound(k), bound(k + 1));
-                Box::new(move || {
-                    let q = wr.matrix(&file)?;
-                    let mut y = vec![0f32; m * (r1 - r0)];
-                    product_part(simd, act, &q, r0, r1, &xs, &mut y)?;
-                    Ok(y)
-                }) as Task
-            })
-            .collect();
-        let (simd, act, r1) = (self.simd, self.act, bound(1));
-        let mut y0 = vec![0f32; if m == 1 { 0 } else { m * r1 }];
-        let (mine, theirs) = self.workers.run(tasks, || {
-            if m == 1 {
-                product_part(simd, act, &q, 0, r1, x, &mut out[..r1])
-            } else {
-                product_part(simd, act, &q, 0, r1, x, &mut y0)
-            }
-        });
-        mine?;
-        // Each part's `m × width` block into its columns of `out`.
-        let mut place = |r0: usize, y: &[f32]| {
-            let width = y.len() / m;
-            for (i, row) in y.chunks_exact(width).enumerate() {
-                out[i * rows + r0..][..width].copy_from_slice(row);
-            }
-        };
-        if m > 1 {
-            place(0, &y0);
-        }
-        for (k, y) in theirs.into_iter().enumerate() {
-            place(bound(k + 1), &y?);
-        }
-        Ok(())
+        check_len("matmul", out.len(), m * w.rows)?;
+        let out = &mut out[..m * w.rows];
+        products::run(&self.file, &self.workers, self.simd, self.act, Products::Each(&[w]), x, m, |_, r0, r1, y| {
+            products::put(out, w.rows, r0, r1, y)
+        })
     }
 
     fn add_bias(&mut self, x: &mut Vec<f32>, b: &Vec<f32>, m: usize) -> Result<()> {
@@ -217,7 +203,7 @@ impl Backend for Cpu {
         check_len("attention", q.len().min(out.len()), m * cfg.q_width())?;
         check_len("attention", k.len().min(v.len()), m * cfg.kv_width())?;
         kv.store(layer, pos0, &k[..m * cfg.kv_width()], &v[..m * cfg.kv_width()])?;
-        kv.attend(self.simd, cfg, layer, &q[..m * cfg.q_width()], pos0, &mut out[..m * cfg.q_width()])
+        self.attend(cfg, kv, layer, &q[..m * cfg.q_width()], m, pos0, &mut out[..m * cfg.q_width()])
     }
 
     fn copy_row(&mut self, x: &Vec<f32>, row: usize, width: usize, out: &mut Vec<f32>) -> Result<()> {
@@ -231,5 +217,52 @@ impl Backend for Cpu {
         check_len("read", x.len(), out.len())?;
         out.copy_from_slice(&x[..out.len()]);
         Ok(())
+    }
+
+    fn norm_matmuls(
+        &mut self,
+        x: &Vec<f32>,
+        norm: &Vec<f32>,
+        eps: f32,
+        m: usize,
+        ws: &[&WeightRef],
+        tmp: &mut Vec<f32>,
+        outs: &mut [&mut Vec<f32>],
+    ) -> Result<()> {
+        self.rms_norm(x, norm, eps, m, tmp)?;
+        for (w, out) in ws.iter().zip(outs.iter()) {
+            check_len("norm_matmuls", out.len(), m * w.rows)?;
+        }
+        products::run(&self.file, &self.workers, self.simd, self.act, Products::Each(ws), tmp, m, |k, r0, r1, y| {
+            products::put(outs[k], ws[k].rows, r0, r1, y)
+        })
+    }
+
+    fn matmul_add(&mut self, w: &WeightRef, x: &Vec<f32>, m: usize, _tmp: &mut Vec<f32>, acc: &mut Vec<f32>, len: usize) -> Result<()> {
+        check_len("matmul_add", acc.len().min(len), m * w.rows)?;
+        let acc = &mut acc[..m * w.rows];
+        products::run(&self.file, &self.workers, self.simd, self.act, Products::Each(&[w]), x, m, |_, r0, r1, y| {
+            products::add(acc, w.rows, r0, r1, y)
+        })
+    }
+
+    fn norm_swiglu(
+        &mut self,
+        x: &Vec<f32>,
+        norm: &Vec<f32>,
+        eps: f32,
+        m: usize,
+        (gate, up): (&WeightRef, &WeightRef),
+        tmp: &mut Vec<f32>,
+        out: &mut Vec<f32>,
+        _up_out: &mut Vec<f32>,
+        len: usize,
+    ) -> Result<()> {
+        self.rms_norm(x, norm, eps, m, tmp)?;
+        check_len("norm_swiglu", out.len().min(len), m * gate.rows)?;
+        let out = &mut out[..m * gate.rows];
+        products::run(&self.file, &self.workers, self.simd, self.act, Products::SwiGlu(gate, up), tmp, m, |_, r0, r1, y| {
+            products::put(out, gate.rows, r0, r1, y)
+        })
     }
 }

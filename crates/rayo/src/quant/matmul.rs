@@ -8,8 +8,9 @@
 //! Float weights (F32/F16/BF16) always take the f32 path. Threads split the weight rows;
 //! each weight row is read once per tile of activation rows.
 
-use super::activation::{activation_type, ActRow, QActs};
-use super::tile8::{self, Tile8};
+use super::activation::{ActRow, QActs};
+use super::prepared::PreparedActs;
+use super::tile8;
 use super::{dot, dot_f32, GgmlType};
 use crate::backend::dispatch;
 use crate::cpu::parallel::{both, Par};
@@ -144,14 +145,22 @@ pub fn matmul_with(backend: Backend, act: Activations, w: &QuantMatrix<'_>, x: &
     if m == 0 || w.rows == 0 {
         return Ok(());
     }
-    let act_ty = match act {
-        Activations::Quantized => activation_type(w.ty),
-        Activations::F32 => None,
-    };
-    let acts = act_ty.map(|t| dispatch!(backend, |s| QActs::quantize(s, t, x, w.cols)));
+    let p = PreparedActs::new(backend, act, w.ty, x, w.cols)?;
     let threads = if w.bytes.len().saturating_mul(m) < PAR_GRAIN { 1 } else { par.thread_count().min(w.rows) };
-    let job = Job { backend, w, x, acts: acts.as_ref(), m };
-    job.split(0, w.rows, y, threads);
+    Job { backend, w, p: &p }.split(0, w.rows, y, threads);
+    Ok(())
+}
+
+/// Weight rows `r0..r1` of `w` times activations prepared once ([`PreparedActs`], shared by
+/// several products and threads) into `y` (`m × (r1 − r0)`, row-major: columns `r0..r1` of the
+/// full product), on the calling thread. Errors: `w.cols` is not the activations' width
+/// (`LengthMismatch`), `w`'s format pairs with another activation format, or `r0..r1` is not a
+/// range of `w`'s rows (`InvalidArgument`), `y.len()` is not `m · (r1 − r0)` (`LengthMismatch`).
+pub fn matmul_rows(backend: Backend, w: &QuantMatrix<'_>, p: &PreparedActs, r0: usize, r1: usize, y: &mut [f32]) -> Result<()> {
+    p.check("quant::matmul_rows", w, r0, r1, y)?;
+    if p.rows() > 0 && r1 > r0 {
+        Job { backend, w, p }.split(r0, r1, y, 1);
+    }
     Ok(())
 }
 
@@ -162,9 +171,7 @@ const ROW_BLOCK: usize = 16;
 struct Job<'a, 'w> {
     backend: Backend,
     w: &'a QuantMatrix<'w>,
-    x: &'a [f32],
-    acts: Option<&'a QActs>,
-    m: usize,
+    p: &'a PreparedActs,
 }
 
 impl Job<'_, '_> {
@@ -175,12 +182,13 @@ impl Job<'_, '_> {
             return dispatch_dots!(self.backend, |s| self.rows(s, r0, r1, out));
         }
         let mid = r0 + (r1 - r0) * (p / 2) / p;
-        if self.m == 1 {
+        let m = self.p.rows();
+        if m == 1 {
             let (a, b) = out.split_at_mut(mid - r0);
             both(|| self.split(r0, mid, a, p / 2), || self.split(mid, r1, b, p - p / 2));
             return;
         }
-        let (mut a, mut b) = (vec![0f32; self.m * (mid - r0)], vec![0f32; self.m * (r1 - mid)]);
+        let (mut a, mut b) = (vec![0f32; m * (mid - r0)], vec![0f32; m * (r1 - mid)]);
         both(|| self.split(r0, mid, &mut a, p / 2), || self.split(mid, r1, &mut b, p - p / 2));
         for ((o, a), b) in out.chunks_exact_mut(r1 - r0).zip(a.chunks_exact(mid - r0)).zip(b.chunks_exact(r1 - mid)) {
             o[..mid - r0].copy_from_slice(a);
@@ -190,14 +198,15 @@ impl Job<'_, '_> {
 
     #[inline(always)]
     fn rows<S: crate::cpu::simd::Simd>(&self, s: S, r0: usize, r1: usize, out: &mut [f32]) {
-        let (m, ty, cols) = (self.m, self.w.ty, self.w.cols);
+        let (m, ty, cols) = (self.p.rows(), self.w.ty, self.w.cols);
         let row_len = self.w.bytes.len() / self.w.rows;
-        if let Some(a) = self.acts {
+        if let Some(a) = self.p.quantized() {
             return self.quantized_rows(s, a, r0, r1, row_len, out);
         }
         // The f32 path: each weight row against every tile of activation rows.
         let width = r1 - r0;
-        let xr = |i: usize| &self.x[i * cols..(i + 1) * cols];
+        let x = self.p.f32_rows();
+        let xr = |i: usize| &x[i * cols..(i + 1) * cols];
         for j in r0..r1 {
             let wrow = self.w.row(j);
             let mut i = 0;
@@ -219,7 +228,7 @@ impl Job<'_, '_> {
     /// activation rows cut into blocks once per block of weight rows, not once per weight row.
     #[inline(always)]
     fn quantized_rows<S: crate::cpu::simd::Simd>(&self, s: S, a: &QActs, r0: usize, r1: usize, row_len: usize, out: &mut [f32]) {
-        let (m, ty, width) = (self.m, self.w.ty, r1 - r0);
+        let (m, ty, width) = (self.p.rows(), self.w.ty, r1 - r0);
         if m == 1 {
             // Decoding: every weight row in one call.
             let w = &self.w.bytes[r0 * row_len..r1 * row_len];
@@ -228,7 +237,7 @@ impl Job<'_, '_> {
         let tiles: Vec<[ActRow<'_>; TILE]> = (0..m / TILE).map(|t| core::array::from_fn(|k| a.row(t * TILE + k))).collect();
         // Formats that unpack to 32-value blocks: each block of weight rows is unpacked once for
         // all tiles, and a tile's eight products are scaled as one vector (block-major scales).
-        let tiles8: Vec<Tile8> = if tile8::unpacks(ty) { tiles.iter().map(|t| Tile8::new(ty, t, self.w.cols)).collect() } else { Vec::new() };
+        let tiles8 = self.p.tiles8(ty).unwrap_or(&[]);
         let mut unpacked = Vec::new();
         let rest: Vec<ActRow<'_>> = (m / TILE * TILE..m).map(|i| a.row(i)).collect();
         let (mut tile_out, mut row_out) = ([[0f32; TILE]; ROW_BLOCK], [[0f32; 1]; ROW_BLOCK]);

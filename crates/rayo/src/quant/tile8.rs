@@ -38,12 +38,12 @@ pub(crate) struct Tile8 {
 }
 
 impl Tile8 {
-    /// The eight rows (quantized to `activation_type(ty)`, `cols` values each) of a product
-    /// with weights of `ty` (one that [`unpacks`]).
-    pub(crate) fn new(ty: GgmlType, a: &[ActRow<'_>; 8], cols: usize) -> Tile8 {
+    /// The eight rows (quantized to `act`, `cols` values each) of a product with weights of a
+    /// format that [`unpacks`].
+    pub(crate) fn new(act: GgmlType, a: &[ActRow<'_>; 8], cols: usize) -> Tile8 {
         let nb = cols / 32;
         let qs = (0..nb).map(|i| core::array::from_fn(|r| bytemuck::cast_slice::<i8, u8>(&a[r].qs[32 * i..32 * i + 32]).try_into().unwrap()));
-        if ty.block_size() == 256 {
+        if act == GgmlType::Q8_K {
             // Q8_K rows: one scale per 256 values, integer sums per 16 (`bsums`).
             let d = (0..nb).map(|i| core::array::from_fn(|r| a[r].d[i / 8]));
             let sums = (0..nb).map(|i| core::array::from_fn(|r| a[r].d[i / 8] * (a[r].bsums[2 * i] as i32 + a[r].bsums[2 * i + 1] as i32) as f32));

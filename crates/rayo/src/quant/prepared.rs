@@ -1,0 +1,121 @@
+//! Activations prepared once for many products: a layer's Q, K and V projections (or its gate
+//! and up projections) multiply the same activation rows, and an engine's threads each take a
+//! range of weight rows. Quantizing the rows (and cutting them into tiles) once, and sharing
+//! the result between the products and the threads, takes that work out of every product.
+
+use super::activation::{activation_type, ActRow, QActs};
+use super::matmul::{Activations, QuantMatrix};
+use super::tile8::{self, Tile8};
+use super::GgmlType;
+use crate::backend::dispatch;
+use crate::{Backend, Error, Result};
+use std::sync::OnceLock;
+
+/// Activation rows of a product, quantized to the paired 8-bit format of a weight type (or
+/// kept in f32 where the product takes f32 activations), ready for [`super::matmul_rows`].
+/// It is `Send + Sync`: share it between threads behind an `Arc`.
+pub struct PreparedActs {
+    act: Activations,
+    /// The 8-bit format, `None` for the f32 path.
+    ty: Option<GgmlType>,
+    m: usize,
+    cols: usize,
+    /// The rows in f32 (the f32 path only).
+    x: Vec<f32>,
+    q: Option<QActs>,
+    /// Tiles of eight quantized rows, block-major, made the first time a weight format that
+    /// takes them asks.
+    tiles8: OnceLock<Vec<Tile8>>,
+}
+
+impl PreparedActs {
+    /// The `x.len() / cols` rows of `x` prepared for products with weights of `weight`.
+    /// Errors: `cols` is 0 (`EmptyInput`), `x.len()` is not a multiple of `cols`
+    /// (`SizeMismatch`), `cols` is not whole blocks of the activation format (`NotBlockMultiple`).
+    pub fn new(backend: Backend, act: Activations, weight: GgmlType, x: &[f32], cols: usize) -> Result<PreparedActs> {
+        const OP: &str = "quant::PreparedActs::new";
+        if cols == 0 {
+            return Err(Error::EmptyInput { op: OP });
+        }
+        if x.len() % cols != 0 {
+            return Err(Error::SizeMismatch { op: OP, shape: vec![x.len() / cols + 1, cols], len: x.len() });
+        }
+        let ty = Self::format(act, weight);
+        let (xs, q) = match ty {
+            Some(t) => {
+                t.bytes_for(cols)?;
+                (Vec::new(), Some(dispatch!(backend, |s| QActs::quantize(s, t, x, cols))))
+            }
+            None => (x.to_vec(), None),
+        };
+        Ok(PreparedActs { act, ty, m: x.len() / cols, cols, x: xs, q, tiles8: OnceLock::new() })
+    }
+
+    /// The activation format a product of `act` activations with `weight` weights reads.
+    fn format(act: Activations, weight: GgmlType) -> Option<GgmlType> {
+        match act {
+            Activations::Quantized => activation_type(weight),
+            Activations::F32 => None,
+        }
+    }
+
+    /// Whether products with weights of `weight` can use these activations (the same paired
+    /// format: Q4_K and Q6_K weights share Q8_K rows, Q4_0 and Q8_0 share Q8_0 rows).
+    pub fn serves(&self, weight: GgmlType) -> bool {
+        Self::format(self.act, weight) == self.ty
+    }
+
+    /// Activation rows.
+    pub fn rows(&self) -> usize {
+        self.m
+    }
+
+    /// Values per row.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    pub(crate) fn f32_rows(&self) -> &[f32] {
+        &self.x
+    }
+
+    pub(crate) fn quantized(&self) -> Option<&QActs> {
+        self.q.as_ref()
+    }
+
+    /// The tiles for weights of `weight`, if that format takes them and there are eight rows.
+    pub(crate) fn tiles8(&self, weight: GgmlType) -> Option<&[Tile8]> {
+        let q = self.q.as_ref()?;
+        if !tile8::unpacks(weight) || self.m < 8 {
+            return None;
+        }
+        let tiles = self.tiles8.get_or_init(|| {
+            (0..self.m / 8)
+                .map(|t| {
+                    let rows: [ActRow<'_>; 8] = core::array::from_fn(|k| q.row(t * 8 + k));
+                    Tile8::new(q.ty, &rows, self.cols)
+                })
+                .collect()
+        });
+        Some(tiles)
+    }
+
+    /// Checks that `w` and the output rows `r0..r1` of `y` fit these activations.
+    pub(crate) fn check(&self, op: &'static str, w: &QuantMatrix<'_>, r0: usize, r1: usize, y: &[f32]) -> Result<()> {
+        if w.cols() != self.cols {
+            return Err(Error::LengthMismatch { op, expected: w.cols(), actual: self.cols });
+        }
+        if !self.serves(w.ty()) {
+            let reason = "the weights pair with another activation format than the prepared one";
+            return Err(Error::InvalidArgument { op, name: "weight type id", value: (w.ty().id() as usize).into(), reason });
+        }
+        if r0 > r1 || r1 > w.rows() {
+            return Err(Error::InvalidArgument { op, name: "row range end", value: r1.into(), reason: "past the weight rows or before the start" });
+        }
+        let want = self.m.checked_mul(r1 - r0).ok_or(Error::SizeOverflow { op, dims: vec![self.m, r1 - r0] })?;
+        if y.len() != want {
+            return Err(Error::LengthMismatch { op, expected: want, actual: y.len() });
+        }
+        Ok(())
+    }
+}
