@@ -209,17 +209,24 @@ impl<'a> W<'a> {
     #[inline(always)]
     fn u(&mut self, v: u64) {
         self.room(20);
-        if v < 10 {
-            self.b[self.n] = b'0' + v as u8;
-            self.n += 1;
+        let (b, n) = (&mut self.b, self.n);
+        self.n += if v < 10 {
+            b[n] = b'0' + v as u8;
+            1
         } else if v < 100 {
-            self.b[self.n..self.n + 2].copy_from_slice(&DIGITS2[v as usize]);
-            self.n += 2;
+            b[n..n + 2].copy_from_slice(&DIGITS2[v as usize]);
+            2
+        } else if v < 1000 {
+            b[n] = b'0' + (v / 100) as u8;
+            b[n + 1..n + 3].copy_from_slice(&DIGITS2[(v % 100) as usize]);
+            3
+        } else if v < 10000 {
+            b[n..n + 2].copy_from_slice(&DIGITS2[(v / 100) as usize]);
+            b[n + 2..n + 4].copy_from_slice(&DIGITS2[(v % 100) as usize]);
+            4
         } else {
-            let d = digits(v);
-            self.b[self.n..self.n + 20].copy_from_slice(&d.b);
-            self.n += d.n;
-        }
+            digits(&mut b[n..n + 20], v)
+        };
     }
     #[inline(always)]
     fn i(&mut self, v: i64) {
@@ -307,32 +314,24 @@ impl<'a> W<'a> {
     }
 }
 
-/// The decimal digits of `v`, left-aligned in 20 bytes.
+/// Writes the decimal digits of `v` at the start of `out` (20 bytes hold any u64); returns how
+/// many.
 #[inline(never)]
-fn digits(mut v: u64) -> Pad<20> {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    while v >= 100 {
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGITS2[(v % 100) as usize]);
-        v /= 100;
+fn digits(out: &mut [u8], v: u64) -> usize {
+    let n = v.checked_ilog10().unwrap_or(0) as usize + 1;
+    let mut v = v;
+    for d in out[..n].iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
     }
-    if v >= 10 {
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGITS2[v as usize]);
-    } else {
-        i -= 1;
-        buf[i] = b'0' + v as u8;
-    }
-    let n = buf.len() - i;
-    buf.copy_within(i.., 0);
-    Pad { b: buf, n }
+    n
 }
 
 /// Appends the decimal digits of `v`.
 pub(crate) fn put_u64(out: &mut Vec<u8>, v: u64) {
-    let d = digits(v);
-    out.extend_from_slice(&d.b[..d.n]);
+    let mut b = [0u8; 20];
+    let n = digits(&mut b, v);
+    out.extend_from_slice(&b[..n]);
 }
 
 fn vec_suffix(n: usize) -> &'static str {
@@ -689,9 +688,15 @@ mod tests {
         for s in [TidX, TidY, TidZ, NtidX, NtidY, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, LaneId, WarpId, SmId, Clock64] {
             assert_eq!(text(&SPECIAL[s as usize].b, SPECIAL[s as usize].n), s.name());
         }
-        for v in [0u64, 7, 10, 99, 100, 101, 3968, 65535, 1 << 40, u64::MAX] {
+        let k = PtxKernel::new("t");
+        for v in [0u64, 7, 10, 99, 100, 101, 999, 1000, 3968, 9999, 10000, 65535, 1 << 40, u64::MAX] {
             let mut out = vec![];
             put_u64(&mut out, v);
+            assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
+            let mut out = vec![];
+            let mut w = W::new(&mut out, &k);
+            w.u(v);
+            w.finish();
             assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
         }
     }

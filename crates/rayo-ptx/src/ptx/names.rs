@@ -17,6 +17,11 @@ pub(crate) struct Names {
 }
 
 impl Names {
+    /// Room for a typical kernel's names (parameters, shared arrays, labels) without growing.
+    pub(crate) fn new() -> Names {
+        Names { text: String::with_capacity(256), spans: Vec::with_capacity(32) }
+    }
+
     /// The text of name `index` (empty for an index this table never gave out).
     pub(crate) fn get(&self, index: u32) -> &str {
         match self.spans.get(index as usize) {
