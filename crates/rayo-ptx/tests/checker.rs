@@ -117,11 +117,14 @@ fn rejects_guard_that_is_not_a_predicate() {
 #[test]
 fn rejects_branch_to_missing_label_and_duplicate_labels() {
     let mut k = good();
-    k.bra("$nowhere");
+    let nowhere = k.intern("$nowhere");
+    k.bra(&nowhere);
     rejects(k, "undefined label $nowhere");
     let mut k = good();
-    k.label("$L");
-    k.label("$L");
+    let l = k.intern("$L");
+    k.label(&l);
+    let again = k.intern("$L"); // the same text interns to the same name
+    k.label(&again);
     rejects(k, "defined twice");
 }
 
@@ -132,7 +135,8 @@ fn rejects_unknown_or_mistyped_parameter() {
     rejects(k, "unknown parameter nope");
     let mut k = good();
     let d = k.reg(U);
-    k.push(Op::LdParam { ty: U, d, name: "x".into() });
+    let name = k.intern("x");
+    k.push(Op::LdParam { ty: U, d, name });
     rejects(k, "parameter x is .u64 but is loaded as .u32");
 }
 
@@ -155,8 +159,21 @@ fn rejects_bad_addresses_and_widths() {
     let _ = k.ld_v(Space::Global, F, 3, Addr::reg(p));
     rejects(k, ".v3.f32");
     let mut k = good();
-    let _ = k.ld(Space::Shared, F, Addr::sym("missing", 0));
+    let missing = k.intern("missing");
+    let _ = k.ld(Space::Shared, F, Addr::sym(missing, 0));
     rejects(k, "unknown shared symbol missing");
+    // a shared array and a label of another kernel are not this kernel's, whatever their index
+    let mut other = good();
+    let theirs = other.shared_array("tile", F, 4, 4);
+    let their_label = other.new_label("top");
+    let mut k = good();
+    let _ = k.shared_array("tile", F, 4, 4);
+    let _ = k.ld(Space::Shared, F, Addr::sym(theirs, 0));
+    rejects(k, "unknown shared symbol");
+    let mut k = good();
+    let _ = k.new_label("top");
+    k.bra(&their_label);
+    rejects(k, "branch to undefined label");
     let mut k = good();
     let x = k.mov(F, 1.0f32);
     let p = k.ld_param_ptr("x");
@@ -249,7 +266,7 @@ fn generation_is_deterministic_checked_and_named_uniquely() {
 #[test]
 fn gemm_takes_its_shape_as_parameters() {
     let g = GemmKernel::blocked_bk(128, 16, 128, 16).unwrap().build(90);
-    let params: Vec<(&str, PtxType)> = g.params().iter().map(|p| (p.name.as_str(), p.ty)).collect();
+    let params: Vec<(&str, PtxType)> = g.params().iter().map(|p| (g.resolve(p.name), p.ty)).collect();
     let u64 = PtxType::U64;
     assert_eq!(params, [("a", u64), ("b", u64), ("c", u64), ("m", U), ("k", U), ("n", U)]);
 }

@@ -61,8 +61,8 @@ pub(super) fn ld_cache(k: &mut PtxKernel, f16: bool, base: Reg, idx: Reg) -> Reg
 }
 
 /// A shared f32 array's element address (u32).
-pub(super) fn smem_at(k: &mut PtxKernel, name: &str, idx: Reg) -> Reg {
-    let base = k.mov(U, Operand::Symbol(name.to_string()));
+pub(super) fn smem_at(k: &mut PtxKernel, name: &Name, idx: Reg) -> Reg {
+    let base = k.mov(U, Operand::Symbol(*name));
     k.fma(U, idx, 4u32, base)
 }
 
@@ -82,7 +82,7 @@ pub(super) fn count(k: &mut PtxKernel, start: Reg, n: Reg, step: u32, body: impl
 /// Scores `ss[0..n]` (shared) replaced by `e^{score − mx}`, thread `tid` taking every
 /// `threads`-th; their sum over the block (which ends with a barrier: every exponential is in
 /// shared memory).
-pub(super) fn exponentials(k: &mut PtxKernel, ss: &str, (tid, threads): (Reg, u32), n: Reg, mx: Reg, swarp: &str) -> Reg {
+pub(super) fn exponentials(k: &mut PtxKernel, ss: &Name, (tid, threads): (Reg, u32), n: Reg, mx: Reg, swarp: &Name) -> Reg {
     let sum = k.mov(F, 0.0f32);
     count(k, tid, n, threads, |k, t| {
         let a = smem_at(k, ss, t);
@@ -97,7 +97,7 @@ pub(super) fn exponentials(k: &mut PtxKernel, ss: &str, (tid, threads): (Reg, u3
 
 /// Each lane's partial sums `accs` (dimensions `d0..` of a head of `hd`) into row `warp` of the
 /// shared `sred`, then a barrier.
-pub(super) fn stash_warp_sums(k: &mut PtxKernel, sred: &str, accs: &[Reg], (warp, d0): (Reg, Reg), hd: u32) {
+pub(super) fn stash_warp_sums(k: &mut PtxKernel, sred: &Name, accs: &[Reg], (warp, d0): (Reg, Reg), hd: u32) {
     let wrow = k.mul(U, warp, hd);
     let wd = k.add(U, wrow, d0);
     let ra = smem_at(k, sred, wd);
@@ -108,7 +108,7 @@ pub(super) fn stash_warp_sums(k: &mut PtxKernel, sred: &str, accs: &[Reg], (warp
 }
 
 /// Dimension `tid` (< `hd`) summed over the `warps` rows [`stash_warp_sums`] wrote.
-pub(super) fn add_warp_sums(k: &mut PtxKernel, sred: &str, tid: Reg, warps: u32, hd: u32) -> Reg {
+pub(super) fn add_warp_sums(k: &mut PtxKernel, sred: &Name, tid: Reg, warps: u32, hd: u32) -> Reg {
     let a0 = smem_at(k, sred, tid);
     let mut o = k.ld(Space::Shared, F, Addr::reg(a0));
     for w in 1..warps {

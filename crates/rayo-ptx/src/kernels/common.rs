@@ -90,7 +90,7 @@ pub(crate) fn warp_reduce(k: &mut PtxKernel, c: ReduceCombine, v: Reg) -> Reg {
 /// Reduction over a block of `threads` (a multiple of 32, ≤ 1024): warp butterflies, then one
 /// shared-memory step. Every thread ends with the result. Uses the shared array `smem`
 /// (at least threads/32 floats).
-pub(crate) fn block_reduce(k: &mut PtxKernel, c: ReduceCombine, v: Reg, threads: u32, smem: &str) -> Reg {
+pub(crate) fn block_reduce(k: &mut PtxKernel, c: ReduceCombine, v: Reg, threads: u32, smem: &Name) -> Reg {
     let identity = c.identity();
     let v = warp_reduce(k, c, v);
     let warps = threads / 32;
@@ -100,7 +100,7 @@ pub(crate) fn block_reduce(k: &mut PtxKernel, c: ReduceCombine, v: Reg, threads:
     let tid = k.special(Special::TidX);
     let lane = k.bin(BinOp::And, PtxType::B32, tid, 31u32);
     let warp = k.bin(BinOp::Shr, U, tid, 5u32);
-    let base = k.mov(U, Operand::Symbol(smem.to_string()));
+    let base = k.mov(U, Operand::Symbol(*smem));
     let waddr = k.fma(U, warp, 4u32, base);
     let is_lane0 = k.setp(Cmp::Eq, U, lane, 0u32);
     k.when(is_lane0, false, |k| k.st(Space::Shared, F, Addr::reg(waddr), v));

@@ -341,7 +341,7 @@ impl Kernel for DecodeAttentionKernel {
         });
         let is_t0 = k.setp(Cmp::Eq, U, tid, 0u32);
         let head_done = k.elem_addr(done, h, 4);
-        let sl = k.mov(U, Operand::Symbol(slast.clone()));
+        let sl = k.mov(U, Operand::Symbol(slast));
         k.when(is_t0, false, |k| {
             k.st(Space::Global, F, Addr::at(prow, 4 * hd as i64), mx);
             k.st(Space::Global, F, Addr::at(prow, 4 * (hd + 1) as i64), sum);

@@ -110,7 +110,7 @@ impl Kernel for NormKernel {
         let ob = row.base(&mut k, out);
         let w = row.width as f32;
         let (mean, rstd) = if ln {
-            let smem: Vec<String> = ["sm_n", "sm_mean", "sm_m2"].iter().map(|s| k.shared_array(s, F, warps, 4)).collect();
+            let smem: Vec<Name> = ["sm_n", "sm_mean", "sm_m2"].iter().map(|s| k.shared_array(s, F, warps, 4)).collect();
             let n = k.mov(F, 0.0f32);
             let mean = k.mov(F, 0.0f32);
             let m2 = k.mov(F, 0.0f32);

@@ -70,7 +70,7 @@ impl Row {
     /// Combines per-thread tuples across the block: butterfly shuffles within each warp, then
     /// every thread folds the per-warp results from shared memory (arrays `smem[i]`, one per
     /// tuple field, each ≥ threads/32 floats). `merge` combines two tuples into a new one.
-    pub fn block_merge(&self, k: &mut PtxKernel, vals: Vec<Reg>, smem: &[String], merge: &Merge) -> Vec<Reg> {
+    pub fn block_merge(&self, k: &mut PtxKernel, vals: Vec<Reg>, smem: &[Name], merge: &Merge) -> Vec<Reg> {
         let mut v = vals;
         for off in [16u32, 8, 4, 2, 1] {
             let o: Vec<Reg> = v.iter().map(|&r| k.shfl(ShflMode::Bfly, r, off, 0x1f)).collect();
@@ -84,14 +84,14 @@ impl Row {
         let warp = k.bin(BinOp::Shr, U, self.tid, 5u32);
         let is0 = k.setp(Cmp::Eq, U, lane, 0u32);
         for (f, name) in smem.iter().enumerate() {
-            let base = k.mov(U, Operand::Symbol(name.clone()));
+            let base = k.mov(U, Operand::Symbol(*name));
             let a = k.fma(U, warp, 4u32, base);
             k.when(is0, false, |k| k.st(Space::Shared, F, Addr::reg(a), v[f]));
         }
         k.bar_sync();
-        let mut acc: Vec<Reg> = smem.iter().map(|s| k.ld(Space::Shared, F, Addr::sym(s, 0))).collect();
+        let mut acc: Vec<Reg> = smem.iter().map(|s| k.ld(Space::Shared, F, Addr::sym(*s, 0))).collect();
         for w in 1..warps {
-            let o: Vec<Reg> = smem.iter().map(|s| k.ld(Space::Shared, F, Addr::sym(s, 4 * w as i64))).collect();
+            let o: Vec<Reg> = smem.iter().map(|s| k.ld(Space::Shared, F, Addr::sym(*s, 4 * w as i64))).collect();
             acc = merge(k, &acc, &o);
         }
         acc

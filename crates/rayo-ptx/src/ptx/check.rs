@@ -3,7 +3,8 @@
 
 use super::emit;
 use super::instr::*;
-use super::kernel::PtxKernel;
+use super::kernel::{type_slot, PtxKernel};
+use super::names::Name;
 use super::types::{PtxType, Space, TypeClass};
 use core::fmt;
 use std::collections::HashSet;
@@ -38,21 +39,22 @@ impl std::error::Error for CheckError {}
 
 struct Ctx<'a> {
     k: &'a PtxKernel,
-    defined: HashSet<u32>,
+    /// Whether each register has been written, by type slot and register index.
+    defined: [Vec<bool>; 13],
 }
 
 type R = Result<(), String>;
 
 impl Ctx<'_> {
     fn own(&self, r: Reg) -> R {
-        if r.kernel != self.k.id || r.id == 0 || r.id > self.k.next_reg {
+        if r.kernel != self.k.id || r.index >= self.k.reg_counts[type_slot(r.ty)] {
             return Err(format!("register {} was not declared by this kernel", r.name()));
         }
         Ok(())
     }
     fn read(&self, r: Reg) -> R {
         self.own(r)?;
-        if !self.defined.contains(&r.id) {
+        if !self.defined[type_slot(r.ty)][r.index as usize] {
             return Err(format!("register {} is read before any instruction writes it", r.name()));
         }
         Ok(())
@@ -87,11 +89,11 @@ impl Ctx<'_> {
                 }
             }
             Operand::Symbol(name) => {
-                if !self.k.shared.iter().any(|s| &s.name == name) {
-                    return Err(format!("unknown symbol {name}"));
+                if !self.k.shared.iter().any(|s| s.name == *name) {
+                    return Err(format!("unknown symbol {}", self.text(*name)));
                 }
                 if !(ty.is_int() || ty.class() == TypeClass::Bits) || ty.bits() < 32 {
-                    return Err(format!("address of {name} needs a 32/64-bit integer type, not .{ty}"));
+                    return Err(format!("address of {} needs a 32/64-bit integer type, not .{ty}", self.text(*name)));
                 }
             }
         }
@@ -115,8 +117,8 @@ impl Ctx<'_> {
                 }
             }
             Operand::Symbol(name) => {
-                if space != Space::Shared || !self.k.shared.iter().any(|s| &s.name == name) {
-                    return Err(format!("unknown {} symbol {name}", space.name()));
+                if space != Space::Shared || !self.k.shared.iter().any(|s| s.name == *name) {
+                    return Err(format!("unknown {} symbol {}", space.name(), self.text(*name)));
                 }
             }
             _ => return Err("an address must be a register or a symbol".into()),
@@ -130,7 +132,15 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn op(&self, op: &Op, labels: &HashSet<&str>) -> R {
+    /// A name's text, or its index when it is not this kernel's.
+    fn text(&self, n: Name) -> String {
+        match self.k.resolve(n) {
+            "" => format!("$sym{} of another kernel", n.index),
+            s => s.to_string(),
+        }
+    }
+
+    fn op(&self, op: &Op, labels: &HashSet<Name>) -> R {
         match op {
             Op::Mov { ty, d, a } => {
                 self.dst(*d, *ty)?;
@@ -213,9 +223,9 @@ impl Ctx<'_> {
                 dst.iter().try_for_each(|d| self.dst(*d, *ty))
             }
             Op::LdParam { ty, d, name } => {
-                let p = self.k.params.iter().find(|p| &p.name == name).ok_or_else(|| format!("unknown parameter {name}"))?;
+                let p = self.k.params.iter().find(|p| p.name == *name).ok_or_else(|| format!("unknown parameter {}", self.text(*name)))?;
                 if p.ty != *ty {
-                    return Err(format!("parameter {name} is .{} but is loaded as .{ty}", p.ty));
+                    return Err(format!("parameter {} is .{} but is loaded as .{ty}", self.text(*name), p.ty));
                 }
                 self.dst(*d, *ty)
             }
@@ -252,8 +262,8 @@ impl Ctx<'_> {
                 self.src(&Operand::Reg(*a), PtxType::Pred)
             }
             Op::Bra { target, .. } => {
-                if !labels.contains(target.as_str()) {
-                    return Err(format!("branch to undefined label {target}"));
+                if !labels.contains(target) {
+                    return Err(format!("branch to undefined label {}", self.text(*target)));
                 }
                 Ok(())
             }
@@ -261,7 +271,8 @@ impl Ctx<'_> {
                 self.dst(*d, PtxType::B32)?;
                 self.src(&Operand::Reg(*a), PtxType::F32)
             }
-            Op::MmaTf32(m) => {
+            Op::MmaTf32(i) => {
+                let m = self.k.mma(*i).ok_or_else(|| format!("mma {i} was not recorded by this kernel"))?;
                 let (d, a, b, c) = (&m.d, &m.a, &m.b, &m.c);
                 d.iter().try_for_each(|r| self.dst(*r, PtxType::F32))?;
                 a.iter().chain(b).try_for_each(|r| self.src(&Operand::Reg(*r), PtxType::B32))?;
@@ -298,7 +309,7 @@ pub fn check_kernel(k: &PtxKernel) -> Result<(), CheckError> {
     let fail = |index: Option<usize>, message: String| CheckError {
         kernel: k.name.clone(),
         index,
-        instruction: index.map(|i| emit::inst(&k.insts[i])).unwrap_or_default(),
+        instruction: index.map(|i| emit::inst(k, &k.insts[i])).unwrap_or_default(),
         message,
     };
     if k.name.is_empty() || !k.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -306,19 +317,21 @@ pub fn check_kernel(k: &PtxKernel) -> Result<(), CheckError> {
     }
     let mut seen = HashSet::new();
     for p in &k.params {
-        if !seen.insert(p.name.as_str()) {
-            return Err(fail(None, format!("parameter {} declared twice", p.name)));
+        let name = k.resolve(p.name);
+        if !seen.insert(p.name) {
+            return Err(fail(None, format!("parameter {name} declared twice")));
         }
         if p.ty == PtxType::Pred {
-            return Err(fail(None, format!("parameter {} cannot be a predicate", p.name)));
+            return Err(fail(None, format!("parameter {name} cannot be a predicate")));
         }
     }
     for s in &k.shared {
-        if !seen.insert(s.name.as_str()) {
-            return Err(fail(None, format!("name {} declared twice", s.name)));
+        let name = k.resolve(s.name);
+        if !seen.insert(s.name) {
+            return Err(fail(None, format!("name {name} declared twice")));
         }
         if s.count == 0 || !s.align.is_power_of_two() {
-            return Err(fail(None, format!("shared array {} has count {} and align {}", s.name, s.count, s.align)));
+            return Err(fail(None, format!("shared array {name} has count {} and align {}", s.count, s.align)));
         }
     }
     if k.shared_bytes() > 48 * 1024 {
@@ -327,19 +340,19 @@ pub fn check_kernel(k: &PtxKernel) -> Result<(), CheckError> {
     let mut labels = HashSet::new();
     for (i, inst) in k.insts.iter().enumerate() {
         if let Op::Label(l) = &inst.op {
-            if !labels.insert(l.as_str()) {
-                return Err(fail(Some(i), format!("label {l} defined twice")));
+            if !labels.insert(*l) {
+                return Err(fail(Some(i), format!("label {} defined twice", k.resolve(*l))));
             }
         }
     }
-    let mut cx = Ctx { k, defined: HashSet::new() };
+    let mut cx = Ctx { k, defined: core::array::from_fn(|slot| vec![false; k.reg_counts[slot] as usize]) };
     for (i, inst) in k.insts.iter().enumerate() {
         if let Some((p, _)) = inst.guard {
             cx.src(&Operand::Reg(p), PtxType::Pred).map_err(|m| fail(Some(i), format!("guard: {m}")))?;
         }
         cx.op(&inst.op, &labels).map_err(|m| fail(Some(i), m))?;
-        for d in inst.op.defs() {
-            cx.defined.insert(d.id);
+        for d in inst.op.defs(k).iter() {
+            cx.defined[type_slot(d.ty)][d.index as usize] = true;
         }
     }
     Ok(())

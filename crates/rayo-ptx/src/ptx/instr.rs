@@ -1,5 +1,7 @@
 //! Virtual registers, operands and the instruction set the builder records.
 
+use super::kernel::PtxKernel;
+use super::names::Name;
 use super::types::{PtxType, Space, Special};
 
 /// A typed virtual register of one kernel. Created only by [`super::PtxKernel::reg`] and the
@@ -8,7 +10,7 @@ use super::types::{PtxType, Space, Special};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Reg {
     pub(crate) kernel: u32,
-    pub(crate) id: u32,
+    /// The register's number among the kernel's registers of its type (`%f<index>`).
     pub(crate) index: u32,
     pub(crate) ty: PtxType,
 }
@@ -23,8 +25,8 @@ impl Reg {
     }
 }
 
-/// An instruction operand.
-#[derive(Debug, Clone, PartialEq)]
+/// An instruction operand (`Copy`: names are interned, see [`Name`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Operand {
     Reg(Reg),
     /// An integer immediate (also usable with bit types).
@@ -35,7 +37,7 @@ pub enum Operand {
     F64(f64),
     Special(Special),
     /// The address of a module- or kernel-level variable (a shared-memory array).
-    Symbol(String),
+    Symbol(Name),
 }
 
 impl From<Reg> for Operand {
@@ -75,7 +77,7 @@ impl From<Special> for Operand {
 }
 
 /// A memory address `[base+offset]`: base is a register or a symbol.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Addr {
     pub base: Operand,
     pub offset: i64,
@@ -88,8 +90,8 @@ impl Addr {
     pub fn at(r: Reg, offset: i64) -> Addr {
         Addr { base: Operand::Reg(r), offset }
     }
-    pub fn sym(name: &str, offset: i64) -> Addr {
-        Addr { base: Operand::Symbol(name.to_string()), offset }
+    pub fn sym(name: Name, offset: i64) -> Addr {
+        Addr { base: Operand::Symbol(name), offset }
     }
 }
 
@@ -114,7 +116,8 @@ pub enum UnOp {
 }
 
 impl UnOp {
-    pub fn opcode(self, ty: PtxType) -> &'static str {
+    pub const fn opcode(self, ty: PtxType) -> &'static str {
+        let f32 = matches!(ty, PtxType::F32);
         match self {
             UnOp::Neg => "neg",
             UnOp::Abs => "abs",
@@ -122,9 +125,9 @@ impl UnOp {
             UnOp::Sqrt => "sqrt.rn",
             UnOp::Rcp => "rcp.rn",
             UnOp::Rsqrt => "rsqrt.approx",
-            UnOp::Ex2 if ty == PtxType::F32 => "ex2.approx.ftz",
+            UnOp::Ex2 if f32 => "ex2.approx.ftz",
             UnOp::Ex2 => "ex2.approx",
-            UnOp::Lg2 if ty == PtxType::F32 => "lg2.approx.ftz",
+            UnOp::Lg2 if f32 => "lg2.approx.ftz",
             UnOp::Lg2 => "lg2.approx",
             UnOp::Tanh => "tanh.approx",
         }
@@ -165,7 +168,7 @@ pub enum BinOp {
 }
 
 impl BinOp {
-    pub fn opcode(self, ty: PtxType) -> &'static str {
+    pub const fn opcode(self, ty: PtxType) -> &'static str {
         let float = ty.is_float();
         match self {
             BinOp::Add if float => "add.rn",
@@ -253,26 +256,45 @@ pub enum AtomOp {
     Or,
 }
 
-/// The destination registers of a load: one (no allocation) or a vector.
+/// A short list (a vector access's registers or values) held inline up to four; `Many` holds a
+/// longer one, which the checker rejects as a memory access.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Regs {
-    One(Reg),
-    Many(Vec<Reg>),
+pub enum Few<T> {
+    One(T),
+    Two([T; 2]),
+    Four([T; 4]),
+    Many(Vec<T>),
 }
 
-impl core::ops::Deref for Regs {
-    type Target = [Reg];
-    fn deref(&self) -> &[Reg] {
+/// The destination registers of a load.
+pub type Regs = Few<Reg>;
+
+impl<T> core::ops::Deref for Few<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
         match self {
-            Regs::One(r) => core::slice::from_ref(r),
-            Regs::Many(v) => v,
+            Few::One(r) => core::slice::from_ref(r),
+            Few::Two(r) => r,
+            Few::Four(r) => r,
+            Few::Many(v) => v,
         }
     }
 }
 
-impl From<Vec<Reg>> for Regs {
-    fn from(v: Vec<Reg>) -> Regs {
-        Regs::Many(v)
+impl<T: Copy> From<&[T]> for Few<T> {
+    fn from(v: &[T]) -> Few<T> {
+        match *v {
+            [a] => Few::One(a),
+            [a, b] => Few::Two([a, b]),
+            [a, b, c, d] => Few::Four([a, b, c, d]),
+            _ => Few::Many(v.to_vec()),
+        }
+    }
+}
+
+impl<T: Copy> From<Vec<T>> for Few<T> {
+    fn from(v: Vec<T>) -> Few<T> {
+        Few::from(&v[..])
     }
 }
 
@@ -369,12 +391,12 @@ pub enum Op {
     LdParam {
         ty: PtxType,
         d: Reg,
-        name: String,
+        name: Name,
     },
     St {
         space: Space,
         ty: PtxType,
-        src: Vec<Operand>,
+        src: Few<Operand>,
         addr: Addr,
     },
     Atom {
@@ -413,11 +435,12 @@ pub enum Op {
     },
     /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}`:
     /// one warp multiplies a 16×8 TF32 tile by an 8×8 one and adds a 16×8 f32 tile.
-    /// (Boxed: the fragments would make every instruction three times larger.)
-    MmaTf32(Box<Mma>),
-    Label(String),
+    /// The fragments are the kernel's `mma(i)` (held aside: inline, they would make every
+    /// instruction three times larger).
+    MmaTf32(u32),
+    Label(Name),
     Bra {
-        target: String,
+        target: Name,
         uni: bool,
     },
     BarSync(u32),
@@ -441,8 +464,8 @@ pub enum Op {
 }
 
 impl Op {
-    /// Registers this instruction writes.
-    pub fn defs(&self) -> Vec<Reg> {
+    /// Registers this instruction writes (the mma fragments are `k`'s).
+    pub fn defs(&self, k: &PtxKernel) -> Few<Reg> {
         match self {
             Op::Mov { d, .. }
             | Op::Un { d, .. }
@@ -458,10 +481,10 @@ impl Op {
             | Op::Shfl { d, .. }
             | Op::Vote { d, .. }
             | Op::CvtTf32 { d, .. }
-            | Op::LdL2 { d, .. } => vec![*d],
-            Op::MmaTf32(m) => m.d.to_vec(),
-            Op::Ld { dst, .. } => dst.to_vec(),
-            _ => vec![],
+            | Op::LdL2 { d, .. } => Few::One(*d),
+            Op::MmaTf32(m) => k.mma(*m).map_or(Few::Many(vec![]), |m| Few::Four(m.d)),
+            Op::Ld { dst, .. } => dst.clone(),
+            _ => Few::Many(vec![]),
         }
     }
 
@@ -487,14 +510,15 @@ impl Op {
         }
     }
 
-    /// Register reads that are not operands (selp's predicate, vote's source, cvta's source).
-    pub fn extra_uses(&self) -> Vec<Reg> {
+    /// Register reads that are not operands (selp's predicate, vote's source, cvta's source, the
+    /// mma fragments, which are `k`'s).
+    pub fn extra_uses(&self, k: &PtxKernel) -> Vec<Reg> {
         match self {
             Op::Selp { p, .. } => vec![*p],
             Op::Vote { a, .. } => vec![*a],
             Op::CvtaTo { a, .. } => vec![*a],
             Op::CvtTf32 { a, .. } => vec![*a],
-            Op::MmaTf32(m) => m.a.iter().chain(&m.b).chain(&m.c).copied().collect(),
+            Op::MmaTf32(m) => k.mma(*m).map(|m| m.a.iter().chain(&m.b).chain(&m.c).copied().collect()).unwrap_or_default(),
             _ => vec![],
         }
     }

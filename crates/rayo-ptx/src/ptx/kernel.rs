@@ -3,6 +3,7 @@
 //! or write into an existing one (`*_to`) for loop-carried values.
 
 use super::instr::*;
+use super::names::{Name, Names};
 use super::types::{PtxType, Space, Special};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -11,14 +12,14 @@ static NEXT_KERNEL: AtomicU32 = AtomicU32::new(1);
 /// A kernel parameter (`.param .u64 name`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Param {
-    pub name: String,
+    pub name: Name,
     pub ty: PtxType,
 }
 
 /// A shared-memory array declared inside the kernel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SharedDecl {
-    pub name: String,
+    pub name: Name,
     pub ty: PtxType,
     pub count: u32,
     pub align: u32,
@@ -35,14 +36,17 @@ pub struct PtxKernel {
     pub(crate) min_ctas: Option<u32>,
     /// Registers declared so far, per type (index = position in `PtxType::ALL`).
     pub(crate) reg_counts: [u32; 13],
-    pub(crate) next_reg: u32,
     pub(crate) insts: Vec<Inst>,
+    pub(crate) names: Names,
+    /// The fragments of the `mma` instructions, by `Op::MmaTf32`'s index.
+    mmas: Vec<Mma>,
     guard: Option<(Reg, bool)>,
     labels: u32,
 }
 
-fn type_slot(ty: PtxType) -> usize {
-    PtxType::ALL.iter().position(|&t| t == ty).unwrap_or(0)
+/// A type's position in `PtxType::ALL` (the declaration order).
+pub(crate) fn type_slot(ty: PtxType) -> usize {
+    ty as usize
 }
 
 impl PtxKernel {
@@ -50,13 +54,14 @@ impl PtxKernel {
         PtxKernel {
             id: NEXT_KERNEL.fetch_add(1, Ordering::Relaxed),
             name: name.to_string(),
-            params: vec![],
+            params: Vec::with_capacity(8),
             shared: vec![],
             max_ntid: None,
             min_ctas: None,
             reg_counts: [0; 13],
-            next_reg: 0,
             insts: Vec::with_capacity(256),
+            names: Names::new(),
+            mmas: vec![],
             guard: None,
             labels: 0,
         }
@@ -74,6 +79,25 @@ impl PtxKernel {
         &self.insts
     }
 
+    /// The name interned for `s` in this kernel (the same `Name` for the same text).
+    pub fn intern(&mut self, s: &str) -> Name {
+        Name { kernel: self.id, index: self.names.intern(s) }
+    }
+
+    /// The text of a name (empty for a name of another kernel).
+    pub fn resolve(&self, n: Name) -> &str {
+        if n.kernel == self.id {
+            self.names.get(n.index)
+        } else {
+            ""
+        }
+    }
+
+    /// The fragments of `mma` instruction `i` (`Op::MmaTf32(i)`).
+    pub fn mma(&self, i: u32) -> Option<&Mma> {
+        self.mmas.get(i as usize)
+    }
+
     /// Declares a parameter (builder style).
     pub fn param(mut self, name: &str, ty: PtxType) -> Self {
         self.add_param(name, ty);
@@ -81,7 +105,8 @@ impl PtxKernel {
     }
 
     pub fn add_param(&mut self, name: &str, ty: PtxType) {
-        self.params.push(Param { name: name.to_string(), ty });
+        let name = self.intern(name);
+        self.params.push(Param { name, ty });
     }
 
     /// `.maxntid x, y, z` and optionally `.minnctapersm`.
@@ -91,9 +116,10 @@ impl PtxKernel {
     }
 
     /// Declares `.shared .align A .ty name[count]` and returns its name.
-    pub fn shared_array(&mut self, name: &str, ty: PtxType, count: u32, align: u32) -> String {
-        self.shared.push(SharedDecl { name: name.to_string(), ty, count, align });
-        name.to_string()
+    pub fn shared_array(&mut self, name: &str, ty: PtxType, count: u32, align: u32) -> Name {
+        let name = self.intern(name);
+        self.shared.push(SharedDecl { name, ty, count, align });
+        name
     }
 
     /// Total static shared memory in bytes.
@@ -106,14 +132,31 @@ impl PtxKernel {
         let slot = type_slot(ty);
         let index = self.reg_counts[slot];
         self.reg_counts[slot] += 1;
-        self.next_reg += 1;
-        Reg { kernel: self.id, id: self.next_reg, index, ty }
+        Reg { kernel: self.id, index, ty }
     }
 
-    /// A fresh label name, unique in this kernel.
-    pub fn new_label(&mut self, hint: &str) -> String {
+    /// A fresh label `$L_{hint}_{n}`, unique in this kernel.
+    pub fn new_label(&mut self, hint: &str) -> Name {
         self.labels += 1;
-        format!("$L_{hint}_{}", self.labels)
+        let text = self.names.text_mut();
+        let start = text.len();
+        text.push_str("$L_");
+        text.push_str(hint);
+        text.push('_');
+        let mut digits = [0u8; 10];
+        let mut v = self.labels;
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        digits[i..].iter().for_each(|&b| text.push(b as char));
+        let index = self.names.intern_tail(start);
+        Name { kernel: self.id, index }
     }
 
     /// Appends an instruction (guarded if inside [`PtxKernel::when`]).
@@ -218,9 +261,10 @@ impl PtxKernel {
     // ---- memory ----
 
     pub fn ld_param(&mut self, name: &str) -> Reg {
+        let name = self.intern(name);
         let ty = self.params.iter().find(|p| p.name == name).map(|p| p.ty).unwrap_or(PtxType::U64);
         let d = self.reg(ty);
-        self.push(Op::LdParam { ty, d, name: name.to_string() });
+        self.push(Op::LdParam { ty, d, name });
         d
     }
     /// A 64-bit global pointer parameter, converted to a global address.
@@ -239,25 +283,31 @@ impl PtxKernel {
     /// A vector load of `width` (2 or 4) elements into fresh registers.
     pub fn ld_v(&mut self, space: Space, ty: PtxType, width: usize, addr: Addr) -> Vec<Reg> {
         let dst: Vec<Reg> = (0..width).map(|_| self.reg(ty)).collect();
-        self.push(Op::Ld { space, ty, dst: Regs::Many(dst.clone()), addr, nc: false });
+        self.push(Op::Ld { space, ty, dst: Regs::from(&dst[..]), addr, nc: false });
         dst
     }
     /// A vector load into existing registers.
     pub fn ld_v_to(&mut self, space: Space, dst: &[Reg], addr: Addr) {
         let ty = dst.first().map(|r| r.ty).unwrap_or(PtxType::F32);
-        self.push(Op::Ld { space, ty, dst: Regs::Many(dst.to_vec()), addr, nc: false });
+        self.push(Op::Ld { space, ty, dst: Regs::from(dst), addr, nc: false });
     }
     /// A read-only global vector load through the non-coherent cache (`ld.global.nc`).
     pub fn ld_nc_v(&mut self, ty: PtxType, width: usize, addr: Addr) -> Vec<Reg> {
         let dst: Vec<Reg> = (0..width).map(|_| self.reg(ty)).collect();
-        self.push(Op::Ld { space: Space::Global, ty, dst: Regs::Many(dst.clone()), addr, nc: true });
+        self.push(Op::Ld { space: Space::Global, ty, dst: Regs::from(&dst[..]), addr, nc: true });
         dst
     }
     pub fn st(&mut self, space: Space, ty: PtxType, addr: Addr, v: impl Into<Operand>) {
-        self.push(Op::St { space, ty, src: vec![v.into()], addr });
+        self.push(Op::St { space, ty, src: Few::One(v.into()), addr });
     }
     pub fn st_v(&mut self, space: Space, ty: PtxType, addr: Addr, vs: &[Reg]) {
-        self.push(Op::St { space, ty, src: vs.iter().map(|&r| Operand::Reg(r)).collect(), addr });
+        let src = match *vs {
+            [a] => Few::One(Operand::Reg(a)),
+            [a, b] => Few::Two([a.into(), b.into()]),
+            [a, b, c, d] => Few::Four([a.into(), b.into(), c.into(), d.into()]),
+            _ => Few::Many(vs.iter().map(|&r| Operand::Reg(r)).collect()),
+        };
+        self.push(Op::St { space, ty, src, addr });
     }
     pub fn atom(&mut self, space: Space, op: AtomOp, ty: PtxType, addr: Addr, b: impl Into<Operand>) -> Reg {
         let d = self.reg(ty);
@@ -289,17 +339,19 @@ impl PtxKernel {
     }
     /// `d = a·b + c` on one warp's m16n8k8 TF32 fragments (d and c may be the same registers).
     pub fn mma_tf32(&mut self, d: [Reg; 4], a: [Reg; 4], b: [Reg; 2], c: [Reg; 4]) {
-        self.push(Op::MmaTf32(Box::new(Mma { d, a, b, c })));
+        self.mmas.push(Mma { d, a, b, c });
+        self.push(Op::MmaTf32(self.mmas.len() as u32 - 1));
     }
-    pub fn label(&mut self, name: &str) {
-        self.insts.push(Inst { guard: None, op: Op::Label(name.to_string()) });
+    /// Places label `name` (from [`PtxKernel::new_label`] or [`PtxKernel::intern`]).
+    pub fn label(&mut self, name: &Name) {
+        self.insts.push(Inst { guard: None, op: Op::Label(*name) });
     }
-    pub fn bra(&mut self, target: &str) {
-        self.push(Op::Bra { target: target.to_string(), uni: false });
+    pub fn bra(&mut self, target: &Name) {
+        self.push(Op::Bra { target: *target, uni: false });
     }
     /// Branch when `p` holds (or when it does not, with `negate`).
-    pub fn bra_if(&mut self, p: Reg, negate: bool, target: &str) {
-        self.push_guarded(p, negate, Op::Bra { target: target.to_string(), uni: false });
+    pub fn bra_if(&mut self, p: Reg, negate: bool, target: &Name) {
+        self.push_guarded(p, negate, Op::Bra { target: *target, uni: false });
     }
     pub fn bar_sync(&mut self) {
         self.push(Op::BarSync(0));

@@ -5,10 +5,12 @@ mod emit;
 mod instr;
 mod kernel;
 mod module;
+mod names;
 mod types;
 
 pub use check::{check_kernel, CheckError};
-pub use instr::{Addr, AtomOp, BinOp, Cmp, Inst, Mma, Op, Operand, Reg, Regs, ShflMode, UnOp, VoteMode};
+pub use instr::{Addr, AtomOp, BinOp, Cmp, Few, Inst, Mma, Op, Operand, Reg, Regs, ShflMode, UnOp, VoteMode};
 pub use kernel::{Param, PtxKernel, SharedDecl};
 pub use module::PtxModule;
+pub use names::Name;
 pub use types::{PtxType, Space, Special, TypeClass};

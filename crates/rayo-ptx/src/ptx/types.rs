@@ -49,7 +49,7 @@ impl PtxType {
     ];
 
     /// Size in bits (a predicate counts as 1).
-    pub fn bits(self) -> u32 {
+    pub const fn bits(self) -> u32 {
         use PtxType::*;
         match self {
             Pred => 1,
@@ -64,7 +64,7 @@ impl PtxType {
         self.bits().div_ceil(8)
     }
 
-    pub fn class(self) -> TypeClass {
+    pub const fn class(self) -> TypeClass {
         use PtxType::*;
         match self {
             Pred => TypeClass::Pred,
@@ -75,16 +75,16 @@ impl PtxType {
         }
     }
 
-    pub fn is_float(self) -> bool {
-        self.class() == TypeClass::Float
+    pub const fn is_float(self) -> bool {
+        matches!(self.class(), TypeClass::Float)
     }
 
-    pub fn is_int(self) -> bool {
+    pub const fn is_int(self) -> bool {
         matches!(self.class(), TypeClass::Unsigned | TypeClass::Signed)
     }
 
     /// The PTX spelling without the dot: `f32`, `u64`, `pred`.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         use PtxType::*;
         match self {
             Pred => "pred",
@@ -104,7 +104,7 @@ impl PtxType {
     }
 
     /// The spelling with its dot: `.f32`.
-    pub fn dotted(self) -> &'static str {
+    pub const fn dotted(self) -> &'static str {
         use PtxType::*;
         match self {
             Pred => ".pred",
@@ -124,7 +124,7 @@ impl PtxType {
     }
 
     /// `%` and the register prefix, e.g. `%rd`.
-    pub(crate) fn reg_sigil(self) -> &'static str {
+    pub(crate) const fn reg_sigil(self) -> &'static str {
         use PtxType::*;
         match self {
             Pred => "%p",
@@ -144,7 +144,7 @@ impl PtxType {
     }
 
     /// Register-name prefix for virtual registers of this type (`%f7`, `%rd3`, ...).
-    pub(crate) fn reg_prefix(self) -> &'static str {
+    pub(crate) const fn reg_prefix(self) -> &'static str {
         use PtxType::*;
         match self {
             Pred => "p",
@@ -240,7 +240,7 @@ pub enum Special {
 }
 
 impl Special {
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         use Special::*;
         match self {
             TidX => "%tid.x",
@@ -284,5 +284,9 @@ mod tests {
         assert!(!PtxType::Pred.accepts(PtxType::B32));
         assert_eq!(PtxType::S32.widened(), Some(PtxType::S64));
         assert_eq!(PtxType::F32.bytes(), 4);
+        // the emitter's tables and the register counts index by `ty as usize`
+        for (i, t) in PtxType::ALL.iter().enumerate() {
+            assert_eq!(*t as usize, i);
+        }
     }
 }

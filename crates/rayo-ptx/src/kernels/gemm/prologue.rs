@@ -9,8 +9,8 @@ pub(super) const THREADS: u32 = 256;
 
 /// The shared buffers (two slices each), the pointer parameters and the block/thread ids.
 pub(super) struct Prologue {
-    pub sa: String,
-    pub sb: String,
+    pub sa: Name,
+    pub sb: Name,
     pub a: Reg,
     pub b: Reg,
     pub c: Reg,
@@ -53,20 +53,20 @@ pub(super) fn pass_pointers(k: &mut PtxKernel, base: Reg, passes: usize, pass_by
 /// One 16-byte non-coherent global load per register quad: quad `p` from `at[p]`.
 pub(super) fn load_passes(k: &mut PtxKernel, quads: &[Vec<Reg>], at: &[Addr]) {
     for (r, addr) in quads.iter().zip(at) {
-        k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::Many(r.clone()), addr: addr.clone(), nc: true });
+        k.push(Op::Ld { space: Space::Global, ty: F, dst: Regs::from(&r[..]), addr: *addr, nc: true });
     }
 }
 
 /// Advances every pass pointer by `step` bytes (an immediate or a u64 register).
 pub(super) fn advance(k: &mut PtxKernel, ptrs: &[Reg], step: Operand) {
     for &p in ptrs {
-        k.bin_to(BinOp::Add, p, p, step.clone());
+        k.bin_to(BinOp::Add, p, p, step);
     }
 }
 
 /// `cnt = k / depth - 1` slices after the first (`depth` a power of two), and a branch to
 /// `skip` when there are none.
-pub(super) fn slice_count(k: &mut PtxKernel, kd: Reg, depth: u32, skip: &str) -> Reg {
+pub(super) fn slice_count(k: &mut PtxKernel, kd: Reg, depth: u32, skip: &Name) -> Reg {
     let tiles = k.bin(BinOp::Shr, U, kd, depth.trailing_zeros());
     let cnt = k.sub(U, tiles, 1u32);
     let none = k.setp(Cmp::Eq, U, cnt, 0u32);
