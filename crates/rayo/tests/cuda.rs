@@ -559,9 +559,19 @@ fn quantized_matvec_matches_f64_for_every_format() {
         (QFormat::Q5_0, GgmlType::Q5_0),
         (QFormat::Q5_1, GgmlType::Q5_1),
         (QFormat::Q8_0, GgmlType::Q8_0),
+        (QFormat::F16, GgmlType::F16),
+        (QFormat::Q4_K, GgmlType::Q4_K),
+        (QFormat::Q5_K, GgmlType::Q5_K),
+        (QFormat::Q6_K, GgmlType::Q6_K),
     ];
     for (fmt, ty) in pairs {
-        for (rows, cols, m) in [(1, 32, 1), (67, 96, 1), (13, 576, 3), (130, 1536, 2)] {
+        // the k-quants' rows are whole 256-value blocks
+        let shapes: &[(usize, usize, usize)] = if fmt.block_values() == 256 {
+            &[(1, 256, 1), (67, 768, 1), (13, 512, 3), (130, 1536, 2)]
+        } else {
+            &[(1, 32, 1), (67, 96, 1), (13, 576, 3), (130, 1536, 2)]
+        };
+        for &(rows, cols, m) in shapes {
             let wf = rng.vec(rows * cols, -1.0, 1.0);
             let bytes = quant::quantize_to_vec(ty, &wf).unwrap();
             let mut wd = vec![0f32; rows * cols];
@@ -581,6 +591,18 @@ fn quantized_matvec_matches_f64_for_every_format() {
             let got = dev.download(&y).unwrap();
             close(&format!("qmatvec {fmt:?} {rows}x{cols} m {m}"), &got[..m * rows], &want, 1e-4, 1e-3 * (cols as f64).sqrt());
             assert!(got[m * rows..].iter().all(|v| v.is_nan()), "qmatvec {fmt:?} wrote past its rows");
+            // the token embedding dequantizes rows of the same table exactly as the CPU does
+            let ids: Vec<u32> = (0..m as u32).map(|i| (i * 7 + 3) % rows as u32).collect();
+            let mut inputs = rayo::cuda::StepInputs::new(dev, m).unwrap();
+            inputs.write(dev, &ids, 0).unwrap();
+            let mut e = poisoned(dev, m * cols + 1);
+            dev.embed_rows(fmt, &w, rows, cols, &inputs, m, &mut e).unwrap();
+            let got = dev.download(&e).unwrap();
+            for (r, &id) in ids.iter().enumerate() {
+                let want = &wd[id as usize * cols..][..cols];
+                assert_eq!(&got[r * cols..][..cols], want, "embed {fmt:?} {rows}x{cols} row {r} (token {id})");
+            }
+            assert!(got[m * cols].is_nan(), "embed {fmt:?} wrote past its rows");
         }
     }
     // hostile sizes are errors before any launch
@@ -599,8 +621,15 @@ fn fused_quantized_products_match_f64() {
     use rayo::quant::{self, GgmlType};
     let Some(dev) = device("fused_quantized_products_match_f64") else { return };
     let mut rng = Rng(0xf00d_cafe);
-    let (cols, m, eps) = (96usize, 3usize, 1e-5f32);
-    for (fmt, ty) in [(QFormat::Q4_1, GgmlType::Q4_1), (QFormat::Q5_0, GgmlType::Q5_0), (QFormat::Q8_0, GgmlType::Q8_0)] {
+    let (m, eps) = (3usize, 1e-5f32);
+    for (fmt, ty) in [
+        (QFormat::Q4_1, GgmlType::Q4_1),
+        (QFormat::Q5_0, GgmlType::Q5_0),
+        (QFormat::Q8_0, GgmlType::Q8_0),
+        (QFormat::Q4_K, GgmlType::Q4_K),
+        (QFormat::Q5_K, GgmlType::Q5_K),
+    ] {
+        let cols = if fmt.block_values() == 256 { 512usize } else { 96 };
         let rows = [37usize, 11, 11];
         let mut mats = vec![];
         for &r in &rows {
@@ -660,8 +689,16 @@ fn quantized_products_through_the_gemm_match_f64() {
     use rayo::quant::{self, GgmlType};
     let Some(dev) = device("quantized_products_through_the_gemm_match_f64") else { return };
     let mut rng = Rng(0x6e33_0001);
-    for (fmt, ty) in [(QFormat::Q4_1, GgmlType::Q4_1), (QFormat::Q5_0, GgmlType::Q5_0), (QFormat::Q8_0, GgmlType::Q8_0)] {
-        for (rows, cols, m) in [(130usize, 96usize, 40usize), (256, 576, 128), (192, 64, 200)] {
+    for (fmt, ty) in [
+        (QFormat::Q4_1, GgmlType::Q4_1),
+        (QFormat::Q5_0, GgmlType::Q5_0),
+        (QFormat::Q8_0, GgmlType::Q8_0),
+        (QFormat::Q4_K, GgmlType::Q4_K),
+        (QFormat::Q6_K, GgmlType::Q6_K),
+    ] {
+        let shapes: &[(usize, usize, usize)] =
+            if fmt.block_values() == 256 { &[(130, 256, 40), (192, 512, 200)] } else { &[(130, 96, 40), (256, 576, 128), (192, 64, 200)] };
+        for &(rows, cols, m) in shapes {
             let bytes = quant::quantize_to_vec(ty, &rng.vec(rows * cols, -1.0, 1.0)).unwrap();
             let mut wd = vec![0f32; rows * cols];
             quant::dequantize(ty, &bytes, &mut wd).unwrap();

@@ -3,12 +3,14 @@
 //! decoding graph replays for any token. One block per row; a thread per value.
 
 use super::common::*;
+use super::kquant;
 use super::qmatvec::QFormat;
 use super::{Kernel, LaunchConfig};
 use crate::ptx::*;
 
-/// Parameters: `table` (rows × cols/32 blocks), `tokens` (m u32 ids, each below the table's
-/// rows: the caller checks), `out` (m × cols f32) (u64); `cols` (u32, a multiple of 32).
+/// Parameters: `table` (rows × cols/block_values blocks), `tokens` (m u32 ids, each below the
+/// table's rows: the caller checks), `out` (m × cols f32) (u64); `cols` (u32, a multiple of the
+/// format's block values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EmbedKernel {
     fmt: QFormat,
@@ -43,9 +45,16 @@ fn f16_at(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
     k.cvt(F, PtxType::F16, h)
 }
 
-/// Value `j` (a u32 register, 0..32) of the block of `fmt` at `a`, as f32.
+/// Value `j` (a u32 register, below the format's block values) of the block of `fmt` at `a`,
+/// as f32.
 pub(crate) fn value_at(k: &mut PtxKernel, fmt: QFormat, a: Reg, j: Reg) -> Reg {
     match fmt {
+        QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => kquant::value_at(k, fmt, a, j),
+        QFormat::F16 => {
+            let p = k.elem_addr(a, j, 2);
+            let h = k.ld(Space::Global, PtxType::B16, Addr::reg(p));
+            k.cvt(F, PtxType::F16, h)
+        }
         QFormat::F32 => {
             let p = k.elem_addr(a, j, 4);
             k.ld(Space::Global, F, Addr::reg(p))
@@ -117,7 +126,7 @@ impl Kernel for EmbedKernel {
         let tid = k.special(Special::TidX);
         let ta = k.elem_addr(tokens, row, 4);
         let tok = k.ld(Space::Global, U, Addr::reg(ta));
-        let nb = k.bin(BinOp::Shr, U, cols, 5u32);
+        let nb = k.bin(BinOp::Shr, U, cols, fmt.block_shift());
         let row_bytes = k.mul(U, nb, bs);
         let src = k.mad_wide(U, tok, row_bytes, table);
         let dst_row = k.mul(U, row, cols);
@@ -126,8 +135,8 @@ impl Kernel for EmbedKernel {
         k.label(&top);
         let past = k.setp(Cmp::Ge, U, c, cols);
         k.bra_if(past, false, &end);
-        let b = k.bin(BinOp::Shr, U, c, 5u32);
-        let j = k.bin(BinOp::And, PtxType::B32, c, 31u32);
+        let b = k.bin(BinOp::Shr, U, c, fmt.block_shift());
+        let j = k.bin(BinOp::And, PtxType::B32, c, fmt.block_values() - 1);
         let a = k.mad_wide(U, b, bs, src);
         let v = value_at(&mut k, fmt, a, j);
         let oi = k.add(U, dst_row, c);
@@ -189,11 +198,11 @@ impl Kernel for DequantTKernel {
         let done = k.new_label("done");
         let past = k.setp(Cmp::Ge, U, r, rows);
         k.bra_if(past, false, &done);
-        let nb = k.bin(BinOp::Shr, U, cols, 5u32);
+        let nb = k.bin(BinOp::Shr, U, cols, fmt.block_shift());
         let row_bytes = k.mul(U, nb, bs);
         let src = k.mad_wide(U, r, row_bytes, w);
-        let b = k.bin(BinOp::Shr, U, c, 5u32);
-        let j = k.bin(BinOp::And, PtxType::B32, c, 31u32);
+        let b = k.bin(BinOp::Shr, U, c, fmt.block_shift());
+        let j = k.bin(BinOp::And, PtxType::B32, c, fmt.block_values() - 1);
         let a = k.mad_wide(U, b, bs, src);
         let v = value_at(&mut k, fmt, a, j);
         let oi = k.fma(U, c, ld, r);

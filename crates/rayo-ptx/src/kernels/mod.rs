@@ -7,6 +7,7 @@ mod copy;
 mod decode_attention;
 mod embed;
 mod gemm;
+mod kquant;
 mod norm;
 mod qmatvec;
 mod reduce;

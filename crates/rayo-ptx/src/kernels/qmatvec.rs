@@ -5,10 +5,13 @@
 //! parameters and `m` (activation rows) is the grid's y: one kernel per format.
 
 use super::common::*;
+use super::kquant;
 use super::{Kernel, LaunchConfig};
 use crate::ptx::*;
 
-/// A weight format the kernel reads: 32 values per block, as GGUF stores them.
+/// A weight format the kernel reads, as GGUF stores it: blocks of 32 values, or the k-quants'
+/// super-blocks of 256. (Names as ggml spells them.)
+#[allow(non_camel_case_types)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QFormat {
     F32,
@@ -17,13 +20,28 @@ pub enum QFormat {
     Q5_0,
     Q5_1,
     Q8_0,
+    F16,
+    Q4_K,
+    Q5_K,
+    Q6_K,
 }
 
 impl QFormat {
     /// Every format, for tests and the ptxas sweep.
-    pub const ALL: [QFormat; 6] = [QFormat::F32, QFormat::Q4_0, QFormat::Q4_1, QFormat::Q5_0, QFormat::Q5_1, QFormat::Q8_0];
+    pub const ALL: [QFormat; 10] = [
+        QFormat::F32,
+        QFormat::Q4_0,
+        QFormat::Q4_1,
+        QFormat::Q5_0,
+        QFormat::Q5_1,
+        QFormat::Q8_0,
+        QFormat::F16,
+        QFormat::Q4_K,
+        QFormat::Q5_K,
+        QFormat::Q6_K,
+    ];
 
-    /// Bytes of one block of 32 values.
+    /// Bytes of one block ([`QFormat::block_values`] values).
     pub fn block_bytes(self) -> u32 {
         match self {
             QFormat::F32 => 128,
@@ -32,6 +50,23 @@ impl QFormat {
             QFormat::Q5_0 => 22,
             QFormat::Q5_1 => 24,
             QFormat::Q8_0 => 34,
+            QFormat::F16 => 64,
+            QFormat::Q4_K => 144,
+            QFormat::Q5_K => 176,
+            QFormat::Q6_K => 210,
+        }
+    }
+
+    /// Values per block: 32, or 256 for the k-quants.
+    pub fn block_values(self) -> u32 {
+        1 << self.block_shift()
+    }
+
+    /// log2 of [`QFormat::block_values`].
+    pub(crate) fn block_shift(self) -> u32 {
+        match self {
+            QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => 8,
+            _ => 5,
         }
     }
 
@@ -43,6 +78,10 @@ impl QFormat {
             QFormat::Q5_0 => "q5_0",
             QFormat::Q5_1 => "q5_1",
             QFormat::Q8_0 => "q8_0",
+            QFormat::F16 => "f16",
+            QFormat::Q4_K => "q4_k",
+            QFormat::Q5_K => "q5_k",
+            QFormat::Q6_K => "q6_k",
         }
     }
 }
@@ -59,8 +98,8 @@ pub enum Epilogue {
 }
 
 /// Parameters, in order: `x` (m × cols f32); with `norm`, `gamma` (cols f32) and `eps` (f32);
-/// `cols` (u32, a multiple of 32, `cols·4 < 2³²`); per matrix `w{i}` (rows_i × cols/32
-/// blocks); per output `y{i}` (m × rows_i f32; [`Epilogue::Swiglu`] has one); per matrix
+/// `cols` (u32, a multiple of the format's block values, `cols·4 < 2³²`); per matrix `w{i}`
+/// (rows_i × cols/block_values blocks); per output `y{i}` (m × rows_i f32; [`Epilogue::Swiglu`] has one); per matrix
 /// `rows{i}` (u32; Swiglu has one, both matrices' rows) (pointers u64). With `norm` the
 /// activations are `x / rms(x) · gamma` (RMSNorm, computed by each warp for its row), so a norm
 /// and the products after it are one launch; with several matrices their rows are one range
@@ -139,19 +178,19 @@ impl QMatvecKernel {
 }
 
 /// The 16-bit little-endian word at `a + off`, as a u32.
-fn ld_u16(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
+pub(crate) fn ld_u16(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
     let h = k.ld(Space::Global, PtxType::U16, Addr::at(a, off));
     k.cvt(U, PtxType::U16, h)
 }
 
 /// The IEEE half at `a + off`, as f32.
-fn ld_f16(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
+pub(crate) fn ld_f16(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
     let h = k.ld(Space::Global, PtxType::B16, Addr::at(a, off));
     k.cvt(F, PtxType::F16, h)
 }
 
 /// `Σ q[j]·x[j]` with the integer values `q` (u32 or s32 registers of type `qty`).
-fn dot(k: &mut PtxKernel, qty: PtxType, q: &[Reg], x: &[Reg]) -> Reg {
+pub(crate) fn dot(k: &mut PtxKernel, qty: PtxType, q: &[Reg], x: &[Reg]) -> Reg {
     let mut s = k.mov(F, 0.0f32);
     for (&q, &x) in q.iter().zip(x) {
         let qf = k.cvt(F, qty, q);
@@ -160,10 +199,22 @@ fn dot(k: &mut PtxKernel, qty: PtxType, q: &[Reg], x: &[Reg]) -> Reg {
     s
 }
 
-/// `Σ` over values `8p .. 8p + 8` of the block at `a` of `fmt` (`p` = 0..3, a u32 register:
-/// four lanes share a block) times the lane's 8 activations `xs`.
+/// `Σ` over values `8p .. 8p + 8` of the block at `a` of `fmt` (`p` a u32 register: 0..3 for
+/// 32-value blocks, four lanes sharing a block; 0..31 for the k-quants) times the lane's 8
+/// activations `xs`.
 fn quarter_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, p: Reg, xs: &[Reg]) -> Reg {
     match fmt {
+        QFormat::F16 => {
+            let off = k.mul(U, p, 16u32);
+            let ha = k.mad_wide(U, off, 1u32, a);
+            let mut s = k.mov(F, 0.0f32);
+            for (i, &xv) in xs.iter().enumerate() {
+                let wv = ld_f16(k, ha, 2 * i as i64);
+                s = k.fma(F, wv, xv, s);
+            }
+            s
+        }
+        QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => kquant::group_dot(k, fmt, a, p, xs),
         QFormat::F32 => {
             let off = k.mul(U, p, 32u32);
             let wa = k.mad_wide(U, off, 1u32, a);
@@ -322,7 +373,7 @@ impl Kernel for QMatvecKernel {
             yrows = k.selp(U, rows[i], yrows, inside);
             base = k.add(U, base, rows[i]);
         }
-        let nb = k.bin(BinOp::Shr, U, cols, 5u32);
+        let nb = k.bin(BinOp::Shr, U, cols, fmt.block_shift());
         let row_bytes = k.mul(U, nb, bs);
         let mut wrows = vec![k.mad_wide(U, r, row_bytes, w)];
         if epi == Epilogue::Swiglu {
@@ -345,18 +396,19 @@ impl Kernel for QMatvecKernel {
         // RMSNorm: its sum of squares is taken in the products' loop (a row's threads read each
         // activation exactly once there), the scale applied to the sums at the end.
         let norm = if self.norm { Some((k.ld_param_ptr("gamma"), k.ld_param("eps"), k.mov(F, 0.0f32))) } else { None };
-        // work items: a quarter (8 values) of a block, four threads per block, so that every
-        // thread is busy on rows of 18 blocks and each one's chain of loads is short
+        // work items: 8 values of a block (a quarter of a 32-value one, four threads per block),
+        // so that every thread is busy on rows of 18 blocks and each one's chain of loads is short
+        let groups = fmt.block_values() / 8;
         let accs: Vec<Reg> = wrows.iter().map(|_| k.mov(F, 0.0f32)).collect();
-        let items = k.mul(U, nb, 4u32);
+        let items = k.mul(U, nb, groups);
         let it = k.mov(U, t);
         let (top, end) = (k.new_label("blocks"), k.new_label("blocks_end"));
         k.label(&top);
         let out = k.setp(Cmp::Ge, U, it, items);
         k.bra_if(out, false, &end);
-        let b = k.bin(BinOp::Shr, U, it, 2u32);
-        let p = k.bin(BinOp::And, PtxType::B32, it, 3u32);
-        // activations it * 8 .. + 8 (block b, quarter p)
+        let b = k.bin(BinOp::Shr, U, it, groups.trailing_zeros());
+        let p = k.bin(BinOp::And, PtxType::B32, it, groups - 1);
+        // activations it * 8 .. + 8 (block b, group p)
         let xa = k.mad_wide(U, it, 32u32, xrow);
         let mut xs: Vec<Reg> = (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(xa, 16 * i))).collect();
         if let Some((gamma, _, ss)) = norm {

@@ -177,13 +177,14 @@ impl CudaDevice {
         if m > 0 && inputs.max_id as usize >= rows {
             return Err(Error::InvalidArgument { op: OP, name: "token", value: (inputs.max_id as usize).into(), reason: "past the table's rows" });
         }
-        if cols % 32 != 0 {
-            return Err(Error::NotBlockMultiple { format: "cuda embed_rows", len: cols, block: 32 });
+        let bv = fmt.block_values() as usize;
+        if cols % bv != 0 {
+            return Err(Error::NotBlockMultiple { format: "cuda embed_rows", len: cols, block: bv });
         }
-        room(OP, table.len(), prod(OP, &[rows, cols / 32, fmt.block_bytes() as usize])?)?;
+        room(OP, table.len(), prod(OP, &[rows, cols / bv, fmt.block_bytes() as usize])?)?;
         room(OP, out.len(), prod(OP, &[m, cols])?)?;
         u32_of(OP, "out", prod(OP, &[m, cols, 4])?)?;
-        u32_of(OP, "row bytes", prod(OP, &[cols / 32, fmt.block_bytes() as usize])?)?;
+        u32_of(OP, "row bytes", prod(OP, &[cols / bv, fmt.block_bytes() as usize])?)?;
         if m == 0 || cols == 0 {
             return Ok(());
         }
@@ -226,15 +227,16 @@ impl CudaDevice {
         if mats.len() != k.mats() as usize || ys.len() != k.outputs() as usize || norm.is_some() != k.norm() {
             return Err(Error::InvalidArgument { op: OP, name: "matrices", value: mats.len().into(), reason: "not what the kernel variant takes" });
         }
-        if cols % 32 != 0 {
-            return Err(Error::NotBlockMultiple { format: "cuda qmatvec", len: cols, block: 32 });
+        let bv = k.format().block_values() as usize;
+        if cols % bv != 0 {
+            return Err(Error::NotBlockMultiple { format: "cuda qmatvec", len: cols, block: bv });
         }
         let swiglu = k.epilogue() == Epilogue::Swiglu;
         if swiglu && mats[0].1 != mats[1].1 {
             return Err(Error::LengthMismatch { op: OP, expected: mats[0].1, actual: mats[1].1 });
         }
         for (i, (w, rows)) in mats.iter().enumerate() {
-            room(OP, w.len(), prod(OP, &[*rows, cols / 32, k.format().block_bytes() as usize])?)?;
+            room(OP, w.len(), prod(OP, &[*rows, cols / bv, k.format().block_bytes() as usize])?)?;
             if let Some(y) = ys.get(if swiglu { 0 } else { i }) {
                 room(OP, y.len(), prod(OP, &[m, *rows])?)?;
                 u32_of(OP, "y", prod(OP, &[m, *rows, 4])?)?;
@@ -289,11 +291,12 @@ impl CudaDevice {
         const OP: &str = "cuda qmatmul_gemm";
         self.owns(OP, &[x, y, wt, yp])?;
         self.owns_bytes(OP, &[w])?;
-        if cols % 32 != 0 {
-            return Err(Error::NotBlockMultiple { format: "cuda qmatmul_gemm", len: cols, block: 32 });
+        let bv = fmt.block_values() as usize;
+        if cols % bv != 0 {
+            return Err(Error::NotBlockMultiple { format: "cuda qmatmul_gemm", len: cols, block: bv });
         }
         let (ld, m_pad) = (rows.next_multiple_of(128), m.next_multiple_of(128));
-        room(OP, w.len(), prod(OP, &[rows, cols / 32, fmt.block_bytes() as usize])?)?;
+        room(OP, w.len(), prod(OP, &[rows, cols / bv, fmt.block_bytes() as usize])?)?;
         room(OP, x.len(), prod(OP, &[m_pad, cols])?)?;
         room(OP, wt.len(), prod(OP, &[cols, ld])?)?;
         room(OP, yp.len(), prod(OP, &[m_pad, ld])?)?;
