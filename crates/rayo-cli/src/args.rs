@@ -37,6 +37,37 @@ pub enum Command {
     Chat(ChatArgs),
     /// The token ids of a text, as one JSON array (the model's own tokenizer).
     Tokenize(TokenizeArgs),
+    /// Writes a llama-family GGUF of a known model's dimensions with random weights, for speed runs.
+    #[command(after_help = SYNTH_AFTER_HELP)]
+    Synth(SynthArgs),
+}
+
+const SYNTH_AFTER_HELP: &str = "Speed does not depend on the weights' values: a synthetic model measures what the real one
+would (its text is noise). Shapes: llama-3.2-1b (16 layers, 2048 wide, 8192 FFN, 32/8 heads,
+128256 tokens, tied embeddings), smollm2-135m, tiny (for tests). The tokenizer's metadata is
+copied from a real model file whose vocabulary is no larger than the shape's.
+
+Example:
+  rayo synth /tmp/llama1b-q4k.gguf --shape llama-3.2-1b --type Q4_K --tokenizer .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
+  rayo bench --model /tmp/llama1b-q4k.gguf --backend cuda";
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// The file to write.
+    #[arg(value_name = "OUT")]
+    pub output: PathBuf,
+    /// The model's dimensions: llama-3.2-1b, smollm2-135m or tiny.
+    #[arg(long, value_name = "NAME", default_value = "llama-3.2-1b")]
+    pub shape: String,
+    /// The type of every weight matrix (ggml's spelling: Q4_K, Q8_0, F16, ...).
+    #[arg(long = "type", value_name = "TYPE", default_value = "Q4_K")]
+    pub ty: String,
+    /// A GGUF model whose tokenizer the file takes.
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: PathBuf,
+    /// Seed of the random weights.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
 }
 
 const GENERATE_AFTER_HELP: &str = "stdout is the prompt exactly as given followed by the generated text, streamed token by

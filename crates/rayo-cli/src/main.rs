@@ -12,6 +12,7 @@ mod llm;
 mod out;
 mod ptx;
 mod quantize;
+mod synth;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         Command::Generate(a) => llm::generate(&a),
         Command::Chat(a) => llm::chat(&a),
         Command::Tokenize(a) => llm::tokenize(&a),
+        Command::Synth(a) => synth::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -285,3 +285,41 @@ fn rayo_generate_on_wgpu_prints_the_cpu_engine_s_text() {
     }
     assert_eq!(String::from_utf8_lossy(&o.stdout), format!("{prompt}{text}\n"), "{err}");
 }
+
+/// `rayo synth`: a synthetic model of a known shape loads with the declared dimensions, its
+/// tensors hold the declared types and finite values, and it runs (bench rows, generation);
+/// a bad shape, type or tokenizer file is an error.
+#[test]
+fn rayo_synth_writes_a_model_that_loads_and_runs() {
+    let Some(tok) = model("Q4_1") else { return };
+    let dir = std::env::temp_dir().join(format!("rayo-synth-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rayo = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_rayo")).args(args).output().unwrap();
+    for ty in ["Q4_K", "Q6_K", "Q8_0", "F16"] {
+        let out = dir.join(format!("tiny-{ty}.gguf"));
+        let o = rayo(&["synth", out.to_str().unwrap(), "--shape", "tiny", "--type", ty, "--tokenizer", tok.to_str().unwrap()]);
+        assert!(o.status.success(), "{ty}: {}", String::from_utf8_lossy(&o.stderr));
+        let m = Model::open(&out).unwrap();
+        let c = m.config();
+        assert_eq!((c.n_layer, c.n_embd, c.n_ff, c.n_head, c.n_head_kv, c.vocab_size), (2, 256, 512, 4, 2, 49_152), "{ty}");
+        let q = m.file().tensor("blk.1.ffn_down.weight").unwrap();
+        assert_eq!(q.ty.name(), ty);
+        let mut s = session(&m);
+        let l = s.forward(&[1, 2, 3], Logits::Last).unwrap();
+        assert!(l.iter().all(|v| v.is_finite()), "{ty}: logits not finite");
+        let o = rayo(&["bench", "--model", out.to_str().unwrap(), "--json", "--threads", "1"]);
+        let rows = String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains("tokens_per_s")).count();
+        assert_eq!(rows, 2, "{ty}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let out = dir.join("bad.gguf");
+    for (args, want) in [
+        (vec!["--shape", "huge", "--tokenizer", tok.to_str().unwrap()], "unknown shape huge"),
+        (vec!["--type", "Q9_9", "--tokenizer", tok.to_str().unwrap()], "unknown type Q9_9"),
+        (vec!["--tokenizer", "/nonexistent/tok.gguf"], "/nonexistent/tok.gguf"),
+    ] {
+        let o = rayo(&[&["synth", out.to_str().unwrap()][..], &args].concat());
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,153 @@
+//! `rayo synth OUT --shape NAME --type TYPE --tokenizer FILE`: a llama-family GGUF of a known
+//! model's dimensions with random weights, for speed runs: a product's time does not depend on
+//! its weights' values, and a model of 1B parameters need not be carried to a machine that can
+//! write it in seconds. Blocks are random bytes with their scales set to small finite values,
+//! so every value is finite and the logits stay finite; norm weights (vectors) are ones. The tokenizer
+//! (every `tokenizer.*` key) is copied from a real model's file, so `rayo generate` runs too
+//! (the text is noise). Embeddings are tied (no `output.weight`), as in Llama 3.2 1B.
+
+use crate::args::SynthArgs;
+use crate::out::{errln, outln};
+use rayo::gguf::{GgufFile, GgufValue, GgufWriter};
+use rayo::quant::GgmlType;
+use std::io::Write;
+
+/// A model's dimensions.
+pub struct Shape {
+    pub name: &'static str,
+    layers: u32,
+    embd: u64,
+    ff: u64,
+    heads: u32,
+    kv_heads: u32,
+    vocab: u64,
+    context: u32,
+    rope_base: f32,
+}
+
+/// The shapes `--shape` knows.
+pub const SHAPES: &[Shape] = &[
+    // meta-llama/Llama-3.2-1B (config.json)
+    Shape { name: "llama-3.2-1b", layers: 16, embd: 2048, ff: 8192, heads: 32, kv_heads: 8, vocab: 128_256, context: 131_072, rope_base: 500_000.0 },
+    // HuggingFaceTB/SmolLM2-135M
+    Shape { name: "smollm2-135m", layers: 30, embd: 576, ff: 1536, heads: 9, kv_heads: 3, vocab: 49_152, context: 8192, rope_base: 100_000.0 },
+    // a small model for tests
+    Shape { name: "tiny", layers: 2, embd: 256, ff: 512, heads: 4, kv_heads: 2, vocab: 49_152, context: 512, rope_base: 10_000.0 },
+];
+
+pub fn run(a: &SynthArgs) -> Result<(), String> {
+    let shape = SHAPES.iter().find(|s| s.name == a.shape).ok_or_else(|| format!("unknown shape {}", a.shape))?;
+    let ty = GgmlType::from_name(&a.ty).ok_or_else(|| format!("unknown type {}", a.ty))?;
+    if matches!(ty, GgmlType::Q8_K) {
+        return Err("Q8_K is an activation format, not a weight type: pick another --type".into());
+    }
+    let tok = GgufFile::open(&a.tokenizer).map_err(|e| format!("{}: {e}", a.tokenizer.display()))?;
+    let mut w = GgufWriter::new();
+    w.set("general.architecture", "llama");
+    w.set("general.name", format!("synthetic {} {}", shape.name, ty.name()));
+    let hd = shape.embd / shape.heads as u64;
+    for (k, v) in [
+        ("block_count", GgufValue::from(shape.layers)),
+        ("context_length", shape.context.into()),
+        ("embedding_length", (shape.embd as u32).into()),
+        ("feed_forward_length", (shape.ff as u32).into()),
+        ("attention.head_count", shape.heads.into()),
+        ("attention.head_count_kv", shape.kv_heads.into()),
+        ("rope.dimension_count", (hd as u32).into()),
+        ("vocab_size", (shape.vocab as u32).into()),
+        ("rope.freq_base", shape.rope_base.into()),
+        ("attention.layer_norm_rms_epsilon", 1e-5f32.into()),
+    ] {
+        w.set(format!("llama.{k}"), v);
+    }
+    for (k, v) in tok.metadata().iter().filter(|(k, _)| k.starts_with("tokenizer.")) {
+        w.set(k, v.clone());
+    }
+    let (d, kv) = (shape.embd, hd * shape.kv_heads as u64);
+    let mut tensors: Vec<(String, GgmlType, Vec<u64>)> = vec![("token_embd.weight".into(), ty, vec![d, shape.vocab])];
+    for i in 0..shape.layers {
+        let n = |t: &str| format!("blk.{i}.{t}");
+        tensors.push((n("attn_norm.weight"), GgmlType::F32, vec![d]));
+        tensors.push((n("attn_q.weight"), ty, vec![d, d]));
+        tensors.push((n("attn_k.weight"), ty, vec![d, kv]));
+        tensors.push((n("attn_v.weight"), ty, vec![d, kv]));
+        tensors.push((n("attn_output.weight"), ty, vec![d, d]));
+        tensors.push((n("ffn_norm.weight"), GgmlType::F32, vec![d]));
+        tensors.push((n("ffn_gate.weight"), ty, vec![d, shape.ff]));
+        tensors.push((n("ffn_up.weight"), ty, vec![d, shape.ff]));
+        tensors.push((n("ffn_down.weight"), ty, vec![shape.ff, d]));
+    }
+    tensors.push(("output_norm.weight".into(), GgmlType::F32, vec![d]));
+    let mut total = 0u64;
+    for (name, t, dims) in &tensors {
+        total += w.declare_tensor(name, *t, dims).map_err(|e| format!("{name}: {e}"))?;
+    }
+    let file = std::fs::File::create(&a.output).map_err(|e| format!("creating {}: {e}", a.output.display()))?;
+    let mut out = w.start(std::io::BufWriter::new(file)).map_err(|e| e.to_string())?;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ a.seed);
+    for (name, t, dims) in &tensors {
+        let n: u64 = dims.iter().product();
+        let bytes = if dims.len() == 1 { (0..n).flat_map(|_| 1f32.to_le_bytes()).collect() } else { random_blocks(*t, n, &mut rng) };
+        out.write_tensor(&bytes).map_err(|e| format!("{name}: {e}"))?;
+    }
+    let mut f = out.finish().map_err(|e| e.to_string())?;
+    f.flush().map_err(|e| e.to_string())?;
+    outln!("{}: {} ({}), {} tensors, {:.1} MB of weights", a.output.display(), shape.name, ty.name(), tensors.len(), total as f64 / 1e6);
+    if shape.vocab < tok.metadata().get("tokenizer.ggml.tokens").and_then(|v| v.as_array()).map_or(0, |a| a.len() as u64) {
+        errln!("rayo synth: the tokenizer has more tokens than the shape's vocabulary: the model will not load");
+    }
+    Ok(())
+}
+
+/// `n` values of `ty`: small random floats for the float types, else random blocks whose f16
+/// scales (`d`, and the mins' `dmin`/`m`) are small and finite.
+fn random_blocks(ty: GgmlType, n: u64, rng: &mut Rng) -> Vec<u8> {
+    use GgmlType::*;
+    let small = |rng: &mut Rng| 0.05 * ((rng.next() % 2001) as f32 / 1000.0 - 1.0);
+    match ty {
+        F32 => return (0..n).flat_map(|_| small(rng).to_le_bytes()).collect(),
+        F16 => return (0..n).flat_map(|_| half::f16::from_f32(small(rng)).to_le_bytes()).collect(),
+        BF16 => return (0..n).flat_map(|_| half::bf16::from_f32(small(rng)).to_le_bytes()).collect(),
+        _ => {}
+    }
+    // the offsets of the block's f16 fields
+    let at: &[usize] = match ty {
+        Q4_0 | Q5_0 | Q8_0 => &[0],
+        Q4_1 | Q5_1 | Q8_1 | Q4_K | Q5_K => &[0, 2],
+        Q2_K => &[80, 82],
+        Q3_K => &[108],
+        Q6_K => &[208],
+        F32 | F16 | BF16 | Q8_K => &[],
+    };
+    let ts = ty.type_size();
+    let mut v = vec![0u8; (n / ty.block_size() as u64) as usize * ts];
+    rng.fill(&mut v);
+    for b in v.chunks_exact_mut(ts) {
+        for &o in at {
+            let d = half::f16::from_f32(0.002 + 0.004 * (rng.next() % 1000) as f32 / 1000.0);
+            b[o..o + 2].copy_from_slice(&d.to_le_bytes());
+        }
+    }
+    v
+}
+
+/// xorshift64*: fast, and enough for weights nobody reads.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn fill(&mut self, v: &mut [u8]) {
+        let mut chunks = v.chunks_exact_mut(8);
+        for c in &mut chunks {
+            c.copy_from_slice(&self.next().to_le_bytes());
+        }
+        let rest = chunks.into_remainder();
+        let last = self.next().to_le_bytes();
+        rest.copy_from_slice(&last[..rest.len()]);
+    }
+}
