@@ -3,10 +3,14 @@
 //! Error bounds (measured against f64 by `tests/accuracy.rs` on every instruction set, over
 //! [-88, 88] and the special values): see each function. Coefficients of `expm1` and `gelu`
 //! come from `tools/fit_poly.py`; `exp`, `ln` and the small-|x| `tanh` are Cephes' (S. Moshier).
+//! Where the instruction set looks up a 32-entry table in one permute ([`Simd::FAST_TABLE`]),
+//! `tanh` and `gelu` take table-driven forms instead (a short polynomial per interval, from
+//! `tools/fit_tables.py`): fewer operations and no division, at the same error bounds.
 
 // Coefficients as fitted or published (Cephes); the compiler rounds each to the nearest f32.
 #![allow(clippy::excessive_precision)]
 
+use super::math_tables::{GELU, GELU_CENTRE, TANH, TANH_CENTRE};
 use super::simd::{Simd, SimdExt};
 
 const LOG2E: f32 = core::f32::consts::LOG2_E;
@@ -102,9 +106,47 @@ pub fn ln<S: Simd>(s: S, x: S::V) -> S::V {
     s.select(s.is_nan(x), x, y)
 }
 
+/// The interval (of the tables in `math_tables`) of `a` in [0, 15): the exponent and top three
+/// mantissa bits of `a + 1`, eight intervals an octave; the lookup keeps the low five bits.
+#[inline(always)]
+fn interval<S: Simd>(s: S, a: S::V) -> S::I {
+    s.ishr(s.to_bits(s.add(a, s.splat(1.0))), 20)
+}
+
+/// The polynomial of interval `k` at `a`: `Σ_j t[j][k] (a − centre[k])^j` by Horner's rule.
+#[inline(always)]
+fn table_poly<S: Simd, const N: usize>(s: S, centre: &[f32; 32], t: &[[f32; 32]; N], a: S::V) -> S::V {
+    let k = interval(s, a);
+    let y = s.sub(a, s.table32(centre, k)); // exact: a and its centre are within a factor 2
+    let mut acc = s.table32(&t[N - 1], k);
+    for c in t[..N - 1].iter().rev() {
+        acc = s.mul_add(acc, y, s.table32(c, k));
+    }
+    acc
+}
+
 /// tanh. Max error 2 ULP; odd (keeps the sign of −0), ±1 at ±inf, NaN in NaN out.
 #[inline(always)]
 pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
+    if S::FAST_TABLE {
+        tanh_table(s, x)
+    } else {
+        tanh_poly(s, x)
+    }
+}
+
+/// tanh from a degree-5 polynomial per interval of |x| (clamped at 9.1, past which tanh is 1
+/// in f32; `min(c, NaN)` is NaN, so NaN passes); interval 0 has no constant term, so tiny
+/// inputs keep their relative precision.
+#[inline(always)]
+pub(crate) fn tanh_table<S: Simd>(s: S, x: S::V) -> S::V {
+    let a = s.min(s.splat(9.1), s.abs(x));
+    s.or(table_poly(s, &TANH_CENTRE, &TANH, a), s.sign_bit(x))
+}
+
+/// tanh from a small-|x| polynomial and `1 − 2/(e^{2|x|} + 1)`.
+#[inline(always)]
+fn tanh_poly<S: Simd>(s: S, x: S::V) -> S::V {
     let a = s.abs(x);
     // |x| < 0.625: x + x^3 P(x^2)
     let z = s.mul(a, a);
@@ -162,6 +204,26 @@ fn exp_neg_half_square<S: Simd>(s: S, u: S::V) -> S::V {
 /// gelu(inf) = inf, NaN in NaN out.
 #[inline(always)]
 pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
+    if S::FAST_TABLE {
+        gelu_table(s, x)
+    } else {
+        gelu_poly(s, x)
+    }
+}
+
+/// GELU as max(x, 0) − u Φ(−u), u = |x|, for every x: the tail u Φ(−u) = e^{−u²/2} g(u) with g
+/// a degree-5 polynomial per interval of u (u clamped at 14.5, where e^{−u²/2} is 0 in f32).
+#[inline(always)]
+pub(crate) fn gelu_table<S: Simd>(s: S, x: S::V) -> S::V {
+    let u = s.min(s.splat(14.5), s.abs(x)); // NaN passes `min(c, NaN)`
+    let tail = s.mul(exp_neg_half_square(s, u), table_poly(s, &GELU_CENTRE, &GELU, u));
+    // `max(−0, x)`: x where x ≥ 0 or NaN, else −0, so gelu(x < 0) keeps its sign when the tail is 0.
+    s.sub(s.max(s.splat(-0.0), x), tail)
+}
+
+/// GELU from a polynomial in x² for |x| ≤ 1 and a polynomial in 1/|x| times e^{−x²/2} above.
+#[inline(always)]
+fn gelu_poly<S: Simd>(s: S, x: S::V) -> S::V {
     let a = s.abs(x);
     // Past 20 the tail is 0; clamping keeps inf − inf out of the exact-square split.
     let ac = s.min(s.splat(20.0), a);
@@ -182,4 +244,65 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
     let tail = s.mul(exp_neg_half_square(s, ac), h);
     let large = s.select(s.lt(x, s.zero()), s.neg(tail), s.sub(x, tail));
     s.select(s.le(a, s.splat(1.0)), small, large)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The table-driven forms through the generic `table32` and without FMA (the scalar
+    //! token): `tests/accuracy.rs` covers them where an ISA picks them (AVX-512).
+    use super::*;
+    use crate::cpu::isa::scalar::Scalar;
+
+    fn ulps(got: f32, want: f64) -> f64 {
+        if got.is_nan() || want.is_nan() {
+            return if got.is_nan() && want.is_nan() { 0.0 } else { f64::INFINITY };
+        }
+        let w = (want as f32).abs();
+        (got as f64 - want).abs() / (f32::from_bits(w.to_bits() + 1) - w) as f64
+    }
+
+    fn sweep() -> Vec<f32> {
+        let mut xs: Vec<f32> = (0..=300_000).map(|i| -16.0 + 32.0 * i as f32 / 300_000.0).collect();
+        xs.extend((0..=4000).flat_map(|i| {
+            let m = 10f64.powf(-45.0 + 46.0 * i as f64 / 4000.0) as f32;
+            [m, -m]
+        }));
+        xs
+    }
+
+    #[test]
+    fn tanh_table_within_2_ulp_without_fma() {
+        let mut worst = 0.0f64;
+        for x in sweep() {
+            let e = ulps(tanh_table(Scalar, x), (x as f64).tanh());
+            assert!(e <= 2.0, "tanh({x:e}) = {:e}: {e} ULP", tanh_table(Scalar, x));
+            worst = worst.max(e);
+        }
+        println!("scalar tanh_table max error {worst:.2} ULP");
+        for (x, want) in [(0.0f32, 0.0f32), (-0.0, -0.0), (f32::INFINITY, 1.0), (f32::NEG_INFINITY, -1.0), (1e30, 1.0)] {
+            assert_eq!(tanh_table(Scalar, x).to_bits(), want.to_bits(), "tanh({x})");
+        }
+        assert!(tanh_table(Scalar, f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn gelu_table_within_4_ulp_without_fma() {
+        let mut worst = 0.0f64;
+        for x in sweep() {
+            let want = x as f64 * 0.5 * libm::erfc(-x as f64 / core::f64::consts::SQRT_2);
+            let got = gelu_table(Scalar, x);
+            if want.abs() < 1e-30 {
+                assert!((got as f64 - want).abs() <= 1.5e-37, "gelu({x:e}) = {got:e}, want {want:e}");
+            } else {
+                let e = ulps(got, want);
+                assert!(e <= 4.0, "gelu({x:e}) = {got:e}, want {want:e}: {e} ULP");
+                worst = worst.max(e);
+            }
+        }
+        println!("scalar gelu_table max error {worst:.2} ULP");
+        for (x, want) in [(0.0f32, 0.0f32), (-0.0, -0.0), (f32::INFINITY, f32::INFINITY), (f32::NEG_INFINITY, -0.0), (-100.0, -0.0)] {
+            assert_eq!(gelu_table(Scalar, x).to_bits(), want.to_bits(), "gelu({x})");
+        }
+        assert!(gelu_table(Scalar, f32::NAN).is_nan());
+    }
 }
