@@ -10,7 +10,7 @@
 // Coefficients as fitted or published (Cephes); the compiler rounds each to the nearest f32.
 #![allow(clippy::excessive_precision)]
 
-use super::math_tables::{GELU, GELU_CENTRE, TANH, TANH_CENTRE};
+use super::math_tables::{GELU, TANH};
 use super::simd::{Simd, SimdExt};
 
 const LOG2E: f32 = core::f32::consts::LOG2_E;
@@ -106,18 +106,16 @@ pub fn ln<S: Simd>(s: S, x: S::V) -> S::V {
     s.select(s.is_nan(x), x, y)
 }
 
-/// The interval (of the tables in `math_tables`) of `a` in [0, 15): the exponent and top three
-/// mantissa bits of `a + 1`, eight intervals an octave; the lookup keeps the low five bits.
+/// The polynomial of `a`'s interval from the tables `t` (`tools/fit_tables.py`), given
+/// `b = a + offset` (clamped below 16 · offset): interval k is the low five bits of bits(b) >> 20
+/// (b's exponent and top three mantissa bits, eight intervals an octave), and the polynomial's
+/// variable is y = a − e, e the interval's lower edge rebuilt from the same bits of b (exact: a
+/// few bits minus a power of two), so only coefficients are looked up.
 #[inline(always)]
-fn interval<S: Simd>(s: S, a: S::V) -> S::I {
-    s.ishr(s.to_bits(s.add(a, s.splat(1.0))), 20)
-}
-
-/// The polynomial of interval `k` at `a`: `Σ_j t[j][k] (a − centre[k])^j` by Horner's rule.
-#[inline(always)]
-fn table_poly<S: Simd, const N: usize>(s: S, centre: &[f32; 32], t: &[[f32; 32]; N], a: S::V) -> S::V {
-    let k = interval(s, a);
-    let y = s.sub(a, s.table32(centre, k)); // exact: a and its centre are within a factor 2
+fn table_poly<S: Simd, const N: usize>(s: S, a: S::V, b: S::V, offset: f32, t: &[[f32; 32]; N]) -> S::V {
+    let k = s.ishr(s.to_bits(b), 20);
+    let edge = s.sub(s.and(b, s.from_bits(s.isplat(0xfff0_0000_u32 as i32))), s.splat(offset));
+    let y = s.sub(a, edge); // exact: e ≤ a ≤ 2e, or e = 0 (up to the rounding of b, where y ≈ 0)
     let mut acc = s.table32(&t[N - 1], k);
     for c in t[..N - 1].iter().rev() {
         acc = s.mul_add(acc, y, s.table32(c, k));
@@ -135,13 +133,14 @@ pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
     }
 }
 
-/// tanh from a degree-5 polynomial per interval of |x| (clamped at 9.1, past which tanh is 1
-/// in f32; `min(c, NaN)` is NaN, so NaN passes); interval 0 has no constant term, so tiny
-/// inputs keep their relative precision.
+/// tanh from a degree-4 polynomial per interval of a = |x|: 32 intervals up to 7.5, the last
+/// one stretched to 9.1, past which tanh is 1 in f32 (`min(c, NaN)` is NaN, so NaN passes);
+/// interval 0 has no constant term, so tiny inputs keep their relative precision.
 #[inline(always)]
 pub(crate) fn tanh_table<S: Simd>(s: S, x: S::V) -> S::V {
     let a = s.min(s.splat(9.1), s.abs(x));
-    s.or(table_poly(s, &TANH_CENTRE, &TANH, a), s.sign_bit(x))
+    let b = s.min(s.splat(7.999_999_5), s.add(a, s.splat(0.5))); // the largest f32 below 8
+    s.or(table_poly(s, a, b, 0.5, &TANH), s.sign_bit(x))
 }
 
 /// tanh from a small-|x| polynomial and `1 − 2/(e^{2|x|} + 1)`.
@@ -216,7 +215,7 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
 #[inline(always)]
 pub(crate) fn gelu_table<S: Simd>(s: S, x: S::V) -> S::V {
     let u = s.min(s.splat(14.5), s.abs(x)); // NaN passes `min(c, NaN)`
-    let tail = s.mul(exp_neg_half_square(s, u), table_poly(s, &GELU_CENTRE, &GELU, u));
+    let tail = s.mul(exp_neg_half_square(s, u), table_poly(s, u, s.add(u, s.splat(1.0)), 1.0, &GELU));
     // `max(−0, x)`: x where x ≥ 0 or NaN, else −0, so gelu(x < 0) keeps its sign when the tail is 0.
     s.sub(s.max(s.splat(-0.0), x), tail)
 }
