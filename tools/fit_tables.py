@@ -9,8 +9,9 @@ constant term is the f32 value at the edge (the last Horner step adds a small co
 accurate constant), the others are refitted against that rounded constant. Interval 0 starts at 0
 with a zero constant, so the result keeps full relative precision as a → 0.
 
-  tanh:  tanh(a), offset 0.5, b clamped below 8: 32 intervals up to a = 7.5, the last one
-         stretched to 9.1 (tanh is 1 in f32 from 9.011 on)                        degree 4
+  tanh:  tanh(a), offset 0.625, a ≤ 9.1 (tanh is 1 in f32 from 9.011 on): b in [0.625, 9.725]
+         covers the last six eighths of [0.5, 1) and the first two of [8, 16), which share
+         their five index bits, so no clamp of b is needed                         degree 4
   gelu:  g(u) = u Φ(−u) e^{u²/2}, offset 1, u ≤ 14.5 (the tail e^{−u²/2} g(u) is 0 in f32
          past 14.5)                                                               degree 5
 
@@ -24,18 +25,18 @@ mp.mp.dps = 40
 N = 32
 
 def intervals(offset, top):
-    """(index, lo, hi) of the 32 intervals of a, the last one stretched to `top`."""
+    """(index, lo, hi) of the intervals of a in [0, top] (b = a + offset), the last one ending
+    at `top`; the indices must be distinct (b spans at most 32 eighths of octaves)."""
     out = []
-    e = round(np.log2(offset))
-    for o in range(4):
+    e = int(np.floor(np.log2(offset)))
+    while 2.0 ** e < offset + top:
         for m in range(8):
-            k = ((127 + e + o) * 8 + m) % 32  # low five bits of bits(a + offset) >> 20
-            lo = 2.0 ** (e + o) * (1 + m / 8) - offset
-            hi = 2.0 ** (e + o) * (1 + (m + 1) / 8) - offset
-            out.append((k, lo, hi))
-    out.sort(key=lambda t: t[1])
-    k, lo, hi = out[-1]
-    out[-1] = (k, lo, max(hi, top))
+            lo = 2.0 ** e * (1 + m / 8) - offset
+            hi = 2.0 ** e * (1 + (m + 1) / 8) - offset
+            if hi > 0 and lo < top:
+                out.append((((127 + e) * 8 + m) % 32, max(lo, 0.0), min(hi, top)))
+        e += 1
+    assert len({k for k, _, _ in out}) == len(out) <= 32, "intervals share an index"
     return out
 
 def fit_interval(f, lo, hi, deg, ulp_weight, n=300, iters=60):
@@ -77,9 +78,9 @@ def table(f, offset, top, deg, ulp_weight):
 def f32(x):
     return np.asarray(x, dtype=np.float64).astype(np.float32)
 
-def eval32(coeffs, a, offset, clamp, fma):
+def eval32(coeffs, a, offset, fma):
     """The kernel's evaluation in float32 (FMA: one rounding per Horner step)."""
-    b = np.minimum((a + np.float32(offset)).astype(np.float32), np.float32(clamp))
+    b = (a + np.float32(offset)).astype(np.float32)
     k = (b.view(np.int32) >> 20) & 31
     edge = ((b.view(np.uint32) & np.uint32(0xFFF00000)).view(np.float32) - np.float32(offset)).astype(np.float32)
     y = (a - edge).astype(np.float32)
@@ -104,16 +105,16 @@ def main():
            "//! Horner coefficients (constant term first) of the table-driven `tanh` and `gelu` in\n",
            "//! `cpu::math`: row j holds the coefficient of y^j of each interval, indexed by the low five\n",
            "//! bits of bits(a + offset) >> 20.\n\n"]
-    TANH_TOP, TANH_DEG, TANH_CLAMP = 9.1, 4, float(np.nextafter(np.float32(8), np.float32(0)))
-    tk, te = table(mp.tanh, 0.5, TANH_TOP, TANH_DEG, True)
+    TANH_TOP, TANH_DEG, TANH_OFFSET = 9.1, 4, 0.625
+    tk, te = table(mp.tanh, TANH_OFFSET, TANH_TOP, TANH_DEG, True)
     print(f"tanh: degree {TANH_DEG}, worst fit error {te:.3f} ULP")
     lo, hi = np.float32(2.0 ** -30).view(np.int32), np.float32(TANH_TOP).view(np.int32)
     a = np.arange(lo, hi, 3, dtype=np.int32).view(np.float32)
     want = np.tanh(a.astype(np.float64))
     for fma in (True, False):
-        u = ulps(eval32(tk, a, 0.5, TANH_CLAMP, fma), want)
+        u = ulps(eval32(tk, a, TANH_OFFSET, fma), want)
         print(f"  float32 {'with' if fma else 'without'} FMA: worst {u.max():.3f} ULP at {a[u.argmax()]:.9g}")
-    emit(out, "TANH", f"tanh(a), a = min(|x|, {TANH_TOP}); offset 0.5, a + 0.5 clamped below 8.", tk)
+    emit(out, "TANH", f"tanh(a), a = min(|x|, {TANH_TOP}); offset {TANH_OFFSET}.", tk)
     out.append("\n")
     GELU_TOP, GELU_DEG = 14.5, 5
     g = lambda u: u * mp.ncdf(-u) * mp.exp(u * u / 2)

@@ -107,10 +107,10 @@ pub fn ln<S: Simd>(s: S, x: S::V) -> S::V {
 }
 
 /// The polynomial of `a`'s interval from the tables `t` (`tools/fit_tables.py`), given
-/// `b = a + offset` (clamped below 16 · offset): interval k is the low five bits of bits(b) >> 20
-/// (b's exponent and top three mantissa bits, eight intervals an octave), and the polynomial's
-/// variable is y = a − e, e the interval's lower edge rebuilt from the same bits of b (exact: a
-/// few bits minus a power of two), so only coefficients are looked up.
+/// `b = a + offset`: interval k is the low five bits of bits(b) >> 20 (b's exponent and top
+/// three mantissa bits, eight intervals an octave; b's range decides that the 32 are distinct),
+/// and the polynomial's variable is y = a − e, e the interval's lower edge rebuilt from the same
+/// bits of b (exact: both have a few significant bits), so only coefficients are looked up.
 #[inline(always)]
 fn table_poly<S: Simd, const N: usize>(s: S, a: S::V, b: S::V, offset: f32, t: &[[f32; 32]; N]) -> S::V {
     let k = s.ishr(s.to_bits(b), 20);
@@ -133,14 +133,14 @@ pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
     }
 }
 
-/// tanh from a degree-4 polynomial per interval of a = |x|: 32 intervals up to 7.5, the last
-/// one stretched to 9.1, past which tanh is 1 in f32 (`min(c, NaN)` is NaN, so NaN passes);
-/// interval 0 has no constant term, so tiny inputs keep their relative precision.
+/// tanh from a degree-4 polynomial per interval of a = |x| (clamped at 9.1, past which tanh is
+/// 1 in f32; `min(c, NaN)` is NaN, so NaN passes): with b = a + 0.625 in [0.625, 9.725] the
+/// intervals' indices are distinct without clamping b (see `tools/fit_tables.py`); interval 0
+/// has no constant term, so tiny inputs keep their relative precision.
 #[inline(always)]
 pub(crate) fn tanh_table<S: Simd>(s: S, x: S::V) -> S::V {
     let a = s.min(s.splat(9.1), s.abs(x));
-    let b = s.min(s.splat(7.999_999_5), s.add(a, s.splat(0.5))); // the largest f32 below 8
-    s.or(table_poly(s, a, b, 0.5, &TANH), s.sign_bit(x))
+    s.or(table_poly(s, a, s.add(a, s.splat(0.625)), 0.625, &TANH), s.sign_bit(x))
 }
 
 /// tanh from a small-|x| polynomial and `1 − 2/(e^{2|x|} + 1)`.
