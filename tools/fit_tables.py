@@ -97,7 +97,8 @@ def emit(out, name, doc, coeffs):
     out.append(f"/// {doc}\n")
     out.append(f"pub(crate) const {name}: [[f32; 32]; {len(coeffs)}] = [\n")
     for r in coeffs:
-        out.append("    [" + ", ".join(f"{x:.9e}" for x in r) + "],\n")
+        # The shortest text that reads back as the same f32.
+        out.append("    [" + ", ".join(np.format_float_scientific(x, unique=True, trim="0", exp_digits=1) for x in r) + "],\n")
     out.append("];\n")
 
 def main():
