@@ -40,7 +40,12 @@ pub fn exp<S: Simd>(s: S, x: S::V) -> S::V {
 #[inline(always)]
 fn exp_split<S: Simd>(s: S, x: S::V, lo: Option<S::V>) -> S::V {
     // Clamp with the constant first: `max(c, NaN)` returns NaN, so NaN passes through.
-    let x = s.min(s.splat(89.0), s.max(s.splat(-104.0), x));
+    exp_unclamped(s, s.min(s.splat(89.0), s.max(s.splat(-104.0), x)), lo)
+}
+
+/// [`exp_split`] for x in [-170, 88.7], where 2^n stays in `pow2_scale`'s range unclamped.
+#[inline(always)]
+fn exp_unclamped<S: Simd>(s: S, x: S::V, lo: Option<S::V>) -> S::V {
     let n = s.round(s.mul(x, s.splat(LOG2E)));
     let r = s.mul_add(n, s.splat(-LN2_HI), x); // exact (Cody–Waite)
     let r = match lo {
@@ -189,13 +194,19 @@ pub fn mish<S: Simd>(s: S, x: S::V) -> S::V {
 
 /// e^{−u²/2} for 0 ≤ u ≤ 20 with the square taken exactly: u = uh + ul with uh holding 12
 /// significant bits, so uh²/2 is exact and the small rest, ul·(u + uh)/2, joins the argument
-/// inside the reduction of `exp`.
+/// inside the reduction of `exp`. `CLAMP = false` where u ≤ 18 (−u²/2 ≥ −162: no clamp needed).
 #[inline(always)]
-fn exp_neg_half_square<S: Simd>(s: S, u: S::V) -> S::V {
+fn exp_neg_half_square<S: Simd, const CLAMP: bool>(s: S, u: S::V) -> S::V {
     let uh = s.and(u, s.from_bits(s.isplat(0xffff_f000_u32 as i32)));
     let ul = s.sub(u, uh);
-    let rest = s.mul(s.mul(ul, s.add(u, uh)), s.splat(-0.5));
-    exp_split(s, s.mul(s.mul(uh, uh), s.splat(-0.5)), Some(rest))
+    let nh = s.mul(uh, s.splat(-0.5)); // exact
+    let hi = s.mul(uh, nh); // −uh²/2, exact
+    let rest = s.mul(ul, s.mul_add(u, s.splat(-0.5), nh)); // ul · −(u + uh)/2
+    if CLAMP {
+        exp_split(s, hi, Some(rest))
+    } else {
+        exp_unclamped(s, hi, Some(rest))
+    }
 }
 
 /// Exact GELU, x · Φ(x) (the erf form, not the tanh approximation).
@@ -215,7 +226,7 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
 #[inline(always)]
 pub(crate) fn gelu_table<S: Simd>(s: S, x: S::V) -> S::V {
     let u = s.min(s.splat(14.5), s.abs(x)); // NaN passes `min(c, NaN)`
-    let tail = s.mul(exp_neg_half_square(s, u), table_poly(s, u, s.add(u, s.splat(1.0)), 1.0, &GELU));
+    let tail = s.mul(exp_neg_half_square::<S, false>(s, u), table_poly(s, u, s.add(u, s.splat(1.0)), 1.0, &GELU));
     // `max(−0, x)`: x where x ≥ 0 or NaN, else −0, so gelu(x < 0) keeps its sign when the tail is 0.
     s.sub(s.max(s.splat(-0.0), x), tail)
 }
@@ -240,7 +251,7 @@ fn gelu_poly<S: Simd>(s: S, x: S::V) -> S::V {
             -9.683196935e-04, 3.121937205e-03, -6.334572767e-03, 7.622989655e-03, 6.204406794e-03, -7.810335049e-02, 3.299201973e-01,
         ],
     );
-    let tail = s.mul(exp_neg_half_square(s, ac), h);
+    let tail = s.mul(exp_neg_half_square::<S, true>(s, ac), h);
     let large = s.select(s.lt(x, s.zero()), s.neg(tail), s.sub(x, tail));
     s.select(s.le(a, s.splat(1.0)), small, large)
 }
