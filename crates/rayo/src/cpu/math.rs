@@ -258,8 +258,9 @@ fn gelu_poly<S: Simd>(s: S, x: S::V) -> S::V {
 
 #[cfg(test)]
 mod tests {
-    //! The table-driven forms through the generic `table32` and without FMA (the scalar
-    //! token): `tests/accuracy.rs` covers them where an ISA picks them (AVX-512).
+    //! The table-driven forms on every f32 near each interval edge and on a sweep, through the
+    //! generic `table32` without FMA (the scalar token) and through `vpermt2ps` (AVX-512, where
+    //! the CPU has it); `tests/accuracy.rs` covers them again where an ISA picks them.
     use super::*;
     use crate::cpu::isa::scalar::Scalar;
 
@@ -271,48 +272,95 @@ mod tests {
         (got as f64 - want).abs() / (f32::from_bits(w.to_bits() + 1) - w) as f64
     }
 
-    fn sweep() -> Vec<f32> {
+    /// A sweep of [-16, 16], ± log-spaced magnitudes, and the 64 floats on either side of every
+    /// interval edge of both tables (b = a + offset at each eighth of an octave).
+    fn inputs() -> Vec<f32> {
         let mut xs: Vec<f32> = (0..=300_000).map(|i| -16.0 + 32.0 * i as f32 / 300_000.0).collect();
         xs.extend((0..=4000).flat_map(|i| {
             let m = 10f64.powf(-45.0 + 46.0 * i as f64 / 4000.0) as f32;
             [m, -m]
         }));
+        for offset in [0.625f32, 1.0] {
+            for e in -1..4 {
+                for m in 0..8 {
+                    let edge = 2f32.powi(e) * (1.0 + m as f32 / 8.0) - offset;
+                    if edge > 0.0 {
+                        let b = edge.to_bits();
+                        xs.extend((b - 64..b + 64).flat_map(|u| [f32::from_bits(u), -f32::from_bits(u)]));
+                    }
+                }
+            }
+        }
         xs
     }
 
-    #[test]
-    fn tanh_table_within_2_ulp_without_fma() {
-        let mut worst = 0.0f64;
-        for x in sweep() {
-            let e = ulps(tanh_table(Scalar, x), (x as f64).tanh());
-            assert!(e <= 2.0, "tanh({x:e}) = {:e}: {e} ULP", tanh_table(Scalar, x));
-            worst = worst.max(e);
-        }
-        println!("scalar tanh_table max error {worst:.2} ULP");
-        for (x, want) in [(0.0f32, 0.0f32), (-0.0, -0.0), (f32::INFINITY, 1.0), (f32::NEG_INFINITY, -1.0), (1e30, 1.0)] {
-            assert_eq!(tanh_table(Scalar, x).to_bits(), want.to_bits(), "tanh({x})");
-        }
-        assert!(tanh_table(Scalar, f32::NAN).is_nan());
+    /// `f` over `xs` with the instruction set `s` (any length: the tail goes through a partial load).
+    fn map<S: Simd>(s: S, xs: &[f32], f: fn(S, S::V) -> S::V) -> Vec<f32> {
+        s.vectorize(|| {
+            let mut out = vec![0.0; xs.len()];
+            for (x, o) in xs.chunks(S::LANES).zip(out.chunks_mut(S::LANES)) {
+                if x.len() == S::LANES {
+                    s.store(o, f(s, s.load(x)));
+                } else {
+                    s.store_partial(o, f(s, s.load_partial(x, 0.0)));
+                }
+            }
+            out
+        })
     }
 
-    #[test]
-    fn gelu_table_within_4_ulp_without_fma() {
+    fn check(name: &str, xs: &[f32], got: &[f32], want: fn(f64) -> f64, max_ulp: f64, tiny: f64) {
         let mut worst = 0.0f64;
-        for x in sweep() {
-            let want = x as f64 * 0.5 * libm::erfc(-x as f64 / core::f64::consts::SQRT_2);
-            let got = gelu_table(Scalar, x);
-            if want.abs() < 1e-30 {
-                assert!((got as f64 - want).abs() <= 1.5e-37, "gelu({x:e}) = {got:e}, want {want:e}");
+        for (&x, &g) in xs.iter().zip(got) {
+            let w = want(x as f64);
+            if w.abs() < tiny {
+                assert!((g as f64 - w).abs() <= 1.5e-37, "{name}({x:e}) = {g:e}, want {w:e}");
             } else {
-                let e = ulps(got, want);
-                assert!(e <= 4.0, "gelu({x:e}) = {got:e}, want {want:e}: {e} ULP");
+                let e = ulps(g, w);
+                assert!(e <= max_ulp, "{name}({x:e}) = {g:e}, want {w:e}: {e} ULP");
                 worst = worst.max(e);
             }
         }
-        println!("scalar gelu_table max error {worst:.2} ULP");
-        for (x, want) in [(0.0f32, 0.0f32), (-0.0, -0.0), (f32::INFINITY, f32::INFINITY), (f32::NEG_INFINITY, -0.0), (-100.0, -0.0)] {
-            assert_eq!(gelu_table(Scalar, x).to_bits(), want.to_bits(), "gelu({x})");
+        println!("{name} max error {worst:.2} ULP");
+    }
+
+    fn gelu_ref(x: f64) -> f64 {
+        x * 0.5 * libm::erfc(-x / core::f64::consts::SQRT_2)
+    }
+
+    #[test]
+    fn table_forms_within_their_bounds() {
+        let xs = inputs();
+        check("scalar tanh_table", &xs, &map(Scalar, &xs, tanh_table), f64::tanh, 2.0, 0.0);
+        check("scalar gelu_table", &xs, &map(Scalar, &xs, gelu_table), gelu_ref, 4.0, 1e-30);
+        #[cfg(target_arch = "x86_64")]
+        match crate::cpu::isa::avx512::Avx512::try_new() {
+            Some(s) => {
+                check("avx512 tanh_table", &xs, &map(s, &xs, tanh_table), f64::tanh, 2.0, 0.0);
+                check("avx512 gelu_table", &xs, &map(s, &xs, gelu_table), gelu_ref, 4.0, 1e-30);
+            }
+            None => println!("skipped avx512: the CPU lacks AVX-512F"),
         }
-        assert!(gelu_table(Scalar, f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn table_forms_special_values() {
+        let tanh_want = [(0.0f32, 0.0f32), (-0.0, -0.0), (f32::INFINITY, 1.0), (f32::NEG_INFINITY, -1.0), (1e30, 1.0), (-9.5, -1.0)];
+        let gelu_want = [(0.0f32, 0.0f32), (-0.0, -0.0), (f32::INFINITY, f32::INFINITY), (f32::NEG_INFINITY, -0.0), (-100.0, -0.0), (100.0, 100.0)];
+        let run = |name: &str, got: &dyn Fn(&[f32]) -> Vec<f32>, want: &[(f32, f32)]| {
+            let xs: Vec<f32> = want.iter().map(|w| w.0).chain([f32::NAN]).collect();
+            let out = got(&xs);
+            for (&(x, w), &g) in want.iter().zip(&out) {
+                assert_eq!(g.to_bits(), w.to_bits(), "{name}({x}) = {g}, want {w}");
+            }
+            assert!(out[want.len()].is_nan(), "{name}(NaN)");
+        };
+        run("scalar tanh_table", &|x| map(Scalar, x, tanh_table), &tanh_want);
+        run("scalar gelu_table", &|x| map(Scalar, x, gelu_table), &gelu_want);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(s) = crate::cpu::isa::avx512::Avx512::try_new() {
+            run("avx512 tanh_table", &|x| map(s, x, tanh_table), &tanh_want);
+            run("avx512 gelu_table", &|x| map(s, x, gelu_table), &gelu_want);
+        }
     }
 }
