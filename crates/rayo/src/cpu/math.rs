@@ -3,10 +3,14 @@
 //! Error bounds (measured against f64 by `tests/accuracy.rs` on every instruction set, over
 //! [-88, 88] and the special values): see each function. Coefficients of `expm1` and `gelu`
 //! come from `tools/fit_poly.py`; `exp`, `ln` and the small-|x| `tanh` are Cephes' (S. Moshier).
+//! Where the instruction set looks up a 32-entry table in one permute ([`Simd::FAST_TABLE`]),
+//! `tanh` and `gelu` take table-driven forms instead (a short polynomial per interval, from
+//! `tools/fit_tables.py`): fewer operations and no division, at the same error bounds.
 
 // Coefficients as fitted or published (Cephes); the compiler rounds each to the nearest f32.
 #![allow(clippy::excessive_precision)]
 
+use super::math_tables::{GELU, TANH};
 use super::simd::{Simd, SimdExt};
 
 const LOG2E: f32 = core::f32::consts::LOG2_E;
@@ -36,7 +40,12 @@ pub fn exp<S: Simd>(s: S, x: S::V) -> S::V {
 #[inline(always)]
 fn exp_split<S: Simd>(s: S, x: S::V, lo: Option<S::V>) -> S::V {
     // Clamp with the constant first: `max(c, NaN)` returns NaN, so NaN passes through.
-    let x = s.min(s.splat(89.0), s.max(s.splat(-104.0), x));
+    exp_unclamped(s, s.min(s.splat(89.0), s.max(s.splat(-104.0), x)), lo)
+}
+
+/// [`exp_split`] for x in [-170, 88.7], where 2^n stays in `pow2_scale`'s range unclamped.
+#[inline(always)]
+fn exp_unclamped<S: Simd>(s: S, x: S::V, lo: Option<S::V>) -> S::V {
     let n = s.round(s.mul(x, s.splat(LOG2E)));
     let r = s.mul_add(n, s.splat(-LN2_HI), x); // exact (Cody–Waite)
     let r = match lo {
@@ -102,9 +111,46 @@ pub fn ln<S: Simd>(s: S, x: S::V) -> S::V {
     s.select(s.is_nan(x), x, y)
 }
 
+/// The polynomial of `a`'s interval from the tables `t` (`tools/fit_tables.py`), given
+/// `b = a + offset`: interval k is the low five bits of bits(b) >> 20 (b's exponent and top
+/// three mantissa bits, eight intervals an octave; b's range decides that the 32 are distinct),
+/// and the polynomial's variable is y = a − e, e the interval's lower edge rebuilt from the same
+/// bits of b (exact: both have a few significant bits), so only coefficients are looked up.
+#[inline(always)]
+fn table_poly<S: Simd, const N: usize>(s: S, a: S::V, b: S::V, offset: f32, t: &[[f32; 32]; N]) -> S::V {
+    let k = s.ishr(s.to_bits(b), 20);
+    let edge = s.sub(s.and(b, s.from_bits(s.isplat(0xfff0_0000_u32 as i32))), s.splat(offset));
+    let y = s.sub(a, edge); // exact: e ≤ a ≤ 2e, or e = 0 (up to the rounding of b, where y ≈ 0)
+    let mut acc = s.table32(&t[N - 1], k);
+    for c in t[..N - 1].iter().rev() {
+        acc = s.mul_add(acc, y, s.table32(c, k));
+    }
+    acc
+}
+
 /// tanh. Max error 2 ULP; odd (keeps the sign of −0), ±1 at ±inf, NaN in NaN out.
 #[inline(always)]
 pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
+    if S::FAST_TABLE {
+        tanh_table(s, x)
+    } else {
+        tanh_poly(s, x)
+    }
+}
+
+/// tanh from a degree-4 polynomial per interval of a = |x| (clamped at 9.1, past which tanh is
+/// 1 in f32; `min(c, NaN)` is NaN, so NaN passes): with b = a + 0.625 in [0.625, 9.725] the
+/// intervals' indices are distinct without clamping b (see `tools/fit_tables.py`); interval 0
+/// has no constant term, so tiny inputs keep their relative precision.
+#[inline(always)]
+pub(crate) fn tanh_table<S: Simd>(s: S, x: S::V) -> S::V {
+    let a = s.min(s.splat(9.1), s.abs(x));
+    s.or(table_poly(s, a, s.add(a, s.splat(0.625)), 0.625, &TANH), s.sign_bit(x))
+}
+
+/// tanh from a small-|x| polynomial and `1 − 2/(e^{2|x|} + 1)`.
+#[inline(always)]
+fn tanh_poly<S: Simd>(s: S, x: S::V) -> S::V {
     let a = s.abs(x);
     // |x| < 0.625: x + x^3 P(x^2)
     let z = s.mul(a, a);
@@ -148,13 +194,19 @@ pub fn mish<S: Simd>(s: S, x: S::V) -> S::V {
 
 /// e^{−u²/2} for 0 ≤ u ≤ 20 with the square taken exactly: u = uh + ul with uh holding 12
 /// significant bits, so uh²/2 is exact and the small rest, ul·(u + uh)/2, joins the argument
-/// inside the reduction of `exp`.
+/// inside the reduction of `exp`. `CLAMP = false` where u ≤ 18 (−u²/2 ≥ −162: no clamp needed).
 #[inline(always)]
-fn exp_neg_half_square<S: Simd>(s: S, u: S::V) -> S::V {
+fn exp_neg_half_square<S: Simd, const CLAMP: bool>(s: S, u: S::V) -> S::V {
     let uh = s.and(u, s.from_bits(s.isplat(0xffff_f000_u32 as i32)));
     let ul = s.sub(u, uh);
-    let rest = s.mul(s.mul(ul, s.add(u, uh)), s.splat(-0.5));
-    exp_split(s, s.mul(s.mul(uh, uh), s.splat(-0.5)), Some(rest))
+    let nh = s.mul(uh, s.splat(-0.5)); // exact
+    let hi = s.mul(uh, nh); // −uh²/2, exact
+    let rest = s.mul(ul, s.mul_add(u, s.splat(-0.5), nh)); // ul · −(u + uh)/2
+    if CLAMP {
+        exp_split(s, hi, Some(rest))
+    } else {
+        exp_unclamped(s, hi, Some(rest))
+    }
 }
 
 /// Exact GELU, x · Φ(x) (the erf form, not the tanh approximation).
@@ -162,6 +214,26 @@ fn exp_neg_half_square<S: Simd>(s: S, u: S::V) -> S::V {
 /// gelu(inf) = inf, NaN in NaN out.
 #[inline(always)]
 pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
+    if S::FAST_TABLE {
+        gelu_table(s, x)
+    } else {
+        gelu_poly(s, x)
+    }
+}
+
+/// GELU as max(x, 0) − u Φ(−u), u = |x|, for every x: the tail u Φ(−u) = e^{−u²/2} g(u) with g
+/// a degree-5 polynomial per interval of u (u clamped at 14.5, where e^{−u²/2} is 0 in f32).
+#[inline(always)]
+pub(crate) fn gelu_table<S: Simd>(s: S, x: S::V) -> S::V {
+    let u = s.min(s.splat(14.5), s.abs(x)); // NaN passes `min(c, NaN)`
+    let tail = s.mul(exp_neg_half_square::<S, false>(s, u), table_poly(s, u, s.add(u, s.splat(1.0)), 1.0, &GELU));
+    // `max(−0, x)`: x where x ≥ 0 or NaN, else −0, so gelu(x < 0) keeps its sign when the tail is 0.
+    s.sub(s.max(s.splat(-0.0), x), tail)
+}
+
+/// GELU from a polynomial in x² for |x| ≤ 1 and a polynomial in 1/|x| times e^{−x²/2} above.
+#[inline(always)]
+fn gelu_poly<S: Simd>(s: S, x: S::V) -> S::V {
     let a = s.abs(x);
     // Past 20 the tail is 0; clamping keeps inf − inf out of the exact-square split.
     let ac = s.min(s.splat(20.0), a);
@@ -179,7 +251,116 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
             -9.683196935e-04, 3.121937205e-03, -6.334572767e-03, 7.622989655e-03, 6.204406794e-03, -7.810335049e-02, 3.299201973e-01,
         ],
     );
-    let tail = s.mul(exp_neg_half_square(s, ac), h);
+    let tail = s.mul(exp_neg_half_square::<S, true>(s, ac), h);
     let large = s.select(s.lt(x, s.zero()), s.neg(tail), s.sub(x, tail));
     s.select(s.le(a, s.splat(1.0)), small, large)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The table-driven forms on every f32 near each interval edge and on a sweep, through the
+    //! generic `table32` without FMA (the scalar token) and through `vpermt2ps` (AVX-512, where
+    //! the CPU has it); `tests/accuracy.rs` covers them again where an ISA picks them.
+    use super::*;
+    use crate::cpu::isa::scalar::Scalar;
+
+    fn ulps(got: f32, want: f64) -> f64 {
+        if got.is_nan() || want.is_nan() {
+            return if got.is_nan() && want.is_nan() { 0.0 } else { f64::INFINITY };
+        }
+        let w = (want as f32).abs();
+        (got as f64 - want).abs() / (f32::from_bits(w.to_bits() + 1) - w) as f64
+    }
+
+    /// A sweep of [-16, 16], ± log-spaced magnitudes, and the 64 floats on either side of every
+    /// interval edge of both tables (b = a + offset at each eighth of an octave).
+    fn inputs() -> Vec<f32> {
+        let mut xs: Vec<f32> = (0..=300_000).map(|i| -16.0 + 32.0 * i as f32 / 300_000.0).collect();
+        xs.extend((0..=4000).flat_map(|i| {
+            let m = 10f64.powf(-45.0 + 46.0 * i as f64 / 4000.0) as f32;
+            [m, -m]
+        }));
+        for offset in [0.625f32, 1.0] {
+            for e in -1..4 {
+                for m in 0..8 {
+                    let edge = 2f32.powi(e) * (1.0 + m as f32 / 8.0) - offset;
+                    if edge > 0.0 {
+                        let b = edge.to_bits();
+                        xs.extend((b - 64..b + 64).flat_map(|u| [f32::from_bits(u), -f32::from_bits(u)]));
+                    }
+                }
+            }
+        }
+        xs
+    }
+
+    /// `f` over `xs` with the instruction set `s` (any length: the tail goes through a partial load).
+    fn map<S: Simd>(s: S, xs: &[f32], f: fn(S, S::V) -> S::V) -> Vec<f32> {
+        s.vectorize(|| {
+            let mut out = vec![0.0; xs.len()];
+            for (x, o) in xs.chunks(S::LANES).zip(out.chunks_mut(S::LANES)) {
+                if x.len() == S::LANES {
+                    s.store(o, f(s, s.load(x)));
+                } else {
+                    s.store_partial(o, f(s, s.load_partial(x, 0.0)));
+                }
+            }
+            out
+        })
+    }
+
+    fn check(name: &str, xs: &[f32], got: &[f32], want: fn(f64) -> f64, max_ulp: f64, tiny: f64) {
+        let mut worst = 0.0f64;
+        for (&x, &g) in xs.iter().zip(got) {
+            let w = want(x as f64);
+            if w.abs() < tiny {
+                assert!((g as f64 - w).abs() <= 1.5e-37, "{name}({x:e}) = {g:e}, want {w:e}");
+            } else {
+                let e = ulps(g, w);
+                assert!(e <= max_ulp, "{name}({x:e}) = {g:e}, want {w:e}: {e} ULP");
+                worst = worst.max(e);
+            }
+        }
+        println!("{name} max error {worst:.2} ULP");
+    }
+
+    fn gelu_ref(x: f64) -> f64 {
+        x * 0.5 * libm::erfc(-x / core::f64::consts::SQRT_2)
+    }
+
+    #[test]
+    fn table_forms_within_their_bounds() {
+        let xs = inputs();
+        check("scalar tanh_table", &xs, &map(Scalar, &xs, tanh_table), f64::tanh, 2.0, 0.0);
+        check("scalar gelu_table", &xs, &map(Scalar, &xs, gelu_table), gelu_ref, 4.0, 1e-30);
+        #[cfg(target_arch = "x86_64")]
+        match crate::cpu::isa::avx512::Avx512::try_new() {
+            Some(s) => {
+                check("avx512 tanh_table", &xs, &map(s, &xs, tanh_table), f64::tanh, 2.0, 0.0);
+                check("avx512 gelu_table", &xs, &map(s, &xs, gelu_table), gelu_ref, 4.0, 1e-30);
+            }
+            None => println!("skipped avx512: the CPU lacks AVX-512F"),
+        }
+    }
+
+    #[test]
+    fn table_forms_special_values() {
+        let tanh_want = [(0.0f32, 0.0f32), (-0.0, -0.0), (f32::INFINITY, 1.0), (f32::NEG_INFINITY, -1.0), (1e30, 1.0), (-9.5, -1.0)];
+        let gelu_want = [(0.0f32, 0.0f32), (-0.0, -0.0), (f32::INFINITY, f32::INFINITY), (f32::NEG_INFINITY, -0.0), (-100.0, -0.0), (100.0, 100.0)];
+        let run = |name: &str, got: &dyn Fn(&[f32]) -> Vec<f32>, want: &[(f32, f32)]| {
+            let xs: Vec<f32> = want.iter().map(|w| w.0).chain([f32::NAN]).collect();
+            let out = got(&xs);
+            for (&(x, w), &g) in want.iter().zip(&out) {
+                assert_eq!(g.to_bits(), w.to_bits(), "{name}({x}) = {g}, want {w}");
+            }
+            assert!(out[want.len()].is_nan(), "{name}(NaN)");
+        };
+        run("scalar tanh_table", &|x| map(Scalar, x, tanh_table), &tanh_want);
+        run("scalar gelu_table", &|x| map(Scalar, x, gelu_table), &gelu_want);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(s) = crate::cpu::isa::avx512::Avx512::try_new() {
+            run("avx512 tanh_table", &|x| map(s, x, tanh_table), &tanh_want);
+            run("avx512 gelu_table", &|x| map(s, x, gelu_table), &gelu_want);
+        }
+    }
 }

@@ -11,6 +11,7 @@ pub mod gemm;
 pub mod isa;
 pub mod kernels;
 pub mod math;
+mod math_tables;
 pub mod parallel;
 pub mod pool;
 #[allow(dead_code)]

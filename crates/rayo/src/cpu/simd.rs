@@ -128,6 +128,18 @@ pub trait Simd: Copy + Send + Sync + 'static {
         let ni = self.isub(self.to_bits(self.add(n, magic)), self.to_bits(magic));
         self.from_bits(self.ishl(self.iadd(ni, self.isplat(127)), 23))
     }
+    /// True where [`Simd::table32`] is one in-register permute, so that a kernel may trade
+    /// arithmetic for table lookups (the math functions pick their table-driven forms then).
+    const FAST_TABLE: bool = false;
+    /// `t[i & 31]`, lane by lane: a 32-entry table lookup on the low five bits of each index.
+    /// The default goes through memory, lane by lane (right everywhere, fast nowhere).
+    #[inline(always)]
+    fn table32(self, t: &[f32; 32], i: Self::I) -> Self::V {
+        let mut idx = [0f32; 16];
+        self.store(&mut idx, self.from_bits(i));
+        let vals: [f32; 16] = core::array::from_fn(|l| t[(idx[l].to_bits() & 31) as usize]);
+        self.load(&vals)
+    }
     /// `1 / a` for finite nonzero `a`, within 1 ULP (0 and ±inf inputs may give NaN).
     #[inline(always)]
     fn recip(self, a: Self::V) -> Self::V {

@@ -259,6 +259,14 @@ impl<const VNNI: bool> Simd for Avx512<VNNI> {
         // SAFETY: register-only; the token proves avx512f.
         unsafe { _mm512_scalef_ps(_mm512_set1_ps(1.0), n) }
     }
+    const FAST_TABLE: bool = true;
+    #[inline(always)]
+    fn table32(self, t: &[f32; 32], i: __m512i) -> __m512 {
+        // vpermt2ps: each lane picks from the 32 floats of the two halves by its low five bits.
+        // (The table loads are loop-invariant: LLVM keeps both halves in registers.)
+        // SAFETY: the two loads read t[0..16] and t[16..32], inside the array.
+        unsafe { _mm512_permutex2var_ps(_mm512_loadu_ps(t.as_ptr()), i, _mm512_loadu_ps(t.as_ptr().add(16))) }
+    }
     #[inline(always)]
     fn recip(self, a: __m512) -> __m512 {
         // 14-bit estimate and one Newton step: r + r(1 − a·r), relative error < 2^-23.

@@ -1,5 +1,7 @@
 //! tanh: odd, keeps −0, ±1 at ±inf. Below |x| = 0.625 the odd polynomial of Cephes, above it
-//! `1 − 2/(e^{2|x|} + 1)` (|x| clamped at 9.5, where the result is 1 in f32).
+//! `1 − 2/(e^{2|x|} + 1)` (|x| clamped at 9.5, where the result is 1 in f32); on the CPU where a
+//! 32-entry table lookup is one permute (AVX-512), a polynomial per interval of |x| instead
+//! (`cpu::math::tanh`).
 
 // Cephes coefficients as published; the compiler rounds each to the nearest f32.
 #![allow(clippy::excessive_precision)]
