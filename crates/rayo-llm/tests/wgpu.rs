@@ -93,7 +93,7 @@ fn quantized_products_match_f64() {
         let mut wd = vec![0f32; rows * cols];
         quant::dequantize(ty, &bytes, &mut wd).unwrap();
         let qm = QuantMatrix::new(ty, rows, cols, &bytes).unwrap();
-        // split: ten rows per binding (as the device holds them: Q2_K, Q3_K become f32)
+        // split: ten rows per binding (as the device holds them)
         let row_bytes = if rayo_llm::wgpu::WgslFormat::of(ty).is_some() { bytes.len() / rows } else { cols * 4 };
         // each product every way: a thread per row (CPU adapters), 16 threads per row reduced
         // in workgroup memory (GPUs without subgroups of 16: lavapipe's are 8), and the

@@ -17,6 +17,8 @@ pub enum WgslFormat {
     Q5_0,
     Q5_1,
     Q8_0,
+    Q2K,
+    Q3K,
     Q4K,
     Q5K,
     Q6K,
@@ -24,7 +26,7 @@ pub enum WgslFormat {
 
 impl WgslFormat {
     /// The kernel format of a GGUF type, or `None` where the weights are dequantized to f32 at
-    /// load (Q2_K, Q3_K, Q8_1, Q8_K).
+    /// load (Q8_1, Q8_K: activation formats, not found as weights in llama.cpp's files).
     pub fn of(ty: GgmlType) -> Option<WgslFormat> {
         Some(match ty {
             GgmlType::F32 => WgslFormat::F32,
@@ -35,6 +37,8 @@ impl WgslFormat {
             GgmlType::Q5_0 => WgslFormat::Q5_0,
             GgmlType::Q5_1 => WgslFormat::Q5_1,
             GgmlType::Q8_0 => WgslFormat::Q8_0,
+            GgmlType::Q2_K => WgslFormat::Q2K,
+            GgmlType::Q3_K => WgslFormat::Q3K,
             GgmlType::Q4_K => WgslFormat::Q4K,
             GgmlType::Q5_K => WgslFormat::Q5K,
             GgmlType::Q6_K => WgslFormat::Q6K,
@@ -53,6 +57,8 @@ impl WgslFormat {
             WgslFormat::Q5_0 => include_str!("shaders/formats/q5_0.wgsl"),
             WgslFormat::Q5_1 => include_str!("shaders/formats/q5_1.wgsl"),
             WgslFormat::Q8_0 => include_str!("shaders/formats/q8_0.wgsl"),
+            WgslFormat::Q2K => include_str!("shaders/formats/q2_k.wgsl"),
+            WgslFormat::Q3K => include_str!("shaders/formats/q3_k.wgsl"),
             WgslFormat::Q4K => include_str!("shaders/formats/q4_k.wgsl"),
             WgslFormat::Q5K => include_str!("shaders/formats/q5_k.wgsl"),
             WgslFormat::Q6K => include_str!("shaders/formats/q6_k.wgsl"),
