@@ -194,6 +194,8 @@ fn kernel_format(ty: GgmlType) -> Option<QFormat> {
         GgmlType::Q5_1 => QFormat::Q5_1,
         GgmlType::Q8_0 => QFormat::Q8_0,
         GgmlType::F16 => QFormat::F16,
+        GgmlType::Q2_K => QFormat::Q2_K,
+        GgmlType::Q3_K => QFormat::Q3_K,
         GgmlType::Q4_K => QFormat::Q4_K,
         GgmlType::Q5_K => QFormat::Q5_K,
         GgmlType::Q6_K => QFormat::Q6_K,

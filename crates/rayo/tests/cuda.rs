@@ -560,6 +560,8 @@ fn quantized_matvec_matches_f64_for_every_format() {
         (QFormat::Q5_1, GgmlType::Q5_1),
         (QFormat::Q8_0, GgmlType::Q8_0),
         (QFormat::F16, GgmlType::F16),
+        (QFormat::Q2_K, GgmlType::Q2_K),
+        (QFormat::Q3_K, GgmlType::Q3_K),
         (QFormat::Q4_K, GgmlType::Q4_K),
         (QFormat::Q5_K, GgmlType::Q5_K),
         (QFormat::Q6_K, GgmlType::Q6_K),

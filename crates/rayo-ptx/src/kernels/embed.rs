@@ -49,7 +49,7 @@ fn f16_at(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
 /// as f32.
 pub(crate) fn value_at(k: &mut PtxKernel, fmt: QFormat, a: Reg, j: Reg) -> Reg {
     match fmt {
-        QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => kquant::value_at(k, fmt, a, j),
+        QFormat::Q2_K | QFormat::Q3_K | QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => kquant::value_at(k, fmt, a, j),
         QFormat::F16 => {
             let p = k.elem_addr(a, j, 2);
             let h = k.ld(Space::Global, PtxType::B16, Addr::reg(p));

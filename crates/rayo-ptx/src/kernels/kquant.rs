@@ -1,7 +1,15 @@
 //! The k-quants' 256-value super-blocks on the device (layouts as ggml's
-//! `dequantize_row_q{4,5,6}_K`): eight values of a block times activations, for the quantized
-//! matvec, and one value, for the token embedding and the dequantizing transpose.
+//! `dequantize_row_q{2,3,4,5,6}_K`): eight values of a block times activations, for the
+//! quantized matvec, and one value, for the token embedding and the dequantizing transpose.
 //!
+//! - Q2_K (84 bytes, blocks 4-byte aligned): 16 bytes of scales (a 4-bit scale and a 4-bit min
+//!   per 16 values), 64 bytes of 2-bit values, `d`, `dmin` (f16). Value `128n + 32t + l` (`t`
+//!   < 4, `l` < 32) is bits `2t..2t+2` of byte `16 + 32n + l`; value = `d·(sc & 15)·q −
+//!   dmin·(sc >> 4)`, `sc` the byte of its 16 values.
+//! - Q3_K (110 bytes, 2-byte aligned): 32 bytes `hmask`, 64 bytes of 2-bit values (as Q2_K's
+//!   at 32), 12 bytes of sixteen 6-bit scales, `d` (f16). Value = `d·(scale − 32)·(q − 4)`,
+//!   plus 4 where bit `4n + t` of `hmask[l]` is set; scale `s` is the nibble `s/8` of byte
+//!   `96 + s%8` with bits `2(s/4)..` of byte `104 + s%4` above it.
 //! - Q4_K (144 bytes): `d`, `dmin` (f16), 12 bytes of 6-bit scales and mins for eight 32-value
 //!   sub-blocks, 128 bytes of nibbles: 64-value chunk `c` is the low nibbles of bytes
 //!   `32c..32c+32` then their high nibbles. Value = `d·sc·q − dmin·m`.
@@ -163,8 +171,97 @@ pub(crate) fn group_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, g: Reg, xs: &[R
             let ds = k.mul(F, d, sc);
             k.mul(F, ds, s)
         }
+        QFormat::Q2_K | QFormat::Q3_K => {
+            // g = 16n + 4t + p: values 8p.. of quarter t of half n; sub-block g / 2
+            let n = k.bin(BinOp::Shr, U, g, 4u32);
+            let t = k.bin(BinOp::And, PtxType::B32, j, 3u32);
+            let s = k.bin(BinOp::Shr, U, g, 1u32);
+            let p8 = k.mul(U, p, 8u32);
+            let off = k.mad_wide(U, n, 32u32, a);
+            let qa = k.mad_wide(U, p8, 1u32, off);
+            let sh = k.mul(U, t, 2u32);
+            let q2 = fmt == QFormat::Q2_K;
+            // the 8 bytes of 2-bit values (Q2_K's 4-byte aligned: two words; Q3_K's 2: four halves)
+            let words: Vec<(Reg, u32)> = if q2 {
+                (0..2i64).map(|w| (k.ld(Space::Global, U, Addr::at(qa, 16 + 4 * w)), 4)).collect()
+            } else {
+                (0..4i64).map(|w| (ld_u16(k, qa, 32 + 2 * w), 2)).collect()
+            };
+            // Q3_K: the hmask bytes 8p.., shifted so that bit 4n + t of each is bit 0
+            let hs: Option<Vec<Reg>> = (!q2).then(|| {
+                let ha = k.mad_wide(U, p8, 1u32, a);
+                let hb = k.mul(U, n, 4u32);
+                let hb = k.add(U, hb, t);
+                (0..4i64)
+                    .map(|w| {
+                        let h = ld_u16(k, ha, 2 * w);
+                        k.bin(BinOp::Shr, U, h, hb)
+                    })
+                    .collect()
+            });
+            let mut q = Vec::with_capacity(8);
+            for (wi, &(w, per)) in words.iter().enumerate() {
+                let w = k.bin(BinOp::Shr, U, w, sh);
+                for bi in 0..per {
+                    let v = field(k, w, bi, 3);
+                    q.push(match &hs {
+                        Some(hs) => {
+                            // q + 4·hbit (the −4 is taken out below)
+                            let i = wi as u32 * per + bi;
+                            let hb = field(k, hs[(i / 2) as usize], i % 2, 1);
+                            let hb = k.bin(BinOp::Shl, PtxType::B32, hb, 2u32);
+                            k.add(U, v, hb)
+                        }
+                        None => v,
+                    });
+                }
+            }
+            let dot8 = dot(k, U, &q, xs);
+            if q2 {
+                let sc = byte_at(k, a, s);
+                let lo = k.bin(BinOp::And, PtxType::B32, sc, 15u32);
+                let hi = k.bin(BinOp::Shr, U, sc, 4u32);
+                let (lo, hi) = (k.cvt(F, U, lo), k.cvt(F, U, hi));
+                let d = ld_f16(k, a, 80);
+                let dmin = ld_f16(k, a, 82);
+                let ds = k.mul(F, d, lo);
+                let dm = k.mul(F, dmin, hi);
+                let ms = k.mul(F, dm, sx);
+                let neg = k.un(UnOp::Neg, F, ms);
+                k.fma(F, ds, dot8, neg)
+            } else {
+                let sc = q3_scale(k, a, s);
+                let d = ld_f16(k, a, 108);
+                // d·sc·(Σ (q + 4h)·x − 4 Σ x)
+                let v = k.fma(F, sx, -4.0f32, dot8);
+                let ds = k.mul(F, d, sc);
+                k.mul(F, ds, v)
+            }
+        }
         _ => unreachable!("group_dot takes the k-quants"),
     }
+}
+
+/// Q3_K: the signed scale (`− 32`) of sub-block `s` (a u32 register, 0..16), as f32.
+fn q3_scale(k: &mut PtxKernel, a: Reg, s: Reg) -> Reg {
+    let s7 = k.bin(BinOp::And, PtxType::B32, s, 7u32);
+    let lo_off = k.add(U, s7, 96u32);
+    let lo = byte_at(k, a, lo_off);
+    let s8 = k.bin(BinOp::Shr, U, s, 3u32);
+    let lsh = k.mul(U, s8, 4u32);
+    let lo = k.bin(BinOp::Shr, U, lo, lsh);
+    let lo = k.bin(BinOp::And, PtxType::B32, lo, 15u32);
+    let s3 = k.bin(BinOp::And, PtxType::B32, s, 3u32);
+    let hi_off = k.add(U, s3, 104u32);
+    let hi = byte_at(k, a, hi_off);
+    let s4 = k.bin(BinOp::Shr, U, s, 2u32);
+    let hsh = k.mul(U, s4, 2u32);
+    let hi = k.bin(BinOp::Shr, U, hi, hsh);
+    let hi = k.bin(BinOp::And, PtxType::B32, hi, 3u32);
+    let hi = k.bin(BinOp::Shl, PtxType::B32, hi, 4u32);
+    let sc = k.bin(BinOp::Or, PtxType::B32, lo, hi);
+    let sc = k.cvt(F, U, sc);
+    k.sub(F, sc, 32.0f32)
 }
 
 /// Value `j` (a u32 register, 0..256) of the k-quant block at `a`, as f32.
@@ -235,6 +332,47 @@ pub(crate) fn value_at(k: &mut PtxKernel, fmt: QFormat, a: Reg, j: Reg) -> Reg {
             let d = ld_f16(k, a, 208);
             let ds = k.mul(F, d, sc);
             k.mul(F, ds, q)
+        }
+        QFormat::Q2_K | QFormat::Q3_K => {
+            let n = k.bin(BinOp::Shr, U, j, 7u32);
+            let t = k.bin(BinOp::Shr, U, j, 5u32);
+            let t = k.bin(BinOp::And, PtxType::B32, t, 3u32);
+            let l = k.bin(BinOp::And, PtxType::B32, j, 31u32);
+            let s = k.bin(BinOp::Shr, U, j, 4u32);
+            let q2 = fmt == QFormat::Q2_K;
+            let qo = k.fma(U, n, 32u32, l);
+            let qo = k.add(U, qo, if q2 { 16u32 } else { 32 });
+            let qb = byte_at(k, a, qo);
+            let sh = k.mul(U, t, 2u32);
+            let q = k.bin(BinOp::Shr, U, qb, sh);
+            let q = k.bin(BinOp::And, PtxType::B32, q, 3u32);
+            let q = k.cvt(F, U, q);
+            if q2 {
+                let sc = byte_at(k, a, s);
+                let lo = k.bin(BinOp::And, PtxType::B32, sc, 15u32);
+                let hi = k.bin(BinOp::Shr, U, sc, 4u32);
+                let (lo, hi) = (k.cvt(F, U, lo), k.cvt(F, U, hi));
+                let d = ld_f16(k, a, 80);
+                let dmin = ld_f16(k, a, 82);
+                let ds = k.mul(F, d, lo);
+                let dm = k.mul(F, dmin, hi);
+                let neg = k.un(UnOp::Neg, F, dm);
+                k.fma(F, ds, q, neg)
+            } else {
+                let hb = byte_at(k, a, l);
+                let hsh = k.mul(U, n, 4u32);
+                let hsh = k.add(U, hsh, t);
+                let h = k.bin(BinOp::Shr, U, hb, hsh);
+                let h = k.bin(BinOp::And, PtxType::B32, h, 1u32);
+                let h = k.cvt(F, U, h);
+                // q − 4 + 4h
+                let v = k.fma(F, h, 4.0f32, q);
+                let v = k.sub(F, v, 4.0f32);
+                let sc = q3_scale(k, a, s);
+                let d = ld_f16(k, a, 108);
+                let ds = k.mul(F, d, sc);
+                k.mul(F, ds, v)
+            }
         }
         _ => unreachable!("value_at takes the k-quants"),
     }

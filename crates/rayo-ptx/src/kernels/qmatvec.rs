@@ -21,6 +21,8 @@ pub enum QFormat {
     Q5_1,
     Q8_0,
     F16,
+    Q2_K,
+    Q3_K,
     Q4_K,
     Q5_K,
     Q6_K,
@@ -51,6 +53,8 @@ impl QFormat {
             QFormat::Q5_1 => 24,
             QFormat::Q8_0 => 34,
             QFormat::F16 => 64,
+            QFormat::Q2_K => 84,
+            QFormat::Q3_K => 110,
             QFormat::Q4_K => 144,
             QFormat::Q5_K => 176,
             QFormat::Q6_K => 210,
@@ -65,7 +69,7 @@ impl QFormat {
     /// log2 of [`QFormat::block_values`].
     pub(crate) fn block_shift(self) -> u32 {
         match self {
-            QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => 8,
+            QFormat::Q2_K | QFormat::Q3_K | QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => 8,
             _ => 5,
         }
     }
@@ -79,6 +83,8 @@ impl QFormat {
             QFormat::Q5_1 => "q5_1",
             QFormat::Q8_0 => "q8_0",
             QFormat::F16 => "f16",
+            QFormat::Q2_K => "q2_k",
+            QFormat::Q3_K => "q3_k",
             QFormat::Q4_K => "q4_k",
             QFormat::Q5_K => "q5_k",
             QFormat::Q6_K => "q6_k",
@@ -214,7 +220,7 @@ fn quarter_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, p: Reg, xs: &[Reg]) -> R
             }
             s
         }
-        QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => kquant::group_dot(k, fmt, a, p, xs),
+        QFormat::Q2_K | QFormat::Q3_K | QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => kquant::group_dot(k, fmt, a, p, xs),
         QFormat::F32 => {
             let off = k.mul(U, p, 32u32);
             let wa = k.mad_wide(U, off, 1u32, a);
