@@ -1,6 +1,6 @@
 """The reference for `rayo bench`'s vector rows: the same ops in numpy (one thread), timed the
 same way (median of 7 samples of >= 0.2 s, or 5 of 20 ms with --quick), printed as the same
-JSON lines (backend "numpy").  Usage: python3 bench/numpy_vec.py [--quick] [--size N]..."""
+JSON lines (backend "numpy").  Usage: python3 bench/numpy_vec.py [--quick] [--size N]... [--op OP]..."""
 import json, sys, time
 import numpy as np
 
@@ -21,6 +21,7 @@ def median_ns(f, sample, samples):
 def main():
     quick = "--quick" in sys.argv
     sizes = [int(float(v)) for k, v in zip(sys.argv, sys.argv[1:]) if k == "--size"] or [100_000, 10_000_000]
+    only = [v for k, v in zip(sys.argv, sys.argv[1:]) if k == "--op"]
     sample, samples = (0.02, 5) if quick else (0.2, 7)
     for n in sizes:
         i = np.arange(n)
@@ -45,6 +46,8 @@ def main():
             "softmax": (softmax, 8),
         }
         for op, (f, per) in ops.items():
+            if only and op not in only:
+                continue
             ns = median_ns(f, sample, samples)
             print(json.dumps({"op": op, "n": n, "backend": "numpy", "threads": 1, "ns": round(ns, 1),
                               "gbps": round(per * n / ns, 3)}))

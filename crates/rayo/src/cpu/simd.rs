@@ -68,6 +68,12 @@ pub trait Simd: Copy + Send + Sync + 'static {
     fn eq(self, a: Self::V, b: Self::V) -> Self::M;
     /// True where `a` is NaN.
     fn is_nan(self, a: Self::V) -> Self::M;
+    /// True where `a` or `b` is NaN (one unordered compare where the ISA has it: reductions
+    /// that must propagate NaN check two vectors per instruction).
+    #[inline(always)]
+    fn either_nan(self, a: Self::V, b: Self::V) -> Self::M {
+        self.mask_or(self.is_nan(a), self.is_nan(b))
+    }
     /// `m ? a : b`, lane by lane.
     fn select(self, m: Self::M, a: Self::V, b: Self::V) -> Self::V;
     fn mask_or(self, a: Self::M, b: Self::M) -> Self::M;

@@ -169,6 +169,10 @@ impl<const VNNI: bool> Simd for Avx512<VNNI> {
         unsafe { _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a) }
     }
     #[inline(always)]
+    fn either_nan(self, a: __m512, b: __m512) -> __mmask16 {
+        unsafe { _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, b) }
+    }
+    #[inline(always)]
     fn select(self, m: __mmask16, a: __m512, b: __m512) -> __m512 {
         unsafe { _mm512_mask_blend_ps(m, b, a) }
     }

@@ -120,6 +120,10 @@ impl Simd for Sse2 {
         unsafe { _mm_cmpunord_ps(a, a) }
     }
     #[inline(always)]
+    fn either_nan(self, a: __m128, b: __m128) -> __m128 {
+        unsafe { _mm_cmpunord_ps(a, b) }
+    }
+    #[inline(always)]
     fn select(self, m: __m128, a: __m128, b: __m128) -> __m128 {
         unsafe { _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)) }
     }

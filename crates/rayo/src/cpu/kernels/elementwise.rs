@@ -51,9 +51,9 @@ macro_rules! unary_fn {
 pub(crate) use unary_fn;
 
 /// How many leading elements to process separately so that `out` is vector-aligned after them
-/// (split-line stores cost more than the short head).
+/// (split-line stores cost more than the short head; for a reduction, split-line loads).
 #[inline(always)]
-fn head_len<S: Simd>(out: &[f32]) -> usize {
+pub(crate) fn head_len<S: Simd>(out: &[f32]) -> usize {
     let lane = (out.as_ptr() as usize / 4) % S::LANES;
     ((S::LANES - lane) % S::LANES).min(out.len())
 }

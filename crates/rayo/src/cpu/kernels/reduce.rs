@@ -1,42 +1,71 @@
 //! Reductions: sums and dot products (blocked: f32 vector partials per block, f64 across
 //! blocks, so the error grows with the block size, not with n), and NaN-propagating max/min.
 
+use crate::cpu::kernels::elementwise::head_len;
 use crate::cpu::simd::{Simd, SimdExt};
 
 /// Elements per block of a blocked sum: each of the 4·LANES partial sums adds at most
 /// `BLOCK / (4·LANES)` terms in f32 before it is carried into f64.
 const BLOCK: usize = 4096;
 
-/// Folds `x` with four independent accumulators (to hide the latency of `step`), the tail
-/// padded with `fill`. Returns the merged accumulator.
+/// Folds `x` four vectors at a time: `step4` takes the state and four vectors (its
+/// independent accumulators hide the latency of the step), `step1` one vector (what is left,
+/// and the head and tail padded with `fill`). The head is the few elements before the first
+/// vector-aligned address, so no load of the main loop straddles two cache lines.
 #[inline(always)]
-fn fold<S: Simd, A: Copy>(s: S, x: &[f32], fill: f32, init: A, step: impl Fn(A, S::V) -> A, merge: impl Fn(A, A) -> A) -> A {
+fn fold<S: Simd, A>(s: S, x: &[f32], fill: f32, init: A, step4: impl Fn(A, [S::V; 4]) -> A, step1: impl Fn(A, S::V) -> A) -> A {
     let l = S::LANES;
-    let mut acc = [init; 4];
+    let (head, x) = x.split_at(head_len::<S>(x));
+    let mut acc = init;
+    if !head.is_empty() {
+        acc = step1(acc, s.load_partial(head, fill));
+    }
     let mut c4 = x.chunks_exact(4 * l);
     for c in &mut c4 {
-        acc[0] = step(acc[0], s.load(c));
-        acc[1] = step(acc[1], s.load(&c[l..]));
-        acc[2] = step(acc[2], s.load(&c[2 * l..]));
-        acc[3] = step(acc[3], s.load(&c[3 * l..]));
+        acc = step4(acc, [s.load(c), s.load(&c[l..]), s.load(&c[2 * l..]), s.load(&c[3 * l..])]);
     }
     let mut c1 = c4.remainder().chunks_exact(l);
     for c in &mut c1 {
-        acc[0] = step(acc[0], s.load(c));
+        acc = step1(acc, s.load(c));
     }
     let tail = c1.remainder();
     if !tail.is_empty() {
-        acc[1] = step(acc[1], s.load_partial(tail, fill));
+        acc = step1(acc, s.load_partial(tail, fill));
     }
-    merge(merge(acc[0], acc[1]), merge(acc[2], acc[3]))
+    acc
 }
 
-/// Two-input version of [`fold`] (dot products).
+/// `[f(a[0], v[0]), …, f(a[3], v[3])]`: four independent accumulators stepped at once.
+#[inline(always)]
+fn each<V: Copy, W: Copy>(a: [V; 4], v: [W; 4], f: impl Fn(V, W) -> V) -> [V; 4] {
+    [f(a[0], v[0]), f(a[1], v[1]), f(a[2], v[2]), f(a[3], v[3])]
+}
+
+/// Four vector accumulators merged into one (`(a0 ∘ a1) ∘ (a2 ∘ a3)`).
+#[inline(always)]
+fn merge4<V: Copy>(a: [V; 4], f: impl Fn(V, V) -> V) -> V {
+    f(f(a[0], a[1]), f(a[2], a[3]))
+}
+
+/// Σ f(v) over `x` (one block), as one vector of partial sums.
+#[inline(always)]
+fn fold_sum<S: Simd>(s: S, x: &[f32], f: impl Fn(S::V) -> S::V + Copy) -> S::V {
+    let z = s.zero();
+    let acc = fold(s, x, 0.0, [z; 4], |a, v| each(a, v, |a, v| s.add(a, f(v))), |a, v| [s.add(a[0], f(v)), a[1], a[2], a[3]]);
+    merge4(acc, |a, b| s.add(a, b))
+}
+
+/// Two-input version of [`fold`] for dot products, aligned on `a`.
 #[inline(always)]
 fn fold2<S: Simd>(s: S, a: &[f32], b: &[f32], step: impl Fn(S::V, S::V, S::V) -> S::V) -> S::V {
     let l = S::LANES;
     let z = s.zero();
     let mut acc = [z; 4];
+    let h = head_len::<S>(a);
+    let ((ha, a), (hb, b)) = (a.split_at(h), b.split_at(h));
+    if h > 0 {
+        acc[3] = step(acc[3], s.load_partial(ha, 0.0), s.load_partial(hb, 0.0));
+    }
     let mut ca = a.chunks_exact(4 * l);
     let mut cb = b.chunks_exact(4 * l);
     for (x, y) in (&mut ca).zip(&mut cb) {
@@ -54,7 +83,7 @@ fn fold2<S: Simd>(s: S, a: &[f32], b: &[f32], step: impl Fn(S::V, S::V, S::V) ->
     if !ta.is_empty() {
         acc[1] = step(acc[1], s.load_partial(ta, 0.0), s.load_partial(tb, 0.0));
     }
-    s.add(s.add(acc[0], acc[1]), s.add(acc[2], acc[3]))
+    merge4(acc, |a, b| s.add(a, b))
 }
 
 /// Σ f(x_i), blocked.
@@ -64,8 +93,7 @@ fn fold2<S: Simd>(s: S, a: &[f32], b: &[f32], step: impl Fn(S::V, S::V, S::V) ->
 fn blocked_sum<S: Simd>(s: S, x: &[f32], f: impl Fn(S::V) -> S::V + Copy) -> f64 {
     let mut total = 0.0f64;
     for blk in x.chunks(BLOCK) {
-        let v = fold(s, blk, 0.0, s.zero(), |acc, v| s.add(acc, f(v)), |a, b| s.add(a, b));
-        total += s.reduce_add(v) as f64;
+        total += s.reduce_add(fold_sum(s, blk, f)) as f64;
     }
     total
 }
@@ -86,7 +114,9 @@ pub fn sum_abs<S: Simd>(s: S, x: &[f32]) -> f64 {
 pub fn sum_squares<S: Simd>(s: S, x: &[f32]) -> f64 {
     let mut total = 0.0f64;
     for blk in x.chunks(BLOCK) {
-        total += s.reduce_add(fold(s, blk, 0.0, s.zero(), |acc, v| s.mul_add(v, v, acc), |a, b| s.add(a, b))) as f64;
+        let z = s.zero();
+        let acc = fold(s, blk, 0.0, [z; 4], |a, v| each(a, v, |a, v| s.mul_add(v, v, a)), |a, v| [s.mul_add(v, v, a[0]), a[1], a[2], a[3]]);
+        total += s.reduce_add(merge4(acc, |a, b| s.add(a, b))) as f64;
     }
     total
 }
@@ -116,35 +146,26 @@ pub fn min<S: Simd>(s: S, x: &[f32]) -> f32 {
 /// Largest |x_i|; NaN if any element is NaN; 0 for an empty slice.
 #[inline(always)]
 pub fn max_abs<S: Simd>(s: S, x: &[f32]) -> f32 {
-    let (m, nan) = fold(
-        s,
-        x,
-        0.0,
-        (s.zero(), s.mask_none()),
-        |(m, n), v| (s.max(m, s.abs(v)), s.mask_or(n, s.is_nan(v))),
-        |(a, n), (b, o)| (s.max(a, b), s.mask_or(n, o)),
-    );
-    if s.any(nan) {
-        f32::NAN
-    } else {
-        s.reduce_max(m)
-    }
+    extreme(s, x, 0.0, |m, v| s.max(m, s.abs(v)), |v| s.reduce_max(v))
 }
 
+/// Folds `pick` over `x` (four accumulators) while watching for NaN, two vectors per compare;
+/// NaN if there was one, else `reduce` of the merged accumulators.
 #[inline(always)]
 fn extreme<S: Simd>(s: S, x: &[f32], identity: f32, pick: impl Fn(S::V, S::V) -> S::V + Copy, reduce: impl Fn(S::V) -> f32) -> f32 {
-    let (m, nan) = fold(
+    let none = s.mask_none();
+    let (m, n) = fold(
         s,
         x,
         identity,
-        (s.splat(identity), s.mask_none()),
-        |(m, n), v| (pick(m, v), s.mask_or(n, s.is_nan(v))),
-        |(a, n), (b, o)| (pick(a, b), s.mask_or(n, o)),
+        ([s.splat(identity); 4], [none; 2]),
+        |(m, n), v| (each(m, v, pick), [s.mask_or(n[0], s.either_nan(v[0], v[1])), s.mask_or(n[1], s.either_nan(v[2], v[3]))]),
+        |(m, n), v| ([pick(m[0], v), m[1], m[2], m[3]], [s.mask_or(n[0], s.is_nan(v)), n[1]]),
     );
-    if s.any(nan) {
+    if s.any(s.mask_or(n[0], n[1])) {
         f32::NAN
     } else {
-        reduce(m)
+        reduce(merge4(m, pick))
     }
 }
 
