@@ -95,6 +95,7 @@ def ulps(got, want):
 
 def emit(out, name, doc, coeffs):
     out.append(f"/// {doc}\n")
+    out.append("#[rustfmt::skip] // one row per line, as generated\n")
     out.append(f"pub(crate) const {name}: [[f32; 32]; {len(coeffs)}] = [\n")
     for r in coeffs:
         # The shortest text that reads back as the same f32.
