@@ -3,7 +3,7 @@
 //! matrix–vector for decoding, matrix–matrix for a prompt's rows.
 //!
 //! Two paths: [`Activations::Quantized`] quantizes the activations on the fly to the paired
-//! 8-bit format ([`activation_type`], as llama.cpp does) and runs integer dot products;
+//! 8-bit format ([`activation_type`](super::activation_type), as llama.cpp does) and runs integer dot products;
 //! [`Activations::F32`] dequantizes the weights on the fly and keeps the activations exact.
 //! Float weights (F32/F16/BF16) always take the f32 path. Threads split the weight rows;
 //! each weight row is read once per tile of activation rows.
@@ -87,7 +87,7 @@ impl<'a> QuantMatrix<'a> {
 /// What the activations of a product are made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Activations {
-    /// Quantized on the fly to [`activation_type`] of the weights; integer dot products.
+    /// Quantized on the fly to [`activation_type`](super::activation_type) of the weights; integer dot products.
     Quantized,
     /// Exact f32; the weights are dequantized on the fly.
     F32,
