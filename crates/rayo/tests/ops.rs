@@ -253,6 +253,32 @@ fn max_min_see_one_nan_anywhere_at_any_alignment() {
     }
 }
 
+/// A sum's and a dot product's rounding does not depend on where the slice sits in memory: the
+/// same values at every offset of a 64-byte line give the same bits (so a model's output does
+/// not change with the heap's layout from one run to the next).
+#[test]
+fn sums_and_dots_do_not_depend_on_the_slice_s_address() {
+    let mut rng = Rng::new(12);
+    for n in [7usize, 100, 1000, 5003] {
+        let (a, c) = (rng.data(n, -1.0, 1.0), rng.data(n, -1.0, 1.0));
+        for b in backends("sums_and_dots_do_not_depend_on_the_slice_s_address") {
+            let mut first = None;
+            for off in 0..16 {
+                let mut ra = vec![0.0f32; off + n];
+                let mut rc = vec![0.0f32; 16 - off + n];
+                ra[off..].copy_from_slice(&a);
+                rc[16 - off..].copy_from_slice(&c);
+                let (xa, xc) = (&ra[off..], &rc[16 - off..]);
+                let got = (slice::sum(b, xa).to_bits(), slice::dot(b, xa, xc).unwrap().to_bits(), slice::norm_l2(b, xa).to_bits());
+                match first {
+                    None => first = Some(got),
+                    Some(f) => assert_eq!(got, f, "{b} n={n} off={off}"),
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn vector_api_uses_its_backend_and_agrees_with_slices() {
     let mut rng = Rng::new(5);

@@ -29,7 +29,7 @@ impl EmbedKernel {
 }
 
 /// The byte at `a + off` (`off` a u32 register; `a` 2-byte aligned blocks), as a u32.
-fn byte_at(k: &mut PtxKernel, a: Reg, off: Reg) -> Reg {
+pub(crate) fn byte_at(k: &mut PtxKernel, a: Reg, off: Reg) -> Reg {
     let even = k.bin(BinOp::And, PtxType::B32, off, !1u32);
     let p = k.mad_wide(U, even, 1u32, a);
     let h = k.ld(Space::Global, PtxType::U16, Addr::reg(p));

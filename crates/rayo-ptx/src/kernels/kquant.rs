@@ -21,6 +21,7 @@
 //!   `t/2` of `ql[64n + 32(t%2) + l]` and bits `2t..2t+2` of `qh[32n + l]` above it.
 
 use super::common::*;
+use super::embed::byte_at;
 use super::qmatvec::{dot, ld_f16, ld_u16, QFormat};
 use crate::ptx::*;
 
@@ -28,18 +29,6 @@ use crate::ptx::*;
 fn field(k: &mut PtxKernel, w: Reg, i: u32, mask: u32) -> Reg {
     let v = if i == 0 { w } else { k.bin(BinOp::Shr, U, w, 8 * i) };
     k.bin(BinOp::And, PtxType::B32, v, mask)
-}
-
-/// The byte at `a + off` (`off` a u32 register, `a` 2-byte aligned), as a u32.
-fn byte_at(k: &mut PtxKernel, a: Reg, off: Reg) -> Reg {
-    let even = k.bin(BinOp::And, PtxType::B32, off, !1u32);
-    let p = k.mad_wide(U, even, 1u32, a);
-    let h = k.ld(Space::Global, PtxType::U16, Addr::reg(p));
-    let h = k.cvt(U, PtxType::U16, h);
-    let odd = k.bin(BinOp::And, PtxType::B32, off, 1u32);
-    let sh = k.bin(BinOp::Shl, PtxType::B32, odd, 3u32);
-    let v = k.bin(BinOp::Shr, U, h, sh);
-    k.bin(BinOp::And, PtxType::B32, v, 0xffu32)
 }
 
 /// Q4_K/Q5_K: the 6-bit scale and min of sub-block `j` (a u32 register, 0..8) of the block at
@@ -218,14 +207,7 @@ pub(crate) fn group_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, g: Reg, xs: &[R
             }
             let dot8 = dot(k, U, &q, xs);
             if q2 {
-                let sc = byte_at(k, a, s);
-                let lo = k.bin(BinOp::And, PtxType::B32, sc, 15u32);
-                let hi = k.bin(BinOp::Shr, U, sc, 4u32);
-                let (lo, hi) = (k.cvt(F, U, lo), k.cvt(F, U, hi));
-                let d = ld_f16(k, a, 80);
-                let dmin = ld_f16(k, a, 82);
-                let ds = k.mul(F, d, lo);
-                let dm = k.mul(F, dmin, hi);
+                let (ds, dm) = q2_scale_min(k, a, s);
                 let ms = k.mul(F, dm, sx);
                 let neg = k.un(UnOp::Neg, F, ms);
                 k.fma(F, ds, dot8, neg)
@@ -240,6 +222,17 @@ pub(crate) fn group_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, g: Reg, xs: &[R
         }
         _ => unreachable!("group_dot takes the k-quants"),
     }
+}
+
+/// Q2_K: `d·scale` and `dmin·min` of sub-block `s` (a u32 register, 0..16), as f32.
+fn q2_scale_min(k: &mut PtxKernel, a: Reg, s: Reg) -> (Reg, Reg) {
+    let sc = byte_at(k, a, s);
+    let lo = k.bin(BinOp::And, PtxType::B32, sc, 15u32);
+    let hi = k.bin(BinOp::Shr, U, sc, 4u32);
+    let (lo, hi) = (k.cvt(F, U, lo), k.cvt(F, U, hi));
+    let d = ld_f16(k, a, 80);
+    let dmin = ld_f16(k, a, 82);
+    (k.mul(F, d, lo), k.mul(F, dmin, hi))
 }
 
 /// Q3_K: the signed scale (`− 32`) of sub-block `s` (a u32 register, 0..16), as f32.
@@ -348,14 +341,7 @@ pub(crate) fn value_at(k: &mut PtxKernel, fmt: QFormat, a: Reg, j: Reg) -> Reg {
             let q = k.bin(BinOp::And, PtxType::B32, q, 3u32);
             let q = k.cvt(F, U, q);
             if q2 {
-                let sc = byte_at(k, a, s);
-                let lo = k.bin(BinOp::And, PtxType::B32, sc, 15u32);
-                let hi = k.bin(BinOp::Shr, U, sc, 4u32);
-                let (lo, hi) = (k.cvt(F, U, lo), k.cvt(F, U, hi));
-                let d = ld_f16(k, a, 80);
-                let dmin = ld_f16(k, a, 82);
-                let ds = k.mul(F, d, lo);
-                let dm = k.mul(F, dmin, hi);
+                let (ds, dm) = q2_scale_min(k, a, s);
                 let neg = k.un(UnOp::Neg, F, dm);
                 k.fma(F, ds, q, neg)
             } else {

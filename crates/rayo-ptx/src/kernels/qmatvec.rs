@@ -30,7 +30,7 @@ pub enum QFormat {
 
 impl QFormat {
     /// Every format, for tests and the ptxas sweep.
-    pub const ALL: [QFormat; 10] = [
+    pub const ALL: [QFormat; 12] = [
         QFormat::F32,
         QFormat::Q4_0,
         QFormat::Q4_1,
@@ -38,6 +38,8 @@ impl QFormat {
         QFormat::Q5_1,
         QFormat::Q8_0,
         QFormat::F16,
+        QFormat::Q2_K,
+        QFormat::Q3_K,
         QFormat::Q4_K,
         QFormat::Q5_K,
         QFormat::Q6_K,

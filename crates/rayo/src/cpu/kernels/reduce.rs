@@ -10,12 +10,15 @@ const BLOCK: usize = 4096;
 
 /// Folds `x` four vectors at a time: `step4` takes the state and four vectors (its
 /// independent accumulators hide the latency of the step), `step1` one vector (what is left,
-/// and the head and tail padded with `fill`). The head is the few elements before the first
-/// vector-aligned address, so no load of the main loop straddles two cache lines.
+/// and the head and tail padded with `fill`). With `ALIGNED` the head is the few elements
+/// before the first vector-aligned address, so no load of the main loop straddles two cache
+/// lines; that is for max/min only, whose result does not depend on the order: which elements
+/// share a lane would then depend on the slice's address, and a sum's rounding with it (the
+/// same input could sum differently from one run to the next).
 #[inline(always)]
-fn fold<S: Simd, A>(s: S, x: &[f32], fill: f32, init: A, step4: impl Fn(A, [S::V; 4]) -> A, step1: impl Fn(A, S::V) -> A) -> A {
+fn fold<S: Simd, A, const ALIGNED: bool>(s: S, x: &[f32], fill: f32, init: A, step4: impl Fn(A, [S::V; 4]) -> A, step1: impl Fn(A, S::V) -> A) -> A {
     let l = S::LANES;
-    let (head, x) = x.split_at(head_len::<S>(x));
+    let (head, x) = x.split_at(if ALIGNED { head_len::<S>(x) } else { 0 });
     let mut acc = init;
     if !head.is_empty() {
         acc = step1(acc, s.load_partial(head, fill));
@@ -51,21 +54,16 @@ fn merge4<V: Copy>(a: [V; 4], f: impl Fn(V, V) -> V) -> V {
 #[inline(always)]
 fn fold_sum<S: Simd>(s: S, x: &[f32], f: impl Fn(S::V) -> S::V + Copy) -> S::V {
     let z = s.zero();
-    let acc = fold(s, x, 0.0, [z; 4], |a, v| each(a, v, |a, v| s.add(a, f(v))), |a, v| [s.add(a[0], f(v)), a[1], a[2], a[3]]);
+    let acc = fold::<S, _, false>(s, x, 0.0, [z; 4], |a, v| each(a, v, |a, v| s.add(a, f(v))), |a, v| [s.add(a[0], f(v)), a[1], a[2], a[3]]);
     merge4(acc, |a, b| s.add(a, b))
 }
 
-/// Two-input version of [`fold`] for dot products, aligned on `a`.
+/// Two-input version of [`fold`] for dot products (lanes by index, as a sum's).
 #[inline(always)]
 fn fold2<S: Simd>(s: S, a: &[f32], b: &[f32], step: impl Fn(S::V, S::V, S::V) -> S::V) -> S::V {
     let l = S::LANES;
     let z = s.zero();
     let mut acc = [z; 4];
-    let h = head_len::<S>(a);
-    let ((ha, a), (hb, b)) = (a.split_at(h), b.split_at(h));
-    if h > 0 {
-        acc[3] = step(acc[3], s.load_partial(ha, 0.0), s.load_partial(hb, 0.0));
-    }
     let mut ca = a.chunks_exact(4 * l);
     let mut cb = b.chunks_exact(4 * l);
     for (x, y) in (&mut ca).zip(&mut cb) {
@@ -115,7 +113,8 @@ pub fn sum_squares<S: Simd>(s: S, x: &[f32]) -> f64 {
     let mut total = 0.0f64;
     for blk in x.chunks(BLOCK) {
         let z = s.zero();
-        let acc = fold(s, blk, 0.0, [z; 4], |a, v| each(a, v, |a, v| s.mul_add(v, v, a)), |a, v| [s.mul_add(v, v, a[0]), a[1], a[2], a[3]]);
+        let acc =
+            fold::<S, _, false>(s, blk, 0.0, [z; 4], |a, v| each(a, v, |a, v| s.mul_add(v, v, a)), |a, v| [s.mul_add(v, v, a[0]), a[1], a[2], a[3]]);
         total += s.reduce_add(merge4(acc, |a, b| s.add(a, b))) as f64;
     }
     total
@@ -154,7 +153,7 @@ pub fn max_abs<S: Simd>(s: S, x: &[f32]) -> f32 {
 #[inline(always)]
 fn extreme<S: Simd>(s: S, x: &[f32], identity: f32, pick: impl Fn(S::V, S::V) -> S::V + Copy, reduce: impl Fn(S::V) -> f32) -> f32 {
     let none = s.mask_none();
-    let (m, n) = fold(
+    let (m, n) = fold::<S, _, true>(
         s,
         x,
         identity,
