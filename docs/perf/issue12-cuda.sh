@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA engine on the GPU machine (issue 12): correctness against the CPU engine, speed,
 # compute-sanitizer, and a per-kernel time profile. Run there from the repository root with
-# the binaries in /tmp/b (rayo, llm-cuda-test = rayo-llm's tests/cuda.rs, rayo-cuda-test =
-# rayo's tests/cuda.rs; built here with `cargo test --release --features cuda --no-run`) and
+# the binaries in /tmp/b (rayo, llm-cuda-test = rayo-llm's tests/cuda.rs, rayo-cuda-test and
+# rayo-cuda-llm-test = rayo's tests/cuda.rs and tests/cuda_llm.rs; built here with `cargo test --release --features cuda --no-run`) and
 # SmolLM2-135M-Instruct Q4_1 in /tmp/m (carried in two halves: a call carries at most 64 MiB).
 # Output in $OUT (default /tmp/out). QUICK=1 stops after the speed rows (no sanitizer, no ncu).
 set -uo pipefail
@@ -14,7 +14,7 @@ sha256sum "$RAYO_SMOLLM2" | cut -c1-16
 mkdir -p /work && ln -sfn "$PWD" /work/main
 KM=/tmp/m/SmolLM2-135M-Instruct.Q4_K_M.gguf
 [ -f $KM ] || /tmp/b/rayo quantize "$RAYO_SMOLLM2" $KM Q4_K_M >/dev/null 2>&1
-/tmp/b/rayo-cuda-test --test-threads 1 2>&1 | grep -E "test result|panicked" | tee "$OUT/kernels.txt"
+for t in /tmp/b/rayo-cuda-test /tmp/b/rayo-cuda-llm-test; do $t --test-threads 1 2>&1; done | grep -E "test result|panicked" | tee "$OUT/kernels.txt"
 timeout 300 /tmp/b/llm-cuda-test --nocapture --test-threads 1 2>&1 | grep -E "positions|greedy|graph of|test result|panicked" | tee "$OUT/llm-test.txt"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
 for i in 1 2 3; do /tmp/b/rayo bench --model "$RAYO_SMOLLM2" --backend cuda --json 2>&1 | grep -v resident; done | tee "$OUT/bench-q41.txt"

@@ -1,0 +1,286 @@
+//! The LLM engine's CUDA kernels (quantized matvec for every GGUF format, its fused variants,
+//! the prompt path through the GEMM, a decoding step's RoPE + attention) against f64 on awkward
+//! shapes, outputs poisoned with NaN. `RAYO_REQUIRE_CUDA=1` turns "no device" into a failure;
+//! without it each test prints one `SKIP cuda: <test> (no device)` line.
+#![cfg(feature = "cuda")]
+
+mod cuda_support;
+use cuda_support::*;
+use rayo::Error;
+
+#[test]
+fn quantized_matvec_matches_f64_for_every_format() {
+    use rayo::cuda::QFormat;
+    use rayo::quant::{self, GgmlType};
+    let Some(dev) = device("quantized_matvec_matches_f64_for_every_format") else { return };
+    let mut rng = Rng(0x5eed_0a11);
+    let pairs = [
+        (QFormat::F32, GgmlType::F32),
+        (QFormat::Q4_0, GgmlType::Q4_0),
+        (QFormat::Q4_1, GgmlType::Q4_1),
+        (QFormat::Q5_0, GgmlType::Q5_0),
+        (QFormat::Q5_1, GgmlType::Q5_1),
+        (QFormat::Q8_0, GgmlType::Q8_0),
+        (QFormat::F16, GgmlType::F16),
+        (QFormat::Q2_K, GgmlType::Q2_K),
+        (QFormat::Q3_K, GgmlType::Q3_K),
+        (QFormat::Q4_K, GgmlType::Q4_K),
+        (QFormat::Q5_K, GgmlType::Q5_K),
+        (QFormat::Q6_K, GgmlType::Q6_K),
+    ];
+    for (fmt, ty) in pairs {
+        // the k-quants' rows are whole 256-value blocks
+        let shapes: &[(usize, usize, usize)] = if fmt.block_values() == 256 {
+            &[(1, 256, 1), (67, 768, 1), (13, 512, 3), (130, 1536, 2)]
+        } else {
+            &[(1, 32, 1), (67, 96, 1), (13, 576, 3), (130, 1536, 2)]
+        };
+        for &(rows, cols, m) in shapes {
+            let wf = rng.vec(rows * cols, -1.0, 1.0);
+            let bytes = quant::quantize_to_vec(ty, &wf).unwrap();
+            let mut wd = vec![0f32; rows * cols];
+            quant::dequantize(ty, &bytes, &mut wd).unwrap();
+            let x = rng.vec(m * cols, -2.0, 2.0);
+            let want: Vec<f64> = (0..m)
+                .flat_map(|r| {
+                    let (x, wd) = (&x, &wd);
+                    (0..rows).map(move |j| (0..cols).map(|c| wd[j * cols + c] as f64 * x[r * cols + c] as f64).sum())
+                })
+                .collect();
+            let w = dev.upload_bytes(&bytes).unwrap();
+            let xb = dev.upload(&x).unwrap();
+            // one row more than needed, poisoned: the kernel must not write past m rows
+            let mut y = poisoned(dev, (m + 1) * rows);
+            dev.qmatvec(fmt, &w, rows, cols, &xb, m, &mut y).unwrap();
+            let got = dev.download(&y).unwrap();
+            close(&format!("qmatvec {fmt:?} {rows}x{cols} m {m}"), &got[..m * rows], &want, 1e-4, 1e-3 * (cols as f64).sqrt());
+            assert!(got[m * rows..].iter().all(|v| v.is_nan()), "qmatvec {fmt:?} wrote past its rows");
+            // the token embedding dequantizes rows of the same table exactly as the CPU does
+            let ids: Vec<u32> = (0..m as u32).map(|i| (i * 7 + 3) % rows as u32).collect();
+            let mut inputs = rayo::cuda::StepInputs::new(dev, m).unwrap();
+            inputs.write(dev, &ids, 0).unwrap();
+            let mut e = poisoned(dev, m * cols + 1);
+            dev.embed_rows(fmt, &w, rows, cols, &inputs, m, &mut e).unwrap();
+            let got = dev.download(&e).unwrap();
+            for (r, &id) in ids.iter().enumerate() {
+                let want = &wd[id as usize * cols..][..cols];
+                assert_eq!(&got[r * cols..][..cols], want, "embed {fmt:?} {rows}x{cols} row {r} (token {id})");
+            }
+            assert!(got[m * cols].is_nan(), "embed {fmt:?} wrote past its rows");
+        }
+    }
+    // hostile sizes are errors before any launch
+    let w = dev.upload_bytes(&[0u8; 18]).unwrap();
+    let x = dev.upload(&[0.0; 32]).unwrap();
+    let mut y = dev.zeros(1).unwrap();
+    assert!(dev.qmatvec(QFormat::Q4_0, &w, 1, 31, &x, 1, &mut y).is_err());
+    assert!(dev.qmatvec(QFormat::Q4_0, &w, 2, 32, &x, 1, &mut y).is_err());
+    assert!(dev.qmatvec(QFormat::Q4_0, &w, 1, 32, &x, 2, &mut y).is_err());
+    assert!(dev.qmatvec(QFormat::Q4_0, &w, usize::MAX, 32, &x, 1, &mut y).is_err());
+}
+
+#[test]
+fn fused_quantized_products_match_f64() {
+    use rayo::cuda::{Epilogue, QFormat, QMatvecKernel};
+    use rayo::quant::{self, GgmlType};
+    let Some(dev) = device("fused_quantized_products_match_f64") else { return };
+    let mut rng = Rng(0xf00d_cafe);
+    let (m, eps) = (3usize, 1e-5f32);
+    for (fmt, ty) in [
+        (QFormat::Q4_1, GgmlType::Q4_1),
+        (QFormat::Q5_0, GgmlType::Q5_0),
+        (QFormat::Q8_0, GgmlType::Q8_0),
+        (QFormat::Q4_K, GgmlType::Q4_K),
+        (QFormat::Q5_K, GgmlType::Q5_K),
+    ] {
+        let cols = if fmt.block_values() == 256 { 512usize } else { 96 };
+        let rows = [37usize, 11, 11];
+        let mut mats = vec![];
+        for &r in &rows {
+            let bytes = quant::quantize_to_vec(ty, &rng.vec(r * cols, -1.0, 1.0)).unwrap();
+            let mut wd = vec![0f32; r * cols];
+            quant::dequantize(ty, &bytes, &mut wd).unwrap();
+            mats.push((dev.upload_bytes(&bytes).unwrap(), wd, r));
+        }
+        let x = rng.vec(m * cols, -2.0, 2.0);
+        let gamma = rng.vec(cols, 0.5, 1.5);
+        // the normalized rows in f64
+        let xn: Vec<f64> = x
+            .chunks(cols)
+            .flat_map(|row| {
+                let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / cols as f64;
+                let s = 1.0 / (ms + eps as f64).sqrt();
+                row.iter().zip(&gamma).map(move |(&v, &g)| v as f64 * s * g as f64).collect::<Vec<_>>()
+            })
+            .collect();
+        let prod = |wd: &[f32], r: usize, a: &[f64]| -> Vec<f64> {
+            (0..m)
+                .flat_map(|i| (0..r).map(move |j| (0..cols).map(|c| wd[j * cols + c] as f64 * a[i * cols + c]).sum::<f64>()).collect::<Vec<_>>())
+                .collect()
+        };
+        let (xb, gb) = (dev.upload(&x).unwrap(), dev.upload(&gamma).unwrap());
+        let tol = 1e-3 * (cols as f64).sqrt();
+        // norm + three matrices
+        let k = QMatvecKernel::fused(fmt, true, 3, Epilogue::Store).unwrap();
+        let mut ys: Vec<_> = rows.iter().map(|&r| poisoned(dev, m * r)).collect();
+        let ws: Vec<_> = mats.iter().map(|(b, _, r)| (b, *r)).collect();
+        let mut refs: Vec<&mut _> = ys.iter_mut().collect();
+        dev.qmatvec_fused(k, &xb, Some((&gb, eps)), cols, m, &ws, &mut refs).unwrap();
+        for (i, y) in ys.iter().enumerate() {
+            close(&format!("{fmt:?} norm x3 [{i}]"), &dev.download(y).unwrap(), &prod(&mats[i].1, rows[i], &xn), 1e-4, tol);
+        }
+        // residual add
+        let xd: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let acc0 = rng.vec(m * rows[0], -1.0, 1.0);
+        let mut acc = dev.upload(&acc0).unwrap();
+        let k = QMatvecKernel::fused(fmt, false, 1, Epilogue::Add).unwrap();
+        dev.qmatvec_fused(k, &xb, None, cols, m, &[(&mats[0].0, rows[0])], &mut [&mut acc]).unwrap();
+        let want: Vec<f64> = prod(&mats[0].1, rows[0], &xd).iter().zip(&acc0).map(|(p, &a)| p + a as f64).collect();
+        close(&format!("{fmt:?} add"), &dev.download(&acc).unwrap(), &want, 1e-4, tol);
+        // norm + gate/up + silu·up
+        let k = QMatvecKernel::fused(fmt, true, 2, Epilogue::Swiglu).unwrap();
+        let mut out = poisoned(dev, m * rows[1]);
+        dev.qmatvec_fused(k, &xb, Some((&gb, eps)), cols, m, &[(&mats[1].0, rows[1]), (&mats[2].0, rows[2])], &mut [&mut out]).unwrap();
+        let (g, u) = (prod(&mats[1].1, rows[1], &xn), prod(&mats[2].1, rows[2], &xn));
+        let want: Vec<f64> = g.iter().zip(&u).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u).collect();
+        close(&format!("{fmt:?} swiglu"), &dev.download(&out).unwrap(), &want, 1e-3, tol);
+    }
+}
+
+#[test]
+fn quantized_products_through_the_gemm_match_f64() {
+    use rayo::cuda::QFormat;
+    use rayo::quant::{self, GgmlType};
+    let Some(dev) = device("quantized_products_through_the_gemm_match_f64") else { return };
+    let mut rng = Rng(0x6e33_0001);
+    for (fmt, ty) in [
+        (QFormat::Q4_1, GgmlType::Q4_1),
+        (QFormat::Q5_0, GgmlType::Q5_0),
+        (QFormat::Q8_0, GgmlType::Q8_0),
+        (QFormat::Q4_K, GgmlType::Q4_K),
+        (QFormat::Q6_K, GgmlType::Q6_K),
+    ] {
+        let shapes: &[(usize, usize, usize)] =
+            if fmt.block_values() == 256 { &[(130, 256, 40), (192, 512, 200)] } else { &[(130, 96, 40), (256, 576, 128), (192, 64, 200)] };
+        for &(rows, cols, m) in shapes {
+            let bytes = quant::quantize_to_vec(ty, &rng.vec(rows * cols, -1.0, 1.0)).unwrap();
+            let mut wd = vec![0f32; rows * cols];
+            quant::dequantize(ty, &bytes, &mut wd).unwrap();
+            let m_pad = m.next_multiple_of(128);
+            // the activation buffer holds the padded rows (garbage past m must not matter)
+            let mut x = rng.vec(m_pad * cols, -2.0, 2.0);
+            x[m * cols..].iter_mut().for_each(|v| *v = f32::NAN);
+            let want: Vec<f64> = (0..m)
+                .flat_map(|i| (0..rows).map(|j| (0..cols).map(|c| wd[j * cols + c] as f64 * x[i * cols + c] as f64).sum::<f64>()).collect::<Vec<_>>())
+                .collect();
+            let (w, xb) = (dev.upload_bytes(&bytes).unwrap(), dev.upload(&x).unwrap());
+            let ld = rows.next_multiple_of(128);
+            let (mut wt, mut yp) = (dev.zeros(cols * ld).unwrap(), dev.zeros(m_pad * ld).unwrap());
+            let mut y = poisoned(dev, m * rows + 1);
+            dev.qmatmul_gemm(fmt, &w, (rows, cols), &xb, m, &mut y, &mut wt, &mut yp).unwrap();
+            let got = dev.download(&y).unwrap();
+            close(&format!("gemm {fmt:?} {rows}x{cols} m {m}"), &got[..m * rows], &want, 1e-4, 1e-3 * (cols as f64).sqrt());
+            assert!(got[m * rows].is_nan(), "wrote past m rows");
+            // an activation buffer without the padded rows is an error, not a read past it
+            let short = dev.upload(&x[..m * cols]).unwrap();
+            if m % 128 != 0 {
+                assert!(dev.qmatmul_gemm(fmt, &w, (rows, cols), &short, m, &mut y, &mut wt, &mut yp).is_err());
+            }
+        }
+    }
+}
+
+/// A decoding step's RoPE, KV store and attention (split over the positions) in one launch
+/// agree with the rotation-and-store launch followed by the attention launch, and store the same
+/// cache row bit for bit (an attention at the next position reads it).
+#[test]
+fn fused_rope_attention_step_agrees_with_the_two_launches() {
+    use rayo::cuda::{AttentionShape, RopePairs, StepInputs};
+    let Some(dev) = device("fused_rope_attention_step_agrees_with_the_two_launches") else { return };
+    let mut rng = Rng(0x5eed_a77e);
+    for (hd, pairs, f16, positions, pos0) in [
+        (64, RopePairs::Adjacent, true, 64, 37),
+        (64, RopePairs::Adjacent, false, 64, 0),
+        (32, RopePairs::Adjacent, true, 64, 5),
+        (128, RopePairs::HalfSplit, true, 64, 37),
+        (64, RopePairs::HalfSplit, false, 64, 62),
+        (64, RopePairs::Adjacent, true, 1024, 700),
+    ] {
+        let (n_head, n_head_kv) = (6, 2);
+        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16 };
+        let width = n_head_kv * hd;
+        let bytes = positions * width * if f16 { 2 } else { 4 };
+        // the (cos, sin) table: position × pair, θ = p · 10000^(−2i/hd)
+        let table: Vec<f32> = (0..positions)
+            .flat_map(|p| {
+                (0..hd / 2).flat_map(move |i| {
+                    let t = p as f64 * 10000f64.powf(-2.0 * i as f64 / hd as f64);
+                    [t.cos() as f32, t.sin() as f32]
+                })
+            })
+            .collect();
+        let table = dev.upload(&table).unwrap();
+        let mut inputs = StepInputs::new(dev, positions).unwrap();
+        let (mut kc, mut vc) =
+            ([dev.zero_bytes(bytes).unwrap(), dev.zero_bytes(bytes).unwrap()], [dev.zero_bytes(bytes).unwrap(), dev.zero_bytes(bytes).unwrap()]);
+        // earlier positions
+        if pos0 > 0 {
+            let (kp, vp) = (dev.upload(&rng.vec(pos0 * width, -2.0, 2.0)).unwrap(), dev.upload(&rng.vec(pos0 * width, -2.0, 2.0)).unwrap());
+            inputs.write(dev, &vec![0; pos0], 0).unwrap();
+            for c in 0..2 {
+                let [k0, k1] = &mut kc;
+                let [v0, v1] = &mut vc;
+                let (kcache, vcache) = if c == 0 { (k0, v0) } else { (k1, v1) };
+                dev.kv_store(&shape, &kp, &vp, pos0, &inputs, 0, kcache, vcache).unwrap();
+            }
+        }
+        // the step at pos0
+        let (qh, kh, vh) = (rng.vec(n_head * hd, -2.0, 2.0), rng.vec(width, -2.0, 2.0), rng.vec(width, -2.0, 2.0));
+        let v = dev.upload(&vh).unwrap();
+        inputs.write(dev, &[0], pos0).unwrap();
+        let scale = 1.0 / (hd as f32).sqrt();
+        let (mut q1, mut k1) = (dev.upload(&qh).unwrap(), dev.upload(&kh).unwrap());
+        let (mut out_a, mut out_b) = (poisoned(dev, n_head * hd), poisoned(dev, n_head * hd));
+        let [ka, kb] = &mut kc;
+        let [va, vb] = &mut vc;
+        dev.rope_store_rows(pairs, &mut q1, &mut k1, &v, (&shape, ka, va), &table, &inputs, 1, hd, pos0).unwrap();
+        dev.attention_rows(&shape, &q1, ka, va, 1, &inputs, pos0, scale, f16, &mut out_a).unwrap();
+        let (q2, k2) = (dev.upload(&qh).unwrap(), dev.upload(&kh).unwrap());
+        let mut scratch = dev.decode_attention_scratch(n_head, hd).unwrap();
+        dev.rope_attention_step(pairs, &shape, (&q2, &k2, &v), (kb, vb), (&table, hd), &inputs, pos0, (scale, f16), &mut scratch, &mut out_b)
+            .unwrap();
+        let what = format!("head_dim {hd} {pairs:?} f16 {f16}");
+        let (a, b) = (dev.download(&out_a).unwrap(), dev.download(&out_b).unwrap());
+        assert!(a.iter().all(|x| x.is_finite()), "{what}");
+        // (split over the positions: the same terms summed in another order)
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-5 + 1e-5 * x.abs(), "{what}: {x} vs {y}");
+        }
+        // the next position reads the row each path stored at pos0
+        let (kn, vn) = (dev.upload(&rng.vec(width, -2.0, 2.0)).unwrap(), dev.upload(&rng.vec(width, -2.0, 2.0)).unwrap());
+        let qn = dev.upload(&rng.vec(n_head * hd, -2.0, 2.0)).unwrap();
+        inputs.write(dev, &[0], pos0 + 1).unwrap();
+        let mut outs = Vec::new();
+        for (kcache, vcache) in [(&mut *ka, &mut *va), (&mut *kb, &mut *vb)] {
+            dev.kv_store(&shape, &kn, &vn, 1, &inputs, pos0 + 1, kcache, vcache).unwrap();
+            let mut o = poisoned(dev, n_head * hd);
+            dev.attention_rows(&shape, &qn, kcache, vcache, 1, &inputs, pos0 + 1, scale, f16, &mut o).unwrap();
+            outs.push(dev.download(&o).unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        }
+        assert_eq!(outs[0], outs[1], "{what}: the stored row");
+        // a rotation of part of the head is refused (the fused kernel rotates all of it)
+        let e = dev.rope_attention_step(
+            pairs,
+            &shape,
+            (&q2, &k2, &v),
+            (kb, vb),
+            (&table, hd - 2),
+            &inputs,
+            pos0 + 1,
+            (scale, f16),
+            &mut scratch,
+            &mut out_b,
+        );
+        assert!(matches!(e, Err(Error::InvalidArgument { name: "n_rot", .. })), "{e:?}");
+    }
+}
