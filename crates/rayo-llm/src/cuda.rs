@@ -79,6 +79,11 @@ pub struct Cuda {
     /// The GEMM path's scratch (a prompt's products): the transposed dequantized weights and
     /// the padded product.
     gemm: Option<(DeviceBuffer, DeviceBuffer)>,
+    /// A prompt's products and attention on the tensor cores (f16 operands); off
+    /// (`RAYO_CUDA_PREFILL=f32`): the exact fp32 GEMM and the one-block-per-row attention.
+    tensor_cores: bool,
+    /// The tensor-core products' scratch: the weights dequantized to f16.
+    half: Option<DeviceBytes>,
 }
 
 /// From this many activation rows on, a product dequantizes its weights and runs the GEMM
@@ -96,6 +101,7 @@ impl Cuda {
             e => e,
         })?;
         let graphs = std::env::var("RAYO_CUDA_GRAPHS").map(|v| v != "0").unwrap_or(true);
+        let tensor_cores = std::env::var("RAYO_CUDA_PREFILL").map(|v| v != "f32").unwrap_or(true);
         Ok(Cuda {
             dev,
             file,
@@ -107,7 +113,16 @@ impl Cuda {
             ops: 0,
             capturing: false,
             gemm: None,
+            tensor_cores,
+            half: None,
         })
+    }
+
+    /// Whether a prompt's products and attention run on the tensor cores, with f16 operands
+    /// (the default, unless `RAYO_CUDA_PREFILL=f32`), or on the exact fp32 kernels.
+    pub fn with_tensor_cores(mut self, on: bool) -> Cuda {
+        self.tensor_cores = on;
+        self
     }
 
     /// The device the backend runs on.
@@ -128,8 +143,23 @@ impl Cuda {
         m >= GEMM_ROWS && x.len() >= m.next_multiple_of(128) * w.cols
     }
 
-    /// `out = x·wᵀ` through the GEMM (scratch grown as needed: never inside a recorded step,
-    /// whose products have one row).
+    /// Whether a prompt's product with `w` runs on the tensor cores.
+    fn on_tensor_cores(&self, w: &CudaWeight) -> bool {
+        self.tensor_cores && CudaDevice::half_gemm_fits(w.rows, w.cols)
+    }
+
+    /// `out = x·wᵀ` (`add`: `out += x·wᵀ`) on the tensor cores (the f16 weights' scratch
+    /// grown as needed: never inside a recorded step, whose products have one row).
+    fn half_matmul(&mut self, w: &CudaWeight, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer, add: bool) -> Result<()> {
+        let need = w.rows * w.cols * 2;
+        if self.half.as_ref().is_none_or(|h| h.len() < need) {
+            self.half = Some(self.dev.zero_bytes(need)?);
+        }
+        let wh = self.half.as_mut().expect("made above");
+        self.dev.qmatmul_half(w.fmt, &w.bytes, (w.rows, w.cols), x, m, out, wh, add)
+    }
+
+    /// `out = x·wᵀ` through the fp32 GEMM (scratch grown as needed, as above).
     fn gemm_matmul(&mut self, w: &CudaWeight, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer) -> Result<()> {
         let (ld, m_pad) = (w.rows.next_multiple_of(128), m.next_multiple_of(128));
         let (need_wt, need_yp) = (w.cols * ld, m_pad * ld);
@@ -155,6 +185,9 @@ impl Cuda {
         out: &mut DeviceBuffer,
     ) -> Result<()> {
         let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+        if self.tensor_cores && m >= GEMM_ROWS && CudaDevice::flash_attention_fits(shape) {
+            return self.dev.flash_attention_rows(shape, q, (kc, vc), m, self.inputs()?, pos0, scale, out);
+        }
         // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
         let round_q = shape.f16 && m < 64;
         self.dev.attention_rows(shape, q, kc, vc, m, self.inputs()?, pos0, scale, round_q, out)
@@ -278,6 +311,9 @@ impl Backend for Cuda {
 
     fn matmul(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer) -> Result<()> {
         if Self::use_gemm(w, x, m) {
+            if self.on_tensor_cores(w) {
+                return self.half_matmul(w, x, m, out, false);
+            }
             return self.gemm_matmul(w, x, m, out);
         }
         self.count(1);
@@ -395,8 +431,11 @@ impl Backend for Cuda {
         len: usize,
     ) -> Result<()> {
         if Self::use_gemm(w, x, m) {
-            // a prompt's rows: the GEMM into `tmp`, then the add (the matvec kernel would read
-            // the weights once per row)
+            // a prompt's rows: a GEMM (the matvec kernel would read the weights once per
+            // row); the tensor cores' adds onto `acc` itself
+            if self.on_tensor_cores(w) {
+                return self.half_matmul(w, x, m, acc, true);
+            }
             self.gemm_matmul(w, x, m, tmp)?;
             return self.add(acc, tmp, len);
         }

@@ -190,6 +190,68 @@ fn quantized_products_through_the_gemm_match_f64() {
     }
 }
 
+/// The tensor-core path of a prompt's products: the weights dequantized to f16, the
+/// activations rounded to f16, f32 accumulation. Against f64 of the f16-rounded operands (so
+/// the tolerance is the accumulation's), on shapes that are not tile multiples, both epilogues.
+#[test]
+fn quantized_products_on_the_tensor_cores_match_f64() {
+    use half::f16;
+    use rayo::cuda::{CudaDevice, QFormat};
+    use rayo::quant::{self, GgmlType};
+    let Some(dev) = device("quantized_products_on_the_tensor_cores_match_f64") else { return };
+    let mut rng = Rng(0x6e33_f016);
+    let h = |v: f32| f16::from_f32(v).to_f64();
+    for (fmt, ty) in [
+        (QFormat::F32, GgmlType::F32),
+        (QFormat::F16, GgmlType::F16),
+        (QFormat::Q4_1, GgmlType::Q4_1),
+        (QFormat::Q5_0, GgmlType::Q5_0),
+        (QFormat::Q8_0, GgmlType::Q8_0),
+        (QFormat::Q2_K, GgmlType::Q2_K),
+        (QFormat::Q4_K, GgmlType::Q4_K),
+        (QFormat::Q6_K, GgmlType::Q6_K),
+    ] {
+        let shapes: &[(usize, usize, usize)] =
+            if fmt.block_values() == 256 { &[(130, 256, 40), (66, 512, 200)] } else { &[(2, 32, 1), (130, 96, 40), (576, 576, 128), (70, 1536, 65)] };
+        for &(rows, cols, m) in shapes {
+            let bytes = quant::quantize_to_vec(ty, &rng.vec(rows * cols, -1.0, 1.0)).unwrap();
+            let mut wd = vec![0f32; rows * cols];
+            quant::dequantize(ty, &bytes, &mut wd).unwrap();
+            let x = rng.vec(m * cols, -2.0, 2.0);
+            let y0 = rng.vec(m * rows, -1.0, 1.0);
+            let dot = |i: usize, j: usize| (0..cols).map(|c| h(wd[j * cols + c]) * h(x[i * cols + c])).sum::<f64>();
+            let want: Vec<f64> = (0..m).flat_map(|i| (0..rows).map(move |j| (i, j))).map(|(i, j)| dot(i, j)).collect();
+            let (w, xb) = (dev.upload_bytes(&bytes).unwrap(), dev.upload(&x).unwrap());
+            let mut wh = dev.zero_bytes(rows * cols * 2).unwrap();
+            let tol = 1e-5 * (cols as f64).sqrt();
+            let what = format!("f16 gemm {fmt:?} {rows}x{cols} m {m}");
+            let mut y = poisoned(dev, m * rows + 1);
+            dev.qmatmul_half(fmt, &w, (rows, cols), &xb, m, &mut y, &mut wh, false).unwrap();
+            let got = dev.download(&y).unwrap();
+            close(&what, &got[..m * rows], &want, 1e-5, tol);
+            assert!(got[m * rows].is_nan(), "{what}: wrote past m rows");
+            // the residual epilogue adds onto what y holds
+            let mut y = dev.upload(&[&y0[..], &[f32::NAN]].concat()).unwrap();
+            dev.qmatmul_half(fmt, &w, (rows, cols), &xb, m, &mut y, &mut wh, true).unwrap();
+            let got = dev.download(&y).unwrap();
+            let want_add: Vec<f64> = want.iter().zip(&y0).map(|(&p, &a)| p + a as f64).collect();
+            close(&format!("{what} add"), &got[..m * rows], &want_add, 1e-5, tol);
+            assert!(got[m * rows].is_nan(), "{what}: the add wrote past m rows");
+        }
+    }
+    // sizes it cannot take are errors before any launch
+    let w = dev.upload_bytes(&[0u8; 4 * 64]).unwrap();
+    let x = dev.upload(&[0.0; 64]).unwrap();
+    let (mut y, mut wh) = (dev.zeros(4).unwrap(), dev.zero_bytes(256).unwrap());
+    assert!(!CudaDevice::half_gemm_fits(3, 32) && !CudaDevice::half_gemm_fits(2, 48));
+    assert!(dev.qmatmul_half(QFormat::F32, &w, (3, 16), &x, 1, &mut y, &mut wh, false).is_err(), "16 columns");
+    assert!(dev.qmatmul_half(QFormat::F32, &w, (2, 32), &x, 3, &mut y, &mut wh, false).is_err(), "x too short");
+    let mut small = dev.zero_bytes(64).unwrap();
+    assert!(dev.qmatmul_half(QFormat::F32, &w, (2, 32), &x, 1, &mut y, &mut small, false).is_err(), "wh too short");
+    assert!(dev.qmatmul_half(QFormat::F32, &w, (4, 32), &x, 1, &mut y, &mut wh, false).is_err(), "w too short");
+    assert!(dev.qmatmul_half(QFormat::F32, &w, (usize::MAX - 1, 32), &x, 1, &mut y, &mut wh, false).is_err(), "overflow");
+}
+
 /// A decoding step's RoPE, KV store and attention (split over the positions) in one launch
 /// agree with the rotation-and-store launch followed by the attention launch, and store the same
 /// cache row bit for bit (an attention at the next position reads it).
@@ -282,5 +344,57 @@ fn fused_rope_attention_step_agrees_with_the_two_launches() {
             &mut out_b,
         );
         assert!(matches!(e, Err(Error::InvalidArgument { name: "n_rot", .. })), "{e:?}");
+    }
+}
+
+/// A prompt's flash attention on the tensor cores against f64 softmax attention over the same
+/// f16 caches: causal rows at an offset, grouped-query heads, both head sizes, row counts that
+/// are not block multiples, output rows past `m` untouched.
+#[test]
+fn flash_attention_matches_f64() {
+    use half::f16;
+    use rayo::cuda::{AttentionShape, CudaDevice, StepInputs};
+    let Some(dev) = device("flash_attention_matches_f64") else { return };
+    let mut rng = Rng(0xf1a5_4a77);
+    for (n_head, n_head_kv, hd, pos0, m) in [(9, 3, 64, 0, 130), (4, 1, 128, 37, 70), (2, 2, 64, 200, 1), (8, 2, 128, 0, 64), (3, 1, 64, 5, 17)] {
+        let positions = pos0 + m + 3;
+        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16: true };
+        assert!(CudaDevice::flash_attention_fits(&shape));
+        let width = n_head_kv * hd;
+        let kf: Vec<f16> = rng.vec(positions * width, -2.0, 2.0).into_iter().map(f16::from_f32).collect();
+        let vf: Vec<f16> = rng.vec(positions * width, -2.0, 2.0).into_iter().map(f16::from_f32).collect();
+        let bytes = |v: &[f16]| v.iter().flat_map(|h| h.to_le_bytes()).collect::<Vec<u8>>();
+        let (kc, vc) = (dev.upload_bytes(&bytes(&kf)).unwrap(), dev.upload_bytes(&bytes(&vf)).unwrap());
+        let q = rng.vec(m * n_head * hd, -1.0, 1.0);
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut want = vec![0f64; m * n_head * hd];
+        for i in 0..m {
+            for h in 0..n_head {
+                let kvh = h / (n_head / n_head_kv);
+                let qr = &q[(i * n_head + h) * hd..][..hd];
+                let s: Vec<f64> = (0..=pos0 + i)
+                    .map(|p| (0..hd).map(|d| qr[d] as f64 * kf[p * width + kvh * hd + d].to_f64()).sum::<f64>() * scale as f64)
+                    .collect();
+                let mx = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = s.iter().map(|v| (v - mx).exp()).collect();
+                let sum: f64 = e.iter().sum();
+                for d in 0..hd {
+                    want[(i * n_head + h) * hd + d] = e.iter().enumerate().map(|(p, w)| w * vf[p * width + kvh * hd + d].to_f64()).sum::<f64>() / sum;
+                }
+            }
+        }
+        let mut inputs = StepInputs::new(dev, m).unwrap();
+        inputs.write(dev, &vec![0; m], pos0).unwrap();
+        let qb = dev.upload(&q).unwrap();
+        let mut out = poisoned(dev, m * n_head * hd + 1);
+        dev.flash_attention_rows(&shape, &qb, (&kc, &vc), m, &inputs, pos0, scale, &mut out).unwrap();
+        let got = dev.download(&out).unwrap();
+        // f16 query and weights: ~2⁻¹¹ relative on terms of size ≤ 2
+        close(&format!("flash attention {n_head}/{n_head_kv} heads hd {hd} pos0 {pos0} m {m}"), &got[..want.len()], &want, 2e-3, 4e-3);
+        assert!(got[want.len()].is_nan(), "wrote past m rows");
+        // positions past the cache and an f32 cache are errors before any launch
+        assert!(dev.flash_attention_rows(&shape, &qb, (&kc, &vc), m, &inputs, pos0 + 4, scale, &mut out).is_err());
+        let f32_shape = AttentionShape { f16: false, ..shape };
+        assert!(dev.flash_attention_rows(&f32_shape, &qb, (&kc, &vc), m, &inputs, pos0, scale, &mut out).is_err());
     }
 }

@@ -213,3 +213,72 @@ impl Kernel for DequantTKernel {
         k
     }
 }
+
+/// The whole matrix dequantized to f16 in its own layout, for a prompt's products on the
+/// tensor cores ([`super::HalfGemmKernel`]): `out[r·cols + c] = f16(W[r][c])`. Parameters: `w`,
+/// `out` (u64); `rows`, `cols` (u32; `rows·cols` below 2³²). A thread per pair of values:
+/// grid `cols / 256` blocks (rounded up) in x by `rows` in y.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DequantF16Kernel {
+    fmt: QFormat,
+}
+
+impl DequantF16Kernel {
+    pub const THREADS: u32 = 128;
+
+    pub fn new(fmt: QFormat) -> DequantF16Kernel {
+        DequantF16Kernel { fmt }
+    }
+
+    pub fn launch(&self, rows: u32, cols: u32) -> LaunchConfig {
+        LaunchConfig { grid: (cols.div_ceil(2 * Self::THREADS).max(1), rows.max(1), 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
+    }
+}
+
+impl Kernel for DequantF16Kernel {
+    fn name(&self) -> String {
+        format!("dequant_f16_{}", format!("{:?}", self.fmt).to_lowercase())
+    }
+
+    fn build(&self, sm: u32) -> PtxKernel {
+        let (fmt, bs) = (self.fmt, self.fmt.block_bytes());
+        let mut k = PtxKernel::new(&self.name());
+        for p in ["w", "out"] {
+            k.add_param(p, PtxType::U64);
+        }
+        for p in ["rows", "cols"] {
+            k.add_param(p, U);
+        }
+        k.launch_bounds((Self::THREADS, 1, 1), None);
+        // the weights are never written by a kernel: nothing to wait for before reading them,
+        // but `out` may still be read by the previous product
+        k.grid_dep_sync(sm);
+        let w = k.ld_param_ptr("w");
+        let out = k.ld_param_ptr("out");
+        let cols = k.ld_param("cols");
+        let bx = k.special(Special::CtaidX);
+        let r = k.special(Special::CtaidY);
+        let tid = k.special(Special::TidX);
+        let pair = k.fma(U, bx, Self::THREADS, tid);
+        let c = k.mul(U, pair, 2u32);
+        let done = k.new_label("done");
+        let past = k.setp(Cmp::Ge, U, c, cols);
+        k.bra_if(past, false, &done);
+        let nb = k.bin(BinOp::Shr, U, cols, fmt.block_shift());
+        let row_bytes = k.mul(U, nb, bs);
+        let src = k.mad_wide(U, r, row_bytes, w);
+        let b = k.bin(BinOp::Shr, U, c, fmt.block_shift());
+        let j = k.bin(BinOp::And, PtxType::B32, c, fmt.block_values() - 1);
+        let a = k.mad_wide(U, b, bs, src);
+        let v0 = value_at(&mut k, fmt, a, j);
+        let j1 = k.add(U, j, 1u32);
+        let v1 = value_at(&mut k, fmt, a, j1);
+        let h = k.cvt_f16x2(v1, v0);
+        let oi = k.fma(U, r, cols, c);
+        let oa = k.elem_addr(out, oi, 2);
+        k.st(Space::Global, PtxType::B32, Addr::reg(oa), h);
+        k.label(&done);
+        k.ret();
+        k
+    }
+}

@@ -271,7 +271,16 @@ impl Ctx<'_> {
                 self.dst(*d, PtxType::B32)?;
                 self.src(&Operand::Reg(*a), PtxType::F32)
             }
-            Op::MmaTf32(i) => {
+            Op::CvtF16x2 { d, hi, lo } => {
+                self.dst(*d, PtxType::B32)?;
+                self.src(&Operand::Reg(*hi), PtxType::F32)?;
+                self.src(&Operand::Reg(*lo), PtxType::F32)
+            }
+            Op::Ldmatrix { d, addr, .. } => {
+                self.addr(addr, Space::Shared)?;
+                d.iter().try_for_each(|r| self.dst(*r, PtxType::B32))
+            }
+            Op::Mma(i) => {
                 let m = self.k.mma(*i).ok_or_else(|| format!("mma {i} was not recorded by this kernel"))?;
                 let (d, a, b, c) = (&m.d, &m.a, &m.b, &m.c);
                 d.iter().try_for_each(|r| self.dst(*r, PtxType::F32))?;

@@ -546,9 +546,23 @@ fn write_inst(w: &mut W, i: &Inst) {
             w.s(", ");
             w.reg(*a);
         }
-        Op::MmaTf32(m) => {
-            w.s("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ");
+        Op::CvtF16x2 { d, hi, lo } => {
+            w.s("cvt.rn.f16x2.f32 ");
+            w.reg(*d);
+            w.s(", ");
+            w.reg(*hi);
+            w.s(", ");
+            w.reg(*lo);
+        }
+        Op::Ldmatrix { d, addr, trans } => {
+            w.s(if *trans { "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 " } else { "ldmatrix.sync.aligned.m8n8.x4.shared.b16 " });
+            w.regs(d);
+            w.s(", ");
+            w.addr(addr);
+        }
+        Op::Mma(m) => {
             if let Some(m) = w.k.mma(*m) {
+                w.s(m.kind.opcode());
                 w.regs(&m.d);
                 w.s(", ");
                 w.regs(&m.a);

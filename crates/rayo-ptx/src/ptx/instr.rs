@@ -298,9 +298,28 @@ impl<T: Copy> From<Vec<T>> for Few<T> {
     }
 }
 
-/// The register fragments of one `mma.sync.m16n8k8` (TF32): `d = a·b + c`.
+/// The operand types and shape of an `mma.sync` (f32 accumulators in both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MmaKind {
+    /// `m16n8k8`, TF32 operands (a: 4 × .b32, one value each; b: 2).
+    Tf32,
+    /// `m16n8k16`, f16 operands (a: 4 × .b32, two halves each; b: 2).
+    F16,
+}
+
+impl MmaKind {
+    pub const fn opcode(self) -> &'static str {
+        match self {
+            MmaKind::Tf32 => "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ",
+            MmaKind::F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 ",
+        }
+    }
+}
+
+/// The register fragments of one `mma.sync` (see [`MmaKind`]): `d = a·b + c`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mma {
+    pub kind: MmaKind,
     pub d: [Reg; 4],
     pub a: [Reg; 4],
     pub b: [Reg; 2],
@@ -433,11 +452,25 @@ pub enum Op {
         d: Reg,
         a: Reg,
     },
-    /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}`:
-    /// one warp multiplies a 16×8 TF32 tile by an 8×8 one and adds a 16×8 f32 tile.
-    /// The fragments are the kernel's `mma(i)` (held aside: inline, they would make every
-    /// instruction three times larger).
-    MmaTf32(u32),
+    /// `mma.sync.aligned.m16n8kK.row.col.f32.T.T.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}`:
+    /// one warp multiplies a 16×K tile by a K×8 one and adds a 16×8 f32 tile (K and T from
+    /// the fragments' [`MmaKind`]). The fragments are the kernel's `mma(i)` (held aside:
+    /// inline, they would make every instruction three times larger).
+    Mma(u32),
+    /// `cvt.rn.f16x2.f32 d, hi, lo`: two f32 rounded to f16 and packed (`lo` in the low half).
+    CvtF16x2 {
+        d: Reg,
+        hi: Reg,
+        lo: Reg,
+    },
+    /// `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 {d0..d3}, [addr]`: four 8×8 f16
+    /// matrices from shared memory into one warp's mma fragments, lane `l` giving the address
+    /// of row `l % 8` of matrix `l / 8`.
+    Ldmatrix {
+        d: [Reg; 4],
+        addr: Addr,
+        trans: bool,
+    },
     Label(Name),
     Bra {
         target: Name,
@@ -482,7 +515,9 @@ impl Op {
             | Op::Vote { d, .. }
             | Op::CvtTf32 { d, .. }
             | Op::LdL2 { d, .. } => Few::One(*d),
-            Op::MmaTf32(m) => k.mma(*m).map_or(Few::Many(vec![]), |m| Few::Four(m.d)),
+            Op::Mma(m) => k.mma(*m).map_or(Few::Many(vec![]), |m| Few::Four(m.d)),
+            Op::CvtF16x2 { d, .. } => Few::One(*d),
+            Op::Ldmatrix { d, .. } => Few::Four(*d),
             Op::Ld { dst, .. } => dst.clone(),
             _ => Few::Many(vec![]),
         }
@@ -498,7 +533,7 @@ impl Op {
             Op::Bin { a, b, .. } | Op::Setp { a, b, .. } => vec![a, b],
             Op::Fma { a, b, c, .. } | Op::MadWide { a, b, c, .. } => vec![a, b, c],
             Op::Selp { a, b, .. } => vec![a, b],
-            Op::Ld { addr: ad, .. } | Op::PrefetchL2 { addr: ad } | Op::LdL2 { addr: ad, .. } => vec![addr(ad)],
+            Op::Ld { addr: ad, .. } | Op::PrefetchL2 { addr: ad } | Op::LdL2 { addr: ad, .. } | Op::Ldmatrix { addr: ad, .. } => vec![addr(ad)],
             Op::St { src, addr: ad, .. } => {
                 let mut v: Vec<&Operand> = src.iter().collect();
                 v.push(addr(ad));
@@ -518,7 +553,8 @@ impl Op {
             Op::Vote { a, .. } => vec![*a],
             Op::CvtaTo { a, .. } => vec![*a],
             Op::CvtTf32 { a, .. } => vec![*a],
-            Op::MmaTf32(m) => k.mma(*m).map(|m| m.a.iter().chain(&m.b).chain(&m.c).copied().collect()).unwrap_or_default(),
+            Op::CvtF16x2 { hi, lo, .. } => vec![*hi, *lo],
+            Op::Mma(m) => k.mma(*m).map(|m| m.a.iter().chain(&m.b).chain(&m.c).copied().collect()).unwrap_or_default(),
             _ => vec![],
         }
     }

@@ -38,7 +38,7 @@ pub struct PtxKernel {
     pub(crate) reg_counts: [u32; 13],
     pub(crate) insts: Vec<Inst>,
     pub(crate) names: Names,
-    /// The fragments of the `mma` instructions, by `Op::MmaTf32`'s index.
+    /// The fragments of the `mma` instructions, by `Op::Mma`'s index.
     mmas: Vec<Mma>,
     guard: Option<(Reg, bool)>,
     labels: u32,
@@ -93,7 +93,7 @@ impl PtxKernel {
         }
     }
 
-    /// The fragments of `mma` instruction `i` (`Op::MmaTf32(i)`).
+    /// The fragments of `mma` instruction `i` (`Op::Mma(i)`).
     pub fn mma(&self, i: u32) -> Option<&Mma> {
         self.mmas.get(i as usize)
     }
@@ -339,8 +339,27 @@ impl PtxKernel {
     }
     /// `d = a·b + c` on one warp's m16n8k8 TF32 fragments (d and c may be the same registers).
     pub fn mma_tf32(&mut self, d: [Reg; 4], a: [Reg; 4], b: [Reg; 2], c: [Reg; 4]) {
-        self.mmas.push(Mma { d, a, b, c });
-        self.push(Op::MmaTf32(self.mmas.len() as u32 - 1));
+        self.push_mma(MmaKind::Tf32, d, a, b, c);
+    }
+    /// `d = a·b + c` on one warp's m16n8k16 f16 fragments (f32 accumulators).
+    pub fn mma_f16(&mut self, d: [Reg; 4], a: [Reg; 4], b: [Reg; 2], c: [Reg; 4]) {
+        self.push_mma(MmaKind::F16, d, a, b, c);
+    }
+    fn push_mma(&mut self, kind: MmaKind, d: [Reg; 4], a: [Reg; 4], b: [Reg; 2], c: [Reg; 4]) {
+        self.mmas.push(Mma { kind, d, a, b, c });
+        self.push(Op::Mma(self.mmas.len() as u32 - 1));
+    }
+    /// Two f32 rounded to f16 and packed into a .b32 (`lo` in the low half: the lower index).
+    pub fn cvt_f16x2(&mut self, hi: Reg, lo: Reg) -> Reg {
+        let d = self.reg(PtxType::B32);
+        self.push(Op::CvtF16x2 { d, hi, lo });
+        d
+    }
+    /// Four 8×8 f16 matrices from shared memory (`ldmatrix ... .x4`), transposed with `trans`.
+    pub fn ldmatrix_x4(&mut self, addr: Addr, trans: bool) -> [Reg; 4] {
+        let d = [(); 4].map(|_| self.reg(PtxType::B32));
+        self.push(Op::Ldmatrix { d, addr, trans });
+        d
     }
     /// Places label `name` (from [`PtxKernel::new_label`] or [`PtxKernel::intern`]).
     pub fn label(&mut self, name: &Name) {

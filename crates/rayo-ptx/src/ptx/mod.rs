@@ -9,7 +9,7 @@ mod names;
 mod types;
 
 pub use check::{check_kernel, CheckError};
-pub use instr::{Addr, AtomOp, BinOp, Cmp, Few, Inst, Mma, Op, Operand, Reg, Regs, ShflMode, UnOp, VoteMode};
+pub use instr::{Addr, AtomOp, BinOp, Cmp, Few, Inst, Mma, MmaKind, Op, Operand, Reg, Regs, ShflMode, UnOp, VoteMode};
 pub use kernel::{Param, PtxKernel, SharedDecl};
 pub use module::PtxModule;
 pub use names::Name;

@@ -37,7 +37,7 @@ impl AttentionShape {
 
     /// An error unless positions `pos0..pos0 + m` fit and `k_cache`, `v_cache` hold one
     /// layer with indices below 2³². The values per position.
-    fn check_cache(&self, op: &'static str, pos0: usize, m: usize, k_cache: &DeviceBytes, v_cache: &DeviceBytes) -> Result<usize> {
+    pub(super) fn check_cache(&self, op: &'static str, pos0: usize, m: usize, k_cache: &DeviceBytes, v_cache: &DeviceBytes) -> Result<usize> {
         let width = prod(op, &[self.n_head_kv, self.head_dim])?;
         let end = pos0.checked_add(m).ok_or(Error::SizeOverflow { op, dims: vec![pos0, m] })?;
         if end > self.positions {
@@ -51,17 +51,17 @@ impl AttentionShape {
     }
 }
 
-fn u32_of(op: &'static str, name: &'static str, v: usize) -> Result<u32> {
+pub(super) fn u32_of(op: &'static str, name: &'static str, v: usize) -> Result<u32> {
     u32::try_from(v).map_err(|_| Error::InvalidArgument { op, name, value: v.into(), reason: "past the 32-bit sizes the kernels index with" })
 }
 
 /// `a · b`, an error naming the op when it overflows.
-fn prod(op: &'static str, dims: &[usize]) -> Result<usize> {
+pub(super) fn prod(op: &'static str, dims: &[usize]) -> Result<usize> {
     dims.iter().try_fold(1usize, |p, &d| p.checked_mul(d)).ok_or(Error::SizeOverflow { op, dims: dims.to_vec() })
 }
 
 /// An error unless `have ≥ need` (a buffer holding at least the rows an op touches).
-fn room(op: &'static str, have: usize, need: usize) -> Result<()> {
+pub(super) fn room(op: &'static str, have: usize, need: usize) -> Result<()> {
     if have < need {
         return Err(Error::LengthMismatch { op, expected: need, actual: have });
     }
@@ -73,7 +73,7 @@ fn room(op: &'static str, have: usize, need: usize) -> Result<()> {
 /// The host side remembers what it wrote, and each launch checks its sizes against that.
 pub struct StepInputs {
     tokens: DeviceBytes,
-    pos: DeviceBytes,
+    pub(super) pos: DeviceBytes,
     /// (position, rows) last written, and the largest id.
     written: (usize, usize),
     max_id: u32,
@@ -105,7 +105,7 @@ impl StepInputs {
     }
 
     /// An error unless the last write was `m` rows at `pos0` by this device.
-    fn check(&self, dev: &CudaDevice, op: &'static str, pos0: usize, m: usize) -> Result<()> {
+    pub(super) fn check(&self, dev: &CudaDevice, op: &'static str, pos0: usize, m: usize) -> Result<()> {
         dev.check_owner(op, self.device)?;
         if self.written != (pos0, m) {
             return Err(Error::InvalidArgument {

@@ -26,6 +26,7 @@ mod graph;
 mod llm;
 mod ops;
 mod pinned;
+mod prompt;
 
 pub use crate::ops::ReduceOp;
 pub use buffer::{DeviceBuffer, DeviceBytes};

@@ -1,0 +1,133 @@
+//! A prompt's work on the tensor cores (f16 operands, f32 accumulation, `mma.sync`):
+//!
+//! - products: the weights dequantized to f16, then one GEMM ([`HalfGemmKernel`]) over the
+//!   prompt's rows — the same two steps as llama.cpp's f16 path for batches. The activations
+//!   are rounded to f16 on their way in, so the result differs from the f32 path by about
+//!   2⁻¹¹ of Σ|x·w|;
+//! - attention: flash attention over the f16 KV cache ([`FlashAttentionKernel`]).
+
+use super::buffer::{DeviceBuffer, DeviceBytes};
+use super::device::CudaDevice;
+use super::ffi::{launch, Arg};
+use super::llm::{prod, room, u32_of, AttentionShape, StepInputs};
+use crate::error::{Error, Result};
+use rayo_ptx::kernels::{DequantF16Kernel, FlashAttentionKernel, HalfEpilogue, HalfGemmKernel, QFormat};
+
+impl CudaDevice {
+    /// Whether [`qmatmul_half`](Self::qmatmul_half) takes a `rows × cols` matrix (`cols` a
+    /// multiple of 32, `rows` even).
+    pub fn half_gemm_fits(rows: usize, cols: usize) -> bool {
+        cols > 0 && cols.is_multiple_of(HalfGemmKernel::K_STEP as usize) && rows.is_multiple_of(2)
+    }
+
+    /// `y = x·wᵀ` (`add`: `y += x·wᵀ`) for the first `m` rows of `x` (`cols` values each);
+    /// `w` is `rows × cols` values in `fmt`, `y` gets `rows` values per row. The weights are
+    /// dequantized into `wh` (scratch of at least `rows·cols·2` bytes) first.
+    #[allow(clippy::too_many_arguments)]
+    pub fn qmatmul_half(
+        &self,
+        fmt: QFormat,
+        w: &DeviceBytes,
+        (rows, cols): (usize, usize),
+        x: &DeviceBuffer,
+        m: usize,
+        y: &mut DeviceBuffer,
+        wh: &mut DeviceBytes,
+        add: bool,
+    ) -> Result<()> {
+        const OP: &str = "cuda qmatmul_half";
+        self.owns(OP, &[x, y])?;
+        self.owns_bytes(OP, &[w, wh])?;
+        let bv = fmt.block_values() as usize;
+        if !cols.is_multiple_of(bv) {
+            return Err(Error::NotBlockMultiple { format: OP, len: cols, block: bv });
+        }
+        if !Self::half_gemm_fits(rows, cols) {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                name: "rows x cols",
+                value: prod(OP, &[rows, cols])?.into(),
+                reason: "the f16 GEMM needs a multiple of 32 columns and an even number of rows",
+            });
+        }
+        room(OP, w.len(), prod(OP, &[rows, cols / bv, fmt.block_bytes() as usize])?)?;
+        room(OP, x.len(), prod(OP, &[m, cols])?)?;
+        room(OP, y.len(), prod(OP, &[m, rows])?)?;
+        room(OP, wh.len(), prod(OP, &[rows, cols, 2])?)?;
+        for (name, v) in [("w", prod(OP, &[rows, cols])?), ("x", prod(OP, &[m, cols])?), ("y", prod(OP, &[m, rows])?)] {
+            u32_of(OP, name, v)?;
+        }
+        if m == 0 || rows == 0 {
+            return Ok(());
+        }
+        let u = |v: usize| Arg::U32(v as u32);
+        let dq = DequantF16Kernel::new(fmt);
+        let f = self.loaded(&dq)?;
+        launch(&self.stream, &f, dq.launch(rows as u32, cols as u32), &mut [Arg::BytesIn(&w.slice), Arg::BytesOut(&mut wh.slice), u(rows), u(cols)])?;
+        let g = HalfGemmKernel::new(if add { HalfEpilogue::Add } else { HalfEpilogue::Store });
+        let f = self.loaded(&g)?;
+        let mut args = [Arg::In(&x.slice), Arg::BytesIn(&wh.slice), Arg::Out(&mut y.slice), u(m), u(cols), u(rows)];
+        launch(&self.stream, &f, g.launch(m as u32, rows as u32), &mut args)
+    }
+
+    /// Whether [`flash_attention_rows`](Self::flash_attention_rows) takes this shape (an f16
+    /// cache, heads of 64 or 128).
+    pub fn flash_attention_fits(shape: &AttentionShape) -> bool {
+        shape.f16 && FlashAttentionKernel::new(shape.head_dim as u32).is_some()
+    }
+
+    /// What [`attention_rows`](Self::attention_rows) computes, on the tensor cores: causal
+    /// attention of the first `m` rows of `q` (row `i` at position `pos0 + i`) over one
+    /// layer's f16 caches, the query and the weights rounded to f16 (f32 accumulation).
+    #[allow(clippy::too_many_arguments)]
+    pub fn flash_attention_rows(
+        &self,
+        shape: &AttentionShape,
+        q: &DeviceBuffer,
+        (k_cache, v_cache): (&DeviceBytes, &DeviceBytes),
+        m: usize,
+        pos: &StepInputs,
+        pos0: usize,
+        scale: f32,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        const OP: &str = "cuda flash_attention_rows";
+        pos.check(self, OP, pos0, m)?;
+        self.owns(OP, &[q, out])?;
+        self.owns_bytes(OP, &[k_cache, v_cache])?;
+        let Some(kern) = FlashAttentionKernel::new(shape.head_dim as u32).filter(|_| shape.f16) else {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                name: "head_dim",
+                value: shape.head_dim.into(),
+                reason: "flash attention takes an f16 cache and heads of 64 or 128",
+            });
+        };
+        let AttentionShape { n_head, n_head_kv, head_dim, .. } = *shape;
+        if n_head_kv == 0 || !n_head.is_multiple_of(n_head_kv) {
+            return Err(Error::InvalidArgument { op: OP, name: "n_head_kv", value: n_head_kv.into(), reason: "must divide n_head" });
+        }
+        let n = prod(OP, &[m, n_head, head_dim])?;
+        room(OP, q.len(), n)?;
+        room(OP, out.len(), n)?;
+        shape.check_cache(OP, pos0, m, k_cache, v_cache)?;
+        u32_of(OP, "q", n)?;
+        if m == 0 {
+            return Ok(());
+        }
+        let f = self.loaded(&kern)?;
+        let u = |v: usize| Arg::U32(v as u32);
+        let mut args = [
+            Arg::In(&q.slice),
+            Arg::BytesIn(&k_cache.slice),
+            Arg::BytesIn(&v_cache.slice),
+            Arg::Out(&mut out.slice),
+            Arg::BytesIn(&pos.pos.slice),
+            u(n_head),
+            u(n_head_kv),
+            u(m),
+            Arg::F32(scale),
+        ];
+        launch(&self.stream, &f, kern.launch(n_head as u32, m as u32), &mut args)
+    }
+}
