@@ -2,9 +2,14 @@
 //! multiplied in place by rayo's PTX kernels ([`rayo::cuda`]); activations, the KV cache and
 //! RoPE's angle table live on the device. The host sends token rows and reads logits.
 //!
-//! Formats with a quantized kernel (F32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) are uploaded as they
-//! are; the others (F16, BF16, the k-quants) are dequantized to f32 at load until their
-//! kernels land (4–8× their bytes on the device, logged).
+//! Every format with a quantized kernel (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K–Q6_K)
+//! is uploaded as it is; BF16 is dequantized to f32 at load (logged).
+//!
+//! A decoding step's products read the quantized weights in place (the matvec kernels). A
+//! prompt's run on the tensor cores: each matrix dequantized to f16 once, on first use, and
+//! kept (within a quarter of the device's memory), the activations rounded to f16 in the GEMM;
+//! attention is flash attention over the f16 cache. `RAYO_CUDA_PREFILL=f32` runs a prompt on
+//! the exact fp32 kernels instead.
 
 use crate::backend::{Backend, KvType};
 use crate::config::{Config, RopeStyle};
@@ -17,7 +22,7 @@ use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, GgmlType};
 use rayo::{Error, Result};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A weight matrix on the device.
 pub struct CudaWeight {
@@ -25,6 +30,9 @@ pub struct CudaWeight {
     rows: usize,
     cols: usize,
     bytes: DeviceBytes,
+    /// The matrix dequantized to f16 for a prompt's products on the tensor cores, made by the
+    /// first one (while the copies fit [`Cuda`]'s budget; past it, into a scratch per product).
+    f16: OnceLock<DeviceBytes>,
 }
 
 /// The KV cache of every layer, and the shape its kernels take.
@@ -82,8 +90,13 @@ pub struct Cuda {
     /// A prompt's products and attention on the tensor cores (f16 operands); off
     /// (`RAYO_CUDA_PREFILL=f32`): the exact fp32 GEMM and the one-block-per-row attention.
     tensor_cores: bool,
-    /// The tensor-core products' scratch: the weights dequantized to f16.
+    /// The tensor-core products' scratch: a matrix dequantized to f16 when its copy is not
+    /// kept.
     half: Option<DeviceBytes>,
+    /// Bytes of the f16 copies kept, and the most they may take (a quarter of the device's
+    /// memory): within it a prompt dequantizes each matrix once, not once per product.
+    f16_kept: usize,
+    f16_budget: usize,
 }
 
 /// From this many activation rows on, a product dequantizes its weights and runs the GEMM
@@ -103,7 +116,6 @@ impl Cuda {
         let graphs = std::env::var("RAYO_CUDA_GRAPHS").map(|v| v != "0").unwrap_or(true);
         let tensor_cores = std::env::var("RAYO_CUDA_PREFILL").map(|v| v != "f32").unwrap_or(true);
         Ok(Cuda {
-            dev,
             file,
             weights: HashMap::new(),
             context: None,
@@ -115,6 +127,9 @@ impl Cuda {
             gemm: None,
             tensor_cores,
             half: None,
+            f16_kept: 0,
+            f16_budget: (dev.info().total_memory / 4) as usize,
+            dev,
         })
     }
 
@@ -148,15 +163,25 @@ impl Cuda {
         self.tensor_cores && CudaDevice::half_gemm_fits(w.rows, w.cols)
     }
 
-    /// `out = x·wᵀ` (`add`: `out += x·wᵀ`) on the tensor cores (the f16 weights' scratch
-    /// grown as needed: never inside a recorded step, whose products have one row).
+    /// `out = x·wᵀ` (`add`: `out += x·wᵀ`) on the tensor cores, `w`'s f16 copy made on first
+    /// use (never inside a recorded step, whose products have one row).
     fn half_matmul(&mut self, w: &CudaWeight, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer, add: bool) -> Result<()> {
+        let shape = (w.rows, w.cols);
         let need = w.rows * w.cols * 2;
+        if w.f16.get().is_none() && self.f16_kept + need <= self.f16_budget {
+            let mut wh = self.dev.zero_bytes(need)?;
+            self.dev.dequantize_f16(w.fmt, &w.bytes, shape, &mut wh)?;
+            self.f16_kept += need;
+            let _ = w.f16.set(wh);
+        }
+        if let Some(wh) = w.f16.get() {
+            return self.dev.gemm_half(x, wh, shape, m, out, add);
+        }
         if self.half.as_ref().is_none_or(|h| h.len() < need) {
             self.half = Some(self.dev.zero_bytes(need)?);
         }
         let wh = self.half.as_mut().expect("made above");
-        self.dev.qmatmul_half(w.fmt, &w.bytes, (w.rows, w.cols), x, m, out, wh, add)
+        self.dev.qmatmul_half(w.fmt, &w.bytes, shape, x, m, out, wh, add)
     }
 
     /// `out = x·wᵀ` through the fp32 GEMM (scratch grown as needed, as above).
@@ -267,7 +292,7 @@ impl Backend for Cuda {
                 (QFormat::F32, self.dev.upload_bytes(bytemuck::cast_slice(&f))?)
             }
         };
-        let up = Arc::new(CudaWeight { fmt, rows, cols, bytes });
+        let up = Arc::new(CudaWeight { fmt, rows, cols, bytes, f16: OnceLock::new() });
         self.weights.insert(w.name.clone(), Arc::clone(&up));
         Ok(up)
     }

@@ -105,8 +105,9 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.extend(QFormat::ALL.map(|f| Box::new(EmbedKernel::new(f)) as Box<dyn Kernel>));
     v.extend(QFormat::ALL.map(|f| Box::new(DequantTKernel::new(f)) as Box<dyn Kernel>));
     v.extend(QFormat::ALL.map(|f| Box::new(DequantF16Kernel::new(f)) as Box<dyn Kernel>));
-    v.push(Box::new(HalfGemmKernel::new(HalfEpilogue::Store)));
-    v.push(Box::new(HalfGemmKernel::new(HalfEpilogue::Add)));
+    for (epilogue, k) in [(HalfEpilogue::Store, 576), (HalfEpilogue::Add, 576), (HalfEpilogue::Store, 96), (HalfEpilogue::Add, 96)] {
+        v.extend(HalfGemmKernel::new(epilogue, k).map(|g| Box::new(g) as Box<dyn Kernel>));
+    }
     v.extend([64, 128].map(|hd| Box::new(FlashAttentionKernel::new(hd).expect("64 and 128")) as Box<dyn Kernel>));
     v.push(Box::new(CopyColsKernel));
     for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {

@@ -22,7 +22,8 @@ impl CudaDevice {
 
     /// `y = x·wᵀ` (`add`: `y += x·wᵀ`) for the first `m` rows of `x` (`cols` values each);
     /// `w` is `rows × cols` values in `fmt`, `y` gets `rows` values per row. The weights are
-    /// dequantized into `wh` (scratch of at least `rows·cols·2` bytes) first.
+    /// dequantized into `wh` (scratch of at least `rows·cols·2` bytes) first:
+    /// [`dequantize_f16`](Self::dequantize_f16), then [`gemm_half`](Self::gemm_half).
     #[allow(clippy::too_many_arguments)]
     pub fn qmatmul_half(
         &self,
@@ -35,37 +36,74 @@ impl CudaDevice {
         wh: &mut DeviceBytes,
         add: bool,
     ) -> Result<()> {
-        const OP: &str = "cuda qmatmul_half";
-        self.owns(OP, &[x, y])?;
+        if !Self::half_gemm_fits(rows, cols) {
+            // the shape error, before the dequantization launches
+            return self.gemm_half(x, wh, (rows, cols), m, y, add);
+        }
+        self.dequantize_f16(fmt, w, (rows, cols), wh)?;
+        self.gemm_half(x, wh, (rows, cols), m, y, add)
+    }
+
+    /// `w` (`rows × cols` values in `fmt`) as f16 in the same layout, into `wh` (at least
+    /// `rows·cols·2` bytes).
+    pub fn dequantize_f16(&self, fmt: QFormat, w: &DeviceBytes, (rows, cols): (usize, usize), wh: &mut DeviceBytes) -> Result<()> {
+        const OP: &str = "cuda dequantize_f16";
         self.owns_bytes(OP, &[w, wh])?;
         let bv = fmt.block_values() as usize;
         if !cols.is_multiple_of(bv) {
             return Err(Error::NotBlockMultiple { format: OP, len: cols, block: bv });
         }
-        if !Self::half_gemm_fits(rows, cols) {
+        if !cols.is_multiple_of(2) {
+            return Err(Error::InvalidArgument { op: OP, name: "cols", value: cols.into(), reason: "must be even (values are written in pairs)" });
+        }
+        room(OP, w.len(), prod(OP, &[rows, cols / bv, fmt.block_bytes() as usize])?)?;
+        room(OP, wh.len(), prod(OP, &[rows, cols, 2])?)?;
+        u32_of(OP, "w", prod(OP, &[rows, cols])?)?;
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        let u = |v: usize| Arg::U32(v as u32);
+        let dq = DequantF16Kernel::new(fmt);
+        let f = self.loaded(&dq)?;
+        launch(&self.stream, &f, dq.launch(rows as u32, cols as u32), &mut [Arg::BytesIn(&w.slice), Arg::BytesOut(&mut wh.slice), u(rows), u(cols)])
+    }
+
+    /// `y = x·whᵀ` (`add`: `y += x·whᵀ`) for the first `m` rows of `x` on the tensor cores:
+    /// `wh` is `rows × cols` f16 values ([`dequantize_f16`](Self::dequantize_f16)), `x` is
+    /// rounded to f16 on its way in, f32 accumulation.
+    pub fn gemm_half(
+        &self,
+        x: &DeviceBuffer,
+        wh: &DeviceBytes,
+        (rows, cols): (usize, usize),
+        m: usize,
+        y: &mut DeviceBuffer,
+        add: bool,
+    ) -> Result<()> {
+        const OP: &str = "cuda gemm_half";
+        self.owns(OP, &[x, y])?;
+        self.owns_bytes(OP, &[wh])?;
+        let epilogue = if add { HalfEpilogue::Add } else { HalfEpilogue::Store };
+        let kernel = HalfGemmKernel::new(epilogue, u32::try_from(cols).unwrap_or(0)).filter(|_| Self::half_gemm_fits(rows, cols));
+        let Some(g) = kernel else {
             return Err(Error::InvalidArgument {
                 op: OP,
                 name: "rows x cols",
                 value: prod(OP, &[rows, cols])?.into(),
                 reason: "the f16 GEMM needs a multiple of 32 columns and an even number of rows",
             });
-        }
-        room(OP, w.len(), prod(OP, &[rows, cols / bv, fmt.block_bytes() as usize])?)?;
+        };
+        room(OP, wh.len(), prod(OP, &[rows, cols, 2])?)?;
         room(OP, x.len(), prod(OP, &[m, cols])?)?;
         room(OP, y.len(), prod(OP, &[m, rows])?)?;
-        room(OP, wh.len(), prod(OP, &[rows, cols, 2])?)?;
         for (name, v) in [("w", prod(OP, &[rows, cols])?), ("x", prod(OP, &[m, cols])?), ("y", prod(OP, &[m, rows])?)] {
             u32_of(OP, name, v)?;
         }
         if m == 0 || rows == 0 {
             return Ok(());
         }
-        let u = |v: usize| Arg::U32(v as u32);
-        let dq = DequantF16Kernel::new(fmt);
-        let f = self.loaded(&dq)?;
-        launch(&self.stream, &f, dq.launch(rows as u32, cols as u32), &mut [Arg::BytesIn(&w.slice), Arg::BytesOut(&mut wh.slice), u(rows), u(cols)])?;
-        let g = HalfGemmKernel::new(if add { HalfEpilogue::Add } else { HalfEpilogue::Store });
         let f = self.loaded(&g)?;
+        let u = |v: usize| Arg::U32(v as u32);
         let mut args = [Arg::In(&x.slice), Arg::BytesIn(&wh.slice), Arg::Out(&mut y.slice), u(m), u(cols), u(rows)];
         launch(&self.stream, &f, g.launch(m as u32, rows as u32), &mut args)
     }
