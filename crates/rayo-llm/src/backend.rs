@@ -76,6 +76,14 @@ pub trait Backend {
     fn copy_row(&mut self, x: &Self::Buf, row: usize, width: usize, out: &mut Self::Buf) -> Result<()>;
     /// Copies the first `out.len()` values of `x` to the host.
     fn read(&mut self, x: &Self::Buf, out: &mut [f32]) -> Result<()>;
+    /// Greedy sampling of the first `n` values of `x` (logits): the first maximum, with the
+    /// sampler's checks (no NaN or +inf, a finite value). By default read, then scanned here;
+    /// a device backend finds it where the logits are and reads one id.
+    fn argmax(&mut self, x: &Self::Buf, n: usize) -> Result<u32> {
+        let mut v = vec![0.0; n];
+        self.read(x, &mut v)?;
+        crate::sample::check(&v)
+    }
     /// Starts the work recorded so far (a backend that records a pass submits it here; the
     /// others run ops as they come). [`crate::Session::forward_queued`] ends with it.
     fn flush(&mut self) -> Result<()> {

@@ -97,6 +97,8 @@ pub struct Cuda {
     /// memory): within it a prompt dequantizes each matrix once, not once per product.
     f16_kept: usize,
     f16_budget: usize,
+    /// Greedy sampling's result on the device (3 words).
+    argmax_out: Option<DeviceBuffer>,
 }
 
 /// From this many activation rows on, a product dequantizes its weights and runs the GEMM
@@ -129,6 +131,7 @@ impl Cuda {
             half: None,
             f16_kept: 0,
             f16_budget: (dev.info().total_memory / 4) as usize,
+            argmax_out: None,
             dev,
         })
     }
@@ -409,6 +412,15 @@ impl Backend for Cuda {
 
     fn read(&mut self, x: &DeviceBuffer, out: &mut [f32]) -> Result<()> {
         self.dev.download_prefix(x, out)
+    }
+
+    fn argmax(&mut self, x: &DeviceBuffer, n: usize) -> Result<u32> {
+        if self.argmax_out.is_none() {
+            self.argmax_out = Some(self.dev.zeros(3)?);
+        }
+        let r = self.dev.argmax(x, n, self.argmax_out.as_mut().expect("made above"))?;
+        let bad = r.first_bad.map(|(i, v)| (i as usize, v));
+        crate::sample::greedy_verdict(n, r.index.unwrap_or(0) as usize, r.max, bad)
     }
 
     fn step_inputs(&mut self, tokens: &[u32], pos0: usize) -> Result<()> {

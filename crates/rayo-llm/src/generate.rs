@@ -58,13 +58,26 @@ pub fn generate(
         return Err(Error::Model { what: "the prompt has no tokens (an empty text, and the model adds no BOS token)".into() });
     }
     let t0 = Instant::now();
-    let mut logits = run.forward(prompt, Logits::Last)?;
+    // greedy draws are made where the logits are (one id read from a device, not the logits)
+    let greedy = sampler.is_plain_greedy();
+    let mut next = |run: &mut dyn Forward, tokens: &[u32], history: &[u32]| -> Result<u32> {
+        if greedy {
+            return run.forward_greedy(tokens);
+        }
+        let logits = run.forward(tokens, Logits::Last)?;
+        sampler.sample(&logits, history)
+    };
+    if max_tokens == 0 {
+        run.forward(prompt, Logits::Last)?;
+    }
+    // the tokens of the next pass: the prompt, then each drawn token
+    let mut input = prompt.to_vec();
     let mut history = prompt.to_vec();
     let mut text = Utf8Stream::default();
     let mut stats = Stats { prompt_tokens: prompt.len(), tokens: Vec::new(), prefill_s: 0.0, decode_s: 0.0, stop: Stop::MaxTokens };
     let mut t1 = Instant::now();
     while stats.tokens.len() < max_tokens {
-        let id = sampler.sample(&logits, &history)?;
+        let id = next(run, &input, &history)?;
         if stats.tokens.is_empty() {
             stats.prefill_s = t0.elapsed().as_secs_f64();
             t1 = Instant::now();
@@ -86,7 +99,7 @@ pub fn generate(
             stats.stop = Stop::ContextFull;
             break;
         }
-        logits = run.forward(&[id], Logits::Last)?;
+        input = vec![id];
     }
     let rest = text.finish();
     if !rest.is_empty() {

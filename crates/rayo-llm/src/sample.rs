@@ -101,6 +101,12 @@ impl Sampler {
         &self.cfg
     }
 
+    /// Whether a draw is the logits' first maximum and nothing else (temperature 0, no
+    /// repetition penalty): the backend may then pick it where the logits are.
+    pub fn is_plain_greedy(&self) -> bool {
+        self.cfg.temperature == 0.0 && !(self.cfg.repeat_penalty != 1.0 && self.cfg.repeat_last_n > 0)
+    }
+
     /// The next token for `logits` (one per vocabulary entry) after the tokens of `history`
     /// (prompt and generated so far; only an active repetition penalty reads it). Errors: empty
     /// logits, a NaN or +inf logit, no finite logit, and (penalty on) a history id past the
@@ -203,24 +209,30 @@ impl Sampler {
 
 /// The argmax of `logits` (first maximum) after checking them: not empty, ids fit `u32`, no NaN
 /// or +inf, at least one finite value. One pass.
-fn check(logits: &[f32]) -> Result<u32> {
-    let n = logits.len();
+pub(crate) fn check(logits: &[f32]) -> Result<u32> {
+    let (mut best, mut max, mut bad) = (0, logits.first().copied().unwrap_or(f32::NEG_INFINITY), None);
+    for (i, &x) in logits.iter().enumerate() {
+        if bad.is_none() && (x.is_nan() || x == f32::INFINITY) {
+            bad = Some((i, x));
+        }
+        if x > max {
+            (best, max) = (i, x);
+        }
+    }
+    greedy_verdict(logits.len(), best, max, bad)
+}
+
+/// The checks of greedy sampling on a row of `n` logits whose first maximum `max` is at `best`
+/// and whose first NaN or +inf is `bad` (index, value) — found here or on a device.
+pub(crate) fn greedy_verdict(n: usize, best: usize, max: f32, bad: Option<(usize, f32)>) -> Result<u32> {
     if n == 0 {
         return Err(Error::EmptyInput { op: "sample" });
     }
     if n > u32::MAX as usize {
         return Err(Error::InvalidArgument { op: "sample", name: "vocabulary size", value: ArgValue::Usize(n), reason: "exceeds u32 ids" });
     }
-    let (mut best, mut max, mut bad) = (0, logits[0], false);
-    for (i, &x) in logits.iter().enumerate() {
-        bad |= x.is_nan() | (x == f32::INFINITY);
-        if x > max {
-            (best, max) = (i, x);
-        }
-    }
-    if bad {
-        let i = logits.iter().position(|x| x.is_nan() || *x == f32::INFINITY).unwrap_or(0);
-        return Err(Error::Model { what: format!("sample: logit {i} of {n} is {}", logits[i]) });
+    if let Some((i, v)) = bad {
+        return Err(Error::Model { what: format!("sample: logit {i} of {n} is {v}") });
     }
     if max == f32::NEG_INFINITY {
         return Err(Error::Model { what: format!("sample: all {n} logits are -inf") });

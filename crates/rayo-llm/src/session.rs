@@ -188,6 +188,14 @@ impl<B: Backend> Session<B> {
         Ok(out)
     }
 
+    /// Runs `tokens` as [`Session::forward`] does and returns the greedy choice after the last
+    /// one (the first maximum of its logits, [`Backend::argmax`]): on a device backend the host
+    /// reads one token id, not the logits.
+    pub fn forward_greedy(&mut self, tokens: &[u32]) -> Result<u32> {
+        self.forward_queued(tokens)?;
+        self.backend.argmax(&self.bufs.logits, self.cfg.vocab_size)
+    }
+
     /// Runs `tokens` as [`Session::forward`] does and leaves the last token's logits in
     /// [`Session::logits_buffer`], unread: for a backend whose reads are awaited (wgpu in a
     /// browser), this is the pass, and the read is the caller's.
@@ -302,6 +310,8 @@ impl<B: Backend> Session<B> {
 pub trait Forward {
     /// [`Session::forward`].
     fn forward(&mut self, tokens: &[u32], which: Logits) -> Result<Vec<f32>>;
+    /// [`Session::forward_greedy`].
+    fn forward_greedy(&mut self, tokens: &[u32]) -> Result<u32>;
     /// [`Session::rewind`].
     fn rewind(&mut self, pos: usize);
     /// [`Session::position`].
@@ -317,6 +327,9 @@ pub trait Forward {
 impl<B: Backend> Forward for Session<B> {
     fn forward(&mut self, tokens: &[u32], which: Logits) -> Result<Vec<f32>> {
         Session::forward(self, tokens, which)
+    }
+    fn forward_greedy(&mut self, tokens: &[u32]) -> Result<u32> {
+        Session::forward_greedy(self, tokens)
     }
     fn rewind(&mut self, pos: usize) {
         Session::rewind(self, pos)

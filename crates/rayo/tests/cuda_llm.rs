@@ -398,3 +398,48 @@ fn flash_attention_matches_f64() {
         assert!(dev.flash_attention_rows(&f32_shape, &qb, (&kc, &vc), m, &inputs, pos0, scale, &mut out).is_err());
     }
 }
+
+/// Greedy sampling on the device: the first maximum (ties to the smaller index, −0 equal to
+/// +0), the first NaN or +inf reported with its value, every value −inf reported as no index.
+#[test]
+fn argmax_finds_the_first_maximum_and_reports_bad_values() {
+    let Some(dev) = device("argmax_finds_the_first_maximum_and_reports_bad_values") else { return };
+    let mut rng = Rng(0xa7c3_0001);
+    let mut scratch = poisoned(dev, 3);
+    let first_max = |v: &[f32]| v.iter().enumerate().fold(0, |b, (i, &x)| if x > v[b] { i } else { b });
+    for n in [1usize, 31, 1025, 49152, 151_936] {
+        let mut v = rng.vec(n, -30.0, 30.0);
+        let r = dev.argmax(&dev.upload(&v).unwrap(), n, &mut scratch).unwrap();
+        assert_eq!((r.index, r.max, r.first_bad), (Some(first_max(&v) as u32), v[first_max(&v)], None), "n {n}");
+        // a tie: the smaller index wins, wherever the two fall among the threads
+        if n > 2 {
+            let (a, b) = (n / 3, n - 1);
+            v[a] = 100.0;
+            v[b] = 100.0;
+            let r = dev.argmax(&dev.upload(&v).unwrap(), n, &mut scratch).unwrap();
+            assert_eq!(r.index, Some(a as u32), "n {n}: tie");
+        }
+    }
+    // −0 and +0 are equal: the first one wins
+    let r = dev.argmax(&dev.upload(&[-1.0, -0.0, 0.0, -3.0]).unwrap(), 4, &mut scratch).unwrap();
+    assert_eq!(r.index, Some(1));
+    // only the first n values count
+    let r = dev.argmax(&dev.upload(&[1.0, 2.0, 9.0]).unwrap(), 2, &mut scratch).unwrap();
+    assert_eq!(r.index, Some(1));
+    // NaN and +inf: the first one, with its value
+    let mut v = vec![0.5f32; 5000];
+    v[4000] = f32::INFINITY;
+    v[1234] = f32::NAN;
+    let r = dev.argmax(&dev.upload(&v).unwrap(), v.len(), &mut scratch).unwrap();
+    assert_eq!(r.first_bad.map(|(i, x)| (i, x.is_nan())), Some((1234, true)));
+    v[1234] = 0.5;
+    let r = dev.argmax(&dev.upload(&v).unwrap(), v.len(), &mut scratch).unwrap();
+    assert_eq!(r.first_bad, Some((4000, f32::INFINITY)));
+    let r = dev.argmax(&dev.upload(&[f32::NEG_INFINITY; 70]).unwrap(), 70, &mut scratch).unwrap();
+    assert_eq!((r.index, r.max, r.first_bad), (None, f32::NEG_INFINITY, None));
+    // sizes it cannot take are errors
+    let x = dev.upload(&[1.0; 4]).unwrap();
+    assert!(dev.argmax(&x, 0, &mut scratch).is_err());
+    assert!(dev.argmax(&x, 5, &mut scratch).is_err());
+    assert!(dev.argmax(&x, 4, &mut dev.zeros(2).unwrap()).is_err());
+}

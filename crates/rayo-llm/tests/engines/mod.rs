@@ -26,18 +26,22 @@ pub fn argmax(v: &[f32]) -> usize {
 }
 
 /// Up to `n` greedy tokens after `ids` from position 0, stopping after an end-of-generation
-/// token of `model`.
+/// token of `model`. Each is the backend's own greedy pick (`forward_greedy`: on a device,
+/// found where the logits are), checked against the first maximum of the logits read back
+/// for the first step.
 pub fn greedy(s: &mut dyn Forward, model: &Model, ids: &[u32], n: usize) -> Vec<u32> {
     s.rewind(0);
+    let first = argmax(&s.forward(ids, Logits::Last).unwrap()) as u32;
+    s.rewind(0);
     let mut out = vec![];
-    let mut last = s.forward(ids, Logits::Last).unwrap();
+    let mut t = s.forward_greedy(ids).unwrap();
+    assert_eq!(t, first, "the backend's greedy pick is not the first maximum of its logits");
     for _ in 0..n {
-        let t = argmax(&last) as u32;
         out.push(t);
         if model.tokenizer().is_eog(t) {
             break;
         }
-        last = s.forward(&[t], Logits::Last).unwrap();
+        t = s.forward_greedy(&[t]).unwrap();
     }
     out
 }

@@ -1,6 +1,7 @@
 //! The kernel library: each kernel is a Rust value of its parameters (shape, tile, options) that
 //! builds a checked [`PtxKernel`] for a target SM.
 
+mod argmax;
 mod attention;
 mod common;
 mod copy;
@@ -17,6 +18,7 @@ mod rope;
 mod rowloop;
 mod softmax;
 
+pub use argmax::ArgmaxKernel;
 pub use attention::{AttentionKernel, KvStoreKernel};
 pub use copy::CopyColsKernel;
 pub use decode_attention::DecodeAttentionKernel;
@@ -110,6 +112,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     }
     v.extend([64, 128].map(|hd| Box::new(FlashAttentionKernel::new(hd).expect("64 and 128")) as Box<dyn Kernel>));
     v.push(Box::new(CopyColsKernel));
+    v.push(Box::new(ArgmaxKernel));
     for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {
         v.extend(QMatvecKernel::fused(QFormat::Q4_1, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
         v.extend(QMatvecKernel::fused(QFormat::Q8_0, norm, mats, epi).map(|k| Box::new(k.per_block(true)) as Box<dyn Kernel>));

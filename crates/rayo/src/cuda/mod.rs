@@ -27,6 +27,7 @@ mod llm;
 mod ops;
 mod pinned;
 mod prompt;
+mod sample;
 
 pub use crate::ops::ReduceOp;
 pub use buffer::{DeviceBuffer, DeviceBytes};
@@ -35,4 +36,5 @@ pub use elementwise::{variants as elementwise_variants, Expr, FusedKernel, MAX_I
 pub use graph::{BufId, CudaGraph, GraphBuilder};
 pub use llm::{AttentionShape, DecodeScratch, Epilogue, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs};
 pub use pinned::PinnedBuffer;
+pub use sample::Argmax;
 pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel};
