@@ -2,8 +2,8 @@
 //! multiplied in place by rayo's PTX kernels ([`rayo::cuda`]); activations, the KV cache and
 //! RoPE's angle table live on the device. The host sends token rows and reads logits.
 //!
-//! Every format with a quantized kernel (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K–Q6_K)
-//! is uploaded as it is; BF16 is dequantized to f32 at load (logged).
+//! Every format of the CPU engine (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K–Q6_K)
+//! is uploaded as the file holds it and read in place by the kernels.
 //!
 //! A decoding step's products read the quantized weights in place (the matvec kernels). A
 //! prompt's run on the tensor cores: each matrix dequantized to f16 once, on first use, and
@@ -255,6 +255,7 @@ fn kernel_format(ty: GgmlType) -> Option<QFormat> {
         GgmlType::Q5_1 => QFormat::Q5_1,
         GgmlType::Q8_0 => QFormat::Q8_0,
         GgmlType::F16 => QFormat::F16,
+        GgmlType::BF16 => QFormat::BF16,
         GgmlType::Q2_K => QFormat::Q2_K,
         GgmlType::Q3_K => QFormat::Q3_K,
         GgmlType::Q4_K => QFormat::Q4_K,

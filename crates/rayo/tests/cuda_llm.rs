@@ -22,6 +22,7 @@ fn quantized_matvec_matches_f64_for_every_format() {
         (QFormat::Q5_1, GgmlType::Q5_1),
         (QFormat::Q8_0, GgmlType::Q8_0),
         (QFormat::F16, GgmlType::F16),
+        (QFormat::BF16, GgmlType::BF16),
         (QFormat::Q2_K, GgmlType::Q2_K),
         (QFormat::Q3_K, GgmlType::Q3_K),
         (QFormat::Q4_K, GgmlType::Q4_K),
@@ -204,6 +205,7 @@ fn quantized_products_on_the_tensor_cores_match_f64() {
     for (fmt, ty) in [
         (QFormat::F32, GgmlType::F32),
         (QFormat::F16, GgmlType::F16),
+        (QFormat::BF16, GgmlType::BF16),
         (QFormat::Q4_1, GgmlType::Q4_1),
         (QFormat::Q5_0, GgmlType::Q5_0),
         (QFormat::Q8_0, GgmlType::Q8_0),

@@ -55,6 +55,10 @@ pub(crate) fn value_at(k: &mut PtxKernel, fmt: QFormat, a: Reg, j: Reg) -> Reg {
             let h = k.ld(Space::Global, PtxType::B16, Addr::reg(p));
             k.cvt(F, PtxType::F16, h)
         }
+        QFormat::BF16 => {
+            let p = k.elem_addr(a, j, 2);
+            super::qmatvec::ld_bf16(k, p, 0)
+        }
         QFormat::F32 => {
             let p = k.elem_addr(a, j, 4);
             k.ld(Space::Global, F, Addr::reg(p))

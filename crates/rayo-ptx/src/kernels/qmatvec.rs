@@ -21,6 +21,7 @@ pub enum QFormat {
     Q5_1,
     Q8_0,
     F16,
+    BF16,
     Q2_K,
     Q3_K,
     Q4_K,
@@ -30,7 +31,7 @@ pub enum QFormat {
 
 impl QFormat {
     /// Every format, for tests and the ptxas sweep.
-    pub const ALL: [QFormat; 12] = [
+    pub const ALL: [QFormat; 13] = [
         QFormat::F32,
         QFormat::Q4_0,
         QFormat::Q4_1,
@@ -38,6 +39,7 @@ impl QFormat {
         QFormat::Q5_1,
         QFormat::Q8_0,
         QFormat::F16,
+        QFormat::BF16,
         QFormat::Q2_K,
         QFormat::Q3_K,
         QFormat::Q4_K,
@@ -54,7 +56,7 @@ impl QFormat {
             QFormat::Q5_0 => 22,
             QFormat::Q5_1 => 24,
             QFormat::Q8_0 => 34,
-            QFormat::F16 => 64,
+            QFormat::F16 | QFormat::BF16 => 64,
             QFormat::Q2_K => 84,
             QFormat::Q3_K => 110,
             QFormat::Q4_K => 144,
@@ -85,6 +87,7 @@ impl QFormat {
             QFormat::Q5_1 => "q5_1",
             QFormat::Q8_0 => "q8_0",
             QFormat::F16 => "f16",
+            QFormat::BF16 => "bf16",
             QFormat::Q2_K => "q2_k",
             QFormat::Q3_K => "q3_k",
             QFormat::Q4_K => "q4_k",
@@ -197,6 +200,12 @@ pub(crate) fn ld_f16(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
     k.cvt(F, PtxType::F16, h)
 }
 
+/// The bfloat16 at `a + off`, as f32 (its bits are an f32's top half).
+pub(crate) fn ld_bf16(k: &mut PtxKernel, a: Reg, off: i64) -> Reg {
+    let h = ld_u16(k, a, off);
+    k.bin(BinOp::Shl, PtxType::B32, h, 16u32)
+}
+
 /// `Σ q[j]·x[j]` with the integer values `q` (u32 or s32 registers of type `qty`).
 pub(crate) fn dot(k: &mut PtxKernel, qty: PtxType, q: &[Reg], x: &[Reg]) -> Reg {
     let mut s = k.mov(F, 0.0f32);
@@ -212,12 +221,12 @@ pub(crate) fn dot(k: &mut PtxKernel, qty: PtxType, q: &[Reg], x: &[Reg]) -> Reg 
 /// activations `xs`.
 fn quarter_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, p: Reg, xs: &[Reg]) -> Reg {
     match fmt {
-        QFormat::F16 => {
+        QFormat::F16 | QFormat::BF16 => {
             let off = k.mul(U, p, 16u32);
             let ha = k.mad_wide(U, off, 1u32, a);
             let mut s = k.mov(F, 0.0f32);
             for (i, &xv) in xs.iter().enumerate() {
-                let wv = ld_f16(k, ha, 2 * i as i64);
+                let wv = if fmt == QFormat::BF16 { ld_bf16(k, ha, 2 * i as i64) } else { ld_f16(k, ha, 2 * i as i64) };
                 s = k.fma(F, wv, xv, s);
             }
             s
