@@ -1,15 +1,16 @@
 //! A prompt's products on the tensor cores: `y[m×n] (+)= x[m×k] · wᵀ`, with `x` f32 row-major
-//! (rounded to f16 on its way into shared memory), `w` f16 row-major `n×k` (a weight matrix as
-//! the file holds it, dequantized to f16), f32 accumulators (`mma.sync.m16n8k16`, sm_80+).
+//! (rounded to f16 as its fragments are built), `w` f16 row-major `n×k` (a weight matrix as the
+//! file holds it, dequantized to f16), f32 accumulators (`mma.sync.m16n8k16`, sm_80+).
 //!
-//! 128 threads (4 warps), block tile 64×64, 64-deep slices (32 where `k` is not a multiple
-//! of 64) double-buffered through registers (one barrier per slice: at these small shapes a
-//! slice's global-load latency is what a block waits on, so fewer, deeper slices). Warp w owns rows (w/2)·32.. +32 and columns (w%2)·32.. +32: 2×4
-//! mma tiles, 32 accumulators per thread. Shared rows are `bk + 8` halves apart, so the
-//! eight row addresses of one `ldmatrix` phase fall in different banks. `w` is already the
-//! `col` operand the mma wants (its rows are the output columns), so both operands load with
-//! plain `ldmatrix`. Rows of `x` past `m` and of `w` past `n` are clamped to the last one on
-//! load (they feed only outputs that are not stored): any `m` and `n`; `k % bk == 0`.
+//! 128 threads (4 warps), block tile 64×64, 32-deep slices through a 3-stage `cp.async`
+//! pipeline: while a slice is multiplied, the next two are on their way into shared memory (at
+//! these small shapes a block spends its time waiting for loads, not multiplying). Warp w owns
+//! rows (w/2)·32.. +32 and columns (w%2)·32.. +32: 2×4 mma tiles, 32 accumulators per thread.
+//! `x`'s fragments are read as f32 pairs and packed to f16 (rows 40 words apart: a half-warp's
+//! 8-byte reads fall in different banks); `w` is already the `col` operand the mma wants, read
+//! with `ldmatrix` (rows 40 halves apart). Rows of `x` past `m` and of `w` past `n` are clamped
+//! to the last one on load (they feed only outputs that are not stored): any `m` and `n`;
+//! `k % 32 == 0`.
 
 use super::common::*;
 use super::{Kernel, LaunchConfig};
@@ -17,6 +18,13 @@ use crate::ptx::*;
 
 const BM: u32 = 64;
 const BN: u32 = 64;
+const BK: u32 = 32;
+const STAGES: u32 = 3;
+/// Bytes between shared rows of `x` (32 f32 and 8 of padding) and of `w` (32 halves and 8).
+const X_ROW: u32 = 160;
+const W_ROW: u32 = 80;
+const X_TILE: u32 = BM * X_ROW;
+const STAGE_BYTES: u32 = X_TILE + BN * W_ROW;
 const B32: PtxType = PtxType::B32;
 
 /// What the product does with `y`.
@@ -32,19 +40,16 @@ pub enum HalfEpilogue {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HalfGemmKernel {
     epilogue: HalfEpilogue,
-    bk: u32,
 }
 
 impl HalfGemmKernel {
     pub const THREADS: u32 = 128;
-    /// The slice depth of the shallowest variant: `k` must be a multiple of it.
-    pub const K_STEP: u32 = 32;
+    /// The depth of one slice: `k` must be a multiple of it.
+    pub const K_STEP: u32 = BK;
 
-    /// The kernel for inner dimension `k`: 64-deep slices where `k` allows, else 32 (`None`
-    /// unless `k` is a positive multiple of 32).
+    /// The kernel for inner dimension `k` (`None` unless `k` is a positive multiple of 32).
     pub fn new(epilogue: HalfEpilogue, k: u32) -> Option<HalfGemmKernel> {
-        let bk = if k.is_multiple_of(64) { 64 } else { 32 };
-        (k > 0 && k.is_multiple_of(32)).then_some(HalfGemmKernel { epilogue, bk })
+        (k > 0 && k.is_multiple_of(BK)).then_some(HalfGemmKernel { epilogue })
     }
 
     pub fn launch(&self, m: u32, n: u32) -> LaunchConfig {
@@ -55,15 +60,10 @@ impl HalfGemmKernel {
 impl Kernel for HalfGemmKernel {
     fn name(&self) -> String {
         let add = if self.epilogue == HalfEpilogue::Add { "_add" } else { "" };
-        format!("gemm_f16_64x64x{}{add}", self.bk)
+        format!("gemm_f16_64x64x32_cp{STAGES}{add}")
     }
 
     fn build(&self, sm: u32) -> PtxKernel {
-        let bk = self.bk;
-        // bytes between shared rows: bk halves and 8 of padding
-        let row_b = (bk + 8) * 2;
-        let tile_bytes = 64 * row_b;
-        let buf_bytes = 2 * tile_bytes;
         let mut k = PtxKernel::new(&self.name());
         for p in ["x", "w", "y"] {
             k.add_param(p, PtxType::U64);
@@ -72,7 +72,7 @@ impl Kernel for HalfGemmKernel {
             k.add_param(p, U);
         }
         k.launch_bounds((Self::THREADS, 1, 1), None);
-        let sh = k.shared_array("tiles", B32, 2 * buf_bytes / 4, 16);
+        let sh = k.shared_array("stages", B32, STAGES * STAGE_BYTES / 4, 16);
         k.grid_dep_sync(sm);
         let x = k.ld_param_ptr("x");
         let w = k.ld_param_ptr("w");
@@ -86,102 +86,112 @@ impl Kernel for HalfGemmKernel {
         let s0 = k.mov(U, Operand::Symbol(sh));
         let m1 = k.sub(U, m, 1u32);
         let n1 = k.sub(U, n, 1u32);
-
-        // global loads: x rows of bk/4 float4, w rows of bk/8 16-byte chunks, in passes over
-        // the tile's 64 rows; rows past the end clamped
-        let (x_per_row, w_per_row) = (bk / 4, bk / 8);
-        let (x_rows, w_rows) = (Self::THREADS / x_per_row, Self::THREADS / w_per_row);
-        let (x_passes, w_passes) = (BM / x_rows, BN / w_rows);
-        let xr = k.bin(BinOp::Shr, U, tid, x_per_row.trailing_zeros());
-        let xc = k.bin(BinOp::And, B32, tid, x_per_row - 1);
-        let xc4 = k.mul(U, xc, 4u32);
         let row0 = k.mul(U, by, BM);
-        let xp: Vec<Reg> = (0..x_passes)
+        let col0 = k.mul(U, bx, BN);
+
+        // the copies of one slice: x rows of 8 × 16 bytes (4 passes of 16 rows), w rows of
+        // 4 × 16 bytes (2 passes of 32 rows); rows past the end clamped
+        let xr = k.bin(BinOp::Shr, U, tid, 3u32);
+        let xc = k.bin(BinOp::And, B32, tid, 7u32);
+        let xc4 = k.mul(U, xc, 4u32);
+        let xs_off = k.mul(U, xr, X_ROW);
+        let xs_off = k.fma(U, xc, 16u32, xs_off);
+        let copies_x: Vec<(Reg, u32)> = (0..4u32)
             .map(|p| {
                 let r = k.add(U, row0, xr);
-                let r = k.add(U, r, x_rows * p);
+                let r = k.add(U, r, 16 * p);
                 let r = k.bin(BinOp::Min, U, r, m1);
                 let i = k.fma(U, r, kd, xc4);
-                k.elem_addr(x, i, 4)
+                (k.elem_addr(x, i, 4), 16 * p * X_ROW)
             })
             .collect();
-        let wr = k.bin(BinOp::Shr, U, tid, w_per_row.trailing_zeros());
-        let wc = k.bin(BinOp::And, B32, tid, w_per_row - 1);
+        let wr = k.bin(BinOp::Shr, U, tid, 2u32);
+        let wc = k.bin(BinOp::And, B32, tid, 3u32);
         let wc8 = k.mul(U, wc, 8u32);
-        let col0 = k.mul(U, bx, BN);
-        let wp: Vec<Reg> = (0..w_passes)
+        let ws_off = k.mul(U, wr, W_ROW);
+        let ws_off = k.fma(U, wc, 16u32, ws_off);
+        let ws_off = k.add(U, ws_off, X_TILE);
+        let copies_w: Vec<(Reg, u32)> = (0..2u32)
             .map(|p| {
                 let r = k.add(U, col0, wr);
-                let r = k.add(U, r, w_rows * p);
+                let r = k.add(U, r, 32 * p);
                 let r = k.bin(BinOp::Min, U, r, n1);
                 let i = k.fma(U, r, kd, wc8);
-                k.elem_addr(w, i, 2)
+                (k.elem_addr(w, i, 2), 32 * p * W_ROW)
             })
             .collect();
-        // shared stores
-        let xs_off = k.mul(U, xr, row_b);
-        let xs_off = k.fma(U, xc, 8u32, xs_off);
         let xs = k.add(U, s0, xs_off);
-        let ws_off = k.mul(U, wr, row_b);
-        let ws_off = k.fma(U, wc, 16u32, ws_off);
         let ws = k.add(U, s0, ws_off);
-        let ws = k.add(U, ws, tile_bytes);
-        // fragment reads: lane l gives row l % 16 (x: column (l / 16)·8) or row
-        // l % 8 + (l / 16)·8 (w: column ((l / 8) % 2)·8) of the warp's tile
+        // issues the copies of the next slice into the stage at `off` and moves on to the slice
+        // after it; `live` false (past the last slice) issues none, but the group still closes
+        let issue = |k: &mut PtxKernel, off: Reg, live: Reg| {
+            let xa = k.add(U, xs, off);
+            let wa = k.add(U, ws, off);
+            k.when(live, false, |k| {
+                for &(src, o) in &copies_x {
+                    k.cp_async(Addr::at(xa, o as i64), Addr::reg(src));
+                }
+                for &(src, o) in &copies_w {
+                    k.cp_async(Addr::at(wa, o as i64), Addr::reg(src));
+                }
+            });
+            for &(src, _) in &copies_x {
+                k.bin_to(BinOp::Add, src, src, BK as i64 * 4);
+            }
+            for &(src, _) in &copies_w {
+                k.bin_to(BinOp::Add, src, src, BK as i64 * 2);
+            }
+            k.cp_async_commit();
+        };
+        let next_stage = |k: &mut PtxKernel, off: Reg| {
+            k.bin_to(BinOp::Add, off, off, STAGE_BYTES);
+            let wrap = k.setp(Cmp::Eq, U, off, STAGES * STAGE_BYTES);
+            let z = k.selp(U, 0u32, off, wrap);
+            k.mov_to(off, z);
+        };
+
+        // fragment reads: x pairs at (row g, column 2t) of each 16-row tile; w through
+        // ldmatrix, lane l giving row l % 8 + (l / 16)·8, column ((l / 8) % 2)·8
         let lane = k.bin(BinOp::And, B32, tid, 31u32);
         let warp = k.bin(BinOp::Shr, U, tid, 5u32);
         let wm = k.bin(BinOp::Shr, U, warp, 1u32);
         let wn = k.bin(BinOp::And, B32, warp, 1u32);
-        let l16 = k.bin(BinOp::And, B32, lane, 15u32);
-        let hi = k.bin(BinOp::Shr, U, lane, 4u32);
-        let ar = k.fma(U, wm, 32u32, l16);
-        let ao = k.mul(U, ar, row_b);
-        let ao = k.fma(U, hi, 16u32, ao);
+        let g = k.bin(BinOp::Shr, U, lane, 2u32);
+        let t = k.bin(BinOp::And, B32, lane, 3u32);
+        let ar = k.fma(U, wm, 32u32, g);
+        let ao = k.mul(U, ar, X_ROW);
+        let ao = k.fma(U, t, 8u32, ao);
         let af = k.add(U, s0, ao);
         let l8 = k.bin(BinOp::And, B32, lane, 7u32);
+        let hi = k.bin(BinOp::Shr, U, lane, 4u32);
         let br = k.fma(U, hi, 8u32, l8);
         let br = k.fma(U, wn, 32u32, br);
         let q = k.bin(BinOp::Shr, U, lane, 3u32);
         let q = k.bin(BinOp::And, B32, q, 1u32);
-        let bo = k.mul(U, br, row_b);
+        let bo = k.mul(U, br, W_ROW);
         let bo = k.fma(U, q, 16u32, bo);
         let bf = k.add(U, s0, bo);
-        let bf = k.add(U, bf, tile_bytes);
+        let bf = k.add(U, bf, X_TILE);
 
-        let rx: Vec<Vec<Reg>> = (0..x_passes).map(|_| (0..4).map(|_| k.reg(F)).collect()).collect();
-        let rw: Vec<Vec<Reg>> = (0..w_passes).map(|_| (0..4).map(|_| k.reg(B32)).collect()).collect();
-        let load = |k: &mut PtxKernel| {
-            for (p, r) in xp.iter().zip(&rx) {
-                k.ld_v_to(Space::Global, r, Addr::reg(*p));
-                k.bin_to(BinOp::Add, *p, *p, bk as i64 * 4);
-            }
-            for (p, r) in wp.iter().zip(&rw) {
-                k.ld_v_to(Space::Global, r, Addr::reg(*p));
-                k.bin_to(BinOp::Add, *p, *p, bk as i64 * 2);
-            }
-        };
-        let store = |k: &mut PtxKernel, off: Reg| {
-            let a = k.add(U, xs, off);
-            for (p, r) in rx.iter().enumerate() {
-                let lo = k.cvt_f16x2(r[1], r[0]);
-                let hi = k.cvt_f16x2(r[3], r[2]);
-                k.st_v(Space::Shared, B32, Addr::at(a, (p as u32 * x_rows * row_b) as i64), &[lo, hi]);
-            }
-            let b = k.add(U, ws, off);
-            for (p, r) in rw.iter().enumerate() {
-                k.st_v(Space::Shared, B32, Addr::at(b, (p as u32 * w_rows * row_b) as i64), r);
-            }
-        };
         // acc[(mi * 4 + ni) * 4 + r]
         let acc: Vec<Reg> = (0..32).map(|_| k.mov(F, 0.0f32)).collect();
         let compute = |k: &mut PtxKernel, off: Reg| {
             let a = k.add(U, af, off);
             let b = k.add(U, bf, off);
-            for ks in 0..(bk / 16) as i64 {
-                let afr: Vec<[Reg; 4]> = (0..2).map(|mi| k.ldmatrix_x4(Addr::at(a, mi * 16 * row_b as i64 + ks * 32), false)).collect();
+            for ks in 0..(BK / 16) as i64 {
+                let afr: Vec<[Reg; 4]> = (0..2i64)
+                    .map(|mi| {
+                        let base = mi * 16 * X_ROW as i64 + ks * 64;
+                        // a0 (row g, k 2t), a1 (row g + 8), a2 (k 2t + 8), a3 (both)
+                        [0, 8 * X_ROW as i64, 32, 8 * X_ROW as i64 + 32].map(|d| {
+                            let v = k.ld_v(Space::Shared, F, 2, Addr::at(a, base + d));
+                            k.cvt_f16x2(v[1], v[0])
+                        })
+                    })
+                    .collect();
                 let mut bfr: Vec<[Reg; 2]> = vec![];
                 for nj in 0..2 {
-                    let r = k.ldmatrix_x4(Addr::at(b, nj * 16 * row_b as i64 + ks * 32), false);
+                    let r = k.ldmatrix_x4(Addr::at(b, nj * 16 * W_ROW as i64 + ks * 32), false);
                     bfr.push([r[0], r[1]]);
                     bfr.push([r[2], r[3]]);
                 }
@@ -195,31 +205,35 @@ impl Kernel for HalfGemmKernel {
             }
         };
 
+        // the pipeline: slices 0 and 1 on their way; then per slice s: wait for it, a barrier
+        // (it is everyone's, and slice s − 1's stage is free), issue slice s + 2 there, multiply
+        let slices = k.bin(BinOp::Shr, U, kd, BK.trailing_zeros());
+        let load_off = k.mov(U, 0u32);
+        let issued = k.mov(U, 0u32);
+        for _ in 0..STAGES - 1 {
+            let live = k.setp(Cmp::Lt, U, issued, slices);
+            issue(&mut k, load_off, live);
+            next_stage(&mut k, load_off);
+            k.bin_to(BinOp::Add, issued, issued, 1u32);
+        }
         let off = k.mov(U, 0u32);
-        load(&mut k);
-        store(&mut k, off);
-        k.bar_sync();
-        let (top, last) = (k.new_label("slice"), k.new_label("last"));
-        let cnt = k.bin(BinOp::Shr, U, kd, bk.trailing_zeros());
-        k.bin_to(BinOp::Sub, cnt, cnt, 1u32);
-        let none = k.setp(Cmp::Eq, U, cnt, 0u32);
-        k.bra_if(none, false, &last);
+        let s = k.mov(U, 0u32);
+        let top = k.new_label("slice");
         k.label(&top);
-        load(&mut k);
-        compute(&mut k, off);
-        let other = k.bin(BinOp::Xor, B32, off, buf_bytes);
-        store(&mut k, other);
+        k.cp_async_wait(STAGES - 2);
         k.bar_sync();
-        k.mov_to(off, other);
-        k.bin_to(BinOp::Sub, cnt, cnt, 1u32);
-        let more = k.setp(Cmp::Ne, U, cnt, 0u32);
-        k.bra_if(more, false, &top);
-        k.label(&last);
+        let live = k.setp(Cmp::Lt, U, issued, slices);
+        issue(&mut k, load_off, live);
+        next_stage(&mut k, load_off);
+        k.bin_to(BinOp::Add, issued, issued, 1u32);
         compute(&mut k, off);
+        next_stage(&mut k, off);
+        k.bin_to(BinOp::Add, s, s, 1u32);
+        let more = k.setp(Cmp::Lt, U, s, slices);
+        k.bra_if(more, false, &top);
+        k.cp_async_wait(0);
 
         // c0, c1 at (row g, columns 2t, 2t+1) of each 16×8 tile; c2, c3 at row g + 8
-        let g = k.bin(BinOp::Shr, U, lane, 2u32);
-        let t = k.bin(BinOp::And, B32, lane, 3u32);
         let r = k.fma(U, wm, 32u32, g);
         let r = k.add(U, row0, r);
         let c = k.fma(U, wn, 32u32, col0);

@@ -107,8 +107,8 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.extend(QFormat::ALL.map(|f| Box::new(EmbedKernel::new(f)) as Box<dyn Kernel>));
     v.extend(QFormat::ALL.map(|f| Box::new(DequantTKernel::new(f)) as Box<dyn Kernel>));
     v.extend(QFormat::ALL.map(|f| Box::new(DequantF16Kernel::new(f)) as Box<dyn Kernel>));
-    for (epilogue, k) in [(HalfEpilogue::Store, 576), (HalfEpilogue::Add, 576), (HalfEpilogue::Store, 96), (HalfEpilogue::Add, 96)] {
-        v.extend(HalfGemmKernel::new(epilogue, k).map(|g| Box::new(g) as Box<dyn Kernel>));
+    for epilogue in [HalfEpilogue::Store, HalfEpilogue::Add] {
+        v.extend(HalfGemmKernel::new(epilogue, 576).map(|g| Box::new(g) as Box<dyn Kernel>));
     }
     v.extend([64, 128].map(|hd| Box::new(FlashAttentionKernel::new(hd).expect("64 and 128")) as Box<dyn Kernel>));
     v.push(Box::new(CopyColsKernel));

@@ -280,6 +280,10 @@ impl Ctx<'_> {
                 self.addr(addr, Space::Shared)?;
                 d.iter().try_for_each(|r| self.dst(*r, PtxType::B32))
             }
+            Op::CpAsync { dst, src } => {
+                self.addr(dst, Space::Shared)?;
+                self.addr(src, Space::Global)
+            }
             Op::Mma(i) => {
                 let m = self.k.mma(*i).ok_or_else(|| format!("mma {i} was not recorded by this kernel"))?;
                 let (d, a, b, c) = (&m.d, &m.a, &m.b, &m.c);
@@ -292,7 +296,9 @@ impl Ctx<'_> {
                 self.addr(addr, Space::Global)?;
                 self.dst(*d, PtxType::F32)
             }
-            Op::Label(_) | Op::BarSync(_) | Op::MembarGl | Op::GridDepWait | Op::GridDepLaunch | Op::Ret => Ok(()),
+            Op::Label(_) | Op::BarSync(_) | Op::MembarGl | Op::GridDepWait | Op::GridDepLaunch | Op::CpAsyncCommit | Op::CpAsyncWait(_) | Op::Ret => {
+                Ok(())
+            }
         }
     }
 

@@ -560,6 +560,18 @@ fn write_inst(w: &mut W, i: &Inst) {
             w.s(", ");
             w.addr(addr);
         }
+        Op::CpAsync { dst, src } => {
+            w.s("cp.async.cg.shared.global ");
+            w.addr(dst);
+            w.s(", ");
+            w.addr(src);
+            w.s(", 16");
+        }
+        Op::CpAsyncCommit => w.s("cp.async.commit_group"),
+        Op::CpAsyncWait(n) => {
+            w.s("cp.async.wait_group ");
+            w.u(*n as u64);
+        }
         Op::Mma(m) => {
             if let Some(m) = w.k.mma(*m) {
                 w.s(m.kind.opcode());

@@ -471,6 +471,15 @@ pub enum Op {
         addr: Addr,
         trans: bool,
     },
+    /// `cp.async.cg.shared.global [dst], [src], 16` (sm_80): a 16-byte copy from global to
+    /// shared memory that does not hold up the thread; [`Op::CpAsyncCommit`] closes a group,
+    /// [`Op::CpAsyncWait`] waits until at most `n` groups are in flight.
+    CpAsync {
+        dst: Addr,
+        src: Addr,
+    },
+    CpAsyncCommit,
+    CpAsyncWait(u32),
     Label(Name),
     Bra {
         target: Name,
@@ -534,6 +543,7 @@ impl Op {
             Op::Fma { a, b, c, .. } | Op::MadWide { a, b, c, .. } => vec![a, b, c],
             Op::Selp { a, b, .. } => vec![a, b],
             Op::Ld { addr: ad, .. } | Op::PrefetchL2 { addr: ad } | Op::LdL2 { addr: ad, .. } | Op::Ldmatrix { addr: ad, .. } => vec![addr(ad)],
+            Op::CpAsync { dst, src } => vec![addr(dst), addr(src)],
             Op::St { src, addr: ad, .. } => {
                 let mut v: Vec<&Operand> = src.iter().collect();
                 v.push(addr(ad));

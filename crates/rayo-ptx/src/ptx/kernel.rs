@@ -361,6 +361,18 @@ impl PtxKernel {
         self.push(Op::Ldmatrix { d, addr, trans });
         d
     }
+    /// A 16-byte asynchronous copy from global `src` to shared `dst` (both 16-byte aligned).
+    pub fn cp_async(&mut self, dst: Addr, src: Addr) {
+        self.push(Op::CpAsync { dst, src });
+    }
+    /// Closes the group of the asynchronous copies issued since the last one.
+    pub fn cp_async_commit(&mut self) {
+        self.push(Op::CpAsyncCommit);
+    }
+    /// Waits until at most `n` groups of this thread's asynchronous copies are in flight.
+    pub fn cp_async_wait(&mut self, n: u32) {
+        self.push(Op::CpAsyncWait(n));
+    }
     /// Places label `name` (from [`PtxKernel::new_label`] or [`PtxKernel::intern`]).
     pub fn label(&mut self, name: &Name) {
         self.insts.push(Inst { guard: None, op: Op::Label(*name) });
