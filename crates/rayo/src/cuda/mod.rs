@@ -36,5 +36,5 @@ pub use elementwise::{variants as elementwise_variants, Expr, FusedKernel, MAX_I
 pub use graph::{BufId, CudaGraph, GraphBuilder};
 pub use llm::{AttentionShape, DecodeScratch, Epilogue, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs};
 pub use pinned::PinnedBuffer;
-pub use sample::Argmax;
 pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel};
+pub use sample::Argmax;
