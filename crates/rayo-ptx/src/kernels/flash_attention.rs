@@ -199,13 +199,13 @@ impl Kernel for FlashAttentionKernel {
         let cbase = k.add(U, kv0, t2);
         let tmax = [k.mov(F, ninf), k.mov(F, ninf)];
         for (nt, tile_s) in s.iter().enumerate() {
-            for e in 0..4usize {
+            for (e, &se) in tile_s.iter().enumerate() {
                 let (half, col) = (e / 2, e % 2);
                 let p = k.add(U, cbase, (8 * nt + col) as u32);
                 let masked = k.setp(Cmp::Gt, U, p, lim[half]);
-                let v = k.selp(F, ninf, tile_s[e], masked);
-                k.mov_to(tile_s[e], v);
-                k.bin_to(BinOp::Max, tmax[half], tmax[half], tile_s[e]);
+                let v = k.selp(F, ninf, se, masked);
+                k.mov_to(se, v);
+                k.bin_to(BinOp::Max, tmax[half], tmax[half], se);
             }
         }
         let mut corr = [tmax[0]; 2];
