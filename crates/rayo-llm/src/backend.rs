@@ -84,6 +84,14 @@ pub trait Backend {
         self.read(x, &mut v)?;
         crate::sample::check(&v)
     }
+    /// The `k` largest of the first `n` values of `x` (logits) as (id, logit), largest first,
+    /// the lower id first among equals, with the sampler's checks: what top-k sampling keeps.
+    /// By default read, then scanned here; a device backend finds them where the logits are.
+    fn top_k(&mut self, x: &Self::Buf, n: usize, k: usize) -> Result<Vec<(u32, f32)>> {
+        let mut v = vec![0.0; n];
+        self.read(x, &mut v)?;
+        crate::sample::top_k_of(&v, k)
+    }
     /// Starts the work recorded so far (a backend that records a pass submits it here; the
     /// others run ops as they come). [`crate::Session::forward_queued`] ends with it.
     fn flush(&mut self) -> Result<()> {

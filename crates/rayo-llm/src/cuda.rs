@@ -97,8 +97,8 @@ pub struct Cuda {
     /// memory): within it a prompt dequantizes each matrix once, not once per product.
     f16_kept: usize,
     f16_budget: usize,
-    /// Greedy sampling's result on the device (3 words).
-    argmax_out: Option<DeviceBuffer>,
+    /// Sampling's results on the device (argmax: 3 words; top-k: 2k + 1).
+    sample_out: Option<DeviceBuffer>,
 }
 
 /// From this many activation rows on, a product dequantizes its weights and runs the GEMM
@@ -131,7 +131,7 @@ impl Cuda {
             half: None,
             f16_kept: 0,
             f16_budget: (dev.info().total_memory / 4) as usize,
-            argmax_out: None,
+            sample_out: None,
             dev,
         })
     }
@@ -416,12 +416,25 @@ impl Backend for Cuda {
     }
 
     fn argmax(&mut self, x: &DeviceBuffer, n: usize) -> Result<u32> {
-        if self.argmax_out.is_none() {
-            self.argmax_out = Some(self.dev.zeros(3)?);
+        if self.sample_out.is_none() {
+            self.sample_out = Some(self.dev.zeros(3)?);
         }
-        let r = self.dev.argmax(x, n, self.argmax_out.as_mut().expect("made above"))?;
+        let r = self.dev.argmax(x, n, self.sample_out.as_mut().expect("made above"))?;
         let bad = r.first_bad.map(|(i, v)| (i as usize, v));
         crate::sample::greedy_verdict(n, r.index.unwrap_or(0) as usize, r.max, bad)
+    }
+
+    fn top_k(&mut self, x: &DeviceBuffer, n: usize, k: usize) -> Result<Vec<(u32, f32)>> {
+        let need = 2 * k + 1;
+        if self.sample_out.as_ref().is_none_or(|b| b.len() < need) {
+            self.sample_out = Some(self.dev.zeros(need.max(3))?);
+        }
+        let r = self.dev.top_k(x, n, k, self.sample_out.as_mut().expect("made above"))?;
+        let bad = r.first_bad.map(|(i, v)| (i as usize, v));
+        // the greedy checks: no NaN or +inf, a finite best
+        let (id, best) = r.best.first().copied().unwrap_or((0, f32::NEG_INFINITY));
+        crate::sample::greedy_verdict(n, id as usize, best, bad)?;
+        Ok(r.best)
     }
 
     fn step_inputs(&mut self, tokens: &[u32], pos0: usize) -> Result<()> {

@@ -58,11 +58,17 @@ pub fn generate(
         return Err(Error::Model { what: "the prompt has no tokens (an empty text, and the model adds no BOS token)".into() });
     }
     let t0 = Instant::now();
-    // greedy draws are made where the logits are (one id read from a device, not the logits)
+    // greedy draws, and top-k's candidates, are found where the logits are (a device backend
+    // reads one id or k pairs, not the logits)
     let greedy = sampler.is_plain_greedy();
+    let top_k = sampler.top_k_only(run.vocab());
     let mut next = |run: &mut dyn Forward, tokens: &[u32], history: &[u32]| -> Result<u32> {
         if greedy {
             return run.forward_greedy(tokens);
+        }
+        if let Some(k) = top_k {
+            let top = run.forward_top_k(tokens, k)?;
+            return Ok(sampler.sample_top(&top));
         }
         let logits = run.forward(tokens, Logits::Last)?;
         sampler.sample(&logits, history)

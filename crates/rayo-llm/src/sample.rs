@@ -101,6 +101,25 @@ impl Sampler {
         &self.cfg
     }
 
+    /// `Some(k)` when a draw over `vocab` logits depends only on their `k` largest (no
+    /// repetition penalty, a temperature, `0 < k ≤ 128`, `k < vocab`): the backend may then
+    /// find those where the logits are and [`Sampler::sample_top`] draws from them.
+    pub fn top_k_only(&self, vocab: usize) -> Option<usize> {
+        let k = self.cfg.top_k;
+        let penalized = self.cfg.repeat_penalty != 1.0 && self.cfg.repeat_last_n > 0;
+        (self.cfg.temperature > 0.0 && !penalized && k > 0 && k <= SCAN_TOP_K && k < vocab).then_some(k)
+    }
+
+    /// The draw [`Sampler::sample`] makes, from the `k` largest logits `top` ((id, logit),
+    /// largest first, the lower id first among equals: [`top_k_of`]'s order) when
+    /// [`Sampler::top_k_only`] is `Some(k)`.
+    pub fn sample_top(&mut self, top: &[(u32, f32)]) -> u32 {
+        self.cand.clear();
+        self.cand.extend(top.iter().map(|&(id, logit)| Cand { id, logit }));
+        self.filter();
+        self.draw()
+    }
+
     /// Whether a draw is the logits' first maximum and nothing else (temperature 0, no
     /// repetition penalty): the backend may then pick it where the logits are.
     pub fn is_plain_greedy(&self) -> bool {
@@ -238,6 +257,15 @@ pub(crate) fn greedy_verdict(n: usize, best: usize, max: f32, bad: Option<(usize
         return Err(Error::Model { what: format!("sample: all {n} logits are -inf") });
     }
     Ok(best as u32)
+}
+
+/// The `k` largest of `logits` as (id, logit), largest first, the lower id first among equals,
+/// after [`check`]'s checks (what [`Sampler::sample`] keeps of them before its filters).
+pub(crate) fn top_k_of(logits: &[f32], k: usize) -> Result<Vec<(u32, f32)>> {
+    check(logits)?;
+    let mut best = Vec::with_capacity(k);
+    top_k_scan(logits.iter().enumerate().map(|(i, &logit)| Cand { id: i as u32, logit }), k, &mut best);
+    Ok(best.iter().map(|c| (c.id, c.logit)).collect())
 }
 
 /// Up to this `k`, top-k keeps a sorted buffer of the best while scanning once (most tokens are

@@ -256,3 +256,39 @@ fn filters_match_a_naive_reference() {
     ids.sort_unstable();
     assert_eq!(ids, naive_kept(&SamplerConfig { top_k: 40, ..cfg(1.0) }, &peaked));
 }
+
+/// A draw from the k largest logits (what a device backend hands over, `top_k_of`'s order)
+/// is the draw `sample` makes from the whole row: the same tokens for the same seed, with ties,
+/// −0/+0 and masked logits in the rows; `top_k_only` says when that holds.
+#[test]
+fn drawing_from_the_top_k_equals_sampling_the_row() {
+    let mut rows = rows();
+    rows[3][7] = rows[3][9]; // a tie
+    rows[4][0] = -0.0;
+    rows[4][1] = 0.0;
+    rows[5][2] = f32::NEG_INFINITY;
+    for (i, row) in rows.iter().enumerate() {
+        for (k, top_p, min_p, t) in [(40, 0.95, 0.05, 0.8), (1, 1.0, 0.0, 1.0), (5, 0.5, 0.0, 2.0), (20, 1.0, 0.1, 0.3)] {
+            let c = SamplerConfig { top_k: k, top_p, min_p, seed: 11 + i as u64, ..cfg(t) };
+            assert_eq!(Sampler::new(c.clone()).unwrap().top_k_only(row.len()), Some(k));
+            let (mut a, mut b) = (Sampler::new(c.clone()).unwrap(), Sampler::new(c).unwrap());
+            let top = top_k_of(row, k).unwrap();
+            assert_eq!(top.len(), k);
+            for _ in 0..50 {
+                assert_eq!(a.sample(row, &[]).unwrap(), b.sample_top(&top), "row {i}, k {k}");
+            }
+        }
+    }
+    // not when the whole row matters: greedy, a penalty, no top-k, k past 128 or the row
+    let n = 1000;
+    for c in [
+        cfg(0.0),
+        SamplerConfig { top_k: 40, repeat_penalty: 1.1, repeat_last_n: 64, ..cfg(0.8) },
+        SamplerConfig { top_k: 0, ..cfg(0.8) },
+        SamplerConfig { top_k: 129, ..cfg(0.8) },
+    ] {
+        assert_eq!(Sampler::new(c).unwrap().top_k_only(n), None);
+    }
+    assert_eq!(Sampler::new(SamplerConfig { top_k: 40, ..cfg(0.8) }).unwrap().top_k_only(40), None);
+    assert!(top_k_of(&[1.0, f32::NAN, 2.0], 2).is_err());
+}

@@ -196,6 +196,14 @@ impl<B: Backend> Session<B> {
         self.backend.argmax(&self.bufs.logits, self.cfg.vocab_size)
     }
 
+    /// Runs `tokens` as [`Session::forward`] does and returns the `k` largest logits after the
+    /// last one ([`Backend::top_k`]): on a device backend the host reads `k` pairs, not the
+    /// logits.
+    pub fn forward_top_k(&mut self, tokens: &[u32], k: usize) -> Result<Vec<(u32, f32)>> {
+        self.forward_queued(tokens)?;
+        self.backend.top_k(&self.bufs.logits, self.cfg.vocab_size, k)
+    }
+
     /// Runs `tokens` as [`Session::forward`] does and leaves the last token's logits in
     /// [`Session::logits_buffer`], unread: for a backend whose reads are awaited (wgpu in a
     /// browser), this is the pass, and the read is the caller's.
@@ -312,6 +320,10 @@ pub trait Forward {
     fn forward(&mut self, tokens: &[u32], which: Logits) -> Result<Vec<f32>>;
     /// [`Session::forward_greedy`].
     fn forward_greedy(&mut self, tokens: &[u32]) -> Result<u32>;
+    /// [`Session::forward_top_k`].
+    fn forward_top_k(&mut self, tokens: &[u32], k: usize) -> Result<Vec<(u32, f32)>>;
+    /// The model's vocabulary size (logits per token).
+    fn vocab(&self) -> usize;
     /// [`Session::rewind`].
     fn rewind(&mut self, pos: usize);
     /// [`Session::position`].
@@ -330,6 +342,12 @@ impl<B: Backend> Forward for Session<B> {
     }
     fn forward_greedy(&mut self, tokens: &[u32]) -> Result<u32> {
         Session::forward_greedy(self, tokens)
+    }
+    fn forward_top_k(&mut self, tokens: &[u32], k: usize) -> Result<Vec<(u32, f32)>> {
+        Session::forward_top_k(self, tokens, k)
+    }
+    fn vocab(&self) -> usize {
+        self.cfg.vocab_size
     }
     fn rewind(&mut self, pos: usize) {
         Session::rewind(self, pos)

@@ -445,3 +445,54 @@ fn argmax_finds_the_first_maximum_and_reports_bad_values() {
     assert!(dev.argmax(&x, 5, &mut scratch).is_err());
     assert!(dev.argmax(&x, 4, &mut dev.zeros(2).unwrap()).is_err());
 }
+
+/// Top-k on the device: the k largest in `f32::total_cmp`'s order, the lower index first among
+/// equal values (rows with many ties, −0 and +0, −inf), against a sort on the host; the first
+/// NaN or +inf reported; sizes it cannot take are errors.
+#[test]
+fn top_k_finds_the_k_largest_with_ties_by_index() {
+    let Some(dev) = device("top_k_finds_the_k_largest_with_ties_by_index") else { return };
+    let mut rng = Rng(0x70b6_0001);
+    let mut scratch = poisoned(dev, 2 * 128 + 1);
+    let want = |v: &[f32], k: usize| {
+        let mut idx: Vec<(u32, f32)> = v.iter().enumerate().map(|(i, &x)| (i as u32, x)).collect();
+        idx.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        idx.truncate(k);
+        idx
+    };
+    for n in [2usize, 100, 1025, 49152, 151_936] {
+        for ties in [false, true] {
+            let mut v = rng.vec(n, -20.0, 20.0);
+            if ties {
+                // a handful of distinct values: most of the k are ties
+                v.iter_mut().for_each(|x| *x = (*x / 8.0).round());
+                v[n / 2] = -0.0;
+                v[n - 1] = f32::NEG_INFINITY;
+            }
+            let x = dev.upload(&v).unwrap();
+            for k in [1usize, 2, 40, 128] {
+                if k >= n {
+                    continue;
+                }
+                let r = dev.top_k(&x, n, k, &mut scratch).unwrap();
+                assert_eq!(r.first_bad, None);
+                let got: Vec<(u32, u32)> = r.best.iter().map(|&(i, x)| (i, x.to_bits())).collect();
+                let exp: Vec<(u32, u32)> = want(&v, k).iter().map(|&(i, x)| (i, x.to_bits())).collect();
+                assert_eq!(got, exp, "n {n} k {k} ties {ties}");
+            }
+        }
+    }
+    // +0 ranks above −0, both above −1
+    let r = dev.top_k(&dev.upload(&[-1.0, -0.0, 0.0, -3.0]).unwrap(), 4, 2, &mut scratch).unwrap();
+    assert_eq!(r.best, vec![(2, 0.0), (1, -0.0)]);
+    let mut v = vec![0.5f32; 3000];
+    v[2500] = f32::INFINITY;
+    v[700] = f32::NAN;
+    let r = dev.top_k(&dev.upload(&v).unwrap(), v.len(), 40, &mut scratch).unwrap();
+    assert_eq!(r.first_bad.map(|(i, x)| (i, x.is_nan())), Some((700, true)));
+    let x = dev.upload(&[1.0; 8]).unwrap();
+    assert!(dev.top_k(&x, 8, 0, &mut scratch).is_err());
+    assert!(dev.top_k(&x, 8, 8, &mut scratch).is_err(), "k must be below n");
+    assert!(dev.top_k(&x, 9, 2, &mut scratch).is_err());
+    assert!(dev.top_k(&x, 8, 4, &mut dev.zeros(8).unwrap()).is_err(), "scratch below 2k + 1");
+}

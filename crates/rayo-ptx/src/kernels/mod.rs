@@ -17,6 +17,7 @@ mod reduce;
 mod rope;
 mod rowloop;
 mod softmax;
+mod top_k;
 
 pub use argmax::ArgmaxKernel;
 pub use attention::{AttentionKernel, KvStoreKernel};
@@ -31,6 +32,7 @@ pub use qmatvec::{Epilogue, QFormat, QMatvecKernel};
 pub use reduce::{ReduceCombine, ReduceKernel, ReduceLoad};
 pub use rope::{RopeKernel, RopePairs};
 pub use softmax::SoftmaxKernel;
+pub use top_k::TopKKernel;
 
 use crate::ptx::{CheckError, PtxKernel, PtxModule};
 
@@ -113,6 +115,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.extend([64, 128].map(|hd| Box::new(FlashAttentionKernel::new(hd).expect("64 and 128")) as Box<dyn Kernel>));
     v.push(Box::new(CopyColsKernel));
     v.push(Box::new(ArgmaxKernel));
+    v.push(Box::new(TopKKernel));
     for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {
         v.extend(QMatvecKernel::fused(QFormat::Q4_1, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
         v.extend(QMatvecKernel::fused(QFormat::Q8_0, norm, mats, epi).map(|k| Box::new(k.per_block(true)) as Box<dyn Kernel>));

@@ -169,7 +169,9 @@ impl PtxKernel {
         self.insts.push(Inst { guard: Some((p, negate)), op });
     }
 
-    /// Every instruction emitted inside `f` runs only where `p` (or `!p`) holds.
+    /// Every instruction emitted inside `f` runs only where `p` (or `!p`) holds. Guards do not
+    /// nest: a `when` inside `f` replaces `p` for its own instructions (combine predicates with
+    /// `and.pred` first where both must hold).
     pub fn when(&mut self, p: Reg, negate: bool, f: impl FnOnce(&mut Self)) {
         let saved = self.guard.replace((p, negate));
         f(self);

@@ -37,4 +37,4 @@ pub use graph::{BufId, CudaGraph, GraphBuilder};
 pub use llm::{AttentionShape, DecodeScratch, Epilogue, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs};
 pub use pinned::PinnedBuffer;
 pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel};
-pub use sample::Argmax;
+pub use sample::{Argmax, TopK};

@@ -1,12 +1,13 @@
-//! Greedy sampling on the device ([`ArgmaxKernel`]): a decoding step sends the host one token
-//! id (and two words of checks) instead of the vocabulary's logits.
+//! Sampling's work on the device: greedy ([`ArgmaxKernel`]: the host reads one token id and two
+//! words of checks) and top-k ([`TopKKernel`]: the host reads k (id, logit) pairs) instead of
+//! the vocabulary's logits.
 
 use super::buffer::DeviceBuffer;
 use super::device::CudaDevice;
 use super::ffi::{launch, Arg};
 use super::llm::{room, u32_of};
 use crate::error::{Error, Result};
-use rayo_ptx::kernels::ArgmaxKernel;
+use rayo_ptx::kernels::{ArgmaxKernel, TopKKernel};
 
 /// What [`CudaDevice::argmax`] found in a row of values.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,7 +20,47 @@ pub struct Argmax {
     pub first_bad: Option<(u32, f32)>,
 }
 
+/// What [`CudaDevice::top_k`] found in a row of values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopK {
+    /// The `k` largest (index, value), largest first in `f32::total_cmp`'s order, the smaller
+    /// index first among equal values.
+    pub best: Vec<(u32, f32)>,
+    /// The first NaN or +inf and its index, if any (then `best` is meaningless).
+    pub first_bad: Option<(u32, f32)>,
+}
+
 impl CudaDevice {
+    /// The `k` largest of the first `n` values of `x` (`1 ≤ k ≤ 128`, `k < n`), in one launch;
+    /// `scratch` (at least `2k + 1` values) takes them, and the host reads `8k + 4` bytes.
+    pub fn top_k(&self, x: &DeviceBuffer, n: usize, k: usize, scratch: &mut DeviceBuffer) -> Result<TopK> {
+        const OP: &str = "cuda top_k";
+        self.owns(OP, &[x, scratch])?;
+        if k == 0 || k > TopKKernel::MAX_K as usize || k >= n {
+            return Err(Error::InvalidArgument { op: OP, name: "k", value: k.into(), reason: "must be in 1..=128 and below the row's length" });
+        }
+        room(OP, x.len(), n)?;
+        room(OP, scratch.len(), 2 * k + 1)?;
+        let kern = TopKKernel;
+        let f = self.loaded(&kern)?;
+        let mut args = [Arg::In(&x.slice), Arg::Out(&mut scratch.slice), Arg::U32(u32_of(OP, "n", n)?), Arg::U32(k as u32)];
+        launch(&self.stream, &f, kern.launch(), &mut args)?;
+        let mut r = vec![0f32; 2 * k + 1];
+        self.download_prefix(scratch, &mut r)?;
+        let first_bad = match r[2 * k].to_bits() {
+            u32::MAX => None,
+            i => {
+                let mut v = [0f32];
+                self.copy_within_device(x, i as usize, scratch, 0, 1)?;
+                self.download_prefix(scratch, &mut v)?;
+                Some((i, v[0]))
+            }
+        };
+        let mut best: Vec<(u32, f32)> = (0..k).map(|i| (r[i].to_bits(), r[k + i])).collect();
+        best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(TopK { best, first_bad })
+    }
+
     /// The first maximum of the first `n` values of `x`, in one launch; `scratch` (at least 3
     /// values) takes the result, of which the host reads 12 bytes.
     pub fn argmax(&self, x: &DeviceBuffer, n: usize, scratch: &mut DeviceBuffer) -> Result<Argmax> {
