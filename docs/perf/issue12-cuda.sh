@@ -37,16 +37,4 @@ timeout 200 compute-sanitizer --tool memcheck $san --prompt "$long" --max-tokens
 timeout 250 compute-sanitizer --tool racecheck $san --prompt "$long" --max-tokens 3 2>&1 | tail -1 | tee "$OUT/racecheck.txt"
 # device time per kernel over a 2-token prompt and 3 decoded tokens (ncu serializes launches)
 timeout 200 ncu --metrics gpu__time_duration.sum --csv $gen --max-tokens 3 2>/dev/null >/tmp/ncu.csv
-python3 - <<'PY' | tee "$OUT/ncu.txt"
-import csv, collections
-rows = list(csv.reader(open('/tmp/ncu.csv')))
-hdr = next(i for i, r in enumerate(rows) if 'Kernel Name' in r)
-h = rows[hdr]; ki, vi, ui = h.index('Kernel Name'), h.index('Metric Value'), h.index('Metric Unit')
-tot, cnt = collections.defaultdict(float), collections.Counter()
-for r in rows[hdr + 1:]:
-    if len(r) > vi:
-        tot[r[ki]] += float(r[vi].replace(',', '')) * {'usecond': 1000, 'msecond': 1e6}.get(r[ui], 1)
-        cnt[r[ki]] += 1
-for k in sorted(tot, key=lambda k: -tot[k]):
-    print(f"{k[:40]:40} n={cnt[k]:5} total={tot[k] / 1000:9.1f} us  mean={tot[k] / cnt[k] / 1000:7.2f} us")
-PY
+python3 docs/perf/ncu_summary.py /tmp/ncu.csv | tee "$OUT/ncu.txt"
