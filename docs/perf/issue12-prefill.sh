@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Where a prompt's time goes on the GPU machine (issue 12, prefill): `ncu` (clocks and caches as
-# they run) over the first
-# pp512 pass of `rayo bench --model … --backend cuda` (its warm-up: one 512-token batch), the
-# device time summed per kernel. Run there from the repository root with the binaries in
+# they run) over the first pp512 pass of `rayo bench --model … --backend cuda` (its warm-up: one
+# 512-token batch), the device time summed per kernel. Run there from the repository root with the binaries in
 # /tmp/b and the model in /tmp/m (see issue12-cuda.sh). Output in $OUT (default /tmp/out).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
