@@ -146,6 +146,17 @@ pub trait Simd: Copy + Send + Sync + 'static {
         let vals: [f32; 16] = core::array::from_fn(|l| t[(idx[l].to_bits() & 31) as usize]);
         self.load(&vals)
     }
+    /// `v` with its lanes moved up by `k < LANES`: lane `i` of the result is lane
+    /// `(i − k) mod LANES` of `v` (the top `k` lanes wrap to the bottom). One permute where the
+    /// ISA has a variable one; the default goes through memory.
+    #[inline(always)]
+    fn rotate_lanes(self, v: Self::V, k: usize) -> Self::V {
+        let l = Self::LANES;
+        let mut buf = [0f32; 32];
+        self.store(&mut buf, v);
+        self.store(&mut buf[l..], v);
+        self.load(&buf[l - k % l..])
+    }
     /// `1 / a` for finite nonzero `a`, within 1 ULP (0 and ±inf inputs may give NaN).
     #[inline(always)]
     fn recip(self, a: Self::V) -> Self::V {
@@ -295,3 +306,55 @@ pub trait SimdExt: Simd {
 }
 
 impl<S: Simd> SimdExt for S {}
+
+#[cfg(test)]
+mod tests {
+    use super::Simd;
+
+    /// `rotate_lanes` by every `k` against the index rule, on the token `s`.
+    fn rotate_on<S: Simd>(s: S) {
+        s.vectorize(|| {
+            let l = S::LANES;
+            let v: [f32; 16] = core::array::from_fn(|i| i as f32 + 1.0);
+            for k in 0..l {
+                let mut out = [0f32; 16];
+                s.store(&mut out, s.rotate_lanes(s.load(&v), k));
+                let want: Vec<f32> = (0..l).map(|i| v[(i + l - k) % l]).collect();
+                assert_eq!(&out[..l], &want[..], "{} k={k}", S::NAME);
+            }
+        })
+    }
+
+    #[test]
+    fn rotate_lanes_moves_lanes_up_on_every_isa() {
+        use crate::cpu::isa::*;
+        rotate_on(scalar::Scalar);
+        let mut ran = vec!["scalar"];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if let Some(s) = sse2::Sse2::try_new() {
+                rotate_on(s);
+                ran.push("sse2");
+            }
+            if let Some(s) = avx2::Avx2::try_new() {
+                rotate_on(s);
+                ran.push("avx2");
+            }
+            if let Some(s) = avx512::Avx512::try_new() {
+                rotate_on(s);
+                ran.push("avx512");
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(s) = neon::Neon::try_new() {
+            rotate_on(s);
+            ran.push("neon");
+        }
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        if let Some(s) = simd128::Simd128::try_new() {
+            rotate_on(s);
+            ran.push("simd128");
+        }
+        println!("rotate_lanes checked on {ran:?}");
+    }
+}

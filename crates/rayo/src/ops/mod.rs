@@ -65,6 +65,9 @@ pub trait UnaryDef {
     const SAMPLE: Params = [0.0, 0.0];
     /// A polynomial per element (the CPU splits it over threads at smaller sizes).
     const HEAVY: bool = false;
+    /// The CPU loop takes four vectors per step instead of two (`UnaryFn::WIDE` in
+    /// `cpu::kernels::elementwise`).
+    const CPU_WIDE: bool = false;
     /// Rejects parameters the op is undefined for.
     fn validate(_p: Params) -> Result<()> {
         Ok(())

@@ -18,6 +18,7 @@ impl<D> Clone for CpuUnary<D> {
 }
 impl<D> Copy for CpuUnary<D> {}
 impl<S: Simd, D: UnaryDef> UnaryFn<S> for CpuUnary<D> {
+    const WIDE: bool = D::CPU_WIDE;
     #[inline(always)]
     fn apply(self, s: S, v: S::V) -> S::V {
         D::cpu(s, v, self.0)

@@ -213,6 +213,16 @@ impl Simd for Avx2 {
         unsafe { super::bytes256::bits(bits) }
     }
     #[inline(always)]
+    fn rotate_lanes(self, v: __m256, k: usize) -> __m256 {
+        // vpermps: lane i takes lane (i − k) & 7.
+        // SAFETY: register-only; the token proves avx2.
+        unsafe {
+            let idx =
+                _mm256_and_si256(_mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(k as i32)), _mm256_set1_epi32(7));
+            _mm256_permutevar8x32_ps(v, idx)
+        }
+    }
+    #[inline(always)]
     fn prefetch(self, p: *const u8) {
         // SAFETY: a prefetch reads nothing architecturally and never faults, at any address.
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }

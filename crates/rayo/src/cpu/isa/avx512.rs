@@ -272,6 +272,18 @@ impl<const VNNI: bool> Simd for Avx512<VNNI> {
         unsafe { _mm512_permutex2var_ps(_mm512_loadu_ps(t.as_ptr()), i, _mm512_loadu_ps(t.as_ptr().add(16))) }
     }
     #[inline(always)]
+    fn rotate_lanes(self, v: __m512, k: usize) -> __m512 {
+        // vpermps: lane i takes lane (i − k) & 15.
+        // SAFETY: register-only; the token proves avx512f.
+        unsafe {
+            let idx = _mm512_and_si512(
+                _mm512_sub_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(k as i32)),
+                _mm512_set1_epi32(15),
+            );
+            _mm512_permutexvar_ps(idx, v)
+        }
+    }
+    #[inline(always)]
     fn recip(self, a: __m512) -> __m512 {
         // 14-bit estimate and one Newton step: r + r(1 − a·r), relative error < 2^-23.
         unsafe {

@@ -14,7 +14,8 @@ const BLOCK: usize = 4096;
 /// before the first vector-aligned address, so no load of the main loop straddles two cache
 /// lines; that is for max/min only, whose result does not depend on the order: which elements
 /// share a lane would then depend on the slice's address, and a sum's rounding with it (the
-/// same input could sum differently from one run to the next).
+/// same input could sum differently from one run to the next; [`dot`] aligns its loop and
+/// keeps lanes by index by rotating its accumulators).
 #[inline(always)]
 fn fold<S: Simd, A, const ALIGNED: bool>(s: S, x: &[f32], fill: f32, init: A, step4: impl Fn(A, [S::V; 4]) -> A, step1: impl Fn(A, S::V) -> A) -> A {
     let l = S::LANES;
@@ -58,32 +59,6 @@ fn fold_sum<S: Simd>(s: S, x: &[f32], f: impl Fn(S::V) -> S::V + Copy) -> S::V {
     merge4(acc, |a, b| s.add(a, b))
 }
 
-/// Two-input version of [`fold`] for dot products (lanes by index, as a sum's).
-#[inline(always)]
-fn fold2<S: Simd>(s: S, a: &[f32], b: &[f32], step: impl Fn(S::V, S::V, S::V) -> S::V) -> S::V {
-    let l = S::LANES;
-    let z = s.zero();
-    let mut acc = [z; 4];
-    let mut ca = a.chunks_exact(4 * l);
-    let mut cb = b.chunks_exact(4 * l);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        acc[0] = step(acc[0], s.load(x), s.load(y));
-        acc[1] = step(acc[1], s.load(&x[l..]), s.load(&y[l..]));
-        acc[2] = step(acc[2], s.load(&x[2 * l..]), s.load(&y[2 * l..]));
-        acc[3] = step(acc[3], s.load(&x[3 * l..]), s.load(&y[3 * l..]));
-    }
-    let mut ca = ca.remainder().chunks_exact(l);
-    let mut cb = cb.remainder().chunks_exact(l);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        acc[0] = step(acc[0], s.load(x), s.load(y));
-    }
-    let (ta, tb) = (ca.remainder(), cb.remainder());
-    if !ta.is_empty() {
-        acc[1] = step(acc[1], s.load_partial(ta, 0.0), s.load_partial(tb, 0.0));
-    }
-    merge4(acc, |a, b| s.add(a, b))
-}
-
 /// Σ f(x_i), blocked.
 // Plain loops, not iterator adaptors: a `sum()` over `map()` may stay out of line, outside
 // the ISA's target-feature context.
@@ -120,12 +95,81 @@ pub fn sum_squares<S: Simd>(s: S, x: &[f32]) -> f64 {
     total
 }
 
-/// Σ a_i b_i (same lengths, checked by the caller).
+/// Lane numbers, for the masks of a dot product's head and tail.
+const IOTA: [f32; 16] = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0];
+
+/// Σ a_i b_i (same lengths, checked by the caller), blocked as a sum. The main loop runs on
+/// addresses where `a` is vector-aligned (no load of `a` straddles two cache lines: at 100 K
+/// floats, in L2, a split line costs what the loop has to spare), and yet the rounding is
+/// that of lanes by index, so the same values give the same bits at any address: within a
+/// block, element `j` lands in partial sum `j mod 4·LANES` (lane `j mod LANES` of accumulator
+/// `(j / LANES) mod 4`), each partial sum adds its elements in index order, and the partial
+/// sums are merged in one fixed order, `(P0 + P1) + (P2 + P3)` lane by lane (`Pq` the vector
+/// of partial sums `q·LANES ..`), then `reduce_add`.
+///
+/// With `h` elements before `a`'s first aligned address, the loop's accumulators hold the
+/// partial sums rotated by `h` (accumulator `q`, lane `r`: partial sum `(h + q·LANES + r) mod
+/// 4·LANES`). So a block's head goes into the top `h` lanes of the last accumulator (where
+/// partial sums `0..h` sit), what is left after the loop into accumulators `0, 1, …`, and the
+/// merge takes lanes below `LANES − h` from `(A0 + A1) + (A2 + A3)` and the others from
+/// `(A3 + A0) + (A1 + A2)` (the same partners by index), rotated back by `h` lanes.
 #[inline(always)]
 pub fn dot<S: Simd>(s: S, a: &[f32], b: &[f32]) -> f64 {
+    let (l, n) = (S::LANES, a.len());
+    let h = (l - (a.as_ptr() as usize / 4) % l) % l;
+    let z = s.zero();
+    let iota = s.load(&IOTA);
+    // Lanes `l − h ..`: the head's lanes in the rotated accumulators.
+    let top = s.le(s.splat((l - h) as f32), iota);
+    let add = |p, q| s.add(p, q);
     let mut total = 0.0f64;
-    for (x, y) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
-        total += s.reduce_add(fold2(s, x, y, |acc, p, q| s.mul_add(p, q, acc))) as f64;
+    let mut start = 0;
+    while start < n {
+        let end = (start + BLOCK).min(n);
+        let mut acc = [z; 4];
+        let head = h.min(end - start);
+        if head > 0 {
+            let (x, y) = if start + h >= l && start + h <= n {
+                // The aligned vector that ends with the head, the previous block's lanes off.
+                let i = start + h - l;
+                (s.select(top, s.load(&a[i..]), z), s.select(top, s.load(&b[i..]), z))
+            } else {
+                let (x, y) = (s.load_partial(&a[start..start + head], 0.0), s.load_partial(&b[start..start + head], 0.0));
+                (s.rotate_lanes(x, l - h), s.rotate_lanes(y, l - h))
+            };
+            acc[3] = s.mul_add(x, y, acc[3]);
+        }
+        let mut ca = a[start + head..end].chunks_exact(4 * l);
+        let mut cb = b[start + head..end].chunks_exact(4 * l);
+        for (x, y) in (&mut ca).zip(&mut cb) {
+            acc[0] = s.mul_add(s.load(x), s.load(y), acc[0]);
+            acc[1] = s.mul_add(s.load(&x[l..]), s.load(&y[l..]), acc[1]);
+            acc[2] = s.mul_add(s.load(&x[2 * l..]), s.load(&y[2 * l..]), acc[2]);
+            acc[3] = s.mul_add(s.load(&x[3 * l..]), s.load(&y[3 * l..]), acc[3]);
+        }
+        // What is left (under 4·LANES) into accumulators 0, 1, … by position; a last partial
+        // vector as a full load with the next block's lanes off, where the slice has them.
+        let mut i = end - ca.remainder().len();
+        for v in acc.iter_mut() {
+            let r = end - i;
+            if r == 0 {
+                break;
+            }
+            let (x, y) = if r >= l {
+                (s.load(&a[i..]), s.load(&b[i..]))
+            } else if i + l <= n {
+                let m = s.lt(iota, s.splat(r as f32));
+                (s.select(m, s.load(&a[i..]), z), s.select(m, s.load(&b[i..]), z))
+            } else {
+                (s.load_partial(&a[i..end], 0.0), s.load_partial(&b[i..end], 0.0))
+            };
+            *v = s.mul_add(x, y, *v);
+            i += r.min(l);
+        }
+        let merged =
+            if h == 0 { merge4(acc, add) } else { s.rotate_lanes(s.select(top, merge4([acc[3], acc[0], acc[1], acc[2]], add), merge4(acc, add)), h) };
+        total += s.reduce_add(merged) as f64;
+        start = end;
     }
     total
 }
