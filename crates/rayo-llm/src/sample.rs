@@ -111,7 +111,7 @@ impl Sampler {
     }
 
     /// The draw [`Sampler::sample`] makes, from the `k` largest logits `top` ((id, logit),
-    /// largest first, the lower id first among equals: [`top_k_of`]'s order) when
+    /// largest first, the lower id first among equals) when
     /// [`Sampler::top_k_only`] is `Some(k)`.
     pub fn sample_top(&mut self, top: &[(u32, f32)]) -> u32 {
         self.cand.clear();
