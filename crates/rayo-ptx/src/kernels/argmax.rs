@@ -76,10 +76,7 @@ impl Kernel for ArgmaxKernel {
             let ni = k.selp(U, j, s.1, gt);
             k.mov_to(s.0, nv);
             k.mov_to(s.1, ni);
-            let num = k.setp(Cmp::Eq, F, v, v);
-            let pinf = k.setp(Cmp::Eq, F, v, f32::INFINITY);
-            let nan = k.un(UnOp::Not, PtxType::Pred, num);
-            let is_bad = k.bin(BinOp::Or, PtxType::Pred, nan, pinf);
+            let is_bad = nan_or_pinf(k, v);
             let bi = k.selp(U, j, u32::MAX, is_bad);
             k.bin_to(BinOp::Min, s.2, s.2, bi);
         });

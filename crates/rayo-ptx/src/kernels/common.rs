@@ -34,6 +34,14 @@ pub(crate) fn ln(k: &mut PtxKernel, x: impl Into<Operand>) -> Reg {
     k.mul(F, t, LN2)
 }
 
+/// Whether `v` is NaN or +inf (the logits sampling rejects).
+pub(crate) fn nan_or_pinf(k: &mut PtxKernel, v: Reg) -> Reg {
+    let num = k.setp(Cmp::Eq, F, v, v);
+    let nan = k.un(UnOp::Not, PtxType::Pred, num);
+    let pinf = k.setp(Cmp::Eq, F, v, f32::INFINITY);
+    k.bin(BinOp::Or, PtxType::Pred, nan, pinf)
+}
+
 /// How two f32 values combine in a reduction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduceCombine {

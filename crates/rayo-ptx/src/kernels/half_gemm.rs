@@ -27,6 +27,38 @@ const X_TILE: u32 = BM * X_ROW;
 const STAGE_BYTES: u32 = X_TILE + BN * W_ROW;
 const B32: PtxType = PtxType::B32;
 
+/// A row-major operand in global memory: its address and element size (4: f32, 2: f16).
+struct GlobalRows(Reg, u32);
+
+/// The 16-byte copies of one thread for a 64-row tile of a `bk`-wide slice of `src` (rows
+/// `row0..row0 + 64`, row length `kd` elements, rows past `last` clamped to it): the shared
+/// offset of its first copy (rows `row_bytes` apart), and per pass the global address and the
+/// offset past the first.
+fn tile_copies(
+    k: &mut PtxKernel,
+    GlobalRows(src, elem): GlobalRows,
+    (tid, row0, last, kd): (Reg, Reg, Reg, Reg),
+    row_bytes: u32,
+) -> (Reg, Vec<(Reg, u32)>) {
+    let per_row = BK * elem / 16;
+    let rows_per_pass = HalfGemmKernel::THREADS / per_row;
+    let r = k.bin(BinOp::Shr, U, tid, per_row.trailing_zeros());
+    let c = k.bin(BinOp::And, B32, tid, per_row - 1);
+    let c_elems = k.mul(U, c, 16 / elem);
+    let soff = k.mul(U, r, row_bytes);
+    let soff = k.fma(U, c, 16u32, soff);
+    let copies = (0..64 / rows_per_pass)
+        .map(|p| {
+            let row = k.add(U, row0, r);
+            let row = k.add(U, row, rows_per_pass * p);
+            let row = k.bin(BinOp::Min, U, row, last);
+            let i = k.fma(U, row, kd, c_elems);
+            (k.elem_addr(src, i, elem), rows_per_pass * p * row_bytes)
+        })
+        .collect();
+    (soff, copies)
+}
+
 /// What the product does with `y`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HalfEpilogue {
@@ -91,37 +123,11 @@ impl Kernel for HalfGemmKernel {
 
         // the copies of one slice: x rows of 8 × 16 bytes (4 passes of 16 rows), w rows of
         // 4 × 16 bytes (2 passes of 32 rows); rows past the end clamped
-        let xr = k.bin(BinOp::Shr, U, tid, 3u32);
-        let xc = k.bin(BinOp::And, B32, tid, 7u32);
-        let xc4 = k.mul(U, xc, 4u32);
-        let xs_off = k.mul(U, xr, X_ROW);
-        let xs_off = k.fma(U, xc, 16u32, xs_off);
-        let copies_x: Vec<(Reg, u32)> = (0..4u32)
-            .map(|p| {
-                let r = k.add(U, row0, xr);
-                let r = k.add(U, r, 16 * p);
-                let r = k.bin(BinOp::Min, U, r, m1);
-                let i = k.fma(U, r, kd, xc4);
-                (k.elem_addr(x, i, 4), 16 * p * X_ROW)
-            })
-            .collect();
-        let wr = k.bin(BinOp::Shr, U, tid, 2u32);
-        let wc = k.bin(BinOp::And, B32, tid, 3u32);
-        let wc8 = k.mul(U, wc, 8u32);
-        let ws_off = k.mul(U, wr, W_ROW);
-        let ws_off = k.fma(U, wc, 16u32, ws_off);
-        let ws_off = k.add(U, ws_off, X_TILE);
-        let copies_w: Vec<(Reg, u32)> = (0..2u32)
-            .map(|p| {
-                let r = k.add(U, col0, wr);
-                let r = k.add(U, r, 32 * p);
-                let r = k.bin(BinOp::Min, U, r, n1);
-                let i = k.fma(U, r, kd, wc8);
-                (k.elem_addr(w, i, 2), 32 * p * W_ROW)
-            })
-            .collect();
+        let (xs_off, copies_x) = tile_copies(&mut k, GlobalRows(x, 4), (tid, row0, m1, kd), X_ROW);
+        let (ws_off, copies_w) = tile_copies(&mut k, GlobalRows(w, 2), (tid, col0, n1, kd), W_ROW);
         let xs = k.add(U, s0, xs_off);
         let ws = k.add(U, s0, ws_off);
+        let ws = k.add(U, ws, X_TILE);
         // issues the copies of the next slice into the stage at `off` and moves on to the slice
         // after it; `live` false (past the last slice) issues none, but the group still closes
         let issue = |k: &mut PtxKernel, off: Reg, live: Reg| {

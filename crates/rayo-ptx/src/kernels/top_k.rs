@@ -144,10 +144,7 @@ impl Kernel for TopKKernel {
                 let v = k.ld(Space::Global, F, Addr::reg(a));
                 let key = order_key(k, v);
                 if round == 0 {
-                    let num = k.setp(Cmp::Eq, F, v, v);
-                    let nan = k.un(UnOp::Not, PtxType::Pred, num);
-                    let pinf = k.setp(Cmp::Eq, F, v, f32::INFINITY);
-                    let bad = k.bin(BinOp::Or, PtxType::Pred, nan, pinf);
+                    let bad = nan_or_pinf(k, v);
                     k.when(bad, false, |k| {
                         k.red(Space::Shared, AtomOp::Min, U, Addr::at(s0, 8), j);
                     });

@@ -55,6 +55,15 @@ pub(super) fn u32_of(op: &'static str, name: &'static str, v: usize) -> Result<u
     u32::try_from(v).map_err(|_| Error::InvalidArgument { op, name, value: v.into(), reason: "past the 32-bit sizes the kernels index with" })
 }
 
+/// An error unless the KV heads divide the query heads (grouped-query attention).
+pub(super) fn check_heads(op: &'static str, shape: &AttentionShape) -> Result<()> {
+    let AttentionShape { n_head, n_head_kv, .. } = *shape;
+    if n_head_kv == 0 || !n_head.is_multiple_of(n_head_kv) {
+        return Err(Error::InvalidArgument { op, name: "n_head_kv", value: n_head_kv.into(), reason: "must divide the query heads" });
+    }
+    Ok(())
+}
+
 /// `a · b`, an error naming the op when it overflows.
 pub(super) fn prod(op: &'static str, dims: &[usize]) -> Result<usize> {
     dims.iter().try_fold(1usize, |p, &d| p.checked_mul(d)).ok_or(Error::SizeOverflow { op, dims: dims.to_vec() })
@@ -479,6 +488,29 @@ impl CudaDevice {
         launch(&self.stream, &f, kern.launch(n), &mut args)
     }
 
+    /// What an attention over `m` rows of `q` checks before it launches (the one-block-per-row
+    /// kernel and flash attention): the pass's inputs, the buffers' device, `q` and `out`
+    /// holding the rows, the cache holding positions `pos0..pos0 + m`, 32-bit indices.
+    pub(super) fn check_attention_rows(
+        &self,
+        op: &'static str,
+        shape: &AttentionShape,
+        (q, out): (&DeviceBuffer, &DeviceBuffer),
+        (k_cache, v_cache): (&DeviceBytes, &DeviceBytes),
+        m: usize,
+        (pos, pos0): (&StepInputs, usize),
+    ) -> Result<()> {
+        pos.check(self, op, pos0, m)?;
+        self.owns(op, &[q, out])?;
+        self.owns_bytes(op, &[k_cache, v_cache])?;
+        let n = prod(op, &[m, shape.n_head, shape.head_dim])?;
+        room(op, q.len(), n)?;
+        room(op, out.len(), n)?;
+        shape.check_cache(op, pos0, m, k_cache, v_cache)?;
+        u32_of(op, "q", prod(op, &[n, 4])?)?;
+        Ok(())
+    }
+
     /// Causal attention of the first `m` rows of `q` (row `i` at position `pos0 + i`, over
     /// positions `0..=pos0 + i` of one layer's caches) into `out`. `round_q` rounds the query
     /// to f16 first (llama.cpp's one-row kernel does).
@@ -497,16 +529,9 @@ impl CudaDevice {
         out: &mut DeviceBuffer,
     ) -> Result<()> {
         const OP: &str = "cuda attention_rows";
-        pos.check(self, OP, pos0, m)?;
-        self.owns(OP, &[q, out])?;
-        self.owns_bytes(OP, &[k_cache, v_cache])?;
         let kern = attention_kernel(OP, shape)?;
-        let AttentionShape { n_head, n_head_kv, head_dim, .. } = *shape;
-        let n = prod(OP, &[m, n_head, head_dim])?;
-        room(OP, q.len(), n)?;
-        room(OP, out.len(), n)?;
-        shape.check_cache(OP, pos0, m, k_cache, v_cache)?;
-        u32_of(OP, "q", prod(OP, &[n, 4])?)?;
+        self.check_attention_rows(OP, shape, (q, &*out), (k_cache, v_cache), m, (pos, pos0))?;
+        let AttentionShape { n_head, n_head_kv, .. } = *shape;
         if m == 0 {
             return Ok(());
         }
@@ -647,10 +672,8 @@ pub struct DecodeScratch {
 
 /// The attention kernel for `shape`, or an error naming what it cannot take.
 fn attention_kernel(op: &'static str, shape: &AttentionShape) -> Result<AttentionKernel> {
-    let AttentionShape { n_head, n_head_kv, head_dim, positions, f16 } = *shape;
-    if n_head_kv == 0 || n_head % n_head_kv != 0 {
-        return Err(Error::InvalidArgument { op, name: "n_head_kv", value: n_head_kv.into(), reason: "must divide the query heads" });
-    }
+    let AttentionShape { head_dim, positions, f16, .. } = *shape;
+    check_heads(op, shape)?;
     u32::try_from(head_dim).ok().zip(u32::try_from(positions).ok()).and_then(|(hd, p)| AttentionKernel::new(hd, p, f16)).ok_or(
         Error::InvalidArgument {
             op,

@@ -9,7 +9,7 @@
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
 use super::ffi::{launch, Arg};
-use super::llm::{prod, room, u32_of, AttentionShape, StepInputs};
+use super::llm::{check_heads, prod, room, u32_of, AttentionShape, StepInputs};
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::{DequantF16Kernel, FlashAttentionKernel, HalfEpilogue, HalfGemmKernel, QFormat};
 
@@ -36,10 +36,7 @@ impl CudaDevice {
         wh: &mut DeviceBytes,
         add: bool,
     ) -> Result<()> {
-        if !Self::half_gemm_fits(rows, cols) {
-            // the shape error, before the dequantization launches
-            return self.gemm_half(x, wh, (rows, cols), m, y, add);
-        }
+        half_kernel("cuda qmatmul_half", (rows, cols), add)?;
         self.dequantize_f16(fmt, w, (rows, cols), wh)?;
         self.gemm_half(x, wh, (rows, cols), m, y, add)
     }
@@ -83,16 +80,7 @@ impl CudaDevice {
         const OP: &str = "cuda gemm_half";
         self.owns(OP, &[x, y])?;
         self.owns_bytes(OP, &[wh])?;
-        let epilogue = if add { HalfEpilogue::Add } else { HalfEpilogue::Store };
-        let kernel = HalfGemmKernel::new(epilogue, u32::try_from(cols).unwrap_or(0)).filter(|_| Self::half_gemm_fits(rows, cols));
-        let Some(g) = kernel else {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                name: "rows x cols",
-                value: prod(OP, &[rows, cols])?.into(),
-                reason: "the f16 GEMM needs a multiple of 32 columns and an even number of rows",
-            });
-        };
+        let g = half_kernel(OP, (rows, cols), add)?;
         room(OP, wh.len(), prod(OP, &[rows, cols, 2])?)?;
         room(OP, x.len(), prod(OP, &[m, cols])?)?;
         room(OP, y.len(), prod(OP, &[m, rows])?)?;
@@ -130,9 +118,6 @@ impl CudaDevice {
         out: &mut DeviceBuffer,
     ) -> Result<()> {
         const OP: &str = "cuda flash_attention_rows";
-        pos.check(self, OP, pos0, m)?;
-        self.owns(OP, &[q, out])?;
-        self.owns_bytes(OP, &[k_cache, v_cache])?;
         let Some(kern) = FlashAttentionKernel::new(shape.head_dim as u32).filter(|_| shape.f16) else {
             return Err(Error::InvalidArgument {
                 op: OP,
@@ -141,15 +126,9 @@ impl CudaDevice {
                 reason: "flash attention takes an f16 cache and heads of 64 or 128",
             });
         };
-        let AttentionShape { n_head, n_head_kv, head_dim, .. } = *shape;
-        if n_head_kv == 0 || !n_head.is_multiple_of(n_head_kv) {
-            return Err(Error::InvalidArgument { op: OP, name: "n_head_kv", value: n_head_kv.into(), reason: "must divide n_head" });
-        }
-        let n = prod(OP, &[m, n_head, head_dim])?;
-        room(OP, q.len(), n)?;
-        room(OP, out.len(), n)?;
-        shape.check_cache(OP, pos0, m, k_cache, v_cache)?;
-        u32_of(OP, "q", n)?;
+        check_heads(OP, shape)?;
+        self.check_attention_rows(OP, shape, (q, &*out), (k_cache, v_cache), m, (pos, pos0))?;
+        let AttentionShape { n_head, n_head_kv, .. } = *shape;
         if m == 0 {
             return Ok(());
         }
@@ -168,4 +147,16 @@ impl CudaDevice {
         ];
         launch(&self.stream, &f, kern.launch(n_head as u32, m as u32), &mut args)
     }
+}
+
+/// The f16 GEMM for a `rows × cols` weight matrix, or the error saying why there is none.
+fn half_kernel(op: &'static str, (rows, cols): (usize, usize), add: bool) -> Result<HalfGemmKernel> {
+    let epilogue = if add { HalfEpilogue::Add } else { HalfEpilogue::Store };
+    let kernel = HalfGemmKernel::new(epilogue, u32::try_from(cols).unwrap_or(0)).filter(|_| CudaDevice::half_gemm_fits(rows, cols));
+    kernel.ok_or(Error::InvalidArgument {
+        op,
+        name: "rows x cols",
+        value: rows.saturating_mul(cols).into(),
+        reason: "the f16 GEMM needs a multiple of 32 columns and an even number of rows",
+    })
 }

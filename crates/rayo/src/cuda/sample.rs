@@ -47,15 +47,7 @@ impl CudaDevice {
         launch(&self.stream, &f, kern.launch(), &mut args)?;
         let mut r = vec![0f32; 2 * k + 1];
         self.download_prefix(scratch, &mut r)?;
-        let first_bad = match r[2 * k].to_bits() {
-            u32::MAX => None,
-            i => {
-                let mut v = [0f32];
-                self.copy_within_device(x, i as usize, scratch, 0, 1)?;
-                self.download_prefix(scratch, &mut v)?;
-                Some((i, v[0]))
-            }
-        };
+        let first_bad = self.bad_value(x, r[2 * k].to_bits(), scratch)?;
         let mut best: Vec<(u32, f32)> = (0..k).map(|i| (r[i].to_bits(), r[k + i])).collect();
         best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         Ok(TopK { best, first_bad })
@@ -77,15 +69,19 @@ impl CudaDevice {
         let mut r = [0f32; 3];
         self.download_prefix(scratch, &mut r)?;
         let (index, bad) = (r[0].to_bits(), r[1].to_bits());
-        let first_bad = match bad {
-            u32::MAX => None,
-            i => {
-                let mut v = [0f32];
-                self.copy_within_device(x, i as usize, scratch, 0, 1)?;
-                self.download_prefix(scratch, &mut v)?;
-                Some((i, v[0]))
-            }
-        };
+        let first_bad = self.bad_value(x, bad, scratch)?;
         Ok(Argmax { index: (index != u32::MAX).then_some(index), max: r[2], first_bad })
+    }
+
+    /// The kernels' "first NaN or +inf" index (`u32::MAX`: none) with the value there, read
+    /// through `scratch`.
+    fn bad_value(&self, x: &DeviceBuffer, index: u32, scratch: &mut DeviceBuffer) -> Result<Option<(u32, f32)>> {
+        if index == u32::MAX {
+            return Ok(None);
+        }
+        let mut v = [0f32];
+        self.copy_within_device(x, index as usize, scratch, 0, 1)?;
+        self.download_prefix(scratch, &mut v)?;
+        Ok(Some((index, v[0])))
     }
 }
