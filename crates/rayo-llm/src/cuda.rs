@@ -10,12 +10,20 @@
 //! kept (within a quarter of the device's memory), the activations rounded to f16 in the GEMM;
 //! attention is flash attention over the f16 cache. `RAYO_CUDA_PREFILL=f32` runs a prompt on
 //! the exact fp32 kernels instead.
+//!
+//! A decoding step's products take f32 activations (the norm computed inside the product: one
+//! launch per product) or, on models of at least [`Q8_MIN_WIDTH`] values a row, 8-bit ones
+//! (one more launch per product input, which quantizes; `dp4a` in the product, for Q4_0,
+//! Q4_1, Q8_0, Q4_K and Q6_K weights). `RAYO_CUDA_DECODE=f32|q8|f16` picks one for any model
+//! (f16: the inputs rounded to f16 by that extra launch, for every format; measured slower
+//! than both, kept for the comparison).
 
 use crate::backend::{Backend, KvType};
 use crate::config::{Config, RopeStyle};
 use crate::weights::WeightRef;
 use rayo::cuda::{
-    AttentionShape, CudaDevice, DecodeScratch, DeviceBuffer, DeviceBytes, Epilogue, Expr, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs,
+    ActFormat, AttentionShape, CudaDevice, DecodeScratch, DeviceBuffer, DeviceBytes, Epilogue, Expr, NarrowActivations, QFormat, QMatvecKernel,
+    Replay, RopePairs, StepInputs,
 };
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
@@ -61,6 +69,8 @@ struct Context {
     inputs: StepInputs,
     /// Scratch of a decoding step's attention (split over the positions).
     scratch: DecodeScratch,
+    /// A product input in 8 bits or f16, when the decoding products take them.
+    narrow: Option<NarrowActivations>,
 }
 
 fn no_context() -> Error {
@@ -99,7 +109,15 @@ pub struct Cuda {
     f16_budget: usize,
     /// Sampling's results on the device (argmax: 3 words; top-k: 2k + 1).
     sample_out: Option<DeviceBuffer>,
+    /// The activations a decoding step's products take: `None` decides by the model's width
+    /// when the cache is made (`RAYO_CUDA_DECODE` sets it).
+    decode_act: Option<ActFormat>,
 }
+
+/// From this many values per activation row on, a decoding step's products take 8-bit
+/// activations by default: there the products are bound by the f32 path's unpacking (a
+/// 1B-class model); below, by launches, which the quantizing adds.
+pub const Q8_MIN_WIDTH: usize = 1024;
 
 /// From this many activation rows on, a product dequantizes its weights and runs the GEMM
 /// (below, the quantized matvec kernel takes each row).
@@ -117,6 +135,12 @@ impl Cuda {
         })?;
         let graphs = std::env::var("RAYO_CUDA_GRAPHS").map(|v| v != "0").unwrap_or(true);
         let tensor_cores = std::env::var("RAYO_CUDA_PREFILL").map(|v| v != "f32").unwrap_or(true);
+        let decode_act = match std::env::var("RAYO_CUDA_DECODE").as_deref() {
+            Ok("q8") => Some(ActFormat::Q8),
+            Ok("f16") => Some(ActFormat::F16),
+            Ok("f32") => Some(ActFormat::F32),
+            _ => None,
+        };
         Ok(Cuda {
             file,
             weights: HashMap::new(),
@@ -132,6 +156,7 @@ impl Cuda {
             f16_kept: 0,
             f16_budget: (dev.info().total_memory / 4) as usize,
             sample_out: None,
+            decode_act,
             dev,
         })
     }
@@ -140,6 +165,14 @@ impl Cuda {
     /// (the default, unless `RAYO_CUDA_PREFILL=f32`), or on the exact fp32 kernels.
     pub fn with_tensor_cores(mut self, on: bool) -> Cuda {
         self.tensor_cores = on;
+        self
+    }
+
+    /// The activations a decoding step's products take, for any model width (by default: 8
+    /// bits from [`Q8_MIN_WIDTH`] values a row on, f32 below, or as `RAYO_CUDA_DECODE` says).
+    /// Takes effect when the KV cache is made.
+    pub fn with_decode_activations(mut self, act: ActFormat) -> Cuda {
+        self.decode_act = Some(act);
         self
     }
 
@@ -154,6 +187,32 @@ impl Cuda {
 
     fn inputs(&self) -> Result<&StepInputs> {
         Ok(&self.context()?.inputs)
+    }
+
+    /// A decoding step's products over `x` (RMS-normalized first with `norm`) on narrower
+    /// activations: one launch narrows, one multiplies (`epi` as [`QMatvecKernel::fused`]).
+    /// `false`, with nothing done, when they are off, `m` is a prompt's, or the matrices have
+    /// no such kernel or differ in format or width.
+    fn narrow_products(
+        &mut self,
+        x: &DeviceBuffer,
+        norm: Option<(&DeviceBuffer, f32)>,
+        m: usize,
+        ws: &[&Arc<CudaWeight>],
+        epi: Epilogue,
+        outs: &mut [&mut DeviceBuffer],
+    ) -> Result<bool> {
+        let (fmt, cols) = (ws[0].fmt, ws[0].cols);
+        let act = self.decode_act.unwrap_or(ActFormat::F32);
+        let k = QMatvecKernel::fused(fmt, false, ws.len() as u32, epi).and_then(|k| k.with_activations(act));
+        let same = ws.iter().all(|w| w.fmt == fmt && w.cols == cols);
+        let Some(k) = k.filter(|_| act != ActFormat::F32 && m < GEMM_ROWS && same) else { return Ok(false) };
+        let Some(narrow) = self.context.as_mut().and_then(|c| c.narrow.as_mut()) else { return Ok(false) };
+        self.dev.narrow_activations(x, norm, cols, m, act, narrow)?;
+        let mats: Vec<(&DeviceBytes, usize)> = ws.iter().map(|w| (&w.bytes, w.rows)).collect();
+        self.dev.qmatvec_narrow(k, narrow, cols, m, &mats, outs)?;
+        self.count(2);
+        Ok(true)
     }
 
     /// Whether `w·x` for `m` rows takes the GEMM path.
@@ -322,7 +381,16 @@ impl Backend for Cuda {
             rope: self.dev.upload(&crate::cpu::rope::table(cfg, positions))?,
             inputs: StepInputs::new(&self.dev, positions)?,
             scratch: self.dev.decode_attention_scratch(cfg.n_head, cfg.head_dim)?,
+            narrow: None,
         });
+        let act = self.decode_act.unwrap_or(if cfg.n_embd >= Q8_MIN_WIDTH { ActFormat::Q8 } else { ActFormat::F32 });
+        if act != ActFormat::F32 {
+            // the widest product input: the hidden state, the attention's output, the FFN's
+            let width = cfg.n_embd.max(cfg.n_ff).max(cfg.n_head * cfg.head_dim);
+            let narrow = NarrowActivations::new(&self.dev, GEMM_ROWS, width.next_multiple_of(32))?;
+            self.context.as_mut().expect("made above").narrow = Some(narrow);
+        }
+        self.decode_act = Some(act);
         Ok(CudaKv { shape, k, v })
     }
 
@@ -344,6 +412,9 @@ impl Backend for Cuda {
                 return self.half_matmul(w, x, m, out, false);
             }
             return self.gemm_matmul(w, x, m, out);
+        }
+        if self.narrow_products(x, None, m, &[w], Epilogue::Store, &mut [out])? {
+            return Ok(());
         }
         self.count(1);
         self.dev.qmatvec(w.fmt, &w.bytes, w.rows, w.cols, x, m, out)
@@ -452,6 +523,9 @@ impl Backend for Cuda {
         tmp: &mut DeviceBuffer,
         outs: &mut [&mut DeviceBuffer],
     ) -> Result<()> {
+        if self.narrow_products(x, Some((norm, eps)), m, ws, Epilogue::Store, outs)? {
+            return Ok(());
+        }
         let fmt = ws[0].fmt;
         let same = ws.iter().all(|w| w.fmt == fmt && w.cols == ws[0].cols);
         let k = QMatvecKernel::fused(fmt, true, ws.len() as u32, Epilogue::Store).filter(|_| m < GEMM_ROWS);
@@ -490,6 +564,9 @@ impl Backend for Cuda {
             self.gemm_matmul(w, x, m, tmp)?;
             return self.add(acc, tmp, len);
         }
+        if self.narrow_products(x, None, m, &[w], Epilogue::Add, &mut [acc])? {
+            return Ok(());
+        }
         let k = QMatvecKernel::fused(w.fmt, false, 1, Epilogue::Add).expect("one matrix, add");
         self.count(1);
         self.dev.qmatvec_fused(k, x, None, w.cols, m, &[(&w.bytes, w.rows)], &mut [acc])
@@ -507,6 +584,9 @@ impl Backend for Cuda {
         up_out: &mut DeviceBuffer,
         len: usize,
     ) -> Result<()> {
+        if gate.rows == up.rows && self.narrow_products(x, Some((norm, eps)), m, &[gate, up], Epilogue::Swiglu, &mut [out])? {
+            return Ok(());
+        }
         if gate.fmt == up.fmt && gate.rows == up.rows && gate.cols == up.cols && m < GEMM_ROWS {
             let k = QMatvecKernel::fused(gate.fmt, true, 2, Epilogue::Swiglu).expect("two matrices, swiglu");
             self.count(1);

@@ -148,6 +148,132 @@ fn fused_quantized_products_match_f64() {
     }
 }
 
+/// A decoding step's products on narrower activations, 8 bits (`dp4a`) and f16: every format
+/// that has them, the narrowing with and without the RMSNorm, every epilogue. The bound of each
+/// output is the activations' rounding (8 bits: half a step, `max|x| / 254` per 32 values;
+/// f16: `|x|·2⁻¹¹`) times `|w|`, over f64 of the unrounded activations, so a misplaced nibble
+/// or scale fails.
+#[test]
+fn products_on_narrow_activations_match_f64() {
+    use rayo::cuda::{ActFormat, Epilogue, NarrowActivations, QFormat, QMatvecKernel};
+    use rayo::quant::{self, GgmlType};
+    let Some(dev) = device("products_on_narrow_activations_match_f64") else { return };
+    let mut rng = Rng(0x0d94_a8a8);
+    let eps = 1e-5f32;
+    let pairs = [
+        (QFormat::F32, GgmlType::F32),
+        (QFormat::Q4_0, GgmlType::Q4_0),
+        (QFormat::Q4_1, GgmlType::Q4_1),
+        (QFormat::Q5_0, GgmlType::Q5_0),
+        (QFormat::Q5_1, GgmlType::Q5_1),
+        (QFormat::Q8_0, GgmlType::Q8_0),
+        (QFormat::F16, GgmlType::F16),
+        (QFormat::BF16, GgmlType::BF16),
+        (QFormat::Q2_K, GgmlType::Q2_K),
+        (QFormat::Q3_K, GgmlType::Q3_K),
+        (QFormat::Q4_K, GgmlType::Q4_K),
+        (QFormat::Q5_K, GgmlType::Q5_K),
+        (QFormat::Q6_K, GgmlType::Q6_K),
+    ];
+    for (fmt, ty) in pairs {
+        let dp4a = matches!(fmt, QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q8_0 | QFormat::Q4_K | QFormat::Q6_K);
+        assert_eq!(QMatvecKernel::new(fmt).with_activations(ActFormat::Q8).is_some(), dp4a, "{fmt:?}: which formats have 8 bits");
+        let acts: &[ActFormat] = if dp4a { &[ActFormat::Q8, ActFormat::F16] } else { &[ActFormat::F16] };
+        let colss: &[usize] = if fmt.block_values() == 256 { &[256, 1280] } else { &[32, 96, 1568] };
+        for (&act, &cols, m) in acts.iter().flat_map(|a| colss.iter().flat_map(move |c| [1usize, 3].map(|m| (a, c, m)))) {
+            let rows = [37usize, 11, 11];
+            let mut mats = vec![];
+            for &r in &rows {
+                let bytes = quant::quantize_to_vec(ty, &rng.vec(r * cols, -1.0, 1.0)).unwrap();
+                let mut wd = vec![0f32; r * cols];
+                quant::dequantize(ty, &bytes, &mut wd).unwrap();
+                mats.push((dev.upload_bytes(&bytes).unwrap(), wd, r));
+            }
+            // one value in 41 much larger than the rest: its block's 8-bit scale is coarse
+            let mut x = rng.vec(m * cols, -2.0, 2.0);
+            x.iter_mut().step_by(41).for_each(|v| *v *= 30.0);
+            let gamma = rng.vec(cols, 0.5, 1.5);
+            let xn: Vec<f64> = x
+                .chunks(cols)
+                .flat_map(|row| {
+                    let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / cols as f64;
+                    let s = 1.0 / (ms + eps as f64).sqrt();
+                    row.iter().zip(&gamma).map(move |(&v, &g)| v as f64 * s * g as f64).collect::<Vec<_>>()
+                })
+                .collect();
+            let xd: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+            // f64 products and each one's bound
+            let prod = |wd: &[f32], r: usize, a: &[f64]| -> (Vec<f64>, Vec<f64>) {
+                let step: Vec<f64> = a.chunks(32).map(|b| b.iter().fold(0f64, |mx, v| mx.max(v.abs())) / 254.0).collect();
+                let err = |i: usize| if act == ActFormat::Q8 { step[i / 32] * 1.001 + (a[i] * 1e-6).abs() } else { a[i].abs() * 2f64.powi(-11) };
+                let mut p = vec![];
+                let mut bound = vec![];
+                for i in 0..m {
+                    for j in 0..r {
+                        let w = &wd[j * cols..][..cols];
+                        p.push((0..cols).map(|c| w[c] as f64 * a[i * cols + c]).sum::<f64>());
+                        bound.push((0..cols).map(|c| (w[c] as f64).abs() * err(i * cols + c)).sum::<f64>() + 1e-5);
+                    }
+                }
+                (p, bound)
+            };
+            let check = |what: &str, got: &[f32], want: &[f64], bound: &[f64]| {
+                for (i, ((&g, &w), &b)) in got.iter().zip(want).zip(bound).enumerate() {
+                    assert!((g as f64 - w).abs() <= b, "{what}: element {i}: got {g}, want {w} (bound {b:e})");
+                }
+            };
+            let what = format!("{fmt:?} {act:?} cols {cols} m {m}");
+            let (xb, gb) = (dev.upload(&x).unwrap(), dev.upload(&gamma).unwrap());
+            let mut narrow = NarrowActivations::new(dev, m, cols).unwrap();
+            let ws: Vec<_> = mats.iter().map(|(b, _, r)| (b, *r)).collect();
+            let kernel = |mats, epi| QMatvecKernel::fused(fmt, false, mats, epi).and_then(|k| k.with_activations(act)).unwrap();
+            // norm + three matrices
+            dev.narrow_activations(&xb, Some((&gb, eps)), cols, m, act, &mut narrow).unwrap();
+            let mut ys: Vec<_> = rows.iter().map(|&r| poisoned(dev, m * r + 1)).collect();
+            let mut refs: Vec<&mut _> = ys.iter_mut().collect();
+            dev.qmatvec_narrow(kernel(3, Epilogue::Store), &narrow, cols, m, &ws, &mut refs).unwrap();
+            for (i, y) in ys.iter().enumerate() {
+                let got = dev.download(y).unwrap();
+                let (want, bound) = prod(&mats[i].1, rows[i], &xn);
+                check(&format!("{what} norm x3 [{i}]"), &got[..m * rows[i]], &want, &bound);
+                assert!(got[m * rows[i]].is_nan(), "{what}: wrote past its rows");
+            }
+            // norm + gate/up + silu·up (the bound through silu: |silu'| ≤ 1.1)
+            let mut out = poisoned(dev, m * rows[1]);
+            dev.qmatvec_narrow(kernel(2, Epilogue::Swiglu), &narrow, cols, m, &ws[1..], &mut [&mut out]).unwrap();
+            let ((g, bg), (u, bu)) = (prod(&mats[1].1, rows[1], &xn), prod(&mats[2].1, rows[2], &xn));
+            let silu = |g: f64| g / (1.0 + (-g).exp());
+            let want: Vec<f64> = g.iter().zip(&u).map(|(&g, &u)| silu(g) * u).collect();
+            let bound: Vec<f64> = (0..g.len()).map(|i| 1.1 * bg[i] * (u[i].abs() + bu[i]) + silu(g[i]).abs() * bu[i] + 1e-5).collect();
+            check(&format!("{what} swiglu"), &dev.download(&out).unwrap(), &want, &bound);
+            // no norm: the residual add
+            dev.narrow_activations(&xb, None, cols, m, act, &mut narrow).unwrap();
+            let acc0 = rng.vec(m * rows[0], -1.0, 1.0);
+            let mut acc = dev.upload(&acc0).unwrap();
+            dev.qmatvec_narrow(kernel(1, Epilogue::Add), &narrow, cols, m, &ws[..1], &mut [&mut acc]).unwrap();
+            let (p, bound) = prod(&mats[0].1, rows[0], &xd);
+            let want: Vec<f64> = p.iter().zip(&acc0).map(|(p, &a)| p + a as f64).collect();
+            check(&format!("{what} add"), &dev.download(&acc).unwrap(), &want, &bound);
+        }
+    }
+    // misuse is an error before any launch
+    let x = dev.upload(&[1.0; 64]).unwrap();
+    let mut narrow = NarrowActivations::new(dev, 1, 64).unwrap();
+    assert!(dev.narrow_activations(&x, None, 48, 1, ActFormat::Q8, &mut narrow).is_err(), "cols not a multiple of 32");
+    assert!(dev.narrow_activations(&x, None, 64, 2, ActFormat::Q8, &mut narrow).is_err(), "rows past x");
+    assert!(dev.narrow_activations(&x, None, 64, 1, ActFormat::F32, &mut narrow).is_err(), "nothing to narrow");
+    dev.narrow_activations(&x, None, 64, 1, ActFormat::Q8, &mut narrow).unwrap();
+    let w = dev.upload_bytes(&[0u8; 40]).unwrap();
+    let mut y = dev.zeros(1).unwrap();
+    let k8 = QMatvecKernel::new(QFormat::Q4_1).with_activations(ActFormat::Q8).unwrap();
+    assert!(dev.qmatvec_narrow(k8, &narrow, 32, 1, &[(&w, 1)], &mut [&mut y]).is_err(), "cols other than narrowed");
+    dev.qmatvec_narrow(k8, &narrow, 64, 1, &[(&w, 1)], &mut [&mut y]).unwrap();
+    let k16 = QMatvecKernel::new(QFormat::Q4_1).with_activations(ActFormat::F16).unwrap();
+    assert!(dev.qmatvec_narrow(k16, &narrow, 64, 1, &[(&w, 1)], &mut [&mut y]).is_err(), "8-bit activations to an f16 kernel");
+    assert!(dev.qmatvec_narrow(QMatvecKernel::new(QFormat::Q4_1), &narrow, 64, 1, &[(&w, 1)], &mut [&mut y]).is_err(), "an f32 kernel");
+    assert!(QMatvecKernel::fused(QFormat::Q4_1, true, 1, Epilogue::Store).unwrap().with_activations(ActFormat::Q8).is_none());
+}
+
 #[test]
 fn quantized_products_through_the_gemm_match_f64() {
     use rayo::cuda::QFormat;

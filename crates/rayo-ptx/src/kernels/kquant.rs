@@ -33,12 +33,17 @@ fn field(k: &mut PtxKernel, w: Reg, i: u32, mask: u32) -> Reg {
 
 /// Q4_K/Q5_K: the 6-bit scale and min of sub-block `j` (a u32 register, 0..8) of the block at
 /// `a` (16-byte aligned), as f32 (ggml's `get_scale_min_k4`).
-fn scale_min_k4(k: &mut PtxKernel, a: Reg, j: Reg) -> (Reg, Reg) {
-    // bytes s[j & 3], s[(j & 3) + 4], s[(j & 3) + 8] of the 12 scale bytes at a + 4
+pub(crate) fn scale_min_k4(k: &mut PtxKernel, a: Reg, j: Reg) -> (Reg, Reg) {
+    let words = [4i64, 8, 12].map(|o| k.ld(Space::Global, U, Addr::at(a, o)));
+    scale_min_k4_of(k, words, j)
+}
+
+/// [`scale_min_k4`] from the 12 scale bytes as three words (bytes 4..16 of the block).
+pub(crate) fn scale_min_k4_of(k: &mut PtxKernel, words: [Reg; 3], j: Reg) -> (Reg, Reg) {
+    // bytes s[j & 3], s[(j & 3) + 4], s[(j & 3) + 8] of the 12 scale bytes
     let jj = k.bin(BinOp::And, PtxType::B32, j, 3u32);
     let sh = k.mul(U, jj, 8u32);
-    let [x, y, z] = [4i64, 8, 12].map(|o| {
-        let w = k.ld(Space::Global, U, Addr::at(a, o));
+    let [x, y, z] = words.map(|w| {
         let w = k.bin(BinOp::Shr, U, w, sh);
         k.bin(BinOp::And, PtxType::B32, w, 0xffu32)
     });

@@ -11,8 +11,10 @@ mod flash_attention;
 mod gemm;
 mod half_gemm;
 mod kquant;
+mod narrow;
 mod norm;
 mod qmatvec;
+mod qmatvec_q8;
 mod reduce;
 mod rope;
 mod rowloop;
@@ -27,6 +29,7 @@ pub use embed::{DequantF16Kernel, DequantTKernel, EmbedKernel};
 pub use flash_attention::FlashAttentionKernel;
 pub use gemm::{GemmKernel, GemmVariant};
 pub use half_gemm::{HalfEpilogue, HalfGemmKernel};
+pub use narrow::{ActFormat, NarrowKernel};
 pub use norm::{NormKernel, NormKind};
 pub use qmatvec::{Epilogue, QFormat, QMatvecKernel};
 pub use reduce::{ReduceCombine, ReduceKernel, ReduceLoad};
@@ -119,6 +122,18 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {
         v.extend(QMatvecKernel::fused(QFormat::Q4_1, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
         v.extend(QMatvecKernel::fused(QFormat::Q8_0, norm, mats, epi).map(|k| Box::new(k.per_block(true)) as Box<dyn Kernel>));
+    }
+    // the decoding products on narrower activations: every format with a path (f16: all; 8
+    // bits: those with dp4a), plain, three matrices, with the residual add, and gate·up (a
+    // block per row, as a decoding step takes them)
+    for act in [ActFormat::F16, ActFormat::Q8] {
+        v.extend([false, true].map(|norm| Box::new(NarrowKernel::new(norm, act).expect("not f32")) as Box<dyn Kernel>));
+        for fmt in QFormat::ALL {
+            for (mats, epi) in [(1, Epilogue::Store), (3, Epilogue::Store), (1, Epilogue::Add), (2, Epilogue::Swiglu)] {
+                let k = QMatvecKernel::fused(fmt, false, mats, epi).and_then(|k| k.with_activations(act));
+                v.extend(k.map(|k| Box::new(k.per_block(fmt != QFormat::Q8_0)) as Box<dyn Kernel>));
+            }
+        }
     }
     v.push(Box::new(RopeKernel::new(RopePairs::Adjacent)));
     v.push(Box::new(RopeKernel::new(RopePairs::HalfSplit)));

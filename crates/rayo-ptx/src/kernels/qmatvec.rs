@@ -6,6 +6,8 @@
 
 use super::common::*;
 use super::kquant;
+use super::narrow::ActFormat;
+use super::qmatvec_q8::{q8_acts, q8_dot, q8_groups, q8_reads};
 use super::{Kernel, LaunchConfig};
 use crate::ptx::*;
 
@@ -108,7 +110,9 @@ pub enum Epilogue {
     Swiglu,
 }
 
-/// Parameters, in order: `x` (m × cols f32); with `norm`, `gamma` (cols f32) and `eps` (f32);
+/// Parameters, in order: `x` (m × cols f32), or with narrower activations
+/// ([`QMatvecKernel::with_activations`]) `xn` (m × cols f16 or bytes) and for 8 bits `xd`
+/// (m × cols/32 f32), as [`super::NarrowKernel`] writes them; with `norm`, `gamma` (cols f32) and `eps` (f32);
 /// `cols` (u32, a multiple of the format's block values, `cols·4 < 2³²`); per matrix `w{i}`
 /// (rows_i × cols/block_values blocks); per output `y{i}` (m × rows_i f32; [`Epilogue::Swiglu`] has one); per matrix
 /// `rows{i}` (u32; Swiglu has one, both matrices' rows) (pointers u64). With `norm` the
@@ -123,6 +127,8 @@ pub struct QMatvecKernel {
     epi: Epilogue,
     /// A block per row (else a warp per row, four rows per block).
     wide: bool,
+    /// The activations' format: f32, f16, or 8 bits (with `dp4a`).
+    act: ActFormat,
 }
 
 impl QMatvecKernel {
@@ -130,7 +136,7 @@ impl QMatvecKernel {
 
     /// `y = W·x`.
     pub fn new(fmt: QFormat) -> QMatvecKernel {
-        QMatvecKernel { fmt, norm: false, mats: 1, epi: Epilogue::Store, wide: false }
+        QMatvecKernel { fmt, norm: false, mats: 1, epi: Epilogue::Store, wide: false, act: ActFormat::F32 }
     }
 
     /// A fused variant: `mats` matrices (1–3; exactly 2 for Swiglu), an RMSNorm first or not.
@@ -139,7 +145,7 @@ impl QMatvecKernel {
             Epilogue::Swiglu => mats == 2,
             _ => (1..=3).contains(&mats),
         };
-        ok.then_some(QMatvecKernel { fmt, norm, mats, epi, wide: false })
+        ok.then_some(QMatvecKernel { fmt, norm, mats, epi, wide: false, act: ActFormat::F32 })
     }
 
     /// The same kernel with a block of 128 threads per weight row (`true`) or a warp per row
@@ -150,6 +156,18 @@ impl QMatvecKernel {
     pub fn per_block(mut self, wide: bool) -> QMatvecKernel {
         self.wide = wide;
         self
+    }
+
+    /// The same kernel on activations of `act` (narrower than f32: [`super::NarrowKernel`]'s,
+    /// which also does the norm): `None` for a norm variant, or 8 bits for a format without a
+    /// `dp4a` path (Q4_0, Q4_1, Q8_0, Q4_K and Q6_K have one).
+    pub fn with_activations(mut self, act: ActFormat) -> Option<QMatvecKernel> {
+        self.act = act;
+        let ok = act == ActFormat::F32 || (!self.norm && (act == ActFormat::F16 || q8_reads(self.fmt)));
+        ok.then_some(self)
+    }
+    pub fn activations(&self) -> ActFormat {
+        self.act
     }
 
     /// Weight rows per block of threads.
@@ -320,14 +338,22 @@ impl Kernel for QMatvecKernel {
             Epilogue::Swiglu => "_swiglu",
         };
         let wide = if self.wide { "_b" } else { "" };
-        format!("qmatvec_{}{norm}{mats}{epi}{wide}", self.fmt.tag())
+        format!("qmatvec_{}{}{norm}{mats}{epi}{wide}", self.fmt.tag(), self.act.tag())
     }
 
     fn build(&self, sm: u32) -> PtxKernel {
         let (fmt, epi, mats) = (self.fmt, self.epi, self.mats as usize);
         let bs = fmt.block_bytes();
         let mut k = PtxKernel::new(&self.name());
-        k.add_param("x", PtxType::U64);
+        let act = self.act;
+        if act == ActFormat::F32 {
+            k.add_param("x", PtxType::U64);
+        } else {
+            k.add_param("xn", PtxType::U64);
+        }
+        if act == ActFormat::Q8 {
+            k.add_param("xd", PtxType::U64);
+        }
         if self.norm {
             k.add_param("gamma", PtxType::U64);
             k.add_param("eps", F);
@@ -345,7 +371,7 @@ impl Kernel for QMatvecKernel {
         }
         k.launch_bounds((Self::THREADS, 1, 1), None);
         let red = k.shared_array("red", F, Self::THREADS / 32, 4);
-        let x = k.ld_param_ptr("x");
+        let x = k.ld_param_ptr(if act == ActFormat::F32 { "x" } else { "xn" });
         let cols = k.ld_param("cols");
         let ws: Vec<Reg> = (0..mats).map(|i| k.ld_param_ptr(&format!("w{i}"))).collect();
         let ys: Vec<Reg> = (0..self.outputs()).map(|i| k.ld_param_ptr(&format!("y{i}"))).collect();
@@ -408,14 +434,21 @@ impl Kernel for QMatvecKernel {
             }
         }
         k.grid_dep_sync(sm);
-        let cols4 = k.mul(U, cols, 4u32);
+        // a row's activations: f32, f16, or bytes and a scale per 32
+        let cols4 = k.mul(U, cols, act.value_bytes());
         let xrow = k.mad_wide(U, by, cols4, x);
+        let xdrow = (act == ActFormat::Q8).then(|| {
+            let xd = k.ld_param_ptr("xd");
+            let nb32 = k.bin(BinOp::Shr, U, cols, 5u32);
+            let o = k.mul(U, by, nb32);
+            k.elem_addr(xd, o, 4)
+        });
         // RMSNorm: its sum of squares is taken in the products' loop (a row's threads read each
         // activation exactly once there), the scale applied to the sums at the end.
         let norm = if self.norm { Some((k.ld_param_ptr("gamma"), k.ld_param("eps"), k.mov(F, 0.0f32))) } else { None };
         // work items: 8 values of a block (a quarter of a 32-value one, four threads per block),
         // so that every thread is busy on rows of 18 blocks and each one's chain of loads is short
-        let groups = fmt.block_values() / 8;
+        let groups = if act == ActFormat::Q8 { q8_groups(fmt) } else { fmt.block_values() / 8 };
         let accs: Vec<Reg> = wrows.iter().map(|_| k.mov(F, 0.0f32)).collect();
         let items = k.mul(U, nb, groups);
         let it = k.mov(U, t);
@@ -425,21 +458,43 @@ impl Kernel for QMatvecKernel {
         k.bra_if(out, false, &end);
         let b = k.bin(BinOp::Shr, U, it, groups.trailing_zeros());
         let p = k.bin(BinOp::And, PtxType::B32, it, groups - 1);
-        // activations it * 8 .. + 8 (block b, group p)
-        let xa = k.mad_wide(U, it, 32u32, xrow);
-        let mut xs: Vec<Reg> = (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(xa, 16 * i))).collect();
-        if let Some((gamma, _, ss)) = norm {
-            for &v in &xs {
-                k.fma_to(ss, v, v, ss);
+        if let Some(xdrow) = xdrow {
+            // the item's activation bytes and their 32-value blocks' scales
+            let xqb = k.mad_wide(U, b, fmt.block_values(), xrow);
+            let xdb = k.mad_wide(U, b, fmt.block_values() / 32 * 4, xdrow);
+            let acts = q8_acts(&mut k, fmt, p, xqb, xdb);
+            for (&wr, &acc) in wrows.iter().zip(&accs) {
+                let a = k.mad_wide(U, b, bs, wr);
+                let part = q8_dot(&mut k, fmt, a, p, &acts);
+                k.bin_to(BinOp::Add, acc, acc, part);
             }
-            let ga = k.mad_wide(U, it, 32u32, gamma);
-            let gs: Vec<Reg> = (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(ga, 16 * i))).collect();
-            xs = xs.iter().zip(&gs).map(|(&xv, &g)| k.mul(F, xv, g)).collect();
-        }
-        for (&wr, &acc) in wrows.iter().zip(&accs) {
-            let a = k.mad_wide(U, b, bs, wr);
-            let part = quarter_dot(&mut k, fmt, a, p, &xs);
-            k.bin_to(BinOp::Add, acc, acc, part);
+        } else {
+            // activations it * 8 .. + 8 (block b, group p): 32 bytes of f32, or 16 of f16
+            let xa = k.mad_wide(U, it, 8 * act.value_bytes(), xrow);
+            let mut xs: Vec<Reg> = if act == ActFormat::F16 {
+                let ws = k.ld_v(Space::Global, PtxType::B32, 4, Addr::reg(xa));
+                ws.iter()
+                    .flat_map(|&w| {
+                        let (lo, hi) = k.unpack16(w);
+                        [k.cvt(F, PtxType::F16, lo), k.cvt(F, PtxType::F16, hi)]
+                    })
+                    .collect()
+            } else {
+                (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(xa, 16 * i))).collect()
+            };
+            if let Some((gamma, _, ss)) = norm {
+                for &v in &xs {
+                    k.fma_to(ss, v, v, ss);
+                }
+                let ga = k.mad_wide(U, it, 32u32, gamma);
+                let gs: Vec<Reg> = (0..2).flat_map(|i| k.ld_v(Space::Global, F, 4, Addr::at(ga, 16 * i))).collect();
+                xs = xs.iter().zip(&gs).map(|(&xv, &g)| k.mul(F, xv, g)).collect();
+            }
+            for (&wr, &acc) in wrows.iter().zip(&accs) {
+                let a = k.mad_wide(U, b, bs, wr);
+                let part = quarter_dot(&mut k, fmt, a, p, &xs);
+                k.bin_to(BinOp::Add, acc, acc, part);
+            }
         }
         k.bin_to(BinOp::Add, it, it, unit);
         k.bra(&top);

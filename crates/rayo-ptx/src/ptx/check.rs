@@ -271,6 +271,18 @@ impl Ctx<'_> {
                 self.dst(*d, PtxType::B32)?;
                 self.src(&Operand::Reg(*a), PtxType::F32)
             }
+            Op::Dp4a { d, a, b, c, a_signed, b_signed } => {
+                self.dst(*d, PtxType::S32)?;
+                let ty = |signed: bool| if signed { PtxType::S32 } else { PtxType::U32 };
+                self.src(a, ty(*a_signed))?;
+                self.src(b, ty(*b_signed))?;
+                self.src(c, PtxType::S32)
+            }
+            Op::Unpack16 { lo, hi, a } => {
+                self.dst(*lo, PtxType::B16)?;
+                self.dst(*hi, PtxType::B16)?;
+                self.src(&Operand::Reg(*a), PtxType::B32)
+            }
             Op::CvtF16x2 { d, hi, lo } => {
                 self.dst(*d, PtxType::B32)?;
                 self.src(&Operand::Reg(*hi), PtxType::F32)?;

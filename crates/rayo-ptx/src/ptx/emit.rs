@@ -546,6 +546,22 @@ fn write_inst(w: &mut W, i: &Inst) {
             w.s(", ");
             w.reg(*a);
         }
+        Op::Dp4a { d, a, b, c, a_signed, b_signed } => {
+            w.s(if *a_signed { "dp4a.s32" } else { "dp4a.u32" });
+            w.s(if *b_signed { ".s32 " } else { ".u32 " });
+            w.reg(*d);
+            w.then(a);
+            w.then(b);
+            w.then(c);
+        }
+        Op::Unpack16 { lo, hi, a } => {
+            w.s("mov.b32 {");
+            w.reg(*lo);
+            w.s(", ");
+            w.reg(*hi);
+            w.s("}, ");
+            w.reg(*a);
+        }
         Op::CvtF16x2 { d, hi, lo } => {
             w.s("cvt.rn.f16x2.f32 ");
             w.reg(*d);

@@ -457,6 +457,22 @@ pub enum Op {
     /// the fragments' [`MmaKind`]). The fragments are the kernel's `mma(i)` (held aside:
     /// inline, they would make every instruction three times larger).
     Mma(u32),
+    /// `dp4a.atype.btype d, a, b, c` (sm_61): `d = c + Σᵢ a.byteᵢ·b.byteᵢ`, each operand's bytes
+    /// signed where its flag says so; `d` and `c` are .s32.
+    Dp4a {
+        d: Reg,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+        a_signed: bool,
+        b_signed: bool,
+    },
+    /// `mov.b32 {lo, hi}, a`: the two 16-bit halves of a 32-bit register.
+    Unpack16 {
+        lo: Reg,
+        hi: Reg,
+        a: Reg,
+    },
     /// `cvt.rn.f16x2.f32 d, hi, lo`: two f32 rounded to f16 and packed (`lo` in the low half).
     CvtF16x2 {
         d: Reg,
@@ -523,9 +539,11 @@ impl Op {
             | Op::Shfl { d, .. }
             | Op::Vote { d, .. }
             | Op::CvtTf32 { d, .. }
+            | Op::Dp4a { d, .. }
             | Op::LdL2 { d, .. } => Few::One(*d),
             Op::Mma(m) => k.mma(*m).map_or(Few::Many(vec![]), |m| Few::Four(m.d)),
             Op::CvtF16x2 { d, .. } => Few::One(*d),
+            Op::Unpack16 { lo, hi, .. } => Few::Many(vec![*lo, *hi]),
             Op::Ldmatrix { d, .. } => Few::Four(*d),
             Op::Ld { dst, .. } => dst.clone(),
             _ => Few::Many(vec![]),
@@ -540,7 +558,7 @@ impl Op {
         match self {
             Op::Mov { a, .. } | Op::Un { a, .. } | Op::Cvt { a, .. } => vec![a],
             Op::Bin { a, b, .. } | Op::Setp { a, b, .. } => vec![a, b],
-            Op::Fma { a, b, c, .. } | Op::MadWide { a, b, c, .. } => vec![a, b, c],
+            Op::Fma { a, b, c, .. } | Op::MadWide { a, b, c, .. } | Op::Dp4a { a, b, c, .. } => vec![a, b, c],
             Op::Selp { a, b, .. } => vec![a, b],
             Op::Ld { addr: ad, .. } | Op::PrefetchL2 { addr: ad } | Op::LdL2 { addr: ad, .. } | Op::Ldmatrix { addr: ad, .. } => vec![addr(ad)],
             Op::CpAsync { dst, src } => vec![addr(dst), addr(src)],
@@ -564,6 +582,7 @@ impl Op {
             Op::CvtaTo { a, .. } => vec![*a],
             Op::CvtTf32 { a, .. } => vec![*a],
             Op::CvtF16x2 { hi, lo, .. } => vec![*hi, *lo],
+            Op::Unpack16 { a, .. } => vec![*a],
             Op::Mma(m) => k.mma(*m).map(|m| m.a.iter().chain(&m.b).chain(&m.c).copied().collect()).unwrap_or_default(),
             _ => vec![],
         }

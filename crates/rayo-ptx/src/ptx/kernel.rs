@@ -253,6 +253,12 @@ impl PtxKernel {
         self.push(Op::Cvt { rnd, dty, sty, d, a: a.into() });
         d
     }
+    /// `cvt.rni.dty.sty`: a float rounded to the nearest integer (ties to even).
+    pub fn cvt_rni(&mut self, dty: PtxType, sty: PtxType, a: impl Into<Operand>) -> Reg {
+        let d = self.reg(dty);
+        self.push(Op::Cvt { rnd: Some("rni"), dty, sty, d, a: a.into() });
+        d
+    }
     /// Generic → global address (`cvta.to.global.u64`).
     pub fn to_global(&mut self, a: Reg) -> Reg {
         let d = self.reg(PtxType::U64);
@@ -350,6 +356,19 @@ impl PtxKernel {
     fn push_mma(&mut self, kind: MmaKind, d: [Reg; 4], a: [Reg; 4], b: [Reg; 2], c: [Reg; 4]) {
         self.mmas.push(Mma { kind, d, a, b, c });
         self.push(Op::Mma(self.mmas.len() as u32 - 1));
+    }
+    /// `c + Σᵢ a.byteᵢ·b.byteᵢ` over the four bytes of `a` and `b` (`dp4a`, sm_61), each
+    /// operand's bytes signed or not as its flag says.
+    pub fn dp4a(&mut self, (a, a_signed): (impl Into<Operand>, bool), (b, b_signed): (impl Into<Operand>, bool), c: impl Into<Operand>) -> Reg {
+        let d = self.reg(PtxType::S32);
+        self.push(Op::Dp4a { d, a: a.into(), b: b.into(), c: c.into(), a_signed, b_signed });
+        d
+    }
+    /// The low and high 16-bit halves of a 32-bit register (`mov.b32 {lo, hi}`), as .b16.
+    pub fn unpack16(&mut self, a: Reg) -> (Reg, Reg) {
+        let (lo, hi) = (self.reg(PtxType::B16), self.reg(PtxType::B16));
+        self.push(Op::Unpack16 { lo, hi, a });
+        (lo, hi)
     }
     /// Two f32 rounded to f16 and packed into a .b32 (`lo` in the low half: the lower index).
     pub fn cvt_f16x2(&mut self, hi: Reg, lo: Reg) -> Reg {

@@ -14,7 +14,7 @@ use rayo_ptx::kernels::{
     AttentionKernel, CopyColsKernel, DecodeAttentionKernel, DequantTKernel, EmbedKernel, GemmKernel, KvStoreKernel, NormKernel, NormKind, RopeKernel,
 };
 
-pub use rayo_ptx::kernels::{Epilogue, QFormat, QMatvecKernel, RopePairs};
+pub use rayo_ptx::kernels::{ActFormat, Epilogue, QFormat, QMatvecKernel, RopePairs};
 
 /// The heads of one attention op and the cache's capacity in positions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,14 +227,44 @@ impl CudaDevice {
     ) -> Result<()> {
         const OP: &str = "cuda qmatvec";
         self.owns(OP, &[x])?;
+        if norm.is_some() != k.norm() || k.activations() != ActFormat::F32 {
+            return Err(Error::InvalidArgument { op: OP, name: "norm", value: norm.is_some().into(), reason: "not what the kernel variant takes" });
+        }
+        room(OP, x.len(), prod(OP, &[m, cols])?)?;
+        if let Some((g, eps)) = norm {
+            self.owns(OP, &[g])?;
+            room(OP, g.len(), cols)?;
+            super::ops::check_eps(OP, eps)?;
+        }
+        let mut args = vec![Arg::In(&x.slice)];
+        if let Some((g, eps)) = norm {
+            args.push(Arg::In(&g.slice));
+            args.push(Arg::F32(eps));
+        }
+        self.qmatvec_launch(OP, k, args, cols, m, mats, ys)
+    }
+
+    /// [`CudaDevice::qmatvec_fused`]'s checks of the matrices and outputs, and its launch, with
+    /// `args` the activations' parameters (already checked).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn qmatvec_launch<'a>(
+        &self,
+        op: &'static str,
+        k: QMatvecKernel,
+        mut args: Vec<Arg<'a>>,
+        cols: usize,
+        m: usize,
+        mats: &[(&'a DeviceBytes, usize)],
+        ys: &'a mut [&mut DeviceBuffer],
+    ) -> Result<()> {
         for y in ys.iter() {
-            self.owns(OP, &[&**y])?;
+            self.owns(op, &[&**y])?;
         }
         for (w, _) in mats {
-            self.owns_bytes(OP, &[*w])?;
+            self.owns_bytes(op, &[*w])?;
         }
-        if mats.len() != k.mats() as usize || ys.len() != k.outputs() as usize || norm.is_some() != k.norm() {
-            return Err(Error::InvalidArgument { op: OP, name: "matrices", value: mats.len().into(), reason: "not what the kernel variant takes" });
+        if mats.len() != k.mats() as usize || ys.len() != k.outputs() as usize {
+            return Err(Error::InvalidArgument { op, name: "matrices", value: mats.len().into(), reason: "not what the kernel variant takes" });
         }
         let bv = k.format().block_values() as usize;
         if cols % bv != 0 {
@@ -242,36 +272,36 @@ impl CudaDevice {
         }
         let swiglu = k.epilogue() == Epilogue::Swiglu;
         if swiglu && mats[0].1 != mats[1].1 {
-            return Err(Error::LengthMismatch { op: OP, expected: mats[0].1, actual: mats[1].1 });
+            return Err(Error::LengthMismatch { op, expected: mats[0].1, actual: mats[1].1 });
         }
         for (i, (w, rows)) in mats.iter().enumerate() {
-            room(OP, w.len(), prod(OP, &[*rows, cols / bv, k.format().block_bytes() as usize])?)?;
+            room(op, w.len(), prod(op, &[*rows, cols / bv, k.format().block_bytes() as usize])?)?;
             if let Some(y) = ys.get(if swiglu { 0 } else { i }) {
-                room(OP, y.len(), prod(OP, &[m, *rows])?)?;
-                u32_of(OP, "y", prod(OP, &[m, *rows, 4])?)?;
+                room(op, y.len(), prod(op, &[m, *rows])?)?;
+                u32_of(op, "y", prod(op, &[m, *rows, 4])?)?;
             }
         }
-        room(OP, x.len(), prod(OP, &[m, cols])?)?;
-        u32_of(OP, "cols", prod(OP, &[cols, 4])?)?;
+        u32_of(op, "cols", prod(op, &[cols, 4])?)?;
         let total = if swiglu { mats[0].1 } else { mats.iter().map(|&(_, r)| r).sum() };
-        let total = u32_of(OP, "rows", prod(OP, &[total, 4])?)? / 4;
-        if let Some((g, eps)) = norm {
-            self.owns(OP, &[g])?;
-            room(OP, g.len(), cols)?;
-            super::ops::check_eps(OP, eps)?;
-        }
-        let mm = u32_of(OP, "m", m)?;
+        let total = u32_of(op, "rows", prod(op, &[total, 4])?)? / 4;
+        let mm = u32_of(op, "m", m)?;
         if m == 0 || total == 0 || cols == 0 {
             return Ok(());
         }
-        // a block per row for a decoding step's products, a warp per row for large ones
-        let k = k.per_block(m == 1 && total < 8192);
+        // a block per row for a decoding step's products, a warp per row for large ones and for
+        // Q4_K on 8 bits, whose 32-value items would leave most of a block idle (H100,
+        // Llama-3.2-1B's shape in Q4_K: 1,294 tokens/s against 1,048 with a block per row;
+        // `RAYO_CUDA_MATVEC=warp|block` forces either)
+        static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+        let forced = FORCED.get_or_init(|| match std::env::var("RAYO_CUDA_MATVEC").as_deref() {
+            Ok("warp") => Some(false),
+            Ok("block") => Some(true),
+            _ => None,
+        });
+        let wide_items = k.activations() == ActFormat::Q8 && k.format() == QFormat::Q4_K;
+        let block = forced.unwrap_or(m == 1 && total < 8192 && !wide_items);
+        let k = k.per_block(block);
         let f = self.loaded(&k)?;
-        let mut args = vec![Arg::In(&x.slice)];
-        if let Some((g, eps)) = norm {
-            args.push(Arg::In(&g.slice));
-            args.push(Arg::F32(eps));
-        }
         args.push(Arg::U32(cols as u32));
         args.extend(mats.iter().map(|(w, _)| Arg::BytesIn(&w.slice)));
         args.extend(ys.iter_mut().map(|y| Arg::Out(&mut y.slice)));
