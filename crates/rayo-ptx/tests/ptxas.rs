@@ -5,7 +5,7 @@
 //! `ptxas` is found through `RAYO_PTXAS` (scripts/test.sh sets it after installing the PyPI
 //! wheel). Without it the test prints why it skips; with `RAYO_REQUIRE_PTXAS=1` it fails.
 
-use rayo_ptx::kernels::{all_variants, Kernel};
+use rayo_ptx::kernels::{all_variants, hopper_variants, Kernel};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -77,6 +77,46 @@ fn every_variant_assembles_for_sm80_and_sm90() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     println!("ptxas accepted {checked} kernels ({} variants x sm_80, sm_90)", kernels.len());
+}
+
+/// The Hopper-only kernels (`wgmma`, `setmaxnreg`, TMA) assemble for sm_90a with no spills
+/// and no serialized wgmma (ptxas' C7510/C7511 warnings), and their SASS has HGMMA.
+#[test]
+fn hopper_kernels_assemble_for_sm90a() {
+    let Some(ptxas) = tool("RAYO_PTXAS", "ptxas") else {
+        assert!(!required(), "RAYO_REQUIRE_PTXAS=1 but no ptxas: set RAYO_PTXAS or run scripts/test.sh");
+        println!("skip: no ptxas (set RAYO_PTXAS, or run scripts/test.sh which installs it from PyPI)");
+        return;
+    };
+    let cuobjdump = tool("RAYO_CUOBJDUMP", "cuobjdump");
+    let dir = std::env::temp_dir().join(format!("rayo-ptxas-hopper-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernels = hopper_variants();
+    assert!(!kernels.is_empty());
+    for kern in &kernels {
+        assert_eq!(kern.target(90), "sm_90a", "{}", kern.name());
+        kern.check(90).unwrap_or_else(|e| panic!("{}: checker: {e}", kern.name()));
+        let file = dir.join(format!("{}.ptx", kern.name()));
+        let cubin = file.with_extension("cubin");
+        std::fs::write(&file, kern.emit_ptx_for(90)).unwrap();
+        let out = Command::new(&ptxas).arg("-arch=sm_90a").arg("-v").arg(&file).arg("-o").arg(&cubin).output().expect("run ptxas");
+        let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "ptxas rejected {} for sm_90a:\n{log}", kern.name());
+        assert!(log.contains("0 bytes spill stores"), "{} spills:\n{log}", kern.name());
+        assert!(
+            !log.contains("C7510") && !log.contains("C7511") && !log.contains("C7508"),
+            "{}: wgmma serialized or setmaxnreg ignored:\n{log}",
+            kern.name()
+        );
+        if let Some(cuobjdump) = &cuobjdump {
+            let sass = Command::new(cuobjdump).arg("-sass").arg(&cubin).output().expect("run cuobjdump");
+            let sass = String::from_utf8_lossy(&sass.stdout);
+            assert!(sass.contains("HGMMA"), "{}: no HGMMA in SASS", kern.name());
+        }
+        let regs = log.lines().find(|l| l.contains("registers")).unwrap_or("").trim().to_string();
+        println!("{} sm_90a: {regs}", kern.name());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A broken module is rejected by ptxas with a line number: the tool really checks.

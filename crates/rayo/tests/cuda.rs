@@ -496,3 +496,55 @@ fn a_user_kernel_cannot_poison_the_cache() {
     gemm_check(&dev, GemmKernel::naive(33, 9, 17), &mut rng, None);
     assert_eq!(dev.cached_kernels(), 2, "the built-in kernel is a separate entry");
 }
+
+/// Hopper's wgmma GEMM (`C = A·Bᵀ`, f16 and bf16, both tile widths) against f64 of the
+/// rounded operands on shapes that are not tile multiples (the copies' zero fill and the
+/// bounds-checked stores), every output checked; wrong shapes are errors. A device other than
+/// compute capability 9.0 must refuse it with an error (and the test says so).
+#[test]
+fn wgmma_gemm_matches_f64() {
+    use half::{bf16, f16};
+    use rayo::cuda::WgmmaType;
+    let Some(dev) = device("wgmma_gemm_matches_f64") else { return };
+    let mut rng = Rng(0x3090_a0a0);
+    if !dev.has_wgmma() {
+        let a = dev.upload_bytes(&[0u8; 2 * 64]).unwrap();
+        let mut c = dev.zeros(64).unwrap();
+        assert!(dev.gemm_wgmma(WgmmaType::BF16, 128, &a, &a, (8, 8, 8), &mut c).is_err());
+        println!("SKIP cuda: wgmma_gemm_matches_f64 on compute capability {:?} (sm_90 only; refused with an error)", dev.info().compute_capability);
+        return;
+    }
+    for ty in [WgmmaType::BF16, WgmmaType::F16] {
+        let round = |v: f32| if ty == WgmmaType::BF16 { bf16::from_f32(v).to_f32() } else { f16::from_f32(v).to_f32() };
+        let bits = |v: &[f32]| -> Vec<u8> {
+            v.iter()
+                .flat_map(|&x| if ty == WgmmaType::BF16 { bf16::from_f32(x).to_bits() } else { f16::from_f32(x).to_bits() }.to_le_bytes())
+                .collect()
+        };
+        for bn in [128u32, 256] {
+            for (m, n, k) in [(128usize, 256usize, 64usize), (300, 520, 136), (1, 7, 8), (257, 129, 1000), (512, 768, 1024)] {
+                let a: Vec<f32> = rng.vec(m * k, -1.0, 1.0).into_iter().map(round).collect();
+                let b: Vec<f32> = rng.vec(n * k, -1.0, 1.0).into_iter().map(round).collect();
+                let (ab, bb) = (dev.upload_bytes(&bits(&a)).unwrap(), dev.upload_bytes(&bits(&b)).unwrap());
+                let mut c = poisoned(dev, m * n + 1);
+                dev.gemm_wgmma(ty, bn, &ab, &bb, (m, n, k), &mut c).unwrap();
+                let got = dev.download(&c).unwrap();
+                for i in 0..m {
+                    for j in 0..n {
+                        let (ar, br) = (&a[i * k..][..k], &b[j * k..][..k]);
+                        let want: f64 = ar.iter().zip(br).map(|(&x, &y)| x as f64 * y as f64).sum();
+                        let mag: f64 = ar.iter().zip(br).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum();
+                        let g = got[i * n + j] as f64;
+                        assert!((g - want).abs() <= 1e-5 * mag + 1e-6, "{ty:?} 128x{bn} {m}x{n}x{k}: C[{i}][{j}] = {g}, want {want}");
+                    }
+                }
+                assert!(got[m * n].is_nan(), "{ty:?} {m}x{n}x{k}: wrote past C");
+            }
+        }
+    }
+    let a = dev.upload_bytes(&[0u8; 2 * 64]).unwrap();
+    let mut c = dev.zeros(64).unwrap();
+    assert!(dev.gemm_wgmma(WgmmaType::BF16, 128, &a, &a, (8, 8, 4), &mut c).is_err(), "k not a multiple of 8");
+    assert!(dev.gemm_wgmma(WgmmaType::BF16, 128, &a, &a, (16, 8, 8), &mut c).is_err(), "a too short");
+    assert!(dev.gemm_wgmma(WgmmaType::BF16, 64, &a, &a, (8, 8, 8), &mut c).is_err(), "tile width");
+}

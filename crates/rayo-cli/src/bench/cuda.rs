@@ -11,7 +11,8 @@ use std::time::Instant;
 /// Rows that are not ops of the registry.
 const EXTRA: &[&str] = &[
     "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tf32_bk8", "gemm_tiled", "gemm_naive", "fused",
-    "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "roundtrip_matmul", "graph_chain", "transfer", "ptxgen",
+    "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "roundtrip_matmul", "graph_chain", "transfer", "ptxgen", "wgmma_bf16",
+    "wgmma_f16", "wgmma_bf16_n128",
 ];
 
 /// Every op `rayo bench --backend cuda` knows: the registry's element-wise ops (one fused kernel
@@ -108,6 +109,8 @@ impl Cuda {
     pub fn default_sizes(&self, op: &str, quick: bool) -> Vec<usize> {
         match (quick, op) {
             (false, o) if o.starts_with("gemm") => vec![1024, 2048, 4096],
+            (false, o) if o.starts_with("wgmma") => vec![4096, 8192],
+            (true, o) if o.starts_with("wgmma") => vec![2048],
             (true, o) if o.starts_with("gemm") => vec![1024],
             (false, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![32768 * COLS],
             (true, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![1024 * COLS],
@@ -150,6 +153,25 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
             let ms = device_ms(dev, plan, || dev.gemm_with(g, &a, &b, &mut c))?;
             let note = format!("resident {}", g.name().split('_').nth(1).unwrap_or(""));
             rows.push(row(op, n, Some((n, n, n)), ms, None, Some(g.flops()), &note));
+        }
+        o if o.starts_with("wgmma") => {
+            // Hopper's tensor cores: C = A·Bᵀ, n×n 2-byte operands, f32 C
+            use rayo::cuda::WgmmaType;
+            let ty = if o.contains("bf16") { WgmmaType::BF16 } else { WgmmaType::F16 };
+            let bn = if o.ends_with("n128") { 128 } else { 256 };
+            let bits = |seed: u64| -> Vec<u8> {
+                random(n * n, seed)
+                    .iter()
+                    .flat_map(|&v| {
+                        if ty == WgmmaType::BF16 { half::bf16::from_f32(v).to_bits() } else { half::f16::from_f32(v).to_bits() }.to_le_bytes()
+                    })
+                    .collect()
+            };
+            let (a, b) = (dev.upload_bytes(&bits(1)).map_err(err)?, dev.upload_bytes(&bits(2)).map_err(err)?);
+            let mut c = dev.zeros(n * n).map_err(err)?;
+            let ms = device_ms(dev, plan, || dev.gemm_wgmma(ty, bn, &a, &b, (n, n, n), &mut c))?;
+            let flops = 2.0 * (n as f64).powi(3);
+            rows.push(row(op, n, Some((n, n, n)), ms, None, Some(flops), &format!("resident 128x{bn}")));
         }
         o if expr_for(o).is_some() => {
             let e = expr_for(o).ok_or("no expression")?;

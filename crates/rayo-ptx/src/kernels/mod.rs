@@ -20,6 +20,7 @@ mod rope;
 mod rowloop;
 mod softmax;
 mod top_k;
+mod wgmma_gemm;
 
 pub use argmax::ArgmaxKernel;
 pub use attention::{AttentionKernel, KvStoreKernel};
@@ -36,6 +37,7 @@ pub use reduce::{ReduceCombine, ReduceKernel, ReduceLoad};
 pub use rope::{RopeKernel, RopePairs};
 pub use softmax::SoftmaxKernel;
 pub use top_k::TopKKernel;
+pub use wgmma_gemm::WgmmaGemmKernel;
 
 use crate::ptx::{CheckError, PtxKernel, PtxModule};
 
@@ -60,9 +62,15 @@ pub trait Kernel {
     /// Builds the entry function for `sm` (e.g. 80, 90).
     fn build(&self, sm: u32) -> PtxKernel;
 
-    /// A module holding only this kernel, PTX ISA 8.0, for `sm_{sm}`.
+    /// The PTX target for `sm`: `sm_{sm}`, or an architecture-specific one (`sm_90a`) for a
+    /// kernel that uses its instructions.
+    fn target(&self, sm: u32) -> String {
+        format!("sm_{sm}")
+    }
+
+    /// A module holding only this kernel, PTX ISA 8.0, for [`Kernel::target`].
     fn module(&self, sm: u32) -> PtxModule {
-        PtxModule::new().version(8, 0).target(&format!("sm_{sm}")).address_size(64).kernel(self.build(sm))
+        PtxModule::new().version(8, 0).target(&self.target(sm)).address_size(64).kernel(self.build(sm))
     }
 
     /// PTX text for `sm_{sm}`.
@@ -159,6 +167,18 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
         v.extend(GemmKernel::tensor_core_bk(4096, 4096, 4096, bk).map(|g| Box::new(g) as Box<dyn Kernel>));
         v.extend(GemmKernel::blocked_bk(4096, 4096, 4096, bk).map(|g| Box::new(g) as Box<dyn Kernel>));
         v.extend(GemmKernel::blocked_split(1024, 1024, 1024, bk, 2).map(|g| Box::new(g) as Box<dyn Kernel>));
+    }
+    v
+}
+
+/// The kernels that exist only for Hopper (sm_90a: `wgmma`, `setmaxnreg`, TMA), for tests and
+/// the ptxas sweep.
+pub fn hopper_variants() -> Vec<Box<dyn Kernel>> {
+    let mut v: Vec<Box<dyn Kernel>> = vec![];
+    for ty in [crate::ptx::WgmmaType::F16, crate::ptx::WgmmaType::BF16] {
+        for bn in [128, 256] {
+            v.extend(WgmmaGemmKernel::new(ty, bn).map(|k| Box::new(k) as Box<dyn Kernel>));
+        }
     }
     v
 }

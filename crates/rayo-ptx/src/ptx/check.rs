@@ -308,6 +308,36 @@ impl Ctx<'_> {
                 self.addr(addr, Space::Global)?;
                 self.dst(*d, PtxType::F32)
             }
+            Op::Wgmma(i) => {
+                let m = self.k.wgmma(*i).ok_or_else(|| format!("wgmma {i} was not recorded by this kernel"))?;
+                if m.n % 8 != 0 || !(8..=256).contains(&m.n) || m.d.len() != m.n as usize / 2 {
+                    return Err(format!("wgmma m64n{}k16 with {} accumulators (N a multiple of 8 up to 256, N/2 registers)", m.n, m.d.len()));
+                }
+                m.d.iter().try_for_each(|r| self.dst(*r, PtxType::F32))?;
+                self.src(&Operand::Reg(m.a), PtxType::B64)?;
+                self.src(&Operand::Reg(m.b), PtxType::B64)?;
+                self.src(&Operand::Reg(m.scale_d), PtxType::Pred)
+            }
+            Op::MbarInit { addr, .. } | Op::MbarArrive { addr, .. } => self.addr(addr, Space::Shared),
+            Op::MbarTryWait { p, addr, parity } => {
+                self.dst(*p, PtxType::Pred)?;
+                self.addr(addr, Space::Shared)?;
+                self.src(parity, PtxType::U32)
+            }
+            Op::TmaLoad2d { dst, map, x, y, bar } => {
+                self.addr(dst, Space::Shared)?;
+                self.addr(bar, Space::Shared)?;
+                self.src(&Operand::Reg(*map), PtxType::B64)?;
+                self.src(x, PtxType::S32)?;
+                self.src(y, PtxType::S32)
+            }
+            Op::SetMaxNReg { n, .. } => {
+                if *n % 8 != 0 || !(24..=256).contains(n) {
+                    return Err(format!("setmaxnreg {n}: a multiple of 8 in 24..=256"));
+                }
+                Ok(())
+            }
+            Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait(_) | Op::FenceProxyAsync => Ok(()),
             Op::Label(_) | Op::BarSync(_) | Op::MembarGl | Op::GridDepWait | Op::GridDepLaunch | Op::CpAsyncCommit | Op::CpAsyncWait(_) | Op::Ret => {
                 Ok(())
             }
@@ -357,7 +387,8 @@ pub fn check_kernel(k: &PtxKernel) -> Result<(), CheckError> {
         if !seen.insert(s.name) {
             return Err(fail(None, format!("name {name} declared twice")));
         }
-        if s.count == 0 || !s.align.is_power_of_two() {
+        // count 0: the dynamic shared memory (`PtxKernel::dynamic_shared`), one at most
+        if (s.count == 0 && k.shared.iter().filter(|d| d.count == 0).count() > 1) || !s.align.is_power_of_two() {
             return Err(fail(None, format!("shared array {name} has count {} and align {}", s.count, s.align)));
         }
     }

@@ -584,6 +584,69 @@ fn write_inst(w: &mut W, i: &Inst) {
             w.s(", 16");
         }
         Op::CpAsyncCommit => w.s("cp.async.commit_group"),
+        Op::Wgmma(i) => {
+            if let Some(m) = w.k.wgmma(*i) {
+                w.s("wgmma.mma_async.sync.aligned.m64n");
+                w.u(m.n as u64);
+                w.s("k16.f32.");
+                w.s(m.ty.tag());
+                w.c(b'.');
+                w.s(m.ty.tag());
+                w.c(b' ');
+                w.regs(&m.d);
+                w.s(", ");
+                w.reg(m.a);
+                w.s(", ");
+                w.reg(m.b);
+                w.s(", ");
+                w.reg(m.scale_d);
+                w.s(if m.trans_b { ", 1, 1, 0, 1" } else { ", 1, 1, 0, 0" });
+            }
+        }
+        Op::WgmmaFence => w.s("wgmma.fence.sync.aligned"),
+        Op::WgmmaCommit => w.s("wgmma.commit_group.sync.aligned"),
+        Op::WgmmaWait(n) => {
+            w.s("wgmma.wait_group.sync.aligned ");
+            w.u(*n as u64);
+        }
+        Op::MbarInit { addr, count } => {
+            w.s("mbarrier.init.shared::cta.b64 ");
+            w.addr(addr);
+            w.s(", ");
+            w.u(*count as u64);
+        }
+        Op::MbarArrive { addr, tx } => {
+            w.s(if tx.is_some() { "mbarrier.arrive.expect_tx.shared::cta.b64 _, " } else { "mbarrier.arrive.shared::cta.b64 _, " });
+            w.addr(addr);
+            if let Some(tx) = tx {
+                w.s(", ");
+                w.u(*tx as u64);
+            }
+        }
+        Op::MbarTryWait { p, addr, parity } => {
+            w.s("mbarrier.try_wait.parity.shared::cta.b64 ");
+            w.reg(*p);
+            w.s(", ");
+            w.addr(addr);
+            w.then(parity);
+        }
+        Op::TmaLoad2d { dst, map, x, y, bar } => {
+            w.s("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes ");
+            w.addr(dst);
+            w.s(", [");
+            w.reg(*map);
+            w.s(", {");
+            w.op(x);
+            w.s(", ");
+            w.op(y);
+            w.s("}], ");
+            w.addr(bar);
+        }
+        Op::FenceProxyAsync => w.s("fence.proxy.async.shared::cta"),
+        Op::SetMaxNReg { inc, n } => {
+            w.s(if *inc { "setmaxnreg.inc.sync.aligned.u32 " } else { "setmaxnreg.dec.sync.aligned.u32 " });
+            w.u(*n as u64);
+        }
         Op::CpAsyncWait(n) => {
             w.s("cp.async.wait_group ");
             w.u(*n as u64);
@@ -634,6 +697,14 @@ fn write_inst(w: &mut W, i: &Inst) {
 /// The `.entry` of one kernel.
 pub(crate) fn kernel(k: &PtxKernel, out: &mut Vec<u8>) {
     let mut w = W::new(out, k);
+    // dynamic shared memory: declared at module scope, sized at launch
+    for s in k.shared.iter().filter(|s| s.count == 0) {
+        w.s(".extern .shared .align ");
+        w.u(s.align as u64);
+        w.s(" .b8 ");
+        w.name(s.name);
+        w.s("[];\n");
+    }
     w.s(".visible .entry ");
     w.s(&k.name);
     w.c(b'(');
@@ -674,7 +745,7 @@ pub(crate) fn kernel(k: &PtxKernel, out: &mut Vec<u8>) {
             w.s(">;\n");
         }
     }
-    for s in &k.shared {
+    for s in k.shared.iter().filter(|s| s.count > 0) {
         w.s("\t.shared .align ");
         w.u(s.align as u64);
         w.c(b' ');

@@ -496,6 +496,51 @@ pub enum Op {
     },
     CpAsyncCommit,
     CpAsyncWait(u32),
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T` on one warpgroup (held aside: the
+    /// kernel's `wgmma(i)`, see [`super::hopper::Wgmma`]).
+    Wgmma(u32),
+    /// `wgmma.fence.sync.aligned`: orders register writes before the next wgmma.
+    WgmmaFence,
+    /// `wgmma.commit_group.sync.aligned`.
+    WgmmaCommit,
+    /// `wgmma.wait_group.sync.aligned n`: at most `n` groups still in flight.
+    WgmmaWait(u32),
+    /// `mbarrier.init.shared::cta.b64 [addr], count`.
+    MbarInit {
+        addr: Addr,
+        count: u32,
+    },
+    /// `mbarrier.arrive[.expect_tx].shared::cta.b64 _, [addr][, tx]`: one arrival, and with
+    /// `tx` the bytes the phase's asynchronous copies will complete.
+    MbarArrive {
+        addr: Addr,
+        tx: Option<u32>,
+    },
+    /// `mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity`: whether the phase of
+    /// parity `parity` has completed (a bounded wait; loop on it).
+    MbarTryWait {
+        p: Reg,
+        addr: Addr,
+        parity: Operand,
+    },
+    /// `cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [dst],
+    /// [map, {x, y}], [bar]`: a tile of the tensor map `map` (a generic address) at
+    /// coordinates (x innermost) into shared memory, completing on the mbarrier `bar`.
+    TmaLoad2d {
+        dst: Addr,
+        map: Reg,
+        x: Operand,
+        y: Operand,
+        bar: Addr,
+    },
+    /// `fence.proxy.async.shared::cta`: orders generic-proxy shared-memory accesses with the
+    /// async proxy (TMA, wgmma).
+    FenceProxyAsync,
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 n` (sm_90a): the warpgroup's register budget.
+    SetMaxNReg {
+        inc: bool,
+        n: u32,
+    },
     Label(Name),
     Bra {
         target: Name,
@@ -542,6 +587,8 @@ impl Op {
             | Op::Dp4a { d, .. }
             | Op::LdL2 { d, .. } => Few::One(*d),
             Op::Mma(m) => k.mma(*m).map_or(Few::Many(vec![]), |m| Few::Four(m.d)),
+            Op::Wgmma(m) => k.wgmma(*m).map_or(Few::Many(vec![]), |m| Few::Many(m.d.clone())),
+            Op::MbarTryWait { p, .. } => Few::One(*p),
             Op::CvtF16x2 { d, .. } => Few::One(*d),
             Op::Unpack16 { lo, hi, .. } => Few::Many(vec![*lo, *hi]),
             Op::Ldmatrix { d, .. } => Few::Four(*d),
@@ -562,6 +609,9 @@ impl Op {
             Op::Selp { a, b, .. } => vec![a, b],
             Op::Ld { addr: ad, .. } | Op::PrefetchL2 { addr: ad } | Op::LdL2 { addr: ad, .. } | Op::Ldmatrix { addr: ad, .. } => vec![addr(ad)],
             Op::CpAsync { dst, src } => vec![addr(dst), addr(src)],
+            Op::MbarInit { addr: ad, .. } | Op::MbarArrive { addr: ad, .. } => vec![addr(ad)],
+            Op::MbarTryWait { addr: ad, parity, .. } => vec![addr(ad), parity],
+            Op::TmaLoad2d { dst, x, y, bar, .. } => vec![addr(dst), x, y, addr(bar)],
             Op::St { src, addr: ad, .. } => {
                 let mut v: Vec<&Operand> = src.iter().collect();
                 v.push(addr(ad));
@@ -583,6 +633,8 @@ impl Op {
             Op::CvtTf32 { a, .. } => vec![*a],
             Op::CvtF16x2 { hi, lo, .. } => vec![*hi, *lo],
             Op::Unpack16 { a, .. } => vec![*a],
+            Op::TmaLoad2d { map, .. } => vec![*map],
+            Op::Wgmma(m) => k.wgmma(*m).map(|m| m.d.iter().copied().chain([m.a, m.b, m.scale_d]).collect()).unwrap_or_default(),
             Op::Mma(m) => k.mma(*m).map(|m| m.a.iter().chain(&m.b).chain(&m.c).copied().collect()).unwrap_or_default(),
             _ => vec![],
         }

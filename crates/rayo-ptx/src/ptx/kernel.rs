@@ -40,6 +40,8 @@ pub struct PtxKernel {
     pub(crate) names: Names,
     /// The fragments of the `mma` instructions, by `Op::Mma`'s index.
     mmas: Vec<Mma>,
+    /// The operands of the `wgmma` instructions, by `Op::Wgmma`'s index.
+    pub(crate) wgmmas: Vec<super::hopper::Wgmma>,
     guard: Option<(Reg, bool)>,
     labels: u32,
 }
@@ -62,6 +64,7 @@ impl PtxKernel {
             insts: Vec::with_capacity(256),
             names: Names::new(),
             mmas: vec![],
+            wgmmas: vec![],
             guard: None,
             labels: 0,
         }
@@ -119,6 +122,14 @@ impl PtxKernel {
     pub fn shared_array(&mut self, name: &str, ty: PtxType, count: u32, align: u32) -> Name {
         let name = self.intern(name);
         self.shared.push(SharedDecl { name, ty, count, align });
+        name
+    }
+
+    /// The kernel's dynamic shared memory (`.extern .shared .align A .b8 name[]`, sized at
+    /// launch; more than 48 KB needs the function's attribute raised first).
+    pub fn dynamic_shared(&mut self, name: &str, align: u32) -> Name {
+        let name = self.intern(name);
+        self.shared.push(SharedDecl { name, ty: PtxType::B32, count: 0, align });
         name
     }
 

@@ -2,6 +2,7 @@
 
 mod check;
 mod emit;
+mod hopper;
 mod instr;
 mod kernel;
 mod module;
@@ -9,6 +10,7 @@ mod names;
 mod types;
 
 pub use check::{check_kernel, CheckError};
+pub use hopper::{Wgmma, WgmmaType};
 pub use instr::{Addr, AtomOp, BinOp, Cmp, Few, Inst, Mma, MmaKind, Op, Operand, Reg, Regs, ShflMode, UnOp, VoteMode};
 pub use kernel::{Param, PtxKernel, SharedDecl};
 pub use module::PtxModule;

@@ -182,6 +182,57 @@ pub(crate) fn alloc_pinned_zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<
     Ok(host)
 }
 
+/// The device address of `slice` (for a tensor map, which holds it).
+pub(crate) fn device_address(stream: &Arc<CudaStream>, slice: &CudaSlice<u8>) -> u64 {
+    use cudarc::driver::DevicePtr;
+    let (p, _guard) = slice.device_ptr(stream);
+    p
+}
+
+/// The 128-byte tensor map (TMA, sm_90) of a row-major `rows × cols` matrix of 2-byte values
+/// (bf16 or f16) at device address `ptr`: tiles of `box_rows` rows × 64 values (128 bytes, the
+/// 128-byte swizzle's span), zeros past the matrix's edges. `cols · 2` must be a multiple of 16,
+/// `box_rows` at most 256 (the caller checks; the driver refuses otherwise).
+pub(crate) fn tensor_map_2d(ptr: u64, rows: u64, cols: u64, box_rows: u32, bf16: bool) -> Result<[u8; 128]> {
+    use sys::{CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion, CUtensorMapSwizzle};
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    let ty = if bf16 { CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 } else { CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16 };
+    let dims: [u64; 2] = [cols, rows];
+    let strides: [u64; 1] = [cols * 2];
+    let boxes: [u32; 2] = [64, box_rows];
+    let steps: [u32; 2] = [1, 1];
+    // SAFETY: `map` is a valid out-pointer for the 128-byte map; the dimension, stride, box and
+    // element-stride arrays hold rank (2) entries (strides rank − 1) and outlive the call; the
+    // driver only encodes `ptr` into the map, it does not dereference it.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            ty,
+            2,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            steps.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result().map_err(drv)?;
+    let mut bytes = [0u8; 128];
+    for (i, w) in map.opaque.iter().enumerate() {
+        bytes[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    Ok(bytes)
+}
+
+/// Lets `f` use `bytes` of dynamic shared memory (past the default 48 KB).
+pub(crate) fn allow_dynamic_shared(f: &CudaFunction, bytes: u32) -> Result<()> {
+    f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32).map_err(drv)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

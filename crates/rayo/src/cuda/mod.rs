@@ -29,6 +29,7 @@ mod ops;
 mod pinned;
 mod prompt;
 mod sample;
+mod wgmma;
 
 pub use crate::ops::ReduceOp;
 pub use buffer::{DeviceBuffer, DeviceBytes};
@@ -38,5 +39,6 @@ pub use graph::{BufId, CudaGraph, GraphBuilder};
 pub use llm::{ActFormat, AttentionShape, DecodeScratch, Epilogue, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs};
 pub use narrow::NarrowActivations;
 pub use pinned::PinnedBuffer;
-pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel};
+pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel, WgmmaGemmKernel};
+pub use rayo_ptx::ptx::WgmmaType;
 pub use sample::{Argmax, TopK};

@@ -1,0 +1,307 @@
+//! Hopper's tensor-core GEMM (sm_90a): `C[m×n] = A[m×k] · B[n×k]ᵀ`, A and B f16 or bf16
+//! row-major (both K-major, as a layer's `x·Wᵀ`), C f32 row-major, f32 accumulation.
+//!
+//! - A persistent grid (a block per multiprocessor) of 384 threads takes `128 × BN` tiles of C
+//!   (BN 128 or 256), eight tile rows at a time sweeping the columns (they share A's rows and
+//!   B's slices in L2): warpgroup 0 is the producer, warpgroups 1 and 2 the consumers, each of
+//!   64 rows of the tile (`setmaxnreg` moves registers from the producer to them).
+//! - The producer's one thread copies 64-deep slices of A (128 × 64) and B (BN × 64) into a
+//!   ring of `STAGES` shared-memory stages with the tensor-memory accelerator (TMA, tensor maps
+//!   with 128-byte swizzle made on the host), each stage completing on its `full` mbarrier;
+//!   a consumer releases a stage on its `empty` mbarrier when its products over it are done.
+//! - A consumer multiplies with `wgmma.mma_async.m64nBNk16` from shared-memory descriptors,
+//!   four per slice, one slice's group kept in flight while the next is issued, its
+//!   accumulators in registers, then stores them to C (bounds-checked: the
+//!   copies fill past the matrix's edges with zeros, so any `m`, `n` and any `k` that is a
+//!   multiple of 8 work).
+//!
+//! Parameters: `a_map`, `b_map` (u64: device addresses of the 128-byte tensor maps of A, box
+//! 64 × 128, and B, box 64 × BN), `c` (u64), `m`, `n`, `k` (u32).
+
+use super::common::*;
+use super::{Kernel, LaunchConfig};
+use crate::ptx::*;
+
+/// A shape the kernel is specialised on: operand type and tile width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WgmmaGemmKernel {
+    ty: WgmmaType,
+    bn: u32,
+}
+
+impl WgmmaGemmKernel {
+    pub const THREADS: u32 = 384;
+    pub const BM: u32 = 128;
+    pub const BK: u32 = 64;
+    pub const STAGES: u32 = 4;
+
+    /// `bn`: 128 or 256.
+    pub fn new(ty: WgmmaType, bn: u32) -> Option<WgmmaGemmKernel> {
+        matches!(bn, 128 | 256).then_some(WgmmaGemmKernel { ty, bn })
+    }
+    pub fn ty(&self) -> WgmmaType {
+        self.ty
+    }
+    pub fn bn(&self) -> u32 {
+        self.bn
+    }
+    /// Bytes of one ring stage (a slice of A and one of B, 2-byte values).
+    pub fn stage_bytes(&self) -> u32 {
+        (Self::BM + self.bn) * Self::BK * 2
+    }
+    /// Dynamic shared memory: the ring, and 1 KB to align it to the swizzle's 1024 bytes.
+    pub fn shared_bytes(&self) -> u32 {
+        Self::STAGES * self.stage_bytes() + 1024
+    }
+    /// Tiles of C for `m × n`.
+    pub fn tiles(&self, m: u32, n: u32) -> u32 {
+        m.div_ceil(Self::BM) * n.div_ceil(self.bn)
+    }
+    /// The persistent grid for `m × n` on a device of `sms` multiprocessors: one block per
+    /// multiprocessor (fewer for fewer tiles), each taking tiles `i, i + grid, ...`.
+    pub fn launch(&self, m: u32, n: u32, sms: u32) -> LaunchConfig {
+        LaunchConfig { grid: (self.tiles(m, n).min(sms).max(1), 1, 1), block: (Self::THREADS, 1, 1), shared_bytes: self.shared_bytes() }
+    }
+    /// `2·m·n·k`.
+    pub fn flops(m: u32, n: u32, k: u32) -> f64 {
+        2.0 * m as f64 * n as f64 * k as f64
+    }
+}
+
+/// Tile rows of C taken together in the persistent order.
+const GROUP: u32 = 8;
+
+/// A wgmma shared-memory descriptor of a K-major tile with 128-byte swizzle (rows of 64
+/// two-byte values, 8-row groups 1024 bytes apart) at the 32-bit shared address `addr`.
+fn descriptor(k: &mut PtxKernel, addr: Reg) -> Reg {
+    let a = k.bin(BinOp::And, PtxType::B32, addr, 0x3FFFFu32);
+    let a = k.bin(BinOp::Shr, U, a, 4u32);
+    let a = k.cvt(PtxType::U64, U, a);
+    // leading byte offset 16 (unused with this swizzle), stride 1024, 128-byte swizzle
+    let fields: u64 = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62);
+    k.bin(BinOp::Or, PtxType::B64, a, fields as i64)
+}
+
+impl Kernel for WgmmaGemmKernel {
+    fn name(&self) -> String {
+        format!("wgmma_gemm_{}_128x{}", self.ty.tag(), self.bn)
+    }
+
+    fn target(&self, sm: u32) -> String {
+        // wgmma and setmaxnreg exist only on the architecture-specific target
+        if sm == 90 {
+            "sm_90a".into()
+        } else {
+            format!("sm_{sm}")
+        }
+    }
+
+    fn build(&self, _sm: u32) -> PtxKernel {
+        let (bn, stages) = (self.bn, Self::STAGES);
+        let mut k = PtxKernel::new(&self.name());
+        for p in ["a_map", "b_map", "c"] {
+            k.add_param(p, PtxType::U64);
+        }
+        for p in ["m", "n", "k"] {
+            k.add_param(p, U);
+        }
+        k.launch_bounds((Self::THREADS, 1, 1), Some(1));
+        let smem = k.dynamic_shared("smem", 1024);
+        let bars = k.shared_array("bars", PtxType::B64, 2 * stages, 8);
+        let a_map = k.ld_param("a_map");
+        let b_map = k.ld_param("b_map");
+        let c = k.ld_param_ptr("c");
+        let (m, n, kk) = (k.ld_param("m"), k.ld_param("n"), k.ld_param("k"));
+        let tid = k.special(Special::TidX);
+        let wg = k.bin(BinOp::Shr, U, tid, 7u32);
+        // the ring, aligned to 1024 bytes (the swizzle's period)
+        let base = k.mov(U, Operand::Symbol(smem));
+        let base = k.add(U, base, 1023u32);
+        let base = k.bin(BinOp::And, PtxType::B32, base, !1023u32);
+        let bar0 = k.mov(U, Operand::Symbol(bars));
+        let a_bytes = Self::BM * Self::BK * 2;
+        let is0 = k.setp(Cmp::Eq, U, tid, 0u32);
+        k.when(is0, false, |k| {
+            for s in 0..stages {
+                k.mbarrier_init(Addr::at(bar0, 8 * s as i64), 1);
+                k.mbarrier_init(Addr::at(bar0, 8 * (stages + s) as i64), 2);
+            }
+            k.fence_proxy_async();
+        });
+        k.bar_sync();
+        let kb_n = k.add(U, kk, Self::BK - 1);
+        let kb_n = k.bin(BinOp::Shr, U, kb_n, Self::BK.trailing_zeros());
+        // persistent blocks: tiles t = ctaid.x, + nctaid.x, ... in groups of GROUP tile rows
+        // (a group's tiles share A's rows and sweep B's together, which stays in L2)
+        let tiles_m = k.add(U, m, Self::BM - 1);
+        let tiles_m = k.bin(BinOp::Div, U, tiles_m, Self::BM);
+        let tiles_n = k.add(U, n, bn - 1);
+        let tiles_n = k.bin(BinOp::Div, U, tiles_n, bn);
+        let tiles = k.mul(U, tiles_m, tiles_n);
+        let stride = k.special(Special::NctaidX);
+        let group = k.mul(U, tiles_n, GROUP);
+        // tile t's (row, column) of tiles
+        let tile_at = |k: &mut PtxKernel, t: Reg| -> (Reg, Reg) {
+            let g = k.bin(BinOp::Div, U, t, group);
+            let first = k.mul(U, g, GROUP);
+            let left = k.sub(U, tiles_m, first);
+            let gm = k.bin(BinOp::Min, U, left, GROUP);
+            let r = k.bin(BinOp::Rem, U, t, group);
+            let tm = k.bin(BinOp::Rem, U, r, gm);
+            let tm = k.add(U, tm, first);
+            let tn = k.bin(BinOp::Div, U, r, gm);
+            (tm, tn)
+        };
+        let producer = k.setp(Cmp::Eq, U, wg, 0u32);
+        let (consumer, done) = (k.new_label("consumer"), k.new_label("done"));
+        k.bra_if(producer, true, &consumer);
+
+        // ---- producer: one thread feeds the ring, tile after tile ----
+        k.setmaxnreg(false, 40);
+        let lead = k.setp(Cmp::Eq, U, tid, 0u32);
+        k.bra_if(lead, true, &done);
+        {
+            // slices issued so far (over all tiles), the stage and its phase
+            let (kb_all, s, phase) = (k.mov(U, 0u32), k.mov(U, 0u32), k.mov(PtxType::B32, 0u32));
+            let t = k.special(Special::CtaidX);
+            let t = k.mov(U, t);
+            let (tiles_top, tiles_end) = (k.new_label("p_tile"), k.new_label("p_tiles_end"));
+            k.label(&tiles_top);
+            let past = k.setp(Cmp::Ge, U, t, tiles);
+            k.bra_if(past, false, &tiles_end);
+            let (tm, tn) = tile_at(&mut k, t);
+            let m0 = k.mul(U, tm, Self::BM);
+            let n0 = k.mul(U, tn, bn);
+            let kb = k.mov(U, 0u32);
+            let (top, end) = (k.new_label("load"), k.new_label("load_end"));
+            k.label(&top);
+            let out = k.setp(Cmp::Ge, U, kb, kb_n);
+            k.bra_if(out, false, &end);
+            // wait until both consumers released this stage's previous use
+            let reuse = k.setp(Cmp::Ge, U, kb_all, stages);
+            let empty = k.fma(U, s, 8u32, bar0);
+            let empty = k.add(U, empty, 8 * stages);
+            let prev = k.bin(BinOp::Xor, PtxType::B32, phase, 1u32);
+            let fresh = k.new_label("fresh");
+            k.bra_if(reuse, true, &fresh);
+            k.mbarrier_wait(Addr::reg(empty), prev);
+            k.label(&fresh);
+            let full = k.fma(U, s, 8u32, bar0);
+            k.mbarrier_arrive(Addr::reg(full), Some(self.stage_bytes()));
+            let sa = k.fma(U, s, self.stage_bytes(), base);
+            let sb = k.add(U, sa, a_bytes);
+            let k0 = k.mul(U, kb, Self::BK);
+            k.tma_load_2d(Addr::reg(sa), a_map, (k0, m0), Addr::reg(full));
+            k.tma_load_2d(Addr::reg(sb), b_map, (k0, n0), Addr::reg(full));
+            k.bin_to(BinOp::Add, kb, kb, 1u32);
+            k.bin_to(BinOp::Add, kb_all, kb_all, 1u32);
+            k.bin_to(BinOp::Add, s, s, 1u32);
+            let wrap = k.setp(Cmp::Eq, U, s, stages);
+            k.when(wrap, false, |k| {
+                k.mov_to(s, 0u32);
+                k.bin_to(BinOp::Xor, phase, phase, 1u32);
+            });
+            k.bra(&top);
+            k.label(&end);
+            k.bin_to(BinOp::Add, t, t, stride);
+            k.bra(&tiles_top);
+            k.label(&tiles_end);
+        }
+        k.bra(&done);
+
+        // ---- consumers: 64 rows of each tile ----
+        k.label(&consumer);
+        k.setmaxnreg(true, 232);
+        let cw = k.sub(U, wg, 1u32);
+        let on = k.setp(Cmp::Eq, U, tid, tid);
+        let tl = k.bin(BinOp::And, PtxType::B32, tid, 127u32);
+        let first = k.setp(Cmp::Eq, U, tl, 0u32);
+        let warp = k.bin(BinOp::Shr, U, tl, 5u32);
+        let lane = k.bin(BinOp::And, PtxType::B32, tl, 31u32);
+        let l4 = k.bin(BinOp::Shr, U, lane, 2u32);
+        let lc = k.bin(BinOp::And, PtxType::B32, lane, 3u32);
+        let acc: Vec<Reg> = (0..bn / 2).map(|_| k.reg(F)).collect();
+        let (s, phase) = (k.mov(U, 0u32), k.mov(PtxType::B32, 0u32));
+        let t = k.special(Special::CtaidX);
+        let t = k.mov(U, t);
+        let (tiles_top, tiles_end) = (k.new_label("c_tile"), k.new_label("c_tiles_end"));
+        k.label(&tiles_top);
+        let past = k.setp(Cmp::Ge, U, t, tiles);
+        k.bra_if(past, false, &tiles_end);
+        let (tm, tn) = tile_at(&mut k, t);
+        for &a in &acc {
+            k.mov_to(a, 0.0f32);
+        }
+        {
+            let kb = k.mov(U, 0u32);
+            // the stage of the slice before, released once its products are done
+            let held = k.mov(U, 0u32);
+            let (top, end) = (k.new_label("mma"), k.new_label("mma_end"));
+            k.label(&top);
+            let out = k.setp(Cmp::Ge, U, kb, kb_n);
+            k.bra_if(out, false, &end);
+            let full = k.fma(U, s, 8u32, bar0);
+            k.mbarrier_wait(Addr::reg(full), phase);
+            let sa = k.fma(U, s, self.stage_bytes(), base);
+            let sb = k.add(U, sa, a_bytes);
+            // this warpgroup's 64 rows of A: 64 · 128 bytes further
+            let sa = k.fma(U, cw, 64 * 128, sa);
+            let da = descriptor(&mut k, sa);
+            let db = descriptor(&mut k, sb);
+            k.wgmma_fence();
+            for step in 0..Self::BK / 16 {
+                // 16 values = 32 bytes further along K: +2 in the descriptor's address field
+                let a = k.add(PtxType::U64, da, 2 * step as i64);
+                let b = k.add(PtxType::U64, db, 2 * step as i64);
+                k.wgmma_mma(Wgmma { ty: self.ty, n: bn, d: acc.clone(), a, b, scale_d: on, trans_b: false });
+            }
+            k.wgmma_commit();
+            // one group stays in flight: the slice before this one is done, its stage free
+            k.wgmma_wait(1);
+            let release = k.setp(Cmp::Ne, U, kb, 0u32);
+            let release = k.bin(BinOp::And, PtxType::Pred, release, first);
+            let prev_empty = k.add(U, held, 8 * stages);
+            k.when(release, false, |k| k.mbarrier_arrive(Addr::reg(prev_empty), None));
+            k.mov_to(held, full);
+            k.bin_to(BinOp::Add, kb, kb, 1u32);
+            k.bin_to(BinOp::Add, s, s, 1u32);
+            let wrap = k.setp(Cmp::Eq, U, s, stages);
+            k.when(wrap, false, |k| {
+                k.mov_to(s, 0u32);
+                k.bin_to(BinOp::Xor, phase, phase, 1u32);
+            });
+            k.bra(&top);
+            k.label(&end);
+            k.wgmma_wait(0);
+            let any = k.setp(Cmp::Ne, U, kb_n, 0u32);
+            let release = k.bin(BinOp::And, PtxType::Pred, any, first);
+            let last_empty = k.add(U, held, 8 * stages);
+            k.when(release, false, |k| k.mbarrier_arrive(Addr::reg(last_empty), None));
+        }
+        // accumulator j of thread t: column group j / 4, rows +8 for j % 4 ≥ 2, column +1 for odd j
+        let r0 = k.mul(U, tm, Self::BM);
+        let r0 = k.fma(U, cw, 64u32, r0);
+        let r0 = k.fma(U, warp, 16u32, r0);
+        let row = k.add(U, r0, l4);
+        let c0 = k.mul(U, tn, bn);
+        let col = k.fma(U, lc, 2u32, c0);
+        for (j, &v) in acc.iter().enumerate() {
+            let j = j as u32;
+            let r = if j % 4 >= 2 { k.add(U, row, 8u32) } else { row };
+            let cc = k.add(U, col, 8 * (j / 4) + j % 2);
+            let in_r = k.setp(Cmp::Lt, U, r, m);
+            let in_c = k.setp(Cmp::Lt, U, cc, n);
+            let ok = k.bin(BinOp::And, PtxType::Pred, in_r, in_c);
+            let off = k.mul(U, r, n);
+            let off = k.add(U, off, cc);
+            let a = k.elem_addr(c, off, 4);
+            k.when(ok, false, |k| k.st(Space::Global, F, Addr::reg(a), v));
+        }
+        k.bin_to(BinOp::Add, t, t, stride);
+        k.bra(&tiles_top);
+        k.label(&tiles_end);
+        k.label(&done);
+        k.ret();
+        k
+    }
+}

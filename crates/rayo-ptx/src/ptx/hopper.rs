@@ -1,0 +1,88 @@
+//! Hopper's asynchronous instructions (sm_90, `wgmma` and `setmaxnreg` sm_90a): warpgroup
+//! matrix products from shared-memory descriptors, mbarriers, and tensor-map (TMA) copies.
+
+use super::instr::{Addr, Op, Operand, Reg};
+use super::kernel::PtxKernel;
+use super::types::PtxType;
+
+/// The operand type of a `wgmma` (f32 accumulation in each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WgmmaType {
+    F16,
+    BF16,
+}
+
+impl WgmmaType {
+    pub fn tag(self) -> &'static str {
+        match self {
+            WgmmaType::F16 => "f16",
+            WgmmaType::BF16 => "bf16",
+        }
+    }
+}
+
+/// One `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T d, a, b, scale_d, 1, 1, 0, trans_b`:
+/// `d (+)= A·B` for a 64×16 tile of A and a 16×N tile of B, both in shared memory (64-bit
+/// descriptors `a`, `b`), over the warpgroup's `N/2` f32 accumulators per thread; `scale_d`
+/// (a predicate) false overwrites `d` instead of adding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wgmma {
+    pub ty: WgmmaType,
+    pub n: u32,
+    pub d: Vec<Reg>,
+    pub a: Reg,
+    pub b: Reg,
+    pub scale_d: Reg,
+    /// B is N-major (transposed); else K-major as A.
+    pub trans_b: bool,
+}
+
+impl PtxKernel {
+    /// The operands of wgmma `i`.
+    pub fn wgmma(&self, i: u32) -> Option<&Wgmma> {
+        self.wgmmas.get(i as usize)
+    }
+    /// Records a [`Wgmma`] (`d.len()` must be `n / 2`; the checker says so otherwise).
+    pub fn wgmma_mma(&mut self, w: Wgmma) {
+        self.wgmmas.push(w);
+        self.push(Op::Wgmma(self.wgmmas.len() as u32 - 1));
+    }
+    pub fn wgmma_fence(&mut self) {
+        self.push(Op::WgmmaFence);
+    }
+    pub fn wgmma_commit(&mut self) {
+        self.push(Op::WgmmaCommit);
+    }
+    pub fn wgmma_wait(&mut self, n: u32) {
+        self.push(Op::WgmmaWait(n));
+    }
+    pub fn mbarrier_init(&mut self, addr: Addr, count: u32) {
+        self.push(Op::MbarInit { addr, count });
+    }
+    /// One arrival; with `tx`, the bytes this phase's asynchronous copies will complete.
+    pub fn mbarrier_arrive(&mut self, addr: Addr, tx: Option<u32>) {
+        self.push(Op::MbarArrive { addr, tx });
+    }
+    /// Waits (a spin over `try_wait`) until the phase of parity `parity` (0 or 1) completes.
+    pub fn mbarrier_wait(&mut self, addr: Addr, parity: impl Into<Operand>) {
+        let parity = parity.into();
+        let top = self.new_label("mbar_wait");
+        self.label(&top);
+        let p = self.reg(PtxType::Pred);
+        self.push(Op::MbarTryWait { p, addr, parity });
+        self.bra_if(p, true, &top);
+    }
+    /// A 2-D tile of the tensor map at generic address `map`, coordinates `(x, y)` (x
+    /// innermost), into shared memory at `dst`, completing on the mbarrier at `bar`.
+    pub fn tma_load_2d(&mut self, dst: Addr, map: Reg, (x, y): (impl Into<Operand>, impl Into<Operand>), bar: Addr) {
+        self.push(Op::TmaLoad2d { dst, map, x: x.into(), y: y.into(), bar });
+    }
+    pub fn fence_proxy_async(&mut self) {
+        self.push(Op::FenceProxyAsync);
+    }
+    /// Raises (`inc`) or lowers the warpgroup's registers per thread to `n` (24..=256, a
+    /// multiple of 8).
+    pub fn setmaxnreg(&mut self, inc: bool, n: u32) {
+        self.push(Op::SetMaxNReg { inc, n });
+    }
+}
