@@ -71,6 +71,9 @@ pub struct Wgpu {
     /// Whether the fused ops run as fused kernels (`RAYO_WGPU_FUSE=0`, [`Wgpu::with_fusion`]:
     /// the trait's defaults, op by op, for comparison).
     fuse: bool,
+    /// Whether kernels use `f16` (by default where a GPU has shader-f16; `RAYO_WGPU_F16=0|1`,
+    /// [`Wgpu::with_f16`]): the f16 KV cache read as f16, attention's q·k in f16 math.
+    f16: bool,
     /// The device argmax's result (4 words).
     sample: Option<wgpu::Buffer>,
 }
@@ -100,6 +103,14 @@ impl Wgpu {
             _ => 16,
         };
         let fuse = std::env::var("RAYO_WGPU_FUSE").map_or(true, |v| v != "0");
+        // f16 kernels on GPUs with shader-f16; not on CPU adapters, where it is emulated (lavapipe
+        // decodes 12 times slower with it); RAYO_WGPU_F16=1 or 0 decides instead
+        let f16 = dev.has_shader_f16()
+            && match std::env::var("RAYO_WGPU_F16").as_deref() {
+                Ok("1") => true,
+                Ok("0") => false,
+                _ => dev.adapter_info().device_type != "cpu",
+            };
         Wgpu {
             rec: Recorder::new(dev.clone()),
             dev,
@@ -111,6 +122,7 @@ impl Wgpu {
             weight_limit: limit,
             lanes,
             fuse,
+            f16,
             sample: None,
         }
     }
@@ -142,6 +154,18 @@ impl Wgpu {
     pub fn with_fusion(mut self, fuse: bool) -> Wgpu {
         self.fuse = fuse;
         self
+    }
+
+    /// Uses `f16` in kernels where the adapter has shader-f16 (`true`; the default on GPUs) or
+    /// never (the f32 fallback, which adapters without the feature take).
+    pub fn with_f16(mut self, on: bool) -> Wgpu {
+        self.f16 = on && self.dev.has_shader_f16();
+        self
+    }
+
+    /// Whether kernels use `f16` ([`Wgpu::with_f16`]).
+    pub fn f16(&self) -> bool {
+        self.f16
     }
 
     /// The device the backend runs on.
@@ -245,7 +269,7 @@ impl Wgpu {
         pos0: usize,
         out: &WgpuBuf,
     ) -> Result<()> {
-        let att = self.kv_kernel(f16, include_str!("shaders/attention.wgsl"), "attention");
+        let att = self.kv_kernel(f16, include_str!("shaders/attention.wgsl"), "attention", Some(cfg.head_dim % 2 == 0));
         let scale = 1.0 / (cfg.head_dim as f32).sqrt();
         // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
         let round_q = f16 && m < 64;
@@ -254,9 +278,24 @@ impl Wgpu {
         self.rec.dispatch(&att, &params, &[&q.buf, &out.buf, kc, vc], (cfg.n_head as u32, m as u32, 1))
     }
 
-    fn kv_kernel(&mut self, f16: bool, body: &'static str, name: &str) -> Arc<record::Kernel> {
-        let ty = if f16 { include_str!("shaders/kv_f16.wgsl") } else { include_str!("shaders/kv_f32.wgsl") };
-        self.rec.kernel(&format!("{name} f16={f16}"), || format!("{ty}\n{body}"))
+    /// A kernel over a cache of f16 (`f16`) or f32 values: an f16 cache is read and written
+    /// as `f16` where the adapter has shader-f16 (and [`Wgpu::with_f16`] allows it), as packed
+    /// pairs otherwise. `scores` (attention's): q·k in f16 math where `Some(true)` (only with
+    /// shader-f16), in f32 otherwise.
+    fn kv_kernel(&mut self, f16: bool, body: &'static str, name: &str, scores: Option<bool>) -> Arc<record::Kernel> {
+        let native = f16 && self.f16;
+        let half_scores = native && scores == Some(true);
+        let ty = match (f16, native) {
+            (true, true) => include_str!("shaders/kv_f16_native.wgsl"),
+            (true, false) => include_str!("shaders/kv_f16.wgsl"),
+            _ => include_str!("shaders/kv_f32.wgsl"),
+        };
+        let score = match scores {
+            None => "",
+            Some(_) if half_scores => include_str!("shaders/score_f16.wgsl"),
+            Some(_) => include_str!("shaders/score_f32.wgsl"),
+        };
+        self.rec.kernel(&format!("{name} f16={f16} native={native} half_scores={half_scores}"), || format!("{ty}\n{score}\n{body}"))
     }
 }
 
@@ -392,7 +431,7 @@ impl Backend for Wgpu {
         out: &mut WgpuBuf,
     ) -> Result<()> {
         let (kc, vc) = self.check_attention(cfg, kv, layer, q, k, v, m, pos0, out)?;
-        let store = self.kv_kernel(kv.f16, include_str!("shaders/kv_store.wgsl"), "kv_store");
+        let store = self.kv_kernel(kv.f16, include_str!("shaders/kv_store.wgsl"), "kv_store", None);
         let (groups, stride) = grid(&self.dev, m * kv.width / 2);
         self.rec.dispatch(&store, &[m as u32, kv.width as u32, pos0 as u32, stride], &[&k.buf, &v.buf, &kc, &vc], groups)?;
         self.attend(cfg, kv.f16, &kc, &vc, q, m, pos0, out)
@@ -441,15 +480,23 @@ impl Backend for Wgpu {
             }
             return Ok(());
         }
+        // a CPU adapter (a thread per weight row) runs the norm on its own: folded in, it
+        // puts workgroup barriers into every product, which llvmpipe runs as coroutine switches
+        let (x, norm) = if self.lanes == 1 {
+            self.rms_norm(x, norm, eps, m, tmp)?;
+            (&*tmp, None)
+        } else {
+            (x, Some((norm, eps)))
+        };
         let one_dispatch = ws.len() <= 3 && ws.iter().all(|w| w.parts.len() == 1 && w.cols == ws[0].cols);
         if one_dispatch {
             let parts: Vec<_> = ws.iter().map(|w| (&***w, &w.parts[0])).collect();
             let ys: Vec<&WgpuBuf> = outs.iter().map(|o| &**o).collect();
-            return self.products(&parts, x, Some((norm, eps)), m, &ys, false, Output::Each);
+            return self.products(&parts, x, norm, m, &ys, false, Output::Each);
         }
         // the norm folded into each product (each part finds 1/rms again)
         for (w, out) in ws.iter().zip(outs.iter()) {
-            self.product(w, x, Some((norm, eps)), m, out, false)?;
+            self.product(w, x, norm, m, out, false)?;
         }
         Ok(())
     }
@@ -473,11 +520,18 @@ impl Backend for Wgpu {
             self.product(up, tmp, None, m, up_out, false)?;
             return self.swiglu(out, up_out, len);
         }
+        // as in norm_matmuls: the norm on its own on a CPU adapter
+        let (x, norm) = if self.lanes == 1 {
+            self.rms_norm(x, norm, eps, m, tmp)?;
+            (&*tmp, None)
+        } else {
+            (x, Some((norm, eps)))
+        };
         if gate.parts.len() == 1 && up.parts.len() == 1 && gate.rows == up.rows && gate.cols == up.cols {
-            return self.products(&[(gate, &gate.parts[0]), (up, &up.parts[0])], x, Some((norm, eps)), m, &[out], false, Output::Swiglu);
+            return self.products(&[(gate, &gate.parts[0]), (up, &up.parts[0])], x, norm, m, &[out], false, Output::Swiglu);
         }
-        self.product(gate, x, Some((norm, eps)), m, out, false)?;
-        self.product(up, x, Some((norm, eps)), m, up_out, false)?;
+        self.product(gate, x, norm, m, out, false)?;
+        self.product(up, x, norm, m, up_out, false)?;
         self.swiglu(out, up_out, len)
     }
 
@@ -497,7 +551,7 @@ impl Backend for Wgpu {
         }
         let (kc, vc) = self.check_attention(cfg, kv, layer, q, k, v, m, pos0, out)?;
         let table = self.rope_table(cfg, m, pos0)?;
-        let kern = self.kv_kernel(kv.f16, include_str!("shaders/rope_store.wgsl"), "rope_store");
+        let kern = self.kv_kernel(kv.f16, include_str!("shaders/rope_store.wgsl"), "rope_store", None);
         let (groups, stride) = grid(&self.dev, m * (cfg.n_head * cfg.n_rot + kv.width) / 2);
         let params = [m as u32, cfg.n_head as u32, cfg.head_dim as u32, cfg.n_rot as u32, pos0 as u32, rope_style(cfg), stride, kv.width as u32];
         self.rec.dispatch(&kern, &params, &[&q.buf, &k.buf, &kc, &vc, &v.buf, &table], groups)?;
