@@ -8,12 +8,20 @@ set -uo pipefail
 . docs/perf/gpu-env.sh
 M=/tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf
 $B/rayo info 2>/dev/null | grep -E "^(wgpu|cuda)" | tee "$OUT/info.txt"
+# wgpu three ways in the same run: as shipped (fused kernels, f16 where the adapter has
+# shader-f16), f16 off (RAYO_WGPU_F16=0), fusion off (RAYO_WGPU_FUSE=0: the op-by-op step)
 for i in 1 2; do
-  for be in wgpu cuda; do $B/rayo bench --model $M --backend $be --json 2>/dev/null; done
+  for v in "wgpu" "wgpu RAYO_WGPU_F16=0" "wgpu RAYO_WGPU_FUSE=0" "cuda"; do
+    set -- $v
+    printf '%s ' "$v"
+    env ${2:-RAYO_NONE=1} $B/rayo bench --model $M --backend $1 --json 2>/dev/null | tr '\n' ' '
+    echo
+  done
 done | tee "$OUT/bench.txt"
 # greedy text on both GPU backends and the CPU (f32 activations are the closer reference)
-for be in wgpu cuda cpu; do
-  printf '%s: ' $be
-  $B/rayo generate --model $M --backend $be --prompt "The capital of France is" --max-tokens 24 --temperature 0 2>/dev/null | tr '\n' ' '
+for v in "wgpu" "wgpu RAYO_WGPU_F16=0" "wgpu RAYO_WGPU_FUSE=0" "cuda" "cpu"; do
+  set -- $v
+  printf '%s: ' "$v"
+  env ${2:-RAYO_NONE=1} $B/rayo generate --model $M --backend $1 --prompt "The capital of France is" --max-tokens 24 --temperature 0 2>/dev/null | tr '\n' ' '
   echo
 done | tee "$OUT/greedy.txt"

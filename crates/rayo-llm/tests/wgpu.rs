@@ -248,51 +248,98 @@ fn norm_rope_and_elementwise_match_f64() {
     }
 }
 
+/// The f16 modes to test: the f32 fallback always, `f16` kernels where the adapter has
+/// shader-f16 (a SKIP line otherwise).
+fn f16_modes(dev: &GpuDevice) -> Vec<bool> {
+    if dev.has_shader_f16() {
+        vec![false, true]
+    } else {
+        println!("SKIP wgpu: the f16 kernels (this adapter has no shader-f16); the f32 fallback is tested");
+        vec![false]
+    }
+}
+
+/// The error allowed in attention of f16 queries and keys (`q`, `keys`, f16 values) when its
+/// q·k runs in f16 math: each pair of products and their sum within 2⁻¹⁰ of Σ|q·k| (two f16
+/// roundings), so each score within Δ = 2⁻¹⁰·Σ_d|q_d·k_d|/√d, the softmax weights within a
+/// factor e^(±2Δ), and the output within (e^(2Δ) − 1)·max|v|; plus the f32 path's 2e-5.
+fn half_math_tol(cfg: &Config, q: &[f64], keys: &[f64], vals: &[f64]) -> f64 {
+    let (hd, kw) = (cfg.head_dim, cfg.kv_width());
+    let mut ds: f64 = 0.0;
+    for qh in q.chunks(hd) {
+        for kp in keys.chunks(kw) {
+            for kh in kp.chunks(hd) {
+                ds = ds.max(qh.iter().zip(kh).map(|(a, b)| (a * b).abs()).sum::<f64>());
+            }
+        }
+    }
+    let ds = ds * 2f64.powi(-10) / (hd as f64).sqrt();
+    let vmax = vals.iter().fold(0f64, |a, v| a.max(v.abs()));
+    ((2.0 * ds).exp() - 1.0) * vmax + 2e-5
+}
+
 /// Causal GQA attention against f64: a prompt of 3 rows, then 70 (crossing the kernel's
-/// 64-position chunks), then one row, over f16 and f32 caches, heads of 12 and 130 values.
+/// 64-position chunks), then one row, over f16 and f32 caches, heads of 12 and 130 values; with
+/// an f16 cache also through the `f16` kernels (the cache read as f16, q·k in f16 math: the
+/// query rounded to f16 at every length, tolerance [`half_math_tol`]).
 #[test]
 fn attention_matches_f64() {
     let Some(dev) = device("attention_matches_f64") else { return };
-    let mut b = backend(dev);
-    for (head_dim, ty) in [(12, KvType::F16), (12, KvType::F32), (130, KvType::F16)] {
-        let cfg = tiny_config(RopeStyle::Adjacent, 4, 2, head_dim, 8);
-        let (qw, kw) = (cfg.q_width(), cfg.kv_width());
-        let mut kv = b.kv_cache(&cfg, 80, ty).unwrap();
-        let (mut keys, mut vals) = (Vec::<f64>::new(), Vec::<f64>::new());
-        let round = |v: f32| if ty == KvType::F16 { f16::from_f32(v).to_f32() as f64 } else { v as f64 };
-        let mut pos0 = 0;
-        for (step, m) in [3usize, 70, 1].into_iter().enumerate() {
-            let (q, k, v) = (values(m * qw, 10 + step as u64), values(m * kw, 20 + step as u64), values(m * kw, 30 + step as u64));
-            let (qb, kb, vb) = (b.vector(&q).unwrap(), b.vector(&k).unwrap(), b.vector(&v).unwrap());
-            let mut out = b.buffer(m * qw).unwrap();
-            b.attention(&cfg, &mut kv, 1, &qb, &kb, &vb, m, pos0, &mut out).unwrap();
-            let got = read(&mut b, &out, m * qw);
-            keys.extend(k.iter().map(|&x| round(x)));
-            vals.extend(v.iter().map(|&x| round(x)));
-            let round_q = ty == KvType::F16 && m < 64;
-            for i in 0..m {
-                let n = pos0 + i + 1;
-                for h in 0..cfg.n_head {
-                    let g = h / cfg.group();
-                    let qh: Vec<f64> =
-                        q[(i * cfg.n_head + h) * head_dim..][..head_dim].iter().map(|&x| if round_q { round(x) } else { x as f64 }).collect();
-                    let s: Vec<f64> = (0..n)
-                        .map(|p| qh.iter().enumerate().map(|(d, &a)| a * keys[p * kw + g * head_dim + d]).sum::<f64>() / (head_dim as f64).sqrt())
-                        .collect();
-                    let mx = s.iter().cloned().fold(f64::MIN, f64::max);
-                    let e: Vec<f64> = s.iter().map(|&v| (v - mx).exp()).collect();
-                    let z: f64 = e.iter().sum();
-                    for d in 0..head_dim {
-                        let want: f64 = (0..n).map(|p| e[p] / z * vals[p * kw + g * head_dim + d]).sum();
-                        let gv = got[(i * cfg.n_head + h) * head_dim + d] as f64;
-                        assert!((gv - want).abs() < 2e-5, "head_dim {head_dim} {ty:?} m {m} row {i} head {h} dim {d}: {gv} vs {want}");
-                    }
+    for half in f16_modes(&dev) {
+        let mut b = backend(dev.clone()).with_f16(half);
+        for (head_dim, ty) in [(12, KvType::F16), (12, KvType::F32), (130, KvType::F16)] {
+            let cfg = tiny_config(RopeStyle::Adjacent, 4, 2, head_dim, 8);
+            let (qw, kw) = (cfg.q_width(), cfg.kv_width());
+            let mut kv = b.kv_cache(&cfg, 80, ty).unwrap();
+            let (mut keys, mut vals) = (Vec::<f64>::new(), Vec::<f64>::new());
+            let round = |v: f32| if ty == KvType::F16 { f16::from_f32(v).to_f32() as f64 } else { v as f64 };
+            let half_math = half && ty == KvType::F16;
+            let mut pos0 = 0;
+            let mut worst: f64 = 0.0;
+            for (step, m) in [3usize, 70, 1].into_iter().enumerate() {
+                let (q, k, v) = (values(m * qw, 10 + step as u64), values(m * kw, 20 + step as u64), values(m * kw, 30 + step as u64));
+                let (qb, kb, vb) = (b.vector(&q).unwrap(), b.vector(&k).unwrap(), b.vector(&v).unwrap());
+                let mut out = b.buffer(m * qw).unwrap();
+                b.attention(&cfg, &mut kv, 1, &qb, &kb, &vb, m, pos0, &mut out).unwrap();
+                let got = read(&mut b, &out, m * qw);
+                keys.extend(k.iter().map(|&x| round(x)));
+                vals.extend(v.iter().map(|&x| round(x)));
+                let round_q = ty == KvType::F16 && (m < 64 || half_math);
+                let qd: Vec<f64> = q.iter().map(|&x| if round_q { round(x) } else { x as f64 }).collect();
+                let want = attention_ref(&cfg, &qd, &keys, &vals, m, pos0);
+                let tol = if half_math { half_math_tol(&cfg, &qd, &keys, &vals) } else { 2e-5 };
+                for (e, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    worst = worst.max((g as f64 - w).abs());
+                    assert!((g as f64 - w).abs() < tol, "f16 {half} head_dim {head_dim} {ty:?} m {m} value {e}: {g} vs {w} (tolerance {tol:e})");
                 }
+                pos0 += m;
             }
-            pos0 += m;
+            println!("attention f16 kernels {half}, head_dim {head_dim} {ty:?}: 74 positions, largest error {worst:.1e}");
         }
-        println!("attention head_dim {head_dim} {ty:?}: 74 positions within 2e-5");
     }
+}
+
+/// Causal GQA attention in f64 of `m` query rows (`q`, rows of `cfg.q_width()`) at positions
+/// `pos0..`, over `keys` and `vals` (rows of `cfg.kv_width()` for positions `0..pos0 + m`).
+fn attention_ref(cfg: &Config, q: &[f64], keys: &[f64], vals: &[f64], m: usize, pos0: usize) -> Vec<f64> {
+    let (hd, kw) = (cfg.head_dim, cfg.kv_width());
+    let mut out = vec![0.0; m * cfg.q_width()];
+    for i in 0..m {
+        let n = pos0 + i + 1;
+        for h in 0..cfg.n_head {
+            let g = h / cfg.group();
+            let qh = &q[(i * cfg.n_head + h) * hd..][..hd];
+            let s: Vec<f64> =
+                (0..n).map(|p| qh.iter().enumerate().map(|(d, &a)| a * keys[p * kw + g * hd + d]).sum::<f64>() / (hd as f64).sqrt()).collect();
+            let mx = s.iter().cloned().fold(f64::MIN, f64::max);
+            let e: Vec<f64> = s.iter().map(|&v| (v - mx).exp()).collect();
+            let z: f64 = e.iter().sum();
+            for d in 0..hd {
+                out[(i * cfg.n_head + h) * hd + d] = (0..n).map(|p| e[p] / z * vals[p * kw + g * hd + d]).sum();
+            }
+        }
+    }
+    out
 }
 
 /// Greedy continuations of the committed prompts: the wgpu engine's tokens equal the CPU
@@ -314,5 +361,264 @@ fn greedy_text_equals_the_cpu_engine() {
         let (a, b) = (greedy(&mut s, &model, &r.prompt_ids, 16), greedy(&mut c, &model, &r.prompt_ids, 16));
         assert_eq!(a, b, "{ty}: weights split over 4 MiB bindings");
         println!("{ty}: 16 tokens equal with the weights split over 4 MiB bindings");
+        // the f16 kernels (the cache read as f16, q·k in f16 math), where the adapter has them
+        if dev.has_shader_f16() {
+            let mut h = Session::new(&model, Wgpu::with_device(dev.clone(), Arc::clone(model.file())).with_f16(true), opts).unwrap();
+            let (a, b) = (greedy(&mut h, &model, &r.prompt_ids, 16), greedy(&mut c, &model, &r.prompt_ids, 16));
+            assert_eq!(a, b, "{ty}: f16 kernels");
+            println!("{ty}: 16 tokens equal with the f16 kernels");
+        }
     }
+}
+
+/// RMSNorm of each row of `x` (`cols` values) by `g`, in f64.
+fn norm_ref(x: &[f32], g: &[f32], cols: usize, eps: f64) -> Vec<f64> {
+    x.chunks(cols)
+        .flat_map(|r| {
+            let ms = r.iter().map(|&v| v as f64 * v as f64).sum::<f64>() / cols as f64;
+            let s = 1.0 / (ms + eps).sqrt();
+            r.iter().zip(g).map(move |(&v, &w)| v as f64 * s * w as f64)
+        })
+        .collect()
+}
+
+/// A quantized matrix: its bytes and its dequantized values.
+fn quantized(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> (Vec<u8>, Vec<f32>) {
+    let bytes = quant::quantize_to_vec(ty, &values(rows * cols, seed)).unwrap();
+    let mut wd = vec![0f32; rows * cols];
+    quant::dequantize(ty, &bytes, &mut wd).unwrap();
+    (bytes, wd)
+}
+
+/// `n·Wᵀ` in f64 for rows of `n`, and Σ|n·w| (the scale of f32 rounding) per value.
+fn product_ref(n: &[f64], wd: &[f32], rows: usize, cols: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut y, mut mag) = (vec![], vec![]);
+    for xr in n.chunks(cols) {
+        for wr in wd.chunks(cols).take(rows) {
+            y.push(xr.iter().zip(wr).map(|(&a, &b)| a * b as f64).sum());
+            mag.push(xr.iter().zip(wr).map(|(&a, &b)| (a * b as f64).abs()).sum());
+        }
+    }
+    (y, mag)
+}
+
+/// The fused products against f64: RMSNorm folded into one to three products in one dispatch
+/// (Q, K, V of one format; of three formats: Q4_K, Q6_K, Q8_0 as a Q4_K_M file mixes them),
+/// rows that are not a multiple of a workgroup's (70, 11, 37), 1, 5 and 9 activation rows, a
+/// thread and 16 (and the subgroup's) threads per row; one matrix split over bindings (the LM
+/// head's path); and gate·up with SwiGLU in one dispatch.
+#[test]
+fn fused_norm_products_match_f64() {
+    let Some(dev) = device("fused_norm_products_match_f64") else { return };
+    let cols = 512;
+    let g = values(cols, 7).iter().map(|v| 1.0 + v).collect::<Vec<_>>();
+    let sg = dev.subgroup_min_size().map(|s| (s as usize).min(64));
+    for lanes in [1, 16].into_iter().chain(sg) {
+        for tys in [[GgmlType::Q4_1; 3], [GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0]] {
+            let rows = [70, 11, 37];
+            let mut b = backend(dev.clone()).with_product_lanes(lanes).unwrap();
+            let mats: Vec<_> = tys.iter().zip(rows).enumerate().map(|(i, (&ty, r))| quantized(ty, r, cols, 40 + i as u64)).collect();
+            let ws: Vec<_> = mats
+                .iter()
+                .zip(tys.iter().zip(rows))
+                .map(|((bytes, _), (&ty, r))| b.upload_matrix("w", &QuantMatrix::new(ty, r, cols, bytes).unwrap()).unwrap())
+                .collect();
+            let gb = b.vector(&g).unwrap();
+            for m in [1usize, 5, 9] {
+                // large activations: the norm matters
+                let x: Vec<f32> = values(m * cols, 50 + m as u64).iter().map(|v| v * 30.0).collect();
+                let xb = b.vector(&x).unwrap();
+                let mut tmp = b.buffer(m * cols).unwrap();
+                let mut outs: Vec<WgpuBuf> = rows.iter().map(|r| b.buffer(m * r).unwrap()).collect();
+                let before = b.ops();
+                let mut refs: Vec<&mut WgpuBuf> = outs.iter_mut().collect();
+                b.norm_matmuls(&xb, &gb, 1e-5, m, &[&ws[0], &ws[1], &ws[2]], &mut tmp, &mut refs).unwrap();
+                // a CPU adapter's thread per row runs the norm on its own (no barriers in products)
+                let norm_ops = if lanes == 1 { 2 } else { 1 };
+                assert_eq!(b.ops() - before, norm_ops, "three products (and their norm) in one dispatch");
+                let n = norm_ref(&x, &g, cols, 1e-5);
+                for (k, out) in outs.iter().enumerate() {
+                    let got = read(&mut b, out, m * rows[k]);
+                    let (want, mag) = product_ref(&n, &mats[k].1, rows[k], cols);
+                    for e in 0..got.len() {
+                        let tol = 1e-5 * mag[e] + 1e-6;
+                        assert!(
+                            (got[e] as f64 - want[e]).abs() <= tol,
+                            "{tys:?} lanes {lanes} m {m} weight {k} value {e}: {} vs {}",
+                            got[e],
+                            want[e]
+                        );
+                    }
+                }
+                // gate (weight 0's format) and up (weight 2's) of 70 rows each, SwiGLU'd
+                let (gate_q, up_q) = (quantized(tys[0], 70, cols, 60), quantized(tys[2], 70, cols, 61));
+                let gate = b.upload_matrix("gate", &QuantMatrix::new(tys[0], 70, cols, &gate_q.0).unwrap()).unwrap();
+                let up = b.upload_matrix("up", &QuantMatrix::new(tys[2], 70, cols, &up_q.0).unwrap()).unwrap();
+                let (mut out, mut up_out) = (b.buffer(m * 70).unwrap(), b.buffer(m * 70).unwrap());
+                let before = b.ops();
+                b.norm_swiglu(&xb, &gb, 1e-5, m, (&gate, &up), &mut tmp, &mut out, &mut up_out, m * 70).unwrap();
+                assert_eq!(b.ops() - before, norm_ops, "gate, up, SwiGLU (and the norm) in one dispatch");
+                let got = read(&mut b, &out, m * 70);
+                let ((gw, gm), (uw, um)) = (product_ref(&n, &gate_q.1, 70, cols), product_ref(&n, &up_q.1, 70, cols));
+                for e in 0..got.len() {
+                    let silu = |v: f64| v / (1.0 + (-v).exp());
+                    let want = silu(gw[e]) * uw[e];
+                    // each product within 1e-5·Σ|n·w|; silu' is at most 1.1
+                    let tol = 1.1 * (1e-5 * gm[e] + 1e-6) * uw[e].abs() + silu(gw[e]).abs() * (1e-5 * um[e] + 1e-6) + 1e-6;
+                    assert!((got[e] as f64 - want).abs() <= tol, "swiglu {tys:?} lanes {lanes} m {m} value {e}: {} vs {want}", got[e]);
+                }
+            }
+        }
+        // one matrix over bindings of ten rows: a dispatch per part, each folding the norm
+        let (bytes, wd) = quantized(GgmlType::Q8_0, 45, cols, 70);
+        let row_bytes = bytes.len() / 45;
+        let mut b = backend(dev.clone()).with_product_lanes(lanes).unwrap().with_weight_binding_limit(10 * row_bytes as u64 + 16);
+        let w = b.upload_matrix("output.weight", &QuantMatrix::new(GgmlType::Q8_0, 45, cols, &bytes).unwrap()).unwrap();
+        assert!(w.parts.len() == 5);
+        let x = values(cols, 80);
+        let (xb, gb) = (b.vector(&x).unwrap(), b.vector(&g).unwrap());
+        let (mut tmp, mut y) = (b.buffer(cols).unwrap(), b.buffer(45).unwrap());
+        b.norm_matmuls(&xb, &gb, 1e-5, 1, &[&w], &mut tmp, &mut [&mut y]).unwrap();
+        let got = read(&mut b, &y, 45);
+        let (want, mag) = product_ref(&norm_ref(&x, &g, cols, 1e-5), &wd, 45, cols);
+        for e in 0..45 {
+            assert!((got[e] as f64 - want[e]).abs() <= 1e-5 * mag[e] + 1e-6, "split lanes {lanes} row {e}: {} vs {}", got[e], want[e]);
+        }
+        println!("lanes {lanes}: norm + Q/K/V (one format and three), norm + gate·up SwiGLU, a split matrix: within tolerance of f64");
+    }
+}
+
+/// RoPE, the KV store and attention as the session runs them ([`Backend::rope_attention`]: RoPE
+/// and the store in one dispatch, the keys rotated as they are stored) against f64, both
+/// pairings, f16 and f32 caches, 3 + 70 + 1 rows. Tolerance: 2e-5 with an f32 cache; with an
+/// f16 one, 1e-3: a rotated key or query element rounded to f16 on the device (from f32) and in
+/// the reference (from f64) may land one f16 step (2⁻¹¹ relative) apart.
+#[test]
+fn rope_attention_matches_f64() {
+    let Some(dev) = device("rope_attention_matches_f64") else { return };
+    for half in f16_modes(&dev) {
+        let mut b = backend(dev.clone()).with_f16(half);
+        for (style, head_dim, n_rot, ty) in [
+            (RopeStyle::Adjacent, 12, 8, KvType::F32),
+            (RopeStyle::HalfSplit, 12, 12, KvType::F32),
+            (RopeStyle::HalfSplit, 130, 64, KvType::F16),
+            (RopeStyle::Adjacent, 12, 8, KvType::F16),
+        ] {
+            let cfg = tiny_config(style, 4, 2, head_dim, n_rot);
+            let (qw, kw) = (cfg.q_width(), cfg.kv_width());
+            let mut kv = b.kv_cache(&cfg, 80, ty).unwrap();
+            let round = |v: f64| if ty == KvType::F16 { f16::from_f64(v).to_f64() } else { v };
+            let (mut keys, mut vals) = (Vec::<f64>::new(), Vec::<f64>::new());
+            let mut pos0 = 0;
+            for (step, m) in [3usize, 70, 1].into_iter().enumerate() {
+                let (q, k, v) = (values(m * qw, 110 + step as u64), values(m * kw, 120 + step as u64), values(m * kw, 130 + step as u64));
+                let (mut qb, mut kb, vb) = (b.vector(&q).unwrap(), b.vector(&k).unwrap(), b.vector(&v).unwrap());
+                let mut out = b.buffer(m * qw).unwrap();
+                let before = b.ops();
+                b.rope_attention(&cfg, &mut kv, 0, (&mut qb, &mut kb, &vb), m, pos0, &mut out).unwrap();
+                assert_eq!(b.ops() - before, 2, "RoPE and the store in one dispatch, attention in the other");
+                let got = read(&mut b, &out, m * qw);
+                let rq = rope_ref(&q, cfg.n_head, &cfg, pos0);
+                keys.extend(rope_ref(&k, cfg.n_head_kv, &cfg, pos0).iter().map(|&x| round(x)));
+                vals.extend(v.iter().map(|&x| round(x as f64)));
+                let half_math = half && ty == KvType::F16;
+                let round_q = ty == KvType::F16 && (m < 64 || half_math);
+                let qd: Vec<f64> = rq.iter().map(|&x| if round_q { round(x) } else { x }).collect();
+                let want = attention_ref(&cfg, &qd, &keys, &vals, m, pos0);
+                let tol = match (ty, half_math) {
+                    (KvType::F32, _) => 2e-5,
+                    (_, false) => 1e-3,
+                    (_, true) => 1e-3 + half_math_tol(&cfg, &qd, &keys, &vals),
+                };
+                for (e, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!((g as f64 - w).abs() < tol, "{style:?} head_dim {head_dim} {ty:?} m {m} value {e}: {g} vs {w}");
+                }
+                pos0 += m;
+            }
+            println!("rope_attention f16 kernels {half}, {style:?} head_dim {head_dim} n_rot {n_rot} {ty:?}: 74 positions within tolerance");
+        }
+    }
+}
+
+/// RoPE in f64 of rows of `heads` heads at positions `pos0..`.
+fn rope_ref(x: &[f32], heads: usize, cfg: &Config, pos0: usize) -> Vec<f64> {
+    let (hd, nr) = (cfg.head_dim, cfg.n_rot);
+    let mut out: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    for (r, row) in out.chunks_mut(heads * hd).enumerate() {
+        for head in row.chunks_mut(hd) {
+            for j in 0..nr / 2 {
+                let (a, b) = match cfg.rope_style {
+                    RopeStyle::Adjacent => (2 * j, 2 * j + 1),
+                    RopeStyle::HalfSplit => (j, j + nr / 2),
+                };
+                let th = (pos0 + r) as f64 * (cfg.rope_base as f64).powf(-2.0 * j as f64 / nr as f64);
+                let (x0, x1) = (head[a], head[b]);
+                head[a] = x0 * th.cos() - x1 * th.sin();
+                head[b] = x0 * th.sin() + x1 * th.cos();
+            }
+        }
+    }
+    out
+}
+
+/// The device argmax (a greedy step reads 4 bytes): the first maximum on awkward lengths, ties,
+/// −inf; NaN and +inf are the sampler's errors, as on the host.
+#[test]
+fn device_argmax_matches_the_host() {
+    let Some(dev) = device("device_argmax_matches_the_host") else { return };
+    let mut b = backend(dev);
+    for n in [1usize, 7, 255, 257, 49155] {
+        let mut v = values(n, n as u64);
+        // a tie for the maximum, the later one must lose; −inf values
+        let top = n / 3;
+        v[top] = 2.0;
+        if n > 2 {
+            v[n - 1] = 2.0;
+            v[1] = f32::NEG_INFINITY;
+        }
+        let x = b.vector(&v).unwrap();
+        assert_eq!(b.argmax(&x, n).unwrap() as usize, if n > 2 { top } else { 0 }, "n {n}");
+        for (bad, val) in [(n / 2, f32::NAN), (n - 1, f32::INFINITY)] {
+            let mut w = v.clone();
+            w[bad] = val;
+            // a later NaN: the first bad value is named
+            if bad + 1 < n {
+                w[bad + 1] = f32::NAN;
+            }
+            let wb = b.vector(&w).unwrap();
+            let e = b.argmax(&wb, n).expect_err("NaN or +inf");
+            assert!(e.to_string().contains(&format!("logit {bad} of {n}")), "n {n}: {e}");
+        }
+    }
+    let x = b.vector(&[f32::NEG_INFINITY; 300]).unwrap();
+    assert!(b.argmax(&x, 300).unwrap_err().to_string().contains("-inf"));
+    // the first n of a longer buffer
+    let x = b.vector(&[0.0, 1.0, 3.0, 9.0]).unwrap();
+    assert_eq!(b.argmax(&x, 3).unwrap(), 2);
+    println!("device argmax: first maximum, ties, -inf, NaN and +inf as the host's sampler");
+}
+
+/// Dispatches of one decoding step (greedy) with the fused kernels as a GPU runs them (16
+/// threads per weight row: 1 + 6 per layer + 2), as a CPU adapter does (a thread per row, the
+/// norms on their own: 1 + 8 per layer + 3) and without fusion (1 + 13 per layer + 3); the same
+/// token each way.
+#[test]
+fn fused_step_dispatch_count() {
+    let Some(dev) = device("fused_step_dispatch_count") else { return };
+    let Some((_, model)) = models("fused_step_dispatch_count").into_iter().next() else { return };
+    let layers = model.config().n_layer;
+    let opts = SessionOptions { context: 64, ..SessionOptions::default() };
+    let mut tokens = vec![];
+    for (fuse, lanes, want) in [(true, 16, 1 + 6 * layers + 2), (true, 1, 1 + 8 * layers + 3), (false, 1, 1 + 13 * layers + 3)] {
+        let b = Wgpu::with_device(dev.clone(), Arc::clone(model.file())).with_fusion(fuse).with_product_lanes(lanes).unwrap();
+        let mut s = Session::new(&model, b, opts).unwrap();
+        let t = s.forward_greedy(&[1, 2, 3]).unwrap();
+        let before = s.backend().ops();
+        let t2 = s.forward_greedy(&[t]).unwrap();
+        let ops = s.backend().ops() - before;
+        println!("fused {fuse}, {lanes} threads per row: {ops} dispatches per decoding step ({layers} layers)");
+        assert_eq!(ops, want, "fused {fuse} lanes {lanes}");
+        tokens.push((t, t2));
+    }
+    assert!(tokens.iter().all(|&t| t == tokens[0]), "the same picks each way: {tokens:?}");
 }

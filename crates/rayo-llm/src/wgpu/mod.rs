@@ -3,22 +3,28 @@
 //! ([`weights::WgslFormat`]: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K;
 //! Q2_K, Q3_K are dequantized to f32 at load, logged). Activations, the KV cache and RoPE's
 //! angle table stay on the device; a pass is recorded into one command encoder and submitted
-//! when the logits are read, the only read of a step.
+//! when the logits are read, the only read of a step (greedy: the device argmax, 16 bytes).
+//! The trait's fused ops are fused kernels (`products.rs`: the norm folded into Q/K/V or into
+//! gate·up with SwiGLU, one dispatch each; RoPE with the KV store): 183 dispatches per
+//! SmolLM2-135M step, 394 op by op (`RAYO_WGPU_FUSE=0`). Where the adapter has shader-f16 (on
+//! GPUs; `RAYO_WGPU_F16=0|1`), attention reads the f16 cache as `f16` and takes q·k in f16.
 //!
 //! A browser cannot block on a read: there, run [`crate::Session::forward_queued`] and then
 //! [`Wgpu::read_async`] on [`crate::Session::logits_buffer`].
 
+mod products;
 mod record;
 pub mod weights;
 
 use crate::backend::{Backend, KvType};
 use crate::config::{Config, RopeStyle};
 use crate::weights::WeightRef;
+use products::Output;
 use rayo::gguf::GgufFile;
 use rayo::gpu::{wgpu, GpuDevice};
 use rayo::quant::QuantMatrix;
 use rayo::{Error, Result};
-use record::{grid, Params, Recorder};
+use record::{grid, Recorder};
 use std::collections::HashMap;
 use std::sync::Arc;
 pub use weights::{WgpuWeight, WgslFormat};
@@ -66,9 +72,16 @@ pub struct Wgpu {
     /// Threads per weight row of the products: 16 on a GPU, 1 on a CPU adapter (`RAYO_WGPU_LANES`
     /// sets it: 1, 2, 4, ... 64).
     lanes: usize,
+    /// Whether the fused ops run as fused kernels (`RAYO_WGPU_FUSE=0`, [`Wgpu::with_fusion`]:
+    /// the trait's defaults, op by op, for comparison).
+    fuse: bool,
+    /// Whether kernels use `f16` (by default where a GPU has shader-f16; `RAYO_WGPU_F16=0|1`,
+    /// [`Wgpu::with_f16`]): the f16 KV cache read as f16, attention's q·k in f16 math.
+    f16: bool,
+    /// The device argmax's result (4 words).
+    sample: Option<wgpu::Buffer>,
 }
 
-const QMATVEC: &str = include_str!("shaders/qmatvec.wgsl");
 const EMBED: &str = include_str!("shaders/embed.wgsl");
 
 impl Wgpu {
@@ -93,7 +106,29 @@ impl Wgpu {
             _ if dev.adapter_info().device_type == "cpu" => 1,
             _ => 16,
         };
-        Wgpu { rec: Recorder::new(dev.clone()), dev, file, weights: HashMap::new(), rope: None, ids: None, limit, weight_limit: limit, lanes }
+        let fuse = std::env::var("RAYO_WGPU_FUSE").map_or(true, |v| v != "0");
+        // f16 kernels on GPUs with shader-f16; not on CPU adapters, where it is emulated (lavapipe
+        // decodes 12 times slower with it); RAYO_WGPU_F16=1 or 0 decides instead
+        let f16 = dev.has_shader_f16()
+            && match std::env::var("RAYO_WGPU_F16").as_deref() {
+                Ok("1") => true,
+                Ok("0") => false,
+                _ => dev.adapter_info().device_type != "cpu",
+            };
+        Wgpu {
+            rec: Recorder::new(dev.clone()),
+            dev,
+            file,
+            weights: HashMap::new(),
+            rope: None,
+            ids: None,
+            limit,
+            weight_limit: limit,
+            lanes,
+            fuse,
+            f16,
+            sample: None,
+        }
     }
 
     /// Splits weight matrices into bindings of at most `bytes` (tests; a browser's default
@@ -116,6 +151,25 @@ impl Wgpu {
         }
         self.lanes = lanes;
         Ok(self)
+    }
+
+    /// Runs the fused ops ([`Backend::norm_matmuls`], [`Backend::norm_swiglu`],
+    /// [`Backend::rope_attention`]) as fused kernels (`true`, the default) or op by op.
+    pub fn with_fusion(mut self, fuse: bool) -> Wgpu {
+        self.fuse = fuse;
+        self
+    }
+
+    /// Uses `f16` in kernels where the adapter has shader-f16 (`true`; the default on GPUs) or
+    /// never (the f32 fallback, which adapters without the feature take).
+    pub fn with_f16(mut self, on: bool) -> Wgpu {
+        self.f16 = on && self.dev.has_shader_f16();
+        self
+    }
+
+    /// Whether kernels use `f16` ([`Wgpu::with_f16`]).
+    pub fn f16(&self) -> bool {
+        self.f16
     }
 
     /// The device the backend runs on.
@@ -166,52 +220,86 @@ impl Wgpu {
         self.ids.as_ref().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })
     }
 
-    /// Dispatches the quantized product `y (+)= x·wᵀ` for `m` rows, one dispatch per part.
-    fn qmatvec(&mut self, w: &WgpuWeight, x: &WgpuBuf, m: usize, y: &WgpuBuf, add: bool) -> Result<()> {
-        check_len("wgpu matmul", x.len, m * w.cols)?;
-        check_len("wgpu matmul", y.len, m * w.rows)?;
-        // activation rows per workgroup: one when decoding, four or eight for a prompt (each
-        // group of rows decodes the weights once)
-        let mt = match m {
-            1 => 1,
-            2..8 => 4,
-            _ => 8,
-        };
-        let lanes = self.lanes;
-        // the row's threads reduce by subgroup shuffles when one subgroup holds them
-        let sg = lanes > 1 && self.dev.subgroup_min_size().is_some_and(|s| s as usize >= lanes);
-        let k = self.rec.kernel(&format!("qmatvec {:?} mt={mt} lanes={lanes} sg={sg}", w.fmt), || {
-            let (enable, reduce) = if sg {
-                // a browser's compiler wants the extension enabled; naga takes the builtins
-                // with the device feature alone (and rejects the directive)
-                (if cfg!(target_arch = "wasm32") { "enable subgroups;\n" } else { "" }, include_str!("shaders/lanes_subgroup.wgsl"))
-            } else {
-                ("", include_str!("shaders/lanes_workgroup.wgsl"))
-            };
-            let body = format!("const MT: u32 = {mt}u;\nconst LANES: u32 = {lanes}u;\n{reduce}\n{QMATVEC}");
-            format!("{enable}{}", weights::format_kernel(w.fmt, &body))
-        });
-        let lim = self.dev.limits().max_workgroups_per_dimension as usize;
-        for part in &w.parts {
-            // 64 / lanes weight rows per workgroup
-            let groups = part.rows.div_ceil(64 / lanes);
-            let gx = groups.min(lim);
-            let gy = groups.div_ceil(gx);
-            let params: Params = [part.rows as u32, w.cols as u32, m as u32, w.rows as u32, part.row0 as u32, add as u32, 0, 0];
-            self.rec.dispatch(&k, params, &[&part.buf, &x.buf, &y.buf], (gx as u32, gy as u32, m.div_ceil(mt) as u32))?;
-        }
-        Ok(())
-    }
-
     fn elementwise(&mut self, op: u32, a: &WgpuBuf, b: &WgpuBuf, n: usize, width: usize) -> Result<()> {
         let k = self.rec.kernel("elementwise", || include_str!("shaders/elementwise.wgsl").to_string());
         let (groups, stride) = grid(&self.dev, n);
-        self.rec.dispatch(&k, [n as u32, op, width as u32, stride, 0, 0, 0, 0], &[&a.buf, &b.buf], groups)
+        self.rec.dispatch(&k, &[n as u32, op, width as u32, stride], &[&a.buf, &b.buf], groups)
     }
 
-    fn kv_kernel(&mut self, f16: bool, body: &'static str, name: &str) -> Arc<record::Kernel> {
-        let ty = if f16 { include_str!("shaders/kv_f16.wgsl") } else { include_str!("shaders/kv_f32.wgsl") };
-        self.rec.kernel(&format!("{name} f16={f16}"), || format!("{ty}\n{body}"))
+    /// RoPE's table, checked to hold positions `pos0..pos0 + m`.
+    fn rope_table(&self, cfg: &Config, m: usize, pos0: usize) -> Result<wgpu::Buffer> {
+        let table = self.rope.clone().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
+        if (pos0 + m) as u64 * cfg.n_rot as u64 * 4 > table.size() {
+            return Err(Error::Model { what: format!("positions up to {} are past the RoPE table", pos0 + m) });
+        }
+        Ok(table)
+    }
+
+    /// The checks of [`Backend::attention`]; the layer's key and value caches.
+    #[allow(clippy::too_many_arguments)]
+    fn check_attention(
+        &self,
+        cfg: &Config,
+        kv: &WgpuKv,
+        layer: usize,
+        q: &WgpuBuf,
+        k: &WgpuBuf,
+        v: &WgpuBuf,
+        m: usize,
+        pos0: usize,
+        out: &WgpuBuf,
+    ) -> Result<(wgpu::Buffer, wgpu::Buffer)> {
+        check_len("attention", q.len.min(out.len), m * cfg.q_width())?;
+        check_len("attention", k.len.min(v.len), m * kv.width)?;
+        if pos0 + m > kv.positions {
+            return Err(Error::Model { what: format!("position {} is past the KV cache's {} positions", pos0 + m - 1, kv.positions) });
+        }
+        match (kv.k.get(layer), kv.v.get(layer)) {
+            (Some(kc), Some(vc)) => Ok((kc.clone(), vc.clone())),
+            _ => Err(Error::Model { what: format!("layer {layer} is past the cache's {} layers", kv.k.len()) }),
+        }
+    }
+
+    /// Causal attention of `m` query rows over the cache's positions `0..=pos0 + i` (stored).
+    #[allow(clippy::too_many_arguments)]
+    fn attend(
+        &mut self,
+        cfg: &Config,
+        f16: bool,
+        kc: &wgpu::Buffer,
+        vc: &wgpu::Buffer,
+        q: &WgpuBuf,
+        m: usize,
+        pos0: usize,
+        out: &WgpuBuf,
+    ) -> Result<()> {
+        let att = self.kv_kernel(f16, include_str!("shaders/attention.wgsl"), "attention", Some(cfg.head_dim % 2 == 0));
+        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+        // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
+        let round_q = f16 && m < 64;
+        let kw = cfg.kv_width() as u32;
+        let params = [cfg.head_dim as u32, cfg.n_head as u32, cfg.group() as u32, kw, pos0 as u32, scale.to_bits(), round_q as u32];
+        self.rec.dispatch(&att, &params, &[&q.buf, &out.buf, kc, vc], (cfg.n_head as u32, m as u32, 1))
+    }
+
+    /// A kernel over a cache of f16 (`f16`) or f32 values: an f16 cache is read and written
+    /// as `f16` where the adapter has shader-f16 (and [`Wgpu::with_f16`] allows it), as packed
+    /// pairs otherwise. `scores` (attention's): q·k in f16 math where `Some(true)` (only with
+    /// shader-f16), in f32 otherwise.
+    fn kv_kernel(&mut self, f16: bool, body: &'static str, name: &str, scores: Option<bool>) -> Arc<record::Kernel> {
+        let native = f16 && self.f16;
+        let half_scores = native && scores == Some(true);
+        let ty = match (f16, native) {
+            (true, true) => include_str!("shaders/kv_f16_native.wgsl"),
+            (true, false) => include_str!("shaders/kv_f16.wgsl"),
+            _ => include_str!("shaders/kv_f32.wgsl"),
+        };
+        let score = match scores {
+            None => "",
+            Some(_) if half_scores => include_str!("shaders/score_f16.wgsl"),
+            Some(_) => include_str!("shaders/score_f32.wgsl"),
+        };
+        self.rec.kernel(&format!("{name} f16={f16} native={native} half_scores={half_scores}"), || format!("{ty}\n{score}\n{body}"))
     }
 }
 
@@ -292,8 +380,8 @@ impl Backend for Wgpu {
         let n = tokens.len() * table.cols;
         let (groups, stride) = grid(&self.dev, n);
         for part in &table.parts {
-            let params: Params = [table.cols as u32, tokens.len() as u32, part.row0 as u32, part.rows as u32, stride, 0, 0, 0];
-            self.rec.dispatch(&k, params, &[&part.buf, &ids, &x.buf], groups)?;
+            let params = [table.cols as u32, tokens.len() as u32, part.row0 as u32, part.rows as u32, stride, 0, 0, 0];
+            self.rec.dispatch(&k, &params, &[&part.buf, &ids, &x.buf], groups)?;
         }
         Ok(())
     }
@@ -301,11 +389,11 @@ impl Backend for Wgpu {
     fn rms_norm(&mut self, x: &WgpuBuf, w: &WgpuBuf, eps: f32, m: usize, out: &mut WgpuBuf) -> Result<()> {
         check_len("rms_norm", x.len.min(out.len), m * w.len)?;
         let k = self.rec.kernel("rms_norm", || include_str!("shaders/rms_norm.wgsl").to_string());
-        self.rec.dispatch(&k, [w.len as u32, eps.to_bits(), 0, 0, 0, 0, 0, 0], &[&x.buf, &w.buf, &out.buf], (m as u32, 1, 1))
+        self.rec.dispatch(&k, &[w.len as u32, eps.to_bits()], &[&x.buf, &w.buf, &out.buf], (m as u32, 1, 1))
     }
 
     fn matmul(&mut self, w: &Arc<WgpuWeight>, x: &WgpuBuf, m: usize, out: &mut WgpuBuf) -> Result<()> {
-        self.qmatvec(w, x, m, out, false)
+        self.product(w, x, None, m, out, false)
     }
 
     fn add_bias(&mut self, x: &mut WgpuBuf, b: &WgpuBuf, m: usize) -> Result<()> {
@@ -326,19 +414,12 @@ impl Backend for Wgpu {
     fn rope(&mut self, cfg: &Config, q: &mut WgpuBuf, k: &mut WgpuBuf, m: usize, pos0: usize) -> Result<()> {
         check_len("rope", q.len, m * cfg.q_width())?;
         check_len("rope", k.len, m * cfg.kv_width())?;
-        let table = self.rope.clone().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
-        if (pos0 + m) as u64 * cfg.n_rot as u64 * 4 > table.size() {
-            return Err(Error::Model { what: format!("positions up to {} are past the RoPE table", pos0 + m) });
-        }
+        let table = self.rope_table(cfg, m, pos0)?;
         let kern = self.rec.kernel("rope", || include_str!("shaders/rope.wgsl").to_string());
         let n = m * (cfg.n_head + cfg.n_head_kv) * cfg.n_rot / 2;
         let (groups, stride) = grid(&self.dev, n);
-        let style = match cfg.rope_style {
-            RopeStyle::Adjacent => 0,
-            RopeStyle::HalfSplit => 1,
-        };
-        let params: Params = [m as u32, cfg.n_head as u32, cfg.n_head_kv as u32, cfg.head_dim as u32, cfg.n_rot as u32, pos0 as u32, style, stride];
-        self.rec.dispatch(&kern, params, &[&q.buf, &k.buf, &table], groups)
+        let params = [m as u32, cfg.n_head as u32, cfg.n_head_kv as u32, cfg.head_dim as u32, cfg.n_rot as u32, pos0 as u32, rope_style(cfg), stride];
+        self.rec.dispatch(&kern, &params, &[&q.buf, &k.buf, &table], groups)
     }
 
     fn attention(
@@ -353,24 +434,11 @@ impl Backend for Wgpu {
         pos0: usize,
         out: &mut WgpuBuf,
     ) -> Result<()> {
-        check_len("attention", q.len.min(out.len), m * cfg.q_width())?;
-        check_len("attention", k.len.min(v.len), m * kv.width)?;
-        if pos0 + m > kv.positions {
-            return Err(Error::Model { what: format!("position {} is past the KV cache's {} positions", pos0 + m - 1, kv.positions) });
-        }
-        let (Some(kc), Some(vc)) = (kv.k.get(layer).cloned(), kv.v.get(layer).cloned()) else {
-            return Err(Error::Model { what: format!("layer {layer} is past the cache's {} layers", kv.k.len()) });
-        };
-        let store = self.kv_kernel(kv.f16, include_str!("shaders/kv_store.wgsl"), "kv_store");
+        let (kc, vc) = self.check_attention(cfg, kv, layer, q, k, v, m, pos0, out)?;
+        let store = self.kv_kernel(kv.f16, include_str!("shaders/kv_store.wgsl"), "kv_store", None);
         let (groups, stride) = grid(&self.dev, m * kv.width / 2);
-        self.rec.dispatch(&store, [m as u32, kv.width as u32, pos0 as u32, stride, 0, 0, 0, 0], &[&k.buf, &v.buf, &kc, &vc], groups)?;
-        let att = self.kv_kernel(kv.f16, include_str!("shaders/attention.wgsl"), "attention");
-        let scale = 1.0 / (cfg.head_dim as f32).sqrt();
-        // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
-        let round_q = kv.f16 && m < 64;
-        let params: Params =
-            [cfg.head_dim as u32, cfg.n_head as u32, cfg.group() as u32, kv.width as u32, pos0 as u32, scale.to_bits(), round_q as u32, 0];
-        self.rec.dispatch(&att, params, &[&q.buf, &out.buf, &kc, &vc], (cfg.n_head as u32, m as u32, 1))
+        self.rec.dispatch(&store, &[m as u32, kv.width as u32, pos0 as u32, stride], &[&k.buf, &v.buf, &kc, &vc], groups)?;
+        self.attend(cfg, kv.f16, &kc, &vc, q, m, pos0, out)
     }
 
     fn copy_row(&mut self, x: &WgpuBuf, row: usize, width: usize, out: &mut WgpuBuf) -> Result<()> {
@@ -395,10 +463,134 @@ impl Backend for Wgpu {
     }
 
     fn matmul_add(&mut self, w: &Arc<WgpuWeight>, x: &WgpuBuf, m: usize, _tmp: &mut WgpuBuf, acc: &mut WgpuBuf, _len: usize) -> Result<()> {
-        self.qmatvec(w, x, m, acc, true)
+        self.product(w, x, None, m, acc, true)
+    }
+
+    fn norm_matmuls(
+        &mut self,
+        x: &WgpuBuf,
+        norm: &WgpuBuf,
+        eps: f32,
+        m: usize,
+        ws: &[&Arc<WgpuWeight>],
+        tmp: &mut WgpuBuf,
+        outs: &mut [&mut WgpuBuf],
+    ) -> Result<()> {
+        check_len("norm_matmuls", outs.len(), ws.len())?;
+        if !self.fuse {
+            self.rms_norm(x, norm, eps, m, tmp)?;
+            for (w, out) in ws.iter().zip(outs.iter()) {
+                self.product(w, tmp, None, m, out, false)?;
+            }
+            return Ok(());
+        }
+        // a CPU adapter (a thread per weight row) runs the norm on its own: folded in, it
+        // puts workgroup barriers into every product, which llvmpipe runs as coroutine switches
+        let (x, norm) = if self.lanes == 1 {
+            self.rms_norm(x, norm, eps, m, tmp)?;
+            (&*tmp, None)
+        } else {
+            (x, Some((norm, eps)))
+        };
+        let one_dispatch = ws.len() <= 3 && ws.iter().all(|w| w.parts.len() == 1 && w.cols == ws[0].cols);
+        if one_dispatch {
+            let parts: Vec<_> = ws.iter().map(|w| (&***w, &w.parts[0])).collect();
+            let ys: Vec<&WgpuBuf> = outs.iter().map(|o| &**o).collect();
+            return self.products(&parts, x, norm, m, &ys, false, Output::Each);
+        }
+        // the norm folded into each product (each part finds 1/rms again)
+        for (w, out) in ws.iter().zip(outs.iter()) {
+            self.product(w, x, norm, m, out, false)?;
+        }
+        Ok(())
+    }
+
+    fn norm_swiglu(
+        &mut self,
+        x: &WgpuBuf,
+        norm: &WgpuBuf,
+        eps: f32,
+        m: usize,
+        (gate, up): (&Arc<WgpuWeight>, &Arc<WgpuWeight>),
+        tmp: &mut WgpuBuf,
+        out: &mut WgpuBuf,
+        up_out: &mut WgpuBuf,
+        len: usize,
+    ) -> Result<()> {
+        check_len("norm_swiglu", len, m * gate.rows)?;
+        if !self.fuse {
+            self.rms_norm(x, norm, eps, m, tmp)?;
+            self.product(gate, tmp, None, m, out, false)?;
+            self.product(up, tmp, None, m, up_out, false)?;
+            return self.swiglu(out, up_out, len);
+        }
+        // as in norm_matmuls: the norm on its own on a CPU adapter
+        let (x, norm) = if self.lanes == 1 {
+            self.rms_norm(x, norm, eps, m, tmp)?;
+            (&*tmp, None)
+        } else {
+            (x, Some((norm, eps)))
+        };
+        if gate.parts.len() == 1 && up.parts.len() == 1 && gate.rows == up.rows && gate.cols == up.cols {
+            return self.products(&[(gate, &gate.parts[0]), (up, &up.parts[0])], x, norm, m, &[out], false, Output::Swiglu);
+        }
+        self.product(gate, x, norm, m, out, false)?;
+        self.product(up, x, norm, m, up_out, false)?;
+        self.swiglu(out, up_out, len)
+    }
+
+    fn rope_attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut WgpuKv,
+        layer: usize,
+        (q, k, v): (&mut WgpuBuf, &mut WgpuBuf, &WgpuBuf),
+        m: usize,
+        pos0: usize,
+        out: &mut WgpuBuf,
+    ) -> Result<()> {
+        if !self.fuse {
+            self.rope(cfg, q, k, m, pos0)?;
+            return self.attention(cfg, kv, layer, q, k, v, m, pos0, out);
+        }
+        let (kc, vc) = self.check_attention(cfg, kv, layer, q, k, v, m, pos0, out)?;
+        let table = self.rope_table(cfg, m, pos0)?;
+        let kern = self.kv_kernel(kv.f16, include_str!("shaders/rope_store.wgsl"), "rope_store", None);
+        let (groups, stride) = grid(&self.dev, m * (cfg.n_head * cfg.n_rot + kv.width) / 2);
+        let params = [m as u32, cfg.n_head as u32, cfg.head_dim as u32, cfg.n_rot as u32, pos0 as u32, rope_style(cfg), stride, kv.width as u32];
+        self.rec.dispatch(&kern, &params, &[&q.buf, &k.buf, &kc, &vc, &v.buf, &table], groups)?;
+        self.attend(cfg, kv.f16, &kc, &vc, q, m, pos0, out)
+    }
+
+    fn argmax(&mut self, x: &WgpuBuf, n: usize) -> Result<u32> {
+        check_len("argmax", x.len, n)?;
+        if n == 0 || n > u32::MAX as usize - 1 || cfg!(target_arch = "wasm32") {
+            // the sampler's own errors (and a browser, which cannot wait for a read)
+            let mut v = vec![0.0; n];
+            self.read(x, &mut v)?;
+            return crate::sample::check(&v);
+        }
+        if self.sample.is_none() {
+            self.sample = Some(self.storage("argmax result", 16)?);
+        }
+        let out = self.sample.clone().expect("made above");
+        let k = self.rec.kernel("argmax", || include_str!("shaders/argmax.wgsl").to_string());
+        self.rec.dispatch(&k, &[n as u32], &[&x.buf, &out], (1, 1, 1))?;
+        let mut r = [0f32; 4];
+        self.read(&WgpuBuf { buf: out, len: 4 }, &mut r)?;
+        let [best, max, bad, bad_v] = r.map(f32::to_bits);
+        let bad = (bad != u32::MAX).then(|| (bad as usize, f32::from_bits(bad_v)));
+        crate::sample::greedy_verdict(n, best as usize, f32::from_bits(max), bad)
     }
 
     fn flush(&mut self) -> Result<()> {
         self.rec.flush()
+    }
+}
+
+fn rope_style(cfg: &Config) -> u32 {
+    match cfg.rope_style {
+        RopeStyle::Adjacent => 0,
+        RopeStyle::HalfSplit => 1,
     }
 }

@@ -9,8 +9,9 @@ use rayo::{Error, Result};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Parameter words of one dispatch (u32, or f32 bits), as the kernel's `struct P` lists them.
-pub(crate) type Params = [u32; 8];
+/// Parameter words a dispatch may have (u32, or f32 bits, as the kernel's `struct P` lists
+/// them): a 64-byte uniform binding.
+pub(crate) const PARAM_WORDS: usize = 16;
 
 /// A compiled kernel and the layout of its bind group 0.
 pub(crate) struct Kernel {
@@ -39,7 +40,7 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     pub fn new(dev: GpuDevice) -> Recorder {
-        let stride = (dev.raw_device().limits().min_uniform_buffer_offset_alignment as u64).max(32);
+        let stride = (dev.raw_device().limits().min_uniform_buffer_offset_alignment as u64).max(4 * PARAM_WORDS as u64);
         let ubuf = dev.raw_device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("rayo-llm params"),
             size: stride * SLOTS,
@@ -87,9 +88,10 @@ impl Recorder {
         self.pass.as_mut().expect("made above")
     }
 
-    /// Records `kernel` over `groups` workgroups with `params` at binding 0 and `bufs` (whole
-    /// buffers) at 1, 2, ...
-    pub fn dispatch(&mut self, kernel: &Kernel, params: Params, bufs: &[&wgpu::Buffer], groups: (u32, u32, u32)) -> Result<()> {
+    /// Records `kernel` over `groups` workgroups with `params` (at most [`PARAM_WORDS`]) at
+    /// binding 0 and `bufs` (whole buffers) at 1, 2, ...
+    pub fn dispatch(&mut self, kernel: &Kernel, params: &[u32], bufs: &[&wgpu::Buffer], groups: (u32, u32, u32)) -> Result<()> {
+        debug_assert!(params.len() <= PARAM_WORDS);
         let limit = self.dev.limits().max_workgroups_per_dimension;
         if groups.0 > limit || groups.1 > limit || groups.2 > limit {
             return Err(Error::Device {
@@ -102,7 +104,8 @@ impl Recorder {
         }
         let offset = self.slots * self.stride;
         self.uniforms.resize(offset as usize, 0);
-        self.uniforms.extend_from_slice(bytemuck::cast_slice(&params));
+        self.uniforms.extend_from_slice(bytemuck::cast_slice(&params[..params.len().min(PARAM_WORDS)]));
+        self.uniforms.resize((offset + 4 * PARAM_WORDS as u64) as usize, 0);
         let key = (kernel.pipeline.clone(), self.slots, bufs.iter().map(|b| (*b).clone()).collect::<Vec<_>>());
         if !self.groups.contains_key(&key) {
             // bounded: a session's steps repeat the same few hundred; tests make many buffers
@@ -111,7 +114,11 @@ impl Recorder {
             }
             let mut entries = vec![wgpu::BindGroupEntry {
                 binding: 0,
-                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &self.ubuf, offset, size: wgpu::BufferSize::new(32) }),
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &self.ubuf,
+                    offset,
+                    size: wgpu::BufferSize::new(4 * PARAM_WORDS as u64),
+                }),
             }];
             for (i, b) in bufs.iter().enumerate() {
                 entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });

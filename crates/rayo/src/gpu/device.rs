@@ -255,6 +255,11 @@ impl GpuDevice {
         self.inner.limits
     }
 
+    /// Whether shaders may use `f16` (the adapter has `shader-f16`; the device asks for it).
+    pub fn has_shader_f16(&self) -> bool {
+        self.inner.device.features().contains(wgpu::Features::SHADER_F16)
+    }
+
     /// The storage-binding size this handle works with: inputs larger than it are processed in
     /// chunks (element-wise ops, reductions) or refused with [`Error::BufferTooLarge`].
     pub fn max_binding_bytes(&self) -> u64 {

@@ -1,7 +1,8 @@
 // Causal grouped-query attention of query row i (position pos0 + i), head h, over the cache's
 // positions 0..=pos0 + i: one workgroup of 64 threads. Positions are taken 64 at a time (one
 // score per thread), folded into a running max, sum and weighted sum of the values (each
-// thread owns dimensions t, t + 64, ...: head_dim ≤ 256). The cache's type comes before.
+// thread owns dimensions t, t + 64, ...: head_dim ≤ 256). The cache's type and the scores
+// (score_f32 / score_f16: q·k in f32 or f16 math) come before.
 struct P {
     head_dim: u32,
     n_head: u32,
@@ -33,6 +34,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         qs[d] = v;
     }
     workgroupBarrier();
+    prepare_q(t, hd);
+    workgroupBarrier();
     let n = p.pos0 + i + 1u;
     var mx = -3.4028234663852886e38;
     var l = 0.0;
@@ -41,12 +44,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let pos = c0 + t;
         var s = -3.4028234663852886e38;
         if (pos < n) {
-            var dot = 0.0;
-            let kb = pos * p.kv_width + kvoff;
-            for (var d = 0u; d < hd; d++) {
-                dot += qs[d] * k_get(kb + d);
-            }
-            s = dot * p.scale;
+            s = score(pos * p.kv_width + kvoff, hd) * p.scale;
         }
         sc[t] = s;
         workgroupBarrier();

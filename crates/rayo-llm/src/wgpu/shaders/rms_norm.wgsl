@@ -1,4 +1,5 @@
-// out = x / sqrt(mean(x²) + eps) · g per row of d values; one workgroup per row.
+// out = x / sqrt(mean(x²) + eps) · g per row of d values; one workgroup per row. The 64 partial
+// sums are added in order by every thread, as the products' folded norm does (product_head.wgsl).
 struct P {
     d: u32,
     eps: f32,
@@ -20,13 +21,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     red[li] = ss;
     workgroupBarrier();
-    for (var off = 32u; off > 0u; off >>= 1u) {
-        if (li < off) {
-            red[li] += red[li + off];
-        }
-        workgroupBarrier();
+    var s = 0.0;
+    for (var j = 0u; j < 64u; j++) {
+        s += red[j];
     }
-    let scale = 1.0 / sqrt(red[0] / f32(p.d) + p.eps);
+    let scale = 1.0 / sqrt(s / f32(p.d) + p.eps);
     for (var c = li; c < p.d; c += 64u) {
         out[base + c] = x[base + c] * scale * g[c];
     }
