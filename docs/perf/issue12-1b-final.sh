@@ -8,16 +8,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 M=/tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu.txt"
-python3 -c '
-import torch
-x = torch.ones(1 << 30, device="cuda")
-for _ in range(3): x.sum()
-torch.cuda.synchronize()
-s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-best = 1e9
-for _ in range(10):
-    s.record(); x.sum(); e.record(); torch.cuda.synchronize(); best = min(best, s.elapsed_time(e))
-print(f"torch read stream: {x.numel() * 4 / best / 1e6:.0f} GB/s (best of 10, 4 GiB sum)")' | tee "$OUT/hbm-read.txt"
+python3 docs/perf/hbm_read.py | tee "$OUT/hbm-read.txt"
 for ty in Q4_K Q8_0; do /tmp/b/rayo synth /tmp/llama1b-$ty.gguf --shape llama-3.2-1b --type $ty --tokenizer $M >/dev/null; done
 rows() { grep -o '"op":"[a-z0-9]*".*tokens_per_s":[0-9.]*' | sed 's/"model.*tokens_per_s"//' | tr '\n' ' '; echo; }
 for i in 1 2; do

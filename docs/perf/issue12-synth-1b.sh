@@ -11,17 +11,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 TYPES=${*:-Q4_K}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/gpu-1b.txt"
-python3 - <<'PY' | tee "$OUT/hbm-read.txt"
-import torch
-x = torch.ones(1 << 30, device="cuda")  # 4 GiB of f32
-for _ in range(3): x.sum()
-torch.cuda.synchronize()
-s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-best = 1e9
-for _ in range(10):
-    s.record(); x.sum(); e.record(); torch.cuda.synchronize(); best = min(best, s.elapsed_time(e))
-print(f"torch read stream: {x.numel() * 4 / best / 1e6:.0f} GB/s (best of 10, 4 GiB sum)")
-PY
+python3 docs/perf/hbm_read.py | tee "$OUT/hbm-read.txt"
 for ty in $TYPES; do
   f=/tmp/llama1b-$ty.gguf
   /tmp/b/rayo synth "$f" --shape llama-3.2-1b --type "$ty" --tokenizer /tmp/b/tok.gguf | tee -a "$OUT/synth-1b.txt"

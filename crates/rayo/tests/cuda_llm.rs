@@ -8,13 +8,11 @@ mod cuda_support;
 use cuda_support::*;
 use rayo::Error;
 
-#[test]
-fn quantized_matvec_matches_f64_for_every_format() {
+/// Every weight format of the engine, as the kernels and the CPU's quantizer name it.
+fn every_format() -> [(rayo::cuda::QFormat, rayo::quant::GgmlType); 13] {
     use rayo::cuda::QFormat;
-    use rayo::quant::{self, GgmlType};
-    let Some(dev) = device("quantized_matvec_matches_f64_for_every_format") else { return };
-    let mut rng = Rng(0x5eed_0a11);
-    let pairs = [
+    use rayo::quant::GgmlType;
+    [
         (QFormat::F32, GgmlType::F32),
         (QFormat::Q4_0, GgmlType::Q4_0),
         (QFormat::Q4_1, GgmlType::Q4_1),
@@ -28,7 +26,16 @@ fn quantized_matvec_matches_f64_for_every_format() {
         (QFormat::Q4_K, GgmlType::Q4_K),
         (QFormat::Q5_K, GgmlType::Q5_K),
         (QFormat::Q6_K, GgmlType::Q6_K),
-    ];
+    ]
+}
+
+#[test]
+fn quantized_matvec_matches_f64_for_every_format() {
+    use rayo::cuda::QFormat;
+    use rayo::quant;
+    let Some(dev) = device("quantized_matvec_matches_f64_for_every_format") else { return };
+    let mut rng = Rng(0x5eed_0a11);
+    let pairs = every_format();
     for (fmt, ty) in pairs {
         // the k-quants' rows are whole 256-value blocks
         let shapes: &[(usize, usize, usize)] = if fmt.block_values() == 256 {
@@ -156,25 +163,11 @@ fn fused_quantized_products_match_f64() {
 #[test]
 fn products_on_narrow_activations_match_f64() {
     use rayo::cuda::{ActFormat, Epilogue, NarrowActivations, QFormat, QMatvecKernel};
-    use rayo::quant::{self, GgmlType};
+    use rayo::quant;
     let Some(dev) = device("products_on_narrow_activations_match_f64") else { return };
     let mut rng = Rng(0x0d94_a8a8);
     let eps = 1e-5f32;
-    let pairs = [
-        (QFormat::F32, GgmlType::F32),
-        (QFormat::Q4_0, GgmlType::Q4_0),
-        (QFormat::Q4_1, GgmlType::Q4_1),
-        (QFormat::Q5_0, GgmlType::Q5_0),
-        (QFormat::Q5_1, GgmlType::Q5_1),
-        (QFormat::Q8_0, GgmlType::Q8_0),
-        (QFormat::F16, GgmlType::F16),
-        (QFormat::BF16, GgmlType::BF16),
-        (QFormat::Q2_K, GgmlType::Q2_K),
-        (QFormat::Q3_K, GgmlType::Q3_K),
-        (QFormat::Q4_K, GgmlType::Q4_K),
-        (QFormat::Q5_K, GgmlType::Q5_K),
-        (QFormat::Q6_K, GgmlType::Q6_K),
-    ];
+    let pairs = every_format();
     for (fmt, ty) in pairs {
         let dp4a = matches!(fmt, QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q8_0 | QFormat::Q4_K | QFormat::Q6_K);
         assert_eq!(QMatvecKernel::new(fmt).with_activations(ActFormat::Q8).is_some(), dp4a, "{fmt:?}: which formats have 8 bits");

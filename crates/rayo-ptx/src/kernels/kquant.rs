@@ -67,6 +67,20 @@ pub(crate) fn scale_min_k4_of(k: &mut PtxKernel, words: [Reg; 3], j: Reg) -> (Re
     (k.cvt(F, U, sc), k.cvt(F, U, m))
 }
 
+/// Q6_K: the block's `d` and the signed scale `sc[8n + p/2 + 2t]` (byte 192.. of the block at
+/// `a`; `t2` = 2t) of values `128n + 32t + 8p ..`, both as f32.
+pub(crate) fn q6_k_scales(k: &mut PtxKernel, a: Reg, n: Reg, p: Reg, t2: Reg) -> (Reg, Reg) {
+    let so = k.mul(U, n, 8u32);
+    let p2 = k.bin(BinOp::Shr, U, p, 1u32);
+    let so = k.add(U, so, p2);
+    let so = k.add(U, so, t2);
+    let so = k.add(U, so, 192u32);
+    let sc = byte_at(k, a, so);
+    let sc = k.bin(BinOp::Shl, PtxType::B32, sc, 24u32);
+    let sc = k.bin(BinOp::Shr, PtxType::S32, sc, 24u32);
+    (ld_f16(k, a, 208), k.cvt(F, PtxType::S32, sc))
+}
+
 /// `Σ` over values `8g .. 8g + 8` (`g` a u32 register, 0..32) of the k-quant block at `a`
 /// times the 8 activations `xs`.
 pub(crate) fn group_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, g: Reg, xs: &[Reg]) -> Reg {
@@ -148,17 +162,7 @@ pub(crate) fn group_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, g: Reg, xs: &[R
                     q.push(k.bin(BinOp::Or, PtxType::B32, lv, hv));
                 }
             }
-            // the signed scale sc[8n + p/2 + 2t] at byte 192..
-            let so = k.mul(U, n, 8u32);
-            let p2 = k.bin(BinOp::Shr, U, p, 1u32);
-            let so = k.add(U, so, p2);
-            let so = k.add(U, so, hsh);
-            let so = k.add(U, so, 192u32);
-            let sc = byte_at(k, a, so);
-            let sc = k.bin(BinOp::Shl, PtxType::B32, sc, 24u32);
-            let sc = k.bin(BinOp::Shr, PtxType::S32, sc, 24u32);
-            let sc = k.cvt(F, PtxType::S32, sc);
-            let d = ld_f16(k, a, 208);
+            let (d, sc) = q6_k_scales(k, a, n, p, hsh);
             let s = dot(k, U, &q, xs);
             // d·sc·(Σ q·x − 32 Σ x)
             let s = k.fma(F, sx, -32.0f32, s);

@@ -6,8 +6,7 @@
 //! activation bytes.
 
 use super::common::*;
-use super::embed::byte_at;
-use super::kquant::scale_min_k4_of;
+use super::kquant::{q6_k_scales, scale_min_k4_of};
 use super::qmatvec::{ld_f16, ld_u16, QFormat};
 use crate::ptx::*;
 
@@ -208,18 +207,9 @@ fn dot8_of(k: &mut PtxKernel, fmt: QFormat, a: Reg, g: Reg, xq: [Reg; 2]) -> Reg
                 k.bin(BinOp::Or, PtxType::B32, lo[i], h)
             });
             let s = dot8(k, q, false, xq);
-            // d·sc·(Σ q·x − 32 Σ x), sc the signed byte 192 + 8n + p/2 + 2t
+            // d·sc·(Σ q·x − 32 Σ x)
             let s = k.fma(PtxType::S32, sx, -32i32, s);
-            let so = k.mul(U, n, 8u32);
-            let p2 = k.bin(BinOp::Shr, U, p, 1u32);
-            let so = k.add(U, so, p2);
-            let so = k.add(U, so, hsh);
-            let so = k.add(U, so, 192u32);
-            let sc = byte_at(k, a, so);
-            let sc = k.bin(BinOp::Shl, PtxType::B32, sc, 24u32);
-            let sc = k.bin(BinOp::Shr, PtxType::S32, sc, 24u32);
-            let sc = k.cvt(F, PtxType::S32, sc);
-            let d = ld_f16(k, a, 208);
+            let (d, sc) = q6_k_scales(k, a, n, p, hsh);
             let s = k.cvt(F, PtxType::S32, s);
             let ds = k.mul(F, d, sc);
             k.mul(F, ds, s)

@@ -68,6 +68,16 @@ impl WgmmaGemmKernel {
     }
 }
 
+/// The ring's next stage: `s + 1`, back to 0 (and the phase flipped) after the last.
+fn next_stage(k: &mut PtxKernel, s: Reg, phase: Reg, stages: u32) {
+    k.bin_to(BinOp::Add, s, s, 1u32);
+    let wrap = k.setp(Cmp::Eq, U, s, stages);
+    k.when(wrap, false, |k| {
+        k.mov_to(s, 0u32);
+        k.bin_to(BinOp::Xor, phase, phase, 1u32);
+    });
+}
+
 /// Tile rows of C taken together in the persistent order.
 const GROUP: u32 = 8;
 
@@ -195,12 +205,7 @@ impl Kernel for WgmmaGemmKernel {
             k.tma_load_2d(Addr::reg(sb), b_map, (k0, n0), Addr::reg(full));
             k.bin_to(BinOp::Add, kb, kb, 1u32);
             k.bin_to(BinOp::Add, kb_all, kb_all, 1u32);
-            k.bin_to(BinOp::Add, s, s, 1u32);
-            let wrap = k.setp(Cmp::Eq, U, s, stages);
-            k.when(wrap, false, |k| {
-                k.mov_to(s, 0u32);
-                k.bin_to(BinOp::Xor, phase, phase, 1u32);
-            });
+            next_stage(&mut k, s, phase, stages);
             k.bra(&top);
             k.label(&end);
             k.bin_to(BinOp::Add, t, t, stride);
@@ -264,12 +269,7 @@ impl Kernel for WgmmaGemmKernel {
             k.when(release, false, |k| k.mbarrier_arrive(Addr::reg(prev_empty), None));
             k.mov_to(held, full);
             k.bin_to(BinOp::Add, kb, kb, 1u32);
-            k.bin_to(BinOp::Add, s, s, 1u32);
-            let wrap = k.setp(Cmp::Eq, U, s, stages);
-            k.when(wrap, false, |k| {
-                k.mov_to(s, 0u32);
-                k.bin_to(BinOp::Xor, phase, phase, 1u32);
-            });
+            next_stage(&mut k, s, phase, stages);
             k.bra(&top);
             k.label(&end);
             k.wgmma_wait(0);
