@@ -1,11 +1,12 @@
 """cuBLAS (through PyTorch) at the shapes of `rayo bench --backend cuda --op wgmma_*`: C = A·Bᵀ,
-n×n f16/bf16 operands, best of 20 after warm-up, TFLOP/s. Output is the operand type (PyTorch's
+n×n f16/bf16 operands and f32 ones on TF32, best of 20 after warm-up, TFLOP/s. Output is the operand type (PyTorch's
 matmul), which writes half the bytes rayo's f32 C does. Usage: python3 issue14-cublas.py [N...]"""
 import sys
 import torch
 
 for n in [int(a) for a in sys.argv[1:]] or [4096, 8192]:
-    for dt in (torch.bfloat16, torch.float16):
+    torch.backends.cuda.matmul.allow_tf32 = True  # float32 rows: cuBLAS on TF32 tensor cores
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
         a = torch.randn(n, n, device="cuda", dtype=dt)
         b = torch.randn(n, n, device="cuda", dtype=dt)
         for _ in range(5):

@@ -542,9 +542,34 @@ fn wgmma_gemm_matches_f64() {
             }
         }
     }
+    // TF32 through the f32 API: operands rounded toward zero to 10 mantissa bits by the tensor
+    // cores, so the bound is 2⁻⁹ of Σ|a·b| (both operands' truncation) over f64 of the f32 values
+    for (m, n, k) in [(300usize, 520usize, 132usize), (1, 7, 4), (257, 129, 1000)] {
+        let a = rng.vec(m * k, -1.0, 1.0);
+        let b = rng.vec(n * k, -1.0, 1.0);
+        let (ab, bb) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
+        let mut c = poisoned(dev, m * n + 1);
+        dev.gemm_tf32(&ab, &bb, (m, n, k), &mut c).unwrap();
+        let got = dev.download(&c).unwrap();
+        let mut worst = 0f64;
+        for i in 0..m {
+            for j in 0..n {
+                let (ar, br) = (&a[i * k..][..k], &b[j * k..][..k]);
+                let want: f64 = ar.iter().zip(br).map(|(&x, &y)| x as f64 * y as f64).sum();
+                let mag: f64 = ar.iter().zip(br).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum();
+                let err = (got[i * n + j] as f64 - want).abs();
+                assert!(err <= mag / 512.0 + 1e-6, "TF32 {m}x{n}x{k}: C[{i}][{j}] = {}, want {want}", got[i * n + j]);
+                worst = worst.max(err / mag.max(1e-30));
+            }
+        }
+        assert!(got[m * n].is_nan(), "TF32 {m}x{n}x{k}: wrote past C");
+        println!("ok TF32 {m}x{n}x{k}: worst error {worst:.2e} of Σ|a·b|");
+    }
     let a = dev.upload_bytes(&[0u8; 2 * 64]).unwrap();
     let mut c = dev.zeros(64).unwrap();
     assert!(dev.gemm_wgmma(WgmmaType::BF16, 128, &a, &a, (8, 8, 4), &mut c).is_err(), "k not a multiple of 8");
+    let x = dev.upload(&[0.0; 64]).unwrap();
+    assert!(dev.gemm_tf32(&x, &x, (8, 8, 6), &mut c).is_err(), "TF32 k not a multiple of 4");
     assert!(dev.gemm_wgmma(WgmmaType::BF16, 128, &a, &a, (16, 8, 8), &mut c).is_err(), "a too short");
     assert!(dev.gemm_wgmma(WgmmaType::BF16, 64, &a, &a, (8, 8, 8), &mut c).is_err(), "tile width");
 }

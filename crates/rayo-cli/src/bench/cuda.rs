@@ -12,7 +12,7 @@ use std::time::Instant;
 const EXTRA: &[&str] = &[
     "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tf32_bk8", "gemm_tiled", "gemm_naive", "fused",
     "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "roundtrip_matmul", "graph_chain", "transfer", "ptxgen", "wgmma_bf16",
-    "wgmma_f16", "wgmma_bf16_n128",
+    "wgmma_f16", "wgmma_bf16_n128", "wgmma_tf32",
 ];
 
 /// Every op `rayo bench --backend cuda` knows: the registry's element-wise ops (one fused kernel
@@ -157,13 +157,21 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
         o if o.starts_with("wgmma") => {
             // Hopper's tensor cores: C = A·Bᵀ, n×n 2-byte operands, f32 C
             use rayo::cuda::WgmmaType;
-            let ty = if o.contains("bf16") { WgmmaType::BF16 } else { WgmmaType::F16 };
+            let ty = if o.contains("bf16") {
+                WgmmaType::BF16
+            } else if o.contains("tf32") {
+                WgmmaType::TF32
+            } else {
+                WgmmaType::F16
+            };
             let bn = if o.ends_with("n128") { 128 } else { 256 };
             let bits = |seed: u64| -> Vec<u8> {
                 random(n * n, seed)
                     .iter()
-                    .flat_map(|&v| {
-                        if ty == WgmmaType::BF16 { half::bf16::from_f32(v).to_bits() } else { half::f16::from_f32(v).to_bits() }.to_le_bytes()
+                    .flat_map(|&v| match ty {
+                        WgmmaType::BF16 => half::bf16::from_f32(v).to_bits().to_le_bytes().to_vec(),
+                        WgmmaType::F16 => half::f16::from_f32(v).to_bits().to_le_bytes().to_vec(),
+                        WgmmaType::TF32 => v.to_le_bytes().to_vec(),
                     })
                     .collect()
             };

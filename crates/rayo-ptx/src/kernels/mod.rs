@@ -175,7 +175,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
 /// the ptxas sweep.
 pub fn hopper_variants() -> Vec<Box<dyn Kernel>> {
     let mut v: Vec<Box<dyn Kernel>> = vec![];
-    for ty in [crate::ptx::WgmmaType::F16, crate::ptx::WgmmaType::BF16] {
+    for ty in [crate::ptx::WgmmaType::F16, crate::ptx::WgmmaType::BF16, crate::ptx::WgmmaType::TF32] {
         for bn in [128, 256] {
             v.extend(WgmmaGemmKernel::new(ty, bn).map(|k| Box::new(k) as Box<dyn Kernel>));
         }

@@ -1,22 +1,23 @@
-//! Hopper's tensor-core GEMM (sm_90a): `C[m×n] = A[m×k] · B[n×k]ᵀ`, A and B f16 or bf16
-//! row-major (both K-major, as a layer's `x·Wᵀ`), C f32 row-major, f32 accumulation.
+//! Hopper's tensor-core GEMM (sm_90a): `C[m×n] = A[m×k] · B[n×k]ᵀ`, A and B f16, bf16 or f32
+//! read as TF32, row-major (both K-major, as a layer's `x·Wᵀ`), C f32 row-major, f32
+//! accumulation. A slice along K is 128 bytes of each row (64 values; 32 for TF32).
 //!
 //! - A persistent grid (a block per multiprocessor) of 384 threads takes `128 × BN` tiles of C
 //!   (BN 128 or 256), eight tile rows at a time sweeping the columns (they share A's rows and
 //!   B's slices in L2): warpgroup 0 is the producer, warpgroups 1 and 2 the consumers, each of
 //!   64 rows of the tile (`setmaxnreg` moves registers from the producer to them).
-//! - The producer's one thread copies 64-deep slices of A (128 × 64) and B (BN × 64) into a
+//! - The producer's one thread copies slices of A (128 rows) and B (BN rows) into a
 //!   ring of `STAGES` shared-memory stages with the tensor-memory accelerator (TMA, tensor maps
 //!   with 128-byte swizzle made on the host), each stage completing on its `full` mbarrier;
 //!   a consumer releases a stage on its `empty` mbarrier when its products over it are done.
-//! - A consumer multiplies with `wgmma.mma_async.m64nBNk16` from shared-memory descriptors,
+//! - A consumer multiplies with `wgmma.mma_async.m64nBNk16` (k8 for TF32) from shared-memory descriptors,
 //!   four per slice, one slice's group kept in flight while the next is issued, its
 //!   accumulators in registers, then stores them to C (bounds-checked: the
-//!   copies fill past the matrix's edges with zeros, so any `m`, `n` and any `k` that is a
-//!   multiple of 8 work).
+//!   copies fill past the matrix's edges with zeros, so any `m`, `n` and any `k` whose rows are
+//!   a multiple of 16 bytes work).
 //!
 //! Parameters: `a_map`, `b_map` (u64: device addresses of the 128-byte tensor maps of A, box
-//! 64 × 128, and B, box 64 × BN), `c` (u64), `m`, `n`, `k` (u32).
+//! 128 bytes × 128 rows, and B, box 128 bytes × BN rows), `c` (u64), `m`, `n`, `k` (u32).
 
 use super::common::*;
 use super::{Kernel, LaunchConfig};
@@ -32,7 +33,6 @@ pub struct WgmmaGemmKernel {
 impl WgmmaGemmKernel {
     pub const THREADS: u32 = 384;
     pub const BM: u32 = 128;
-    pub const BK: u32 = 64;
     pub const STAGES: u32 = 4;
 
     /// `bn`: 128 or 256.
@@ -45,9 +45,14 @@ impl WgmmaGemmKernel {
     pub fn bn(&self) -> u32 {
         self.bn
     }
-    /// Bytes of one ring stage (a slice of A and one of B, 2-byte values).
+    /// Values of a slice along K: 128 bytes of each row (the swizzle's span), 64 values or 32
+    /// for TF32.
+    pub fn bk(&self) -> u32 {
+        128 / self.ty.bytes()
+    }
+    /// Bytes of one ring stage (a slice of A and one of B, 128 bytes a row).
     pub fn stage_bytes(&self) -> u32 {
-        (Self::BM + self.bn) * Self::BK * 2
+        (Self::BM + self.bn) * 128
     }
     /// Dynamic shared memory: the ring, and 1 KB to align it to the swizzle's 1024 bytes.
     pub fn shared_bytes(&self) -> u32 {
@@ -129,7 +134,7 @@ impl Kernel for WgmmaGemmKernel {
         let base = k.add(U, base, 1023u32);
         let base = k.bin(BinOp::And, PtxType::B32, base, !1023u32);
         let bar0 = k.mov(U, Operand::Symbol(bars));
-        let a_bytes = Self::BM * Self::BK * 2;
+        let a_bytes = Self::BM * 128;
         let is0 = k.setp(Cmp::Eq, U, tid, 0u32);
         k.when(is0, false, |k| {
             for s in 0..stages {
@@ -139,8 +144,8 @@ impl Kernel for WgmmaGemmKernel {
             k.fence_proxy_async();
         });
         k.bar_sync();
-        let kb_n = k.add(U, kk, Self::BK - 1);
-        let kb_n = k.bin(BinOp::Shr, U, kb_n, Self::BK.trailing_zeros());
+        let kb_n = k.add(U, kk, self.bk() - 1);
+        let kb_n = k.bin(BinOp::Shr, U, kb_n, self.bk().trailing_zeros());
         // persistent blocks: tiles t = ctaid.x, + nctaid.x, ... in groups of GROUP tile rows
         // (a group's tiles share A's rows and sweep B's together, which stays in L2)
         let tiles_m = k.add(U, m, Self::BM - 1);
@@ -200,7 +205,7 @@ impl Kernel for WgmmaGemmKernel {
             k.mbarrier_arrive(Addr::reg(full), Some(self.stage_bytes()));
             let sa = k.fma(U, s, self.stage_bytes(), base);
             let sb = k.add(U, sa, a_bytes);
-            let k0 = k.mul(U, kb, Self::BK);
+            let k0 = k.mul(U, kb, self.bk());
             k.tma_load_2d(Addr::reg(sa), a_map, (k0, m0), Addr::reg(full));
             k.tma_load_2d(Addr::reg(sb), b_map, (k0, n0), Addr::reg(full));
             k.bin_to(BinOp::Add, kb, kb, 1u32);
@@ -254,8 +259,8 @@ impl Kernel for WgmmaGemmKernel {
             let da = descriptor(&mut k, sa);
             let db = descriptor(&mut k, sb);
             k.wgmma_fence();
-            for step in 0..Self::BK / 16 {
-                // 16 values = 32 bytes further along K: +2 in the descriptor's address field
+            for step in 0..4 {
+                // one instruction's K = 32 bytes further along K: +2 in the descriptor's address
                 let a = k.add(PtxType::U64, da, 2 * step as i64);
                 let b = k.add(PtxType::U64, db, 2 * step as i64);
                 k.wgmma_mma(Wgmma { ty: self.ty, n: bn, d: acc.clone(), a, b, scale_d: on, trans_b: false });

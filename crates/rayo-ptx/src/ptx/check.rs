@@ -310,7 +310,7 @@ impl Ctx<'_> {
             }
             Op::Wgmma(i) => {
                 let m = self.k.wgmma(*i).ok_or_else(|| format!("wgmma {i} was not recorded by this kernel"))?;
-                if m.n % 8 != 0 || !(8..=256).contains(&m.n) || m.d.len() != m.n as usize / 2 {
+                if m.n % 8 != 0 || !(8..=256).contains(&m.n) || m.d.len() != m.n as usize / 2 || (m.trans_b && m.ty == super::WgmmaType::TF32) {
                     return Err(format!("wgmma m64n{}k16 with {} accumulators (N a multiple of 8 up to 256, N/2 registers)", m.n, m.d.len()));
                 }
                 m.d.iter().try_for_each(|r| self.dst(*r, PtxType::F32))?;

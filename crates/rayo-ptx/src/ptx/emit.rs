@@ -2,6 +2,7 @@
 //! written as bytes, each short piece (opcode, type, register sigil) copied from a padded table as
 //! one fixed-size store and cut to its length, with no `fmt` and no intermediate strings.
 
+use super::hopper::WgmmaType;
 use super::instr::*;
 use super::kernel::PtxKernel;
 use super::types::{PtxType, Special};
@@ -588,7 +589,9 @@ fn write_inst(w: &mut W, i: &Inst) {
             if let Some(m) = w.k.wgmma(*i) {
                 w.s("wgmma.mma_async.sync.aligned.m64n");
                 w.u(m.n as u64);
-                w.s("k16.f32.");
+                w.c(b'k');
+                w.u(m.ty.k() as u64);
+                w.s(".f32.");
                 w.s(m.ty.tag());
                 w.c(b'.');
                 w.s(m.ty.tag());
@@ -600,7 +603,11 @@ fn write_inst(w: &mut W, i: &Inst) {
                 w.reg(m.b);
                 w.s(", ");
                 w.reg(m.scale_d);
-                w.s(if m.trans_b { ", 1, 1, 0, 1" } else { ", 1, 1, 0, 0" });
+                w.s(match (m.ty, m.trans_b) {
+                    (WgmmaType::TF32, _) => ", 1, 1",
+                    (_, true) => ", 1, 1, 0, 1",
+                    (_, false) => ", 1, 1, 0, 0",
+                });
             }
         }
         Op::WgmmaFence => w.s("wgmma.fence.sync.aligned"),

@@ -10,6 +10,8 @@ use super::types::PtxType;
 pub enum WgmmaType {
     F16,
     BF16,
+    /// f32 operands read as TF32 (their top 19 bits), K-major only.
+    TF32,
 }
 
 impl WgmmaType {
@@ -17,12 +19,26 @@ impl WgmmaType {
         match self {
             WgmmaType::F16 => "f16",
             WgmmaType::BF16 => "bf16",
+            WgmmaType::TF32 => "tf32",
         }
+    }
+    /// Bytes of one operand value.
+    pub fn bytes(self) -> u32 {
+        if self == WgmmaType::TF32 {
+            4
+        } else {
+            2
+        }
+    }
+    /// The instruction's K: 32 bytes of each operand row (16 values, 8 for TF32).
+    pub fn k(self) -> u32 {
+        32 / self.bytes()
     }
 }
 
-/// One `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T d, a, b, scale_d, 1, 1, 0, trans_b`:
-/// `d (+)= A·B` for a 64×16 tile of A and a 16×N tile of B, both in shared memory (64-bit
+/// One `wgmma.mma_async.sync.aligned.m64nNkK.f32.T.T d, a, b, scale_d, 1, 1[, 0, trans_b]`
+/// (K = [`WgmmaType::k`]; TF32 has no transpose operands): `d (+)= A·B` for a 64×K tile of A
+/// and a K×N tile of B, both in shared memory (64-bit
 /// descriptors `a`, `b`), over the warpgroup's `N/2` f32 accumulators per thread; `scale_d`
 /// (a predicate) false overwrites `d` instead of adding.
 #[derive(Debug, Clone, PartialEq)]

@@ -183,23 +183,29 @@ pub(crate) fn alloc_pinned_zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<
 }
 
 /// The device address of `slice` (for a tensor map, which holds it).
-pub(crate) fn device_address(stream: &Arc<CudaStream>, slice: &CudaSlice<u8>) -> u64 {
+pub(crate) fn device_address<T>(stream: &Arc<CudaStream>, slice: &CudaSlice<T>) -> u64 {
     use cudarc::driver::DevicePtr;
     let (p, _guard) = slice.device_ptr(stream);
     p
 }
 
-/// The 128-byte tensor map (TMA, sm_90) of a row-major `rows × cols` matrix of 2-byte values
-/// (bf16 or f16) at device address `ptr`: tiles of `box_rows` rows × 64 values (128 bytes, the
-/// 128-byte swizzle's span), zeros past the matrix's edges. `cols · 2` must be a multiple of 16,
-/// `box_rows` at most 256 (the caller checks; the driver refuses otherwise).
-pub(crate) fn tensor_map_2d(ptr: u64, rows: u64, cols: u64, box_rows: u32, bf16: bool) -> Result<[u8; 128]> {
+/// The 128-byte tensor map (TMA, sm_90) of a row-major `rows × cols` matrix of `ty`'s values
+/// (bf16, f16, or f32 for TF32) at device address `ptr`: tiles of `box_rows` rows × 128 bytes
+/// (the 128-byte swizzle's span), zeros past the matrix's edges. A row's bytes must be a
+/// multiple of 16, `box_rows` at most 256 (the caller checks; the driver refuses otherwise).
+pub(crate) fn tensor_map_2d(ptr: u64, rows: u64, cols: u64, box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<[u8; 128]> {
     use sys::{CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion, CUtensorMapSwizzle};
     let mut map = sys::CUtensorMap { opaque: [0; 16] };
-    let ty = if bf16 { CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 } else { CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16 };
+    use rayo_ptx::ptx::WgmmaType;
+    let bytes = ty.bytes();
+    let ty = match ty {
+        WgmmaType::BF16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        WgmmaType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        WgmmaType::TF32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    };
     let dims: [u64; 2] = [cols, rows];
-    let strides: [u64; 1] = [cols * 2];
-    let boxes: [u32; 2] = [64, box_rows];
+    let strides: [u64; 1] = [cols * bytes as u64];
+    let boxes: [u32; 2] = [128 / bytes, box_rows];
     let steps: [u32; 2] = [1, 1];
     // SAFETY: `map` is a valid out-pointer for the 128-byte map; the dimension, stride, box and
     // element-stride arrays hold rank (2) entries (strides rank − 1) and outlive the call; the

@@ -1,5 +1,6 @@
 //! Hopper's tensor-core GEMM (`rayo_ptx`'s `WgmmaGemmKernel`: wgmma, TMA, warp-specialized):
-//! `C = A·Bᵀ` for f16 or bf16 `A` (m × k) and `B` (n × k), f32 `C` (m × n), on sm_90 only.
+//! `C = A·Bᵀ` for f16, bf16 or (TF32) f32 `A` (m × k) and `B` (n × k), f32 `C` (m × n), on
+//! sm_90 only.
 
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
@@ -15,9 +16,9 @@ impl CudaDevice {
         self.info().compute_capability == (9, 0)
     }
 
-    /// `c = a·bᵀ`: `a` holds `m × k` and `b` `n × k` values of `ty` (2 bytes each, row-major),
-    /// `c` receives `m × n` f32. `k` must be a multiple of 8 (the copies' 16-byte rows); `bn`
-    /// (128 or 256) is the kernel's tile width.
+    /// `c = a·bᵀ`: `a` holds `m × k` and `b` `n × k` values of `ty` (row-major: 2 bytes each for
+    /// f16 and bf16, f32 for TF32), `c` receives `m × n` f32. A row of `k` values must be a
+    /// multiple of 16 bytes (the copies'); `bn` (128 or 256) is the kernel's tile width.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_wgmma(
         &self,
@@ -30,31 +31,60 @@ impl CudaDevice {
     ) -> Result<()> {
         const OP: &str = "cuda gemm_wgmma";
         self.owns_bytes(OP, &[a, b])?;
-        self.owns(OP, &[&*c])?;
+        let esz = ty.bytes() as usize;
+        room(OP, a.len(), prod(OP, &[m, k, esz])?)?;
+        room(OP, b.len(), prod(OP, &[n, k, esz])?)?;
+        let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
+        self.wgmma_launch(OP, ty, bn, (pa, pb), (m, n, k), c)
+    }
+
+    /// `c = a·bᵀ` for f32 `a` (`m × k`) and `b` (`n × k`) on the tensor cores in TF32 (each
+    /// operand's top 19 bits: 10 bits of mantissa), f32 accumulation: the f32 GEMM a caller asks
+    /// for when that precision will do (`gemm` stays exact f32). `k` a multiple of 4.
+    pub fn gemm_tf32(&self, a: &DeviceBuffer, b: &DeviceBuffer, (m, n, k): (usize, usize, usize), c: &mut DeviceBuffer) -> Result<()> {
+        const OP: &str = "cuda gemm_tf32";
+        self.owns(OP, &[a, b])?;
+        room(OP, a.len(), prod(OP, &[m, k])?)?;
+        room(OP, b.len(), prod(OP, &[n, k])?)?;
+        let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
+        self.wgmma_launch(OP, WgmmaType::TF32, 256, (pa, pb), (m, n, k), c)
+    }
+
+    /// The checks and the launch shared by [`CudaDevice::gemm_wgmma`] and
+    /// [`CudaDevice::gemm_tf32`], the operands' device addresses given (their lengths checked).
+    fn wgmma_launch(
+        &self,
+        op: &'static str,
+        ty: WgmmaType,
+        bn: u32,
+        (pa, pb): (u64, u64),
+        (m, n, k): (usize, usize, usize),
+        c: &mut DeviceBuffer,
+    ) -> Result<()> {
+        self.owns(op, &[&*c])?;
         if !self.has_wgmma() {
             let (major, minor) = self.info().compute_capability;
             return Err(Error::Device {
                 api: "cuda",
-                message: format!("{OP} needs compute capability 9.0 (wgmma), this device has {major}.{minor}"),
+                message: format!("{op} needs compute capability 9.0 (wgmma), this device has {major}.{minor}"),
             });
         }
         let kern = WgmmaGemmKernel::new(ty, bn).ok_or(Error::InvalidArgument {
-            op: OP,
+            op,
             name: "bn",
             value: (bn as usize).into(),
             reason: "must be 128 or 256",
         })?;
-        if k % 8 != 0 {
-            return Err(Error::NotBlockMultiple { format: "cuda gemm_wgmma (k)", len: k, block: 8 });
+        let per_row = 16 / ty.bytes() as usize;
+        if k % per_row != 0 {
+            return Err(Error::NotBlockMultiple { format: "cuda gemm_wgmma (k: rows of 16-byte multiples)", len: k, block: per_row });
         }
-        room(OP, a.len(), prod(OP, &[m, k, 2])?)?;
-        room(OP, b.len(), prod(OP, &[n, k, 2])?)?;
-        room(OP, c.len(), prod(OP, &[m, n])?)?;
-        u32_of(OP, "c", prod(OP, &[m, n])?)?;
+        room(op, c.len(), prod(op, &[m, n])?)?;
+        u32_of(op, "c", prod(op, &[m, n])?)?;
         // tensor-map coordinates are signed 32-bit
         for (name, v) in [("m", m), ("n", n), ("k", k)] {
             if v > i32::MAX as usize {
-                return Err(Error::InvalidArgument { op: OP, name, value: v.into(), reason: "past the 2³¹ a tensor map's coordinates reach" });
+                return Err(Error::InvalidArgument { op, name, value: v.into(), reason: "past the 2³¹ a tensor map's coordinates reach" });
             }
         }
         if m == 0 || n == 0 {
@@ -64,9 +94,8 @@ impl CudaDevice {
             // no products: C is zero (the kernel needs at least one slice)
             return self.stream.memset_zeros(&mut c.slice.slice_mut(0..m * n)).map_err(super::ffi::drv);
         }
-        let bf16 = ty == WgmmaType::BF16;
-        let a_map = tensor_map_2d(device_address(&self.stream, &a.slice), m as u64, k as u64, WgmmaGemmKernel::BM, bf16)?;
-        let b_map = tensor_map_2d(device_address(&self.stream, &b.slice), n as u64, k as u64, bn, bf16)?;
+        let a_map = tensor_map_2d(pa, m as u64, k as u64, WgmmaGemmKernel::BM, ty)?;
+        let b_map = tensor_map_2d(pb, n as u64, k as u64, bn, ty)?;
         // the maps in device memory (freed in stream order, after the launch)
         let (a_map, b_map) = (self.upload_bytes(&a_map)?, self.upload_bytes(&b_map)?);
         let f = self.loaded(&kern)?;
