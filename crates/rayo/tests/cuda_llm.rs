@@ -8,6 +8,17 @@ mod cuda_support;
 use cuda_support::*;
 use rayo::Error;
 
+/// The rows of `x` (each `gamma.len()` values) RMS-normalized and scaled by `gamma`, in f64.
+fn rms_rows(x: &[f32], gamma: &[f32], eps: f32) -> Vec<f64> {
+    x.chunks(gamma.len())
+        .flat_map(|row| {
+            let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / row.len() as f64;
+            let s = 1.0 / (ms + eps as f64).sqrt();
+            row.iter().zip(gamma).map(move |(&v, &g)| v as f64 * s * g as f64).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// Every weight format of the engine, as the kernels and the CPU's quantizer name it.
 fn every_format() -> [(rayo::cuda::QFormat, rayo::quant::GgmlType); 13] {
     use rayo::cuda::QFormat;
@@ -112,15 +123,7 @@ fn fused_quantized_products_match_f64() {
         }
         let x = rng.vec(m * cols, -2.0, 2.0);
         let gamma = rng.vec(cols, 0.5, 1.5);
-        // the normalized rows in f64
-        let xn: Vec<f64> = x
-            .chunks(cols)
-            .flat_map(|row| {
-                let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / cols as f64;
-                let s = 1.0 / (ms + eps as f64).sqrt();
-                row.iter().zip(&gamma).map(move |(&v, &g)| v as f64 * s * g as f64).collect::<Vec<_>>()
-            })
-            .collect();
+        let xn = rms_rows(&x, &gamma, eps);
         let prod = |wd: &[f32], r: usize, a: &[f64]| -> Vec<f64> {
             (0..m)
                 .flat_map(|i| (0..r).map(move |j| (0..cols).map(|c| wd[j * cols + c] as f64 * a[i * cols + c]).sum::<f64>()).collect::<Vec<_>>())
@@ -186,14 +189,7 @@ fn products_on_narrow_activations_match_f64() {
             let mut x = rng.vec(m * cols, -2.0, 2.0);
             x.iter_mut().step_by(41).for_each(|v| *v *= 30.0);
             let gamma = rng.vec(cols, 0.5, 1.5);
-            let xn: Vec<f64> = x
-                .chunks(cols)
-                .flat_map(|row| {
-                    let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / cols as f64;
-                    let s = 1.0 / (ms + eps as f64).sqrt();
-                    row.iter().zip(&gamma).map(move |(&v, &g)| v as f64 * s * g as f64).collect::<Vec<_>>()
-                })
-                .collect();
+            let xn = rms_rows(&x, &gamma, eps);
             let xd: Vec<f64> = x.iter().map(|&v| v as f64).collect();
             // f64 products and each one's bound
             let prod = |wd: &[f32], r: usize, a: &[f64]| -> (Vec<f64>, Vec<f64>) {

@@ -2,11 +2,12 @@
 //! written as bytes, each short piece (opcode, type, register sigil) copied from a padded table as
 //! one fixed-size store and cut to its length, with no `fmt` and no intermediate strings.
 
-use super::hopper::WgmmaType;
 use super::instr::*;
 use super::kernel::PtxKernel;
 use super::types::{PtxType, Special};
 use core::fmt;
+
+mod hopper;
 
 impl fmt::Display for Reg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -585,75 +586,16 @@ fn write_inst(w: &mut W, i: &Inst) {
             w.s(", 16");
         }
         Op::CpAsyncCommit => w.s("cp.async.commit_group"),
-        Op::Wgmma(i) => {
-            if let Some(m) = w.k.wgmma(*i) {
-                w.s("wgmma.mma_async.sync.aligned.m64n");
-                w.u(m.n as u64);
-                w.c(b'k');
-                w.u(m.ty.k() as u64);
-                w.s(".f32.");
-                w.s(m.ty.tag());
-                w.c(b'.');
-                w.s(m.ty.tag());
-                w.c(b' ');
-                w.regs(&m.d);
-                w.s(", ");
-                w.reg(m.a);
-                w.s(", ");
-                w.reg(m.b);
-                w.s(", ");
-                w.reg(m.scale_d);
-                w.s(match (m.ty, m.trans_b) {
-                    (WgmmaType::TF32, _) => ", 1, 1",
-                    (_, true) => ", 1, 1, 0, 1",
-                    (_, false) => ", 1, 1, 0, 0",
-                });
-            }
-        }
-        Op::WgmmaFence => w.s("wgmma.fence.sync.aligned"),
-        Op::WgmmaCommit => w.s("wgmma.commit_group.sync.aligned"),
-        Op::WgmmaWait(n) => {
-            w.s("wgmma.wait_group.sync.aligned ");
-            w.u(*n as u64);
-        }
-        Op::MbarInit { addr, count } => {
-            w.s("mbarrier.init.shared::cta.b64 ");
-            w.addr(addr);
-            w.s(", ");
-            w.u(*count as u64);
-        }
-        Op::MbarArrive { addr, tx } => {
-            w.s(if tx.is_some() { "mbarrier.arrive.expect_tx.shared::cta.b64 _, " } else { "mbarrier.arrive.shared::cta.b64 _, " });
-            w.addr(addr);
-            if let Some(tx) = tx {
-                w.s(", ");
-                w.u(*tx as u64);
-            }
-        }
-        Op::MbarTryWait { p, addr, parity } => {
-            w.s("mbarrier.try_wait.parity.shared::cta.b64 ");
-            w.reg(*p);
-            w.s(", ");
-            w.addr(addr);
-            w.then(parity);
-        }
-        Op::TmaLoad2d { dst, map, x, y, bar } => {
-            w.s("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes ");
-            w.addr(dst);
-            w.s(", [");
-            w.reg(*map);
-            w.s(", {");
-            w.op(x);
-            w.s(", ");
-            w.op(y);
-            w.s("}], ");
-            w.addr(bar);
-        }
-        Op::FenceProxyAsync => w.s("fence.proxy.async.shared::cta"),
-        Op::SetMaxNReg { inc, n } => {
-            w.s(if *inc { "setmaxnreg.inc.sync.aligned.u32 " } else { "setmaxnreg.dec.sync.aligned.u32 " });
-            w.u(*n as u64);
-        }
+        Op::Wgmma(_)
+        | Op::WgmmaFence
+        | Op::WgmmaCommit
+        | Op::WgmmaWait(_)
+        | Op::MbarInit { .. }
+        | Op::MbarArrive { .. }
+        | Op::MbarTryWait { .. }
+        | Op::TmaLoad2d { .. }
+        | Op::FenceProxyAsync
+        | Op::SetMaxNReg { .. } => hopper::write(w, &i.op),
         Op::CpAsyncWait(n) => {
             w.s("cp.async.wait_group ");
             w.u(*n as u64);
