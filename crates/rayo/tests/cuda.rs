@@ -573,3 +573,105 @@ fn wgmma_gemm_matches_f64() {
     assert!(dev.gemm_wgmma(WgmmaType::BF16, 128, &a, &a, (16, 8, 8), &mut c).is_err(), "a too short");
     assert!(dev.gemm_wgmma(WgmmaType::BF16, 64, &a, &a, (8, 8, 8), &mut c).is_err(), "tile width");
 }
+
+/// Hopper's flash attention (f16 and bf16, head dim 64 and 128, causal and not, grouped-query)
+/// against f64 softmax attention of the rounded inputs, every output checked, on lengths that
+/// are not tile multiples (the K/V tiles past `n` are zeros from the 3-D tensor maps and
+/// masked). The bound: P is rounded to the input type before its product with V and the output
+/// is rounded too, so `2u·(Σ p·|v| + |o|)` with `u` the type's unit roundoff. Bad shapes are
+/// errors; a device other than compute capability 9.0 refuses it.
+#[test]
+fn wgmma_attention_matches_f64() {
+    use half::{bf16, f16};
+    use rayo::cuda::{FlashShape, WgmmaType};
+    let Some(dev) = device("wgmma_attention_matches_f64") else { return };
+    let mut rng = Rng(0xf1a5_4a77);
+    let tiny = FlashShape { batch: 1, heads: 1, kv_heads: 1, n: 8, head_dim: 64 };
+    if !dev.has_wgmma() {
+        let x = dev.upload_bytes(&[0u8; 2 * 512]).unwrap();
+        let mut o = dev.zero_bytes(2 * 512).unwrap();
+        assert!(dev.attention_wgmma(WgmmaType::BF16, &x, &x, &x, tiny, false, 0.125, &mut o).is_err());
+        println!(
+            "SKIP cuda: wgmma_attention_matches_f64 on compute capability {:?} (sm_90 only; refused with an error)",
+            dev.info().compute_capability
+        );
+        return;
+    }
+    for ty in [WgmmaType::BF16, WgmmaType::F16] {
+        let round = |v: f32| if ty == WgmmaType::BF16 { bf16::from_f32(v).to_f32() } else { f16::from_f32(v).to_f32() };
+        let bits = |v: &[f32]| -> Vec<u8> {
+            v.iter()
+                .flat_map(|&x| if ty == WgmmaType::BF16 { bf16::from_f32(x).to_bits() } else { f16::from_f32(x).to_bits() }.to_le_bytes())
+                .collect()
+        };
+        let value = |b: &[u8]| {
+            let h = u16::from_le_bytes([b[0], b[1]]);
+            if ty == WgmmaType::BF16 {
+                bf16::from_bits(h).to_f32()
+            } else {
+                f16::from_bits(h).to_f32()
+            }
+        };
+        let u = if ty == WgmmaType::BF16 { 2f64.powi(-8) } else { 2f64.powi(-11) };
+        for head_dim in [64usize, 128] {
+            for causal in [false, true] {
+                for (batch, heads, kv_heads, n) in [(2usize, 4usize, 2usize, 200usize), (1, 3, 1, 333), (1, 2, 2, 1), (1, 1, 1, 256)] {
+                    let shape = FlashShape { batch, heads, kv_heads, n, head_dim };
+                    let (ql, kvl) = (shape.q_len().unwrap(), shape.kv_len().unwrap());
+                    let q: Vec<f32> = rng.vec(ql, -2.0, 2.0).into_iter().map(round).collect();
+                    let k: Vec<f32> = rng.vec(kvl, -1.0, 1.0).into_iter().map(round).collect();
+                    let v: Vec<f32> = rng.vec(kvl, -1.0, 1.0).into_iter().map(round).collect();
+                    let (qb, kb, vb) =
+                        (dev.upload_bytes(&bits(&q)).unwrap(), dev.upload_bytes(&bits(&k)).unwrap(), dev.upload_bytes(&bits(&v)).unwrap());
+                    // one value past the end, poisoned (0xffff is NaN in both types)
+                    let mut ob = dev.upload_bytes(&vec![0xffu8; 2 * ql + 2]).unwrap();
+                    let scale = 1.0 / (head_dim as f32).sqrt();
+                    dev.attention_wgmma(ty, &qb, &kb, &vb, shape, causal, scale, &mut ob).unwrap();
+                    let got = dev.download_bytes(&ob).unwrap();
+                    let what = format!("{ty:?} hd{head_dim} causal {causal} {batch}x{heads}/{kv_heads}x{n}");
+                    let mut worst = 0f64;
+                    for b in 0..batch {
+                        for h in 0..heads {
+                            let hk = h / (heads / kv_heads);
+                            let qp = &q[(b * heads + h) * n * head_dim..][..n * head_dim];
+                            let kp = &k[(b * kv_heads + hk) * n * head_dim..][..n * head_dim];
+                            let vp = &v[(b * kv_heads + hk) * n * head_dim..][..n * head_dim];
+                            for i in 0..n {
+                                let keys = if causal { i + 1 } else { n };
+                                let s: Vec<f64> = (0..keys)
+                                    .map(|j| {
+                                        scale as f64 * (0..head_dim).map(|d| qp[i * head_dim + d] as f64 * kp[j * head_dim + d] as f64).sum::<f64>()
+                                    })
+                                    .collect();
+                                let mx = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                                let p: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+                                let l: f64 = p.iter().sum();
+                                for d in 0..head_dim {
+                                    let want: f64 = (0..keys).map(|j| p[j] * vp[j * head_dim + d] as f64).sum::<f64>() / l;
+                                    let mag: f64 = (0..keys).map(|j| p[j] * (vp[j * head_dim + d] as f64).abs()).sum::<f64>() / l;
+                                    let at = ((b * heads + h) * n + i) * head_dim + d;
+                                    let g = value(&got[2 * at..]) as f64;
+                                    let err = (g - want).abs();
+                                    assert!(err <= 2.0 * u * (mag + want.abs()) + 1e-6, "{what}: O[{b}][{h}][{i}][{d}] = {g}, want {want}");
+                                    worst = worst.max(err / (mag + want.abs()));
+                                }
+                            }
+                        }
+                    }
+                    assert!(value(&got[2 * ql..]).is_nan(), "{what}: wrote past the output");
+                    println!("ok {what}: worst error {:.2} u of (Σp|v| + |o|)", worst / u);
+                }
+            }
+        }
+    }
+    let x = dev.upload_bytes(&[0u8; 2 * 512]).unwrap();
+    let mut o = dev.zero_bytes(2 * 512).unwrap();
+    assert!(dev.attention_wgmma(WgmmaType::BF16, &x, &x, &x, FlashShape { head_dim: 32, n: 16, ..tiny }, false, 0.1, &mut o).is_err(), "head_dim 32");
+    assert!(dev.attention_wgmma(WgmmaType::TF32, &x, &x, &x, tiny, false, 0.1, &mut o).is_err(), "TF32");
+    assert!(
+        dev.attention_wgmma(WgmmaType::BF16, &x, &x, &x, FlashShape { heads: 3, kv_heads: 2, n: 2, ..tiny }, false, 0.1, &mut o).is_err(),
+        "kv_heads must divide heads"
+    );
+    assert!(dev.attention_wgmma(WgmmaType::BF16, &x, &x, &x, FlashShape { n: 9, ..tiny }, false, 0.1, &mut o).is_err(), "inputs too short");
+    assert!(dev.attention_wgmma(WgmmaType::BF16, &x, &x, &x, tiny, false, f32::NAN, &mut o).is_err(), "scale NaN");
+}

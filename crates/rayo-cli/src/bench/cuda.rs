@@ -12,7 +12,7 @@ use std::time::Instant;
 const EXTRA: &[&str] = &[
     "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tf32_bk8", "gemm_tiled", "gemm_naive", "fused",
     "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "roundtrip_matmul", "graph_chain", "transfer", "ptxgen", "wgmma_bf16",
-    "wgmma_f16", "wgmma_bf16_n128", "wgmma_tf32",
+    "wgmma_f16", "wgmma_bf16_n128", "wgmma_tf32", "flash_bf16", "flash_bf16_causal", "flash_f16", "flash_bf16_hd64",
 ];
 
 /// Every op `rayo bench --backend cuda` knows: the registry's element-wise ops (one fused kernel
@@ -111,6 +111,8 @@ impl Cuda {
             (false, o) if o.starts_with("gemm") => vec![1024, 2048, 4096],
             (false, o) if o.starts_with("wgmma") => vec![4096, 8192],
             (true, o) if o.starts_with("wgmma") => vec![2048],
+            (false, o) if o.starts_with("flash") => vec![4096],
+            (true, o) if o.starts_with("flash") => vec![1024],
             (true, o) if o.starts_with("gemm") => vec![1024],
             (false, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![32768 * COLS],
             (true, "softmax" | "log_softmax" | "layernorm" | "rmsnorm") => vec![1024 * COLS],
@@ -180,6 +182,26 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
             let ms = device_ms(dev, plan, || dev.gemm_wgmma(ty, bn, &a, &b, (n, n, n), &mut c))?;
             let flops = 2.0 * (n as f64).powi(3);
             rows.push(row(op, n, Some((n, n, n)), ms, None, Some(flops), &format!("resident 128x{bn}")));
+        }
+        o if o.starts_with("flash") => {
+            // Hopper's flash attention: batch 4, 32 heads of n positions, head dim 128 (64)
+            use rayo::cuda::{FlashShape, WgmmaType};
+            let ty = if o.contains("bf16") { WgmmaType::BF16 } else { WgmmaType::F16 };
+            let head_dim = if o.ends_with("hd64") { 64 } else { 128 };
+            let causal = o.contains("causal");
+            let shape = FlashShape { batch: 4, heads: 32, kv_heads: 32, n, head_dim };
+            let len = shape.q_len().ok_or("shape overflows")?;
+            let bits: Vec<u8> = random(len, 3)
+                .iter()
+                .flat_map(|&v| if ty == WgmmaType::BF16 { half::bf16::from_f32(v).to_bits() } else { half::f16::from_f32(v).to_bits() }.to_le_bytes())
+                .collect();
+            let (q, k, v) = (dev.upload_bytes(&bits).map_err(err)?, dev.upload_bytes(&bits).map_err(err)?, dev.upload_bytes(&bits).map_err(err)?);
+            let mut out = dev.zero_bytes(2 * len).map_err(err)?;
+            let scale = 1.0 / (head_dim as f32).sqrt();
+            let ms = device_ms(dev, plan, || dev.attention_wgmma(ty, &q, &k, &v, shape, causal, scale, &mut out))?;
+            let kern = rayo::cuda::WgmmaAttentionKernel::new(ty, head_dim as u32, causal).ok_or("no such kernel")?;
+            let flops = kern.flops(4, 32, n as u32);
+            rows.push(row(op, n, None, ms, None, Some(flops), &format!("resident 4x32x{n}x{head_dim}")));
         }
         o if expr_for(o).is_some() => {
             let e = expr_for(o).ok_or("no expression")?;

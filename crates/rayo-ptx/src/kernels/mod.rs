@@ -20,6 +20,7 @@ mod rope;
 mod rowloop;
 mod softmax;
 mod top_k;
+mod wgmma_attention;
 mod wgmma_gemm;
 
 pub use argmax::ArgmaxKernel;
@@ -37,6 +38,7 @@ pub use reduce::{ReduceCombine, ReduceKernel, ReduceLoad};
 pub use rope::{RopeKernel, RopePairs};
 pub use softmax::SoftmaxKernel;
 pub use top_k::TopKKernel;
+pub use wgmma_attention::WgmmaAttentionKernel;
 pub use wgmma_gemm::WgmmaGemmKernel;
 
 use crate::ptx::{CheckError, PtxKernel, PtxModule};
@@ -178,6 +180,11 @@ pub fn hopper_variants() -> Vec<Box<dyn Kernel>> {
     for ty in [crate::ptx::WgmmaType::F16, crate::ptx::WgmmaType::BF16, crate::ptx::WgmmaType::TF32] {
         for bn in [128, 256] {
             v.extend(WgmmaGemmKernel::new(ty, bn).map(|k| Box::new(k) as Box<dyn Kernel>));
+        }
+        for hd in [64, 128] {
+            for causal in [false, true] {
+                v.extend(WgmmaAttentionKernel::new(ty, hd, causal).map(|k| Box::new(k) as Box<dyn Kernel>));
+            }
         }
     }
     v

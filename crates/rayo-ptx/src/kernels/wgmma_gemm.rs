@@ -74,7 +74,7 @@ impl WgmmaGemmKernel {
 }
 
 /// The ring's next stage: `s + 1`, back to 0 (and the phase flipped) after the last.
-fn next_stage(k: &mut PtxKernel, s: Reg, phase: Reg, stages: u32) {
+pub(super) fn next_stage(k: &mut PtxKernel, s: Reg, phase: Reg, stages: u32) {
     k.bin_to(BinOp::Add, s, s, 1u32);
     let wrap = k.setp(Cmp::Eq, U, s, stages);
     k.when(wrap, false, |k| {
@@ -88,12 +88,19 @@ const GROUP: u32 = 8;
 
 /// A wgmma shared-memory descriptor of a K-major tile with 128-byte swizzle (rows of 64
 /// two-byte values, 8-row groups 1024 bytes apart) at the 32-bit shared address `addr`.
-fn descriptor(k: &mut PtxKernel, addr: Reg) -> Reg {
+pub(super) fn descriptor(k: &mut PtxKernel, addr: Reg) -> Reg {
+    // leading byte offset 16 (unused with this swizzle)
+    swizzled_descriptor(k, addr, 16)
+}
+
+/// A wgmma shared-memory descriptor with 128-byte swizzle at the 32-bit shared address `addr`:
+/// 8-row groups of 128-byte rows 1024 bytes apart (the stride byte offset), and `lbo` bytes
+/// between 64-value column blocks of an MN-major operand (unused for K-major).
+pub(super) fn swizzled_descriptor(k: &mut PtxKernel, addr: Reg, lbo: u32) -> Reg {
     let a = k.bin(BinOp::And, PtxType::B32, addr, 0x3FFFFu32);
     let a = k.bin(BinOp::Shr, U, a, 4u32);
     let a = k.cvt(PtxType::U64, U, a);
-    // leading byte offset 16 (unused with this swizzle), stride 1024, 128-byte swizzle
-    let fields: u64 = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62);
+    let fields: u64 = (((lbo >> 4) as u64) << 16) | ((1024 >> 4) << 32) | (1 << 62);
     k.bin(BinOp::Or, PtxType::B64, a, fields as i64)
 }
 
@@ -263,7 +270,7 @@ impl Kernel for WgmmaGemmKernel {
                 // one instruction's K = 32 bytes further along K: +2 in the descriptor's address
                 let a = k.add(PtxType::U64, da, 2 * step as i64);
                 let b = k.add(PtxType::U64, db, 2 * step as i64);
-                k.wgmma_mma(Wgmma { ty: self.ty, n: bn, d: acc.clone(), a, b, scale_d: on, trans_b: false });
+                k.wgmma_mma(Wgmma { ty: self.ty, n: bn, d: acc.clone(), a: WgmmaA::Desc(a), b, scale_d: on, trans_b: false });
             }
             k.wgmma_commit();
             // one group stays in flight: the slice before this one is done, its stage free

@@ -283,7 +283,7 @@ impl Ctx<'_> {
                 self.dst(*hi, PtxType::B16)?;
                 self.src(&Operand::Reg(*a), PtxType::B32)
             }
-            Op::CvtF16x2 { d, hi, lo } => {
+            Op::CvtF16x2 { d, hi, lo, .. } => {
                 self.dst(*d, PtxType::B32)?;
                 self.src(&Operand::Reg(*hi), PtxType::F32)?;
                 self.src(&Operand::Reg(*lo), PtxType::F32)
@@ -314,7 +314,15 @@ impl Ctx<'_> {
                     return Err(format!("wgmma m64n{}k16 with {} accumulators (N a multiple of 8 up to 256, N/2 registers)", m.n, m.d.len()));
                 }
                 m.d.iter().try_for_each(|r| self.dst(*r, PtxType::F32))?;
-                self.src(&Operand::Reg(m.a), PtxType::B64)?;
+                match m.a {
+                    super::hopper::WgmmaA::Desc(a) => self.src(&Operand::Reg(a), PtxType::B64)?,
+                    super::hopper::WgmmaA::Regs(a) => {
+                        if m.ty == super::WgmmaType::TF32 {
+                            return Err("wgmma with A in registers takes f16 or bf16".into());
+                        }
+                        a.iter().try_for_each(|r| self.src(&Operand::Reg(*r), PtxType::B32))?
+                    }
+                }
                 self.src(&Operand::Reg(m.b), PtxType::B64)?;
                 self.src(&Operand::Reg(m.scale_d), PtxType::Pred)
             }
@@ -324,12 +332,11 @@ impl Ctx<'_> {
                 self.addr(addr, Space::Shared)?;
                 self.src(parity, PtxType::U32)
             }
-            Op::TmaLoad2d { dst, map, x, y, bar } => {
+            Op::TmaLoad { dst, map, x, y, z, bar } => {
                 self.addr(dst, Space::Shared)?;
                 self.addr(bar, Space::Shared)?;
                 self.src(&Operand::Reg(*map), PtxType::B64)?;
-                self.src(x, PtxType::S32)?;
-                self.src(y, PtxType::S32)
+                z.iter().chain([x, y]).try_for_each(|c| self.src(c, PtxType::S32))
             }
             Op::SetMaxNReg { n, .. } => {
                 if *n % 8 != 0 || !(24..=256).contains(n) {

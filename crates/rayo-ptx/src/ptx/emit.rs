@@ -564,8 +564,8 @@ fn write_inst(w: &mut W, i: &Inst) {
             w.s("}, ");
             w.reg(*a);
         }
-        Op::CvtF16x2 { d, hi, lo } => {
-            w.s("cvt.rn.f16x2.f32 ");
+        Op::CvtF16x2 { d, hi, lo, bf16 } => {
+            w.s(if *bf16 { "cvt.rn.bf16x2.f32 " } else { "cvt.rn.f16x2.f32 " });
             w.reg(*d);
             w.s(", ");
             w.reg(*hi);
@@ -593,7 +593,7 @@ fn write_inst(w: &mut W, i: &Inst) {
         | Op::MbarInit { .. }
         | Op::MbarArrive { .. }
         | Op::MbarTryWait { .. }
-        | Op::TmaLoad2d { .. }
+        | Op::TmaLoad { .. }
         | Op::FenceProxyAsync
         | Op::SetMaxNReg { .. } => hopper::write(w, &i.op),
         Op::CpAsyncWait(n) => {

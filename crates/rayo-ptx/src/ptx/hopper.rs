@@ -36,17 +36,28 @@ impl WgmmaType {
     }
 }
 
-/// One `wgmma.mma_async.sync.aligned.m64nNkK.f32.T.T d, a, b, scale_d, 1, 1[, 0, trans_b]`
-/// (K = [`WgmmaType::k`]; TF32 has no transpose operands): `d (+)= A·B` for a 64×K tile of A
-/// and a K×N tile of B, both in shared memory (64-bit
-/// descriptors `a`, `b`), over the warpgroup's `N/2` f32 accumulators per thread; `scale_d`
-/// (a predicate) false overwrites `d` instead of adding.
+/// Where a `wgmma` reads its A tile (64 × K).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WgmmaA {
+    /// A 64-bit shared-memory descriptor.
+    Desc(Reg),
+    /// Four .b32 registers a thread (f16/bf16 only), in the layout of the accumulators of a
+    /// 64×16 tile: pairs of values `(row, k..k+1)`, `(row + 8, k..)`, `(row, k + 8..)`,
+    /// `(row + 8, k + 8..)` — so scores computed by one wgmma feed the next as its A.
+    Regs([Reg; 4]),
+}
+
+/// One `wgmma.mma_async.sync.aligned.m64nNkK.f32.T.T d, a, b, scale_d, 1, 1[, 0], trans_b`
+/// (K = [`WgmmaType::k`]; TF32 has no transpose operands, A from registers no A transpose):
+/// `d (+)= A·B` for a 64×K tile of A ([`WgmmaA`]) and a K×N tile of B in shared memory
+/// (64-bit descriptor `b`), over the warpgroup's `N/2` f32 accumulators per thread;
+/// `scale_d` (a predicate) false overwrites `d` instead of adding.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Wgmma {
     pub ty: WgmmaType,
     pub n: u32,
     pub d: Vec<Reg>,
-    pub a: Reg,
+    pub a: WgmmaA,
     pub b: Reg,
     pub scale_d: Reg,
     /// B is N-major (transposed); else K-major as A.
@@ -91,7 +102,11 @@ impl PtxKernel {
     /// A 2-D tile of the tensor map at generic address `map`, coordinates `(x, y)` (x
     /// innermost), into shared memory at `dst`, completing on the mbarrier at `bar`.
     pub fn tma_load_2d(&mut self, dst: Addr, map: Reg, (x, y): (impl Into<Operand>, impl Into<Operand>), bar: Addr) {
-        self.push(Op::TmaLoad2d { dst, map, x: x.into(), y: y.into(), bar });
+        self.push(Op::TmaLoad { dst, map, x: x.into(), y: y.into(), z: None, bar });
+    }
+    /// [`PtxKernel::tma_load_2d`] for a 3-D tensor map, coordinates `(x, y, z)`.
+    pub fn tma_load_3d(&mut self, dst: Addr, map: Reg, (x, y, z): (impl Into<Operand>, impl Into<Operand>, impl Into<Operand>), bar: Addr) {
+        self.push(Op::TmaLoad { dst, map, x: x.into(), y: y.into(), z: Some(z.into()), bar });
     }
     pub fn fence_proxy_async(&mut self) {
         self.push(Op::FenceProxyAsync);

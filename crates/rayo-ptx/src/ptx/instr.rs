@@ -473,11 +473,13 @@ pub enum Op {
         hi: Reg,
         a: Reg,
     },
-    /// `cvt.rn.f16x2.f32 d, hi, lo`: two f32 rounded to f16 and packed (`lo` in the low half).
+    /// `cvt.rn.{f16x2,bf16x2}.f32 d, hi, lo`: two f32 rounded to f16 (bf16 with `bf16`) and
+    /// packed (`lo` in the low half).
     CvtF16x2 {
         d: Reg,
         hi: Reg,
         lo: Reg,
+        bf16: bool,
     },
     /// `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 {d0..d3}, [addr]`: four 8×8 f16
     /// matrices from shared memory into one warp's mma fragments, lane `l` giving the address
@@ -523,14 +525,15 @@ pub enum Op {
         addr: Addr,
         parity: Operand,
     },
-    /// `cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [dst],
-    /// [map, {x, y}], [bar]`: a tile of the tensor map `map` (a generic address) at
-    /// coordinates (x innermost) into shared memory, completing on the mbarrier `bar`.
-    TmaLoad2d {
+    /// `cp.async.bulk.tensor.{2d,3d}.shared::cluster.global.mbarrier::complete_tx::bytes
+    /// [dst], [map, {x, y[, z]}], [bar]`: a tile of the tensor map `map` (a generic address)
+    /// at coordinates (x innermost) into shared memory, completing on the mbarrier `bar`.
+    TmaLoad {
         dst: Addr,
         map: Reg,
         x: Operand,
         y: Operand,
+        z: Option<Operand>,
         bar: Addr,
     },
     /// `fence.proxy.async.shared::cta`: orders generic-proxy shared-memory accesses with the
@@ -611,7 +614,7 @@ impl Op {
             Op::CpAsync { dst, src } => vec![addr(dst), addr(src)],
             Op::MbarInit { addr: ad, .. } | Op::MbarArrive { addr: ad, .. } => vec![addr(ad)],
             Op::MbarTryWait { addr: ad, parity, .. } => vec![addr(ad), parity],
-            Op::TmaLoad2d { dst, x, y, bar, .. } => vec![addr(dst), x, y, addr(bar)],
+            Op::TmaLoad { dst, x, y, z, bar, .. } => [addr(dst), x, y, addr(bar)].into_iter().chain(z.as_ref()).collect(),
             Op::St { src, addr: ad, .. } => {
                 let mut v: Vec<&Operand> = src.iter().collect();
                 v.push(addr(ad));
@@ -633,8 +636,17 @@ impl Op {
             Op::CvtTf32 { a, .. } => vec![*a],
             Op::CvtF16x2 { hi, lo, .. } => vec![*hi, *lo],
             Op::Unpack16 { a, .. } => vec![*a],
-            Op::TmaLoad2d { map, .. } => vec![*map],
-            Op::Wgmma(m) => k.wgmma(*m).map(|m| m.d.iter().copied().chain([m.a, m.b, m.scale_d]).collect()).unwrap_or_default(),
+            Op::TmaLoad { map, .. } => vec![*map],
+            Op::Wgmma(m) => k
+                .wgmma(*m)
+                .map(|m| {
+                    let a = match m.a {
+                        super::hopper::WgmmaA::Desc(r) => vec![r],
+                        super::hopper::WgmmaA::Regs(r) => r.to_vec(),
+                    };
+                    m.d.iter().copied().chain(a).chain([m.b, m.scale_d]).collect()
+                })
+                .unwrap_or_default(),
             Op::Mma(m) => k.mma(*m).map(|m| m.a.iter().chain(&m.b).chain(&m.c).copied().collect()).unwrap_or_default(),
             _ => vec![],
         }

@@ -384,7 +384,13 @@ impl PtxKernel {
     /// Two f32 rounded to f16 and packed into a .b32 (`lo` in the low half: the lower index).
     pub fn cvt_f16x2(&mut self, hi: Reg, lo: Reg) -> Reg {
         let d = self.reg(PtxType::B32);
-        self.push(Op::CvtF16x2 { d, hi, lo });
+        self.push(Op::CvtF16x2 { d, hi, lo, bf16: false });
+        d
+    }
+    /// [`PtxKernel::cvt_f16x2`] rounding to bf16.
+    pub fn cvt_bf16x2(&mut self, hi: Reg, lo: Reg) -> Reg {
+        let d = self.reg(PtxType::B32);
+        self.push(Op::CvtF16x2 { d, hi, lo, bf16: true });
         d
     }
     /// Four 8×8 f16 matrices from shared memory (`ldmatrix ... .x4`), transposed with `trans`.

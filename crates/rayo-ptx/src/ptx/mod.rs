@@ -10,7 +10,7 @@ mod names;
 mod types;
 
 pub use check::{check_kernel, CheckError};
-pub use hopper::{Wgmma, WgmmaType};
+pub use hopper::{Wgmma, WgmmaA, WgmmaType};
 pub use instr::{Addr, AtomOp, BinOp, Cmp, Few, Inst, Mma, MmaKind, Op, Operand, Reg, Regs, ShflMode, UnOp, VoteMode};
 pub use kernel::{Param, PtxKernel, SharedDecl};
 pub use module::PtxModule;

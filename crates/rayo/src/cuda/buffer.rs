@@ -142,6 +142,17 @@ impl CudaDevice {
         Ok(DeviceBytes { slice, len: data.len(), device: self.id() })
     }
 
+    /// Copies device bytes back to the host (waits for queued work).
+    pub fn download_bytes(&self, buf: &DeviceBytes) -> Result<Vec<u8>> {
+        self.owns_bytes("cuda download_bytes", &[buf])?;
+        let mut v = vec![0u8; buf.len];
+        if !v.is_empty() {
+            self.stream.memcpy_dtoh(&buf.slice.slice(0..buf.len), &mut v).map_err(drv)?;
+            self.synchronize()?;
+        }
+        Ok(v)
+    }
+
     /// `len` zero bytes.
     pub fn zero_bytes(&self, len: usize) -> Result<DeviceBytes> {
         self.check_bytes("cuda alloc", len)?;

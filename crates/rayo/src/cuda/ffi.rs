@@ -194,6 +194,17 @@ pub(crate) fn device_address<T>(stream: &Arc<CudaStream>, slice: &CudaSlice<T>) 
 /// (the 128-byte swizzle's span), zeros past the matrix's edges. A row's bytes must be a
 /// multiple of 16, `box_rows` at most 256 (the caller checks; the driver refuses otherwise).
 pub(crate) fn tensor_map_2d(ptr: u64, rows: u64, cols: u64, box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<[u8; 128]> {
+    tensor_map(ptr, &[cols, rows], box_rows, ty)
+}
+
+/// [`tensor_map_2d`] for `planes` such matrices one after another (a 3-D map, tiles of one
+/// plane each): a tile never reads past its plane's rows into the next.
+pub(crate) fn tensor_map_3d(ptr: u64, (planes, rows, cols): (u64, u64, u64), box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<[u8; 128]> {
+    tensor_map(ptr, &[cols, rows, planes], box_rows, ty)
+}
+
+/// The tensor map of `dims` (innermost first, rank 2 or 3), densely packed.
+fn tensor_map(ptr: u64, dims: &[u64], box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<[u8; 128]> {
     use sys::{CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion, CUtensorMapSwizzle};
     let mut map = sys::CUtensorMap { opaque: [0; 16] };
     use rayo_ptx::ptx::WgmmaType;
@@ -203,18 +214,20 @@ pub(crate) fn tensor_map_2d(ptr: u64, rows: u64, cols: u64, box_rows: u32, ty: r
         WgmmaType::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         WgmmaType::TF32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
     };
-    let dims: [u64; 2] = [cols, rows];
-    let strides: [u64; 1] = [cols * bytes as u64];
-    let boxes: [u32; 2] = [128 / bytes, box_rows];
-    let steps: [u32; 2] = [1, 1];
+    let rank = dims.len();
+    assert!(matches!(rank, 2 | 3), "tensor maps here are 2-D or 3-D");
+    // byte strides of dimensions 1.. (dimension 0 is contiguous)
+    let strides: [u64; 2] = [dims[0] * bytes as u64, dims[0] * dims[1] * bytes as u64];
+    let boxes: [u32; 3] = [128 / bytes, box_rows, 1];
+    let steps: [u32; 3] = [1, 1, 1];
     // SAFETY: `map` is a valid out-pointer for the 128-byte map; the dimension, stride, box and
-    // element-stride arrays hold rank (2) entries (strides rank − 1) and outlive the call; the
-    // driver only encodes `ptr` into the map, it does not dereference it.
+    // element-stride arrays hold at least rank entries (strides rank − 1) and outlive the call;
+    // the driver only encodes `ptr` into the map, it does not dereference it.
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
             ty,
-            2,
+            rank as u32,
             ptr as *mut std::ffi::c_void,
             dims.as_ptr(),
             strides.as_ptr(),

@@ -2,7 +2,7 @@
 //! in `ptx/hopper.rs`).
 
 use super::W;
-use crate::ptx::hopper::WgmmaType;
+use crate::ptx::hopper::{WgmmaA, WgmmaType};
 use crate::ptx::instr::Op;
 
 /// Writes one of Hopper's instructions (the caller passes no other).
@@ -21,15 +21,27 @@ pub(super) fn write(w: &mut W, op: &Op) {
                 w.c(b' ');
                 w.regs(&m.d);
                 w.s(", ");
-                w.reg(m.a);
+                let regs_a = match &m.a {
+                    WgmmaA::Desc(a) => {
+                        w.reg(*a);
+                        false
+                    }
+                    WgmmaA::Regs(a) => {
+                        w.regs(a);
+                        true
+                    }
+                };
                 w.s(", ");
                 w.reg(m.b);
                 w.s(", ");
                 w.reg(m.scale_d);
-                w.s(match (m.ty, m.trans_b) {
-                    (WgmmaType::TF32, _) => ", 1, 1",
-                    (_, true) => ", 1, 1, 0, 1",
-                    (_, false) => ", 1, 1, 0, 0",
+                // scale A and B by 1; the transpose flags (A's only from shared memory)
+                w.s(match (m.ty, regs_a, m.trans_b) {
+                    (WgmmaType::TF32, ..) => ", 1, 1",
+                    (_, true, true) => ", 1, 1, 1",
+                    (_, true, false) => ", 1, 1, 0",
+                    (_, false, true) => ", 1, 1, 0, 1",
+                    (_, false, false) => ", 1, 1, 0, 0",
                 });
             }
         }
@@ -60,8 +72,9 @@ pub(super) fn write(w: &mut W, op: &Op) {
             w.addr(addr);
             w.then(parity);
         }
-        Op::TmaLoad2d { dst, map, x, y, bar } => {
-            w.s("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes ");
+        Op::TmaLoad { dst, map, x, y, z, bar } => {
+            w.s(if z.is_some() { "cp.async.bulk.tensor.3d" } else { "cp.async.bulk.tensor.2d" });
+            w.s(".shared::cluster.global.mbarrier::complete_tx::bytes ");
             w.addr(dst);
             w.s(", [");
             w.reg(*map);
@@ -69,6 +82,10 @@ pub(super) fn write(w: &mut W, op: &Op) {
             w.op(x);
             w.s(", ");
             w.op(y);
+            if let Some(z) = z {
+                w.s(", ");
+                w.op(z);
+            }
             w.s("}], ");
             w.addr(bar);
         }
