@@ -521,13 +521,16 @@ fn wgmma_gemm_matches_f64() {
                 .flat_map(|&x| if ty == WgmmaType::BF16 { bf16::from_f32(x).to_bits() } else { f16::from_f32(x).to_bits() }.to_le_bytes())
                 .collect()
         };
-        for bn in [128u32, 256] {
+        // both tile widths, alone and in clusters of two blocks sharing B by TMA multicast
+        let kernels = [128u32, 256].map(|bn| rayo::cuda::WgmmaGemmKernel::new(ty, bn).unwrap());
+        for kern in kernels.into_iter().flat_map(|k| [k, k.clustered()]) {
+            let (bn, cl) = (kern.bn(), kern.cluster());
             for (m, n, k) in [(128usize, 256usize, 64usize), (300, 520, 136), (1, 7, 8), (257, 129, 1000), (512, 768, 1024)] {
                 let a: Vec<f32> = rng.vec(m * k, -1.0, 1.0).into_iter().map(round).collect();
                 let b: Vec<f32> = rng.vec(n * k, -1.0, 1.0).into_iter().map(round).collect();
                 let (ab, bb) = (dev.upload_bytes(&bits(&a)).unwrap(), dev.upload_bytes(&bits(&b)).unwrap());
                 let mut c = poisoned(dev, m * n + 1);
-                dev.gemm_wgmma(ty, bn, &ab, &bb, (m, n, k), &mut c).unwrap();
+                dev.gemm_wgmma_with(kern, &ab, &bb, (m, n, k), &mut c).unwrap();
                 let got = dev.download(&c).unwrap();
                 for i in 0..m {
                     for j in 0..n {
@@ -535,7 +538,7 @@ fn wgmma_gemm_matches_f64() {
                         let want: f64 = ar.iter().zip(br).map(|(&x, &y)| x as f64 * y as f64).sum();
                         let mag: f64 = ar.iter().zip(br).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum();
                         let g = got[i * n + j] as f64;
-                        assert!((g - want).abs() <= 1e-5 * mag + 1e-6, "{ty:?} 128x{bn} {m}x{n}x{k}: C[{i}][{j}] = {g}, want {want}");
+                        assert!((g - want).abs() <= 1e-5 * mag + 1e-6, "{ty:?} 128x{bn} cluster {cl} {m}x{n}x{k}: C[{i}][{j}] = {g}, want {want}");
                     }
                 }
                 assert!(got[m * n].is_nan(), "{ty:?} {m}x{n}x{k}: wrote past C");

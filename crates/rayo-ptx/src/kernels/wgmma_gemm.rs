@@ -28,6 +28,9 @@ use crate::ptx::*;
 pub struct WgmmaGemmKernel {
     ty: WgmmaType,
     bn: u32,
+    /// Blocks a cluster (1 or 2): a pair takes two tiles of the same columns, each copying half
+    /// of B's slice into both by TMA multicast (a third less traffic from L2).
+    cluster: u32,
 }
 
 impl WgmmaGemmKernel {
@@ -37,7 +40,19 @@ impl WgmmaGemmKernel {
 
     /// `bn`: 128 or 256.
     pub fn new(ty: WgmmaType, bn: u32) -> Option<WgmmaGemmKernel> {
-        matches!(bn, 128 | 256).then_some(WgmmaGemmKernel { ty, bn })
+        matches!(bn, 128 | 256).then_some(WgmmaGemmKernel { ty, bn, cluster: 1 })
+    }
+    /// This kernel in clusters of two blocks sharing B's slices (see [`WgmmaGemmKernel`]'s
+    /// `cluster`).
+    pub fn clustered(self) -> WgmmaGemmKernel {
+        WgmmaGemmKernel { cluster: 2, ..self }
+    }
+    pub fn cluster(&self) -> u32 {
+        self.cluster
+    }
+    /// Rows of B's tensor-map box: the tile's columns, half of them in a cluster of two.
+    pub fn b_box_rows(&self) -> u32 {
+        self.bn / self.cluster
     }
     pub fn ty(&self) -> WgmmaType {
         self.ty
@@ -65,7 +80,11 @@ impl WgmmaGemmKernel {
     /// The persistent grid for `m × n` on a device of `sms` multiprocessors: one block per
     /// multiprocessor (fewer for fewer tiles), each taking tiles `i, i + grid, ...`.
     pub fn launch(&self, m: u32, n: u32, sms: u32) -> LaunchConfig {
-        LaunchConfig { grid: (self.tiles(m, n).min(sms).max(1), 1, 1), block: (Self::THREADS, 1, 1), shared_bytes: self.shared_bytes() }
+        let c = self.cluster;
+        // a cluster takes `c` tile rows of one tile column at a time
+        let units = m.div_ceil(Self::BM).div_ceil(c) * n.div_ceil(self.bn);
+        let grid = units.min(sms / c).max(1) * c;
+        LaunchConfig { grid: (grid, 1, 1), block: (Self::THREADS, 1, 1), shared_bytes: self.shared_bytes() }
     }
     /// `2·m·n·k`.
     pub fn flops(m: u32, n: u32, k: u32) -> f64 {
@@ -81,6 +100,18 @@ pub(super) fn next_stage(k: &mut PtxKernel, s: Reg, phase: Reg, stages: u32) {
         k.mov_to(s, 0u32);
         k.bin_to(BinOp::Xor, phase, phase, 1u32);
     });
+}
+
+/// A consumer's release of the ring stage whose `empty` mbarrier is at `empty`, by the
+/// signalling thread(s): alone, thread 0 on this block's; in a cluster, thread `r` on that
+/// mbarrier of the block of rank `r` (each block's producer refills the stage of all), the
+/// arrivals side by side rather than one after another on one thread.
+fn release_stage(k: &mut PtxKernel, empty: Reg, cluster: u32, tl: Reg) {
+    if cluster > 1 {
+        k.mbarrier_arrive_remote(empty, tl);
+    } else {
+        k.mbarrier_arrive(Addr::reg(empty), None);
+    }
 }
 
 /// Tile rows of C taken together in the persistent order.
@@ -106,7 +137,8 @@ pub(super) fn swizzled_descriptor(k: &mut PtxKernel, addr: Reg, lbo: u32) -> Reg
 
 impl Kernel for WgmmaGemmKernel {
     fn name(&self) -> String {
-        format!("wgmma_gemm_{}_128x{}", self.ty.tag(), self.bn)
+        let c = if self.cluster > 1 { format!("_c{}", self.cluster) } else { String::new() };
+        format!("wgmma_gemm_{}_128x{}{c}", self.ty.tag(), self.bn)
     }
 
     fn target(&self, sm: u32) -> String {
@@ -119,8 +151,11 @@ impl Kernel for WgmmaGemmKernel {
     }
 
     fn build(&self, _sm: u32) -> PtxKernel {
-        let (bn, stages) = (self.bn, Self::STAGES);
+        let (bn, stages, cl) = (self.bn, Self::STAGES, self.cluster);
         let mut k = PtxKernel::new(&self.name());
+        if cl > 1 {
+            k.cluster_dims((cl, 1, 1));
+        }
         for p in ["a_map", "b_map", "c"] {
             k.add_param(p, PtxType::U64);
         }
@@ -146,11 +181,22 @@ impl Kernel for WgmmaGemmKernel {
         k.when(is0, false, |k| {
             for s in 0..stages {
                 k.mbarrier_init(Addr::at(bar0, 8 * s as i64), 1);
-                k.mbarrier_init(Addr::at(bar0, 8 * (stages + s) as i64), 2);
+                // released by both consumers of every block of the cluster
+                k.mbarrier_init(Addr::at(bar0, 8 * (stages + s) as i64), 2 * cl);
             }
             k.fence_proxy_async();
+            if cl > 1 {
+                k.fence_mbarrier_init();
+            }
         });
-        k.bar_sync();
+        if cl > 1 {
+            // the peer's mbarriers exist before anything reaches them
+            k.cluster_sync();
+        } else {
+            k.bar_sync();
+        }
+        // this block's rank in its cluster, the peer's B half it does not copy
+        let rank = (cl > 1).then(|| k.special(Special::ClusterCtaRank));
         let kb_n = k.add(U, kk, self.bk() - 1);
         let kb_n = k.bin(BinOp::Shr, U, kb_n, self.bk().trailing_zeros());
         // persistent blocks: tiles t = ctaid.x, + nctaid.x, ... in groups of GROUP tile rows
@@ -159,20 +205,34 @@ impl Kernel for WgmmaGemmKernel {
         let tiles_m = k.bin(BinOp::Div, U, tiles_m, Self::BM);
         let tiles_n = k.add(U, n, bn - 1);
         let tiles_n = k.bin(BinOp::Div, U, tiles_n, bn);
-        let tiles = k.mul(U, tiles_m, tiles_n);
-        let stride = k.special(Special::NctaidX);
+        // a cluster takes cl tile rows of one tile column: units of cl rows
+        let units_m = if cl > 1 {
+            let u = k.add(U, tiles_m, cl - 1);
+            k.bin(BinOp::Div, U, u, cl)
+        } else {
+            tiles_m
+        };
+        let tiles = k.mul(U, units_m, tiles_n);
+        let (first_unit, stride) = if cl > 1 {
+            (k.special(Special::ClusterIdX), k.special(Special::NclusterIdX))
+        } else {
+            (k.special(Special::CtaidX), k.special(Special::NctaidX))
+        };
         let group = k.mul(U, tiles_n, GROUP);
         // tile t's (row, column) of tiles
         let tile_at = |k: &mut PtxKernel, t: Reg| -> (Reg, Reg) {
             let g = k.bin(BinOp::Div, U, t, group);
             let first = k.mul(U, g, GROUP);
-            let left = k.sub(U, tiles_m, first);
+            let left = k.sub(U, units_m, first);
             let gm = k.bin(BinOp::Min, U, left, GROUP);
             let r = k.bin(BinOp::Rem, U, t, group);
             let tm = k.bin(BinOp::Rem, U, r, gm);
             let tm = k.add(U, tm, first);
             let tn = k.bin(BinOp::Div, U, r, gm);
-            (tm, tn)
+            match rank {
+                Some(rank) => (k.fma(U, tm, cl, rank), tn),
+                None => (tm, tn),
+            }
         };
         let producer = k.setp(Cmp::Eq, U, wg, 0u32);
         let (consumer, done) = (k.new_label("consumer"), k.new_label("done"));
@@ -185,8 +245,8 @@ impl Kernel for WgmmaGemmKernel {
         {
             // slices issued so far (over all tiles), the stage and its phase
             let (kb_all, s, phase) = (k.mov(U, 0u32), k.mov(U, 0u32), k.mov(PtxType::B32, 0u32));
-            let t = k.special(Special::CtaidX);
-            let t = k.mov(U, t);
+            let mask = rank.map(|_| k.mov(PtxType::B16, ((1u32 << cl) - 1) as i64));
+            let t = k.mov(U, first_unit);
             let (tiles_top, tiles_end) = (k.new_label("p_tile"), k.new_label("p_tiles_end"));
             k.label(&tiles_top);
             let past = k.setp(Cmp::Ge, U, t, tiles);
@@ -214,7 +274,15 @@ impl Kernel for WgmmaGemmKernel {
             let sb = k.add(U, sa, a_bytes);
             let k0 = k.mul(U, kb, self.bk());
             k.tma_load_2d(Addr::reg(sa), a_map, (k0, m0), Addr::reg(full));
-            k.tma_load_2d(Addr::reg(sb), b_map, (k0, n0), Addr::reg(full));
+            if let (Some(rank), Some(mask)) = (rank, mask) {
+                // this block's share of B's rows, into the same place of every block
+                let half = bn / cl;
+                let sbh = k.fma(U, rank, half * 128, sb);
+                let n0h = k.fma(U, rank, half, n0);
+                k.tma_load_2d_multicast(Addr::reg(sbh), b_map, (k0, n0h), Addr::reg(full), mask);
+            } else {
+                k.tma_load_2d(Addr::reg(sb), b_map, (k0, n0), Addr::reg(full));
+            }
             k.bin_to(BinOp::Add, kb, kb, 1u32);
             k.bin_to(BinOp::Add, kb_all, kb_all, 1u32);
             next_stage(&mut k, s, phase, stages);
@@ -232,15 +300,15 @@ impl Kernel for WgmmaGemmKernel {
         let cw = k.sub(U, wg, 1u32);
         let on = k.setp(Cmp::Eq, U, tid, tid);
         let tl = k.bin(BinOp::And, PtxType::B32, tid, 127u32);
-        let first = k.setp(Cmp::Eq, U, tl, 0u32);
+        // the thread(s) that release stages: 0, or one per block of the cluster
+        let first = if cl > 1 { k.setp(Cmp::Lt, U, tl, cl) } else { k.setp(Cmp::Eq, U, tl, 0u32) };
         let warp = k.bin(BinOp::Shr, U, tl, 5u32);
         let lane = k.bin(BinOp::And, PtxType::B32, tl, 31u32);
         let l4 = k.bin(BinOp::Shr, U, lane, 2u32);
         let lc = k.bin(BinOp::And, PtxType::B32, lane, 3u32);
         let acc: Vec<Reg> = (0..bn / 2).map(|_| k.reg(F)).collect();
         let (s, phase) = (k.mov(U, 0u32), k.mov(PtxType::B32, 0u32));
-        let t = k.special(Special::CtaidX);
-        let t = k.mov(U, t);
+        let t = k.mov(U, first_unit);
         let (tiles_top, tiles_end) = (k.new_label("c_tile"), k.new_label("c_tiles_end"));
         k.label(&tiles_top);
         let past = k.setp(Cmp::Ge, U, t, tiles);
@@ -278,7 +346,7 @@ impl Kernel for WgmmaGemmKernel {
             let release = k.setp(Cmp::Ne, U, kb, 0u32);
             let release = k.bin(BinOp::And, PtxType::Pred, release, first);
             let prev_empty = k.add(U, held, 8 * stages);
-            k.when(release, false, |k| k.mbarrier_arrive(Addr::reg(prev_empty), None));
+            k.when(release, false, |k| release_stage(k, prev_empty, cl, tl));
             k.mov_to(held, full);
             k.bin_to(BinOp::Add, kb, kb, 1u32);
             next_stage(&mut k, s, phase, stages);
@@ -288,7 +356,7 @@ impl Kernel for WgmmaGemmKernel {
             let any = k.setp(Cmp::Ne, U, kb_n, 0u32);
             let release = k.bin(BinOp::And, PtxType::Pred, any, first);
             let last_empty = k.add(U, held, 8 * stages);
-            k.when(release, false, |k| k.mbarrier_arrive(Addr::reg(last_empty), None));
+            k.when(release, false, |k| release_stage(k, last_empty, cl, tl));
         }
         // accumulator j of thread t: column group j / 4, rows +8 for j % 4 ≥ 2, column +1 for odd j
         let r0 = k.mul(U, tm, Self::BM);
@@ -297,6 +365,31 @@ impl Kernel for WgmmaGemmKernel {
         let row = k.add(U, r0, l4);
         let c0 = k.mul(U, tn, bn);
         let col = k.fma(U, lc, 2u32, c0);
+        // a tile wholly inside C with an even row length: pairs of columns (8 bytes) a store at
+        // fixed offsets from two row addresses, no checks
+        let (slow, stored) = (k.new_label("edge_tile"), k.new_label("stored"));
+        let tile_end = k.fma(U, tm, Self::BM, Self::BM);
+        let fast = k.setp(Cmp::Le, U, tile_end, m);
+        let col_end = k.fma(U, tn, bn, bn);
+        let inside_c = k.setp(Cmp::Le, U, col_end, n);
+        k.bin_to(BinOp::And, fast, fast, inside_c);
+        let odd = k.bin(BinOp::And, PtxType::B32, n, 1u32);
+        let even = k.setp(Cmp::Eq, U, odd, 0u32);
+        k.bin_to(BinOp::And, fast, fast, even);
+        k.bra_if(fast, true, &slow);
+        {
+            let off = k.mul(U, row, n);
+            let off = k.add(U, off, col);
+            let lo = k.elem_addr(c, off, 4);
+            let off8 = k.fma(U, n, 8u32, off);
+            let hi = k.elem_addr(c, off8, 4);
+            for j in (0..acc.len()).step_by(2) {
+                let base = if j % 4 >= 2 { hi } else { lo };
+                k.st_v(Space::Global, F, Addr::at(base, 32 * (j / 4) as i64), &[acc[j], acc[j + 1]]);
+            }
+            k.bra(&stored);
+        }
+        k.label(&slow);
         for (j, &v) in acc.iter().enumerate() {
             let j = j as u32;
             let r = if j % 4 >= 2 { k.add(U, row, 8u32) } else { row };
@@ -309,10 +402,15 @@ impl Kernel for WgmmaGemmKernel {
             let a = k.elem_addr(c, off, 4);
             k.when(ok, false, |k| k.st(Space::Global, F, Addr::reg(a), v));
         }
+        k.label(&stored);
         k.bin_to(BinOp::Add, t, t, stride);
         k.bra(&tiles_top);
         k.label(&tiles_end);
         k.label(&done);
+        if cl > 1 {
+            // no block leaves while its peer may still arrive on its mbarriers
+            k.cluster_sync();
+        }
         k.ret();
         k
     }

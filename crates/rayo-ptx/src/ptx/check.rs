@@ -326,16 +326,22 @@ impl Ctx<'_> {
                 self.src(&Operand::Reg(m.b), PtxType::B64)?;
                 self.src(&Operand::Reg(m.scale_d), PtxType::Pred)
             }
-            Op::MbarInit { addr, .. } | Op::MbarArrive { addr, .. } => self.addr(addr, Space::Shared),
+            Op::MbarInit { addr, .. } | Op::MbarArrive { addr, .. } | Op::MbarArriveRemote { addr } => self.addr(addr, Space::Shared),
+            Op::Mapa { d, a, rank } => {
+                self.dst(*d, PtxType::U32)?;
+                self.src(&Operand::Reg(*a), PtxType::U32)?;
+                self.src(rank, PtxType::U32)
+            }
             Op::MbarTryWait { p, addr, parity } => {
                 self.dst(*p, PtxType::Pred)?;
                 self.addr(addr, Space::Shared)?;
                 self.src(parity, PtxType::U32)
             }
-            Op::TmaLoad { dst, map, x, y, z, bar } => {
+            Op::TmaLoad { dst, map, x, y, z, bar, multicast } => {
                 self.addr(dst, Space::Shared)?;
                 self.addr(bar, Space::Shared)?;
                 self.src(&Operand::Reg(*map), PtxType::B64)?;
+                multicast.iter().try_for_each(|m| self.src(&Operand::Reg(*m), PtxType::B16))?;
                 z.iter().chain([x, y]).try_for_each(|c| self.src(c, PtxType::S32))
             }
             Op::SetMaxNReg { n, .. } => {
@@ -344,7 +350,7 @@ impl Ctx<'_> {
                 }
                 Ok(())
             }
-            Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait(_) | Op::FenceProxyAsync => Ok(()),
+            Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait(_) | Op::FenceProxyAsync | Op::FenceMbarrierInit | Op::ClusterSync => Ok(()),
             Op::Label(_) | Op::BarSync(_) | Op::MembarGl | Op::GridDepWait | Op::GridDepLaunch | Op::CpAsyncCommit | Op::CpAsyncWait(_) | Op::Ret => {
                 Ok(())
             }

@@ -114,7 +114,7 @@ const UN_OPC: [[Pad<16>; 2]; 9] = {
 const LD: [Pad<16>; 5] = table(["ld.global", "ld.shared", "ld.param", "ld.local", "ld.const"]);
 const ST: [Pad<16>; 5] = table(["st.global", "st.shared", "st.param", "st.local", "st.const"]);
 /// `Special::name`, by `Special as usize`.
-const SPECIAL: [Pad<16>; 14] = {
+const SPECIAL: [Pad<16>; 17] = {
     use Special::*;
     table([
         TidX.name(),
@@ -131,6 +131,9 @@ const SPECIAL: [Pad<16>; 14] = {
         WarpId.name(),
         SmId.name(),
         Clock64.name(),
+        ClusterCtaRank.name(),
+        ClusterIdX.name(),
+        NclusterIdX.name(),
     ])
 };
 /// `00` .. `99`.
@@ -592,6 +595,10 @@ fn write_inst(w: &mut W, i: &Inst) {
         | Op::WgmmaWait(_)
         | Op::MbarInit { .. }
         | Op::MbarArrive { .. }
+        | Op::MbarArriveRemote { .. }
+        | Op::Mapa { .. }
+        | Op::FenceMbarrierInit
+        | Op::ClusterSync
         | Op::MbarTryWait { .. }
         | Op::TmaLoad { .. }
         | Op::FenceProxyAsync
@@ -681,6 +688,15 @@ pub(crate) fn kernel(k: &PtxKernel, out: &mut Vec<u8>) {
         w.u(m as u64);
         w.c(b'\n');
     }
+    if let Some((x, y, z)) = k.cluster {
+        w.s(".reqnctapercluster ");
+        w.u(x as u64);
+        w.s(", ");
+        w.u(y as u64);
+        w.s(", ");
+        w.u(z as u64);
+        w.c(b'\n');
+    }
     w.s("{\n");
     for (slot, ty) in PtxType::ALL.iter().enumerate() {
         let n = k.reg_counts[slot];
@@ -747,7 +763,10 @@ mod tests {
             assert_eq!(text(&ST[i].b, ST[i].n), format!("st.{}", s.name()));
         }
         use Special::*;
-        for s in [TidX, TidY, TidZ, NtidX, NtidY, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, LaneId, WarpId, SmId, Clock64] {
+        for s in [
+            TidX, TidY, TidZ, NtidX, NtidY, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, LaneId, WarpId, SmId, Clock64, ClusterCtaRank, ClusterIdX,
+            NclusterIdX,
+        ] {
             assert_eq!(text(&SPECIAL[s as usize].b, SPECIAL[s as usize].n), s.name());
         }
         let k = PtxKernel::new("t");

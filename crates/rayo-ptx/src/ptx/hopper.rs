@@ -102,11 +102,34 @@ impl PtxKernel {
     /// A 2-D tile of the tensor map at generic address `map`, coordinates `(x, y)` (x
     /// innermost), into shared memory at `dst`, completing on the mbarrier at `bar`.
     pub fn tma_load_2d(&mut self, dst: Addr, map: Reg, (x, y): (impl Into<Operand>, impl Into<Operand>), bar: Addr) {
-        self.push(Op::TmaLoad { dst, map, x: x.into(), y: y.into(), z: None, bar });
+        self.push(Op::TmaLoad { dst, map, x: x.into(), y: y.into(), z: None, bar, multicast: None });
+    }
+    /// [`PtxKernel::tma_load_2d`] into the same place of every block of the cluster in `mask`
+    /// (a .b16 register), completing on each one's mbarrier at `bar`.
+    pub fn tma_load_2d_multicast(&mut self, dst: Addr, map: Reg, (x, y): (impl Into<Operand>, impl Into<Operand>), bar: Addr, mask: Reg) {
+        self.push(Op::TmaLoad { dst, map, x: x.into(), y: y.into(), z: None, bar, multicast: Some(mask) });
     }
     /// [`PtxKernel::tma_load_2d`] for a 3-D tensor map, coordinates `(x, y, z)`.
     pub fn tma_load_3d(&mut self, dst: Addr, map: Reg, (x, y, z): (impl Into<Operand>, impl Into<Operand>, impl Into<Operand>), bar: Addr) {
-        self.push(Op::TmaLoad { dst, map, x: x.into(), y: y.into(), z: Some(z.into()), bar });
+        self.push(Op::TmaLoad { dst, map, x: x.into(), y: y.into(), z: Some(z.into()), bar, multicast: None });
+    }
+    /// One arrival on the mbarrier at `addr` of the block of rank `rank` in this cluster.
+    pub fn mbarrier_arrive_remote(&mut self, addr: Reg, rank: impl Into<Operand>) {
+        let d = self.reg(PtxType::U32);
+        self.push(Op::Mapa { d, a: addr, rank: rank.into() });
+        self.push(Op::MbarArriveRemote { addr: Addr::reg(d) });
+    }
+    /// Makes this block's mbarrier inits visible to the cluster (before a [`Op::ClusterSync`]).
+    pub fn fence_mbarrier_init(&mut self) {
+        self.push(Op::FenceMbarrierInit);
+    }
+    /// Every thread of the cluster arrives and waits.
+    pub fn cluster_sync(&mut self) {
+        self.push(Op::ClusterSync);
+    }
+    /// Blocks launch in clusters of `(x, y, z)` (`.reqnctapercluster`, sm_90).
+    pub fn cluster_dims(&mut self, dims: (u32, u32, u32)) {
+        self.cluster = Some(dims);
     }
     pub fn fence_proxy_async(&mut self) {
         self.push(Op::FenceProxyAsync);

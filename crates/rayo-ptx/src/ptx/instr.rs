@@ -518,6 +518,22 @@ pub enum Op {
         addr: Addr,
         tx: Option<u32>,
     },
+    /// `mbarrier.arrive.shared::cluster.b64 _, [addr]`: one arrival on an
+    /// mbarrier of another block of the cluster (`addr` from [`Op::Mapa`]).
+    MbarArriveRemote {
+        addr: Addr,
+    },
+    /// `mapa.shared::cluster.u32 d, a, rank`: the address of shared location `a` in the block
+    /// of rank `rank` of this cluster.
+    Mapa {
+        d: Reg,
+        a: Reg,
+        rank: Operand,
+    },
+    /// `fence.mbarrier_init.release.cluster`: mbarrier inits visible to the cluster.
+    FenceMbarrierInit,
+    /// `barrier.cluster.arrive` then `barrier.cluster.wait`: every thread of the cluster.
+    ClusterSync,
     /// `mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity`: whether the phase of
     /// parity `parity` has completed (a bounded wait; loop on it).
     MbarTryWait {
@@ -535,6 +551,9 @@ pub enum Op {
         y: Operand,
         z: Option<Operand>,
         bar: Addr,
+        /// The `.multicast::cluster` mask (a .b16 register): the tile lands at `dst` in every
+        /// block of the mask, completing on each one's mbarrier at `bar`.
+        multicast: Option<Reg>,
     },
     /// `fence.proxy.async.shared::cta`: orders generic-proxy shared-memory accesses with the
     /// async proxy (TMA, wgmma).
@@ -592,7 +611,7 @@ impl Op {
             Op::Mma(m) => k.mma(*m).map_or(Few::Many(vec![]), |m| Few::Four(m.d)),
             Op::Wgmma(m) => k.wgmma(*m).map_or(Few::Many(vec![]), |m| Few::Many(m.d.clone())),
             Op::MbarTryWait { p, .. } => Few::One(*p),
-            Op::CvtF16x2 { d, .. } => Few::One(*d),
+            Op::CvtF16x2 { d, .. } | Op::Mapa { d, .. } => Few::One(*d),
             Op::Unpack16 { lo, hi, .. } => Few::Many(vec![*lo, *hi]),
             Op::Ldmatrix { d, .. } => Few::Four(*d),
             Op::Ld { dst, .. } => dst.clone(),
@@ -612,7 +631,8 @@ impl Op {
             Op::Selp { a, b, .. } => vec![a, b],
             Op::Ld { addr: ad, .. } | Op::PrefetchL2 { addr: ad } | Op::LdL2 { addr: ad, .. } | Op::Ldmatrix { addr: ad, .. } => vec![addr(ad)],
             Op::CpAsync { dst, src } => vec![addr(dst), addr(src)],
-            Op::MbarInit { addr: ad, .. } | Op::MbarArrive { addr: ad, .. } => vec![addr(ad)],
+            Op::MbarInit { addr: ad, .. } | Op::MbarArrive { addr: ad, .. } | Op::MbarArriveRemote { addr: ad } => vec![addr(ad)],
+            Op::Mapa { rank, .. } => vec![rank],
             Op::MbarTryWait { addr: ad, parity, .. } => vec![addr(ad), parity],
             Op::TmaLoad { dst, x, y, z, bar, .. } => [addr(dst), x, y, addr(bar)].into_iter().chain(z.as_ref()).collect(),
             Op::St { src, addr: ad, .. } => {
@@ -636,7 +656,8 @@ impl Op {
             Op::CvtTf32 { a, .. } => vec![*a],
             Op::CvtF16x2 { hi, lo, .. } => vec![*hi, *lo],
             Op::Unpack16 { a, .. } => vec![*a],
-            Op::TmaLoad { map, .. } => vec![*map],
+            Op::TmaLoad { map, multicast, .. } => [*map].into_iter().chain(*multicast).collect(),
+            Op::Mapa { a, .. } => vec![*a],
             Op::Wgmma(m) => k
                 .wgmma(*m)
                 .map(|m| {

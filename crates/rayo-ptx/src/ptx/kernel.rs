@@ -42,6 +42,8 @@ pub struct PtxKernel {
     mmas: Vec<Mma>,
     /// The operands of the `wgmma` instructions, by `Op::Wgmma`'s index.
     pub(crate) wgmmas: Vec<super::hopper::Wgmma>,
+    /// `.reqnctapercluster` (sm_90 clusters).
+    pub(crate) cluster: Option<(u32, u32, u32)>,
     guard: Option<(Reg, bool)>,
     labels: u32,
 }
@@ -65,6 +67,7 @@ impl PtxKernel {
             names: Names::new(),
             mmas: vec![],
             wgmmas: vec![],
+            cluster: None,
             guard: None,
             labels: 0,
         }

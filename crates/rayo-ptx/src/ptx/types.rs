@@ -237,6 +237,10 @@ pub enum Special {
     WarpId,
     SmId,
     Clock64,
+    /// The block's rank in its cluster (sm_90).
+    ClusterCtaRank,
+    ClusterIdX,
+    NclusterIdX,
 }
 
 impl Special {
@@ -257,6 +261,9 @@ impl Special {
             WarpId => "%warpid",
             SmId => "%smid",
             Clock64 => "%clock64",
+            ClusterCtaRank => "%cluster_ctarank",
+            ClusterIdX => "%clusterid.x",
+            NclusterIdX => "%nclusterid.x",
         }
     }
 

@@ -247,6 +247,13 @@ fn tensor_map(ptr: u64, dims: &[u64], box_rows: u32, ty: rayo_ptx::ptx::WgmmaTyp
     Ok(bytes)
 }
 
+/// How many clusters of `k` (a kernel with compile-time cluster dimensions) can run at once
+/// with `cfg`'s blocks and shared memory: the persistent grid's size.
+pub(crate) fn max_active_clusters(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::LaunchConfig) -> Result<u32> {
+    let cfg = LaunchConfig { grid_dim: cfg.grid, block_dim: cfg.block, shared_mem_bytes: cfg.shared_bytes };
+    k.func.occupancy_max_active_clusters(cfg, stream).map_err(drv)
+}
+
 /// Lets `f` use `bytes` of dynamic shared memory (past the default 48 KB).
 pub(crate) fn allow_dynamic_shared(f: &CudaFunction, bytes: u32) -> Result<()> {
     f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32).map_err(drv)

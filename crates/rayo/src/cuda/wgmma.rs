@@ -4,7 +4,7 @@
 
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
-use super::ffi::{allow_dynamic_shared, device_address, launch, tensor_map_2d, Arg};
+use super::ffi::{allow_dynamic_shared, device_address, launch, max_active_clusters, tensor_map_2d, Arg};
 use super::llm::{prod, room, u32_of};
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::WgmmaGemmKernel;
@@ -35,7 +35,25 @@ impl CudaDevice {
         room(OP, a.len(), prod(OP, &[m, k, esz])?)?;
         room(OP, b.len(), prod(OP, &[n, k, esz])?)?;
         let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
-        self.wgmma_launch(OP, ty, bn, (pa, pb), (m, n, k), c)
+        self.wgmma_launch(OP, kernel(OP, ty, bn)?, (pa, pb), (m, n, k), c)
+    }
+
+    /// [`CudaDevice::gemm_wgmma`] with a chosen kernel (e.g. [`WgmmaGemmKernel::clustered`]).
+    pub fn gemm_wgmma_with(
+        &self,
+        kern: WgmmaGemmKernel,
+        a: &DeviceBytes,
+        b: &DeviceBytes,
+        (m, n, k): (usize, usize, usize),
+        c: &mut DeviceBuffer,
+    ) -> Result<()> {
+        const OP: &str = "cuda gemm_wgmma";
+        self.owns_bytes(OP, &[a, b])?;
+        let esz = kern.ty().bytes() as usize;
+        room(OP, a.len(), prod(OP, &[m, k, esz])?)?;
+        room(OP, b.len(), prod(OP, &[n, k, esz])?)?;
+        let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
+        self.wgmma_launch(OP, kern, (pa, pb), (m, n, k), c)
     }
 
     /// `c = a·bᵀ` for f32 `a` (`m × k`) and `b` (`n × k`) on the tensor cores in TF32 (each
@@ -47,7 +65,7 @@ impl CudaDevice {
         room(OP, a.len(), prod(OP, &[m, k])?)?;
         room(OP, b.len(), prod(OP, &[n, k])?)?;
         let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
-        self.wgmma_launch(OP, WgmmaType::TF32, 256, (pa, pb), (m, n, k), c)
+        self.wgmma_launch(OP, kernel(OP, WgmmaType::TF32, 256)?, (pa, pb), (m, n, k), c)
     }
 
     /// The checks and the launch shared by [`CudaDevice::gemm_wgmma`] and
@@ -55,8 +73,7 @@ impl CudaDevice {
     fn wgmma_launch(
         &self,
         op: &'static str,
-        ty: WgmmaType,
-        bn: u32,
+        kern: WgmmaGemmKernel,
         (pa, pb): (u64, u64),
         (m, n, k): (usize, usize, usize),
         c: &mut DeviceBuffer,
@@ -69,12 +86,7 @@ impl CudaDevice {
                 message: format!("{op} needs compute capability 9.0 (wgmma), this device has {major}.{minor}"),
             });
         }
-        let kern = WgmmaGemmKernel::new(ty, bn).ok_or(Error::InvalidArgument {
-            op,
-            name: "bn",
-            value: (bn as usize).into(),
-            reason: "must be 128 or 256",
-        })?;
+        let ty = kern.ty();
         let per_row = 16 / ty.bytes() as usize;
         if k % per_row != 0 {
             return Err(Error::NotBlockMultiple { format: "cuda gemm_wgmma (k: rows of 16-byte multiples)", len: k, block: per_row });
@@ -95,7 +107,7 @@ impl CudaDevice {
             return self.stream.memset_zeros(&mut c.slice.slice_mut(0..m * n)).map_err(super::ffi::drv);
         }
         let a_map = tensor_map_2d(pa, m as u64, k as u64, WgmmaGemmKernel::BM, ty)?;
-        let b_map = tensor_map_2d(pb, n as u64, k as u64, bn, ty)?;
+        let b_map = tensor_map_2d(pb, n as u64, k as u64, kern.b_box_rows(), ty)?;
         // the maps in device memory (freed in stream order, after the launch)
         let (a_map, b_map) = (self.upload_bytes(&a_map)?, self.upload_bytes(&b_map)?);
         let f = self.loaded(&kern)?;
@@ -108,6 +120,18 @@ impl CudaDevice {
             Arg::U32(n as u32),
             Arg::U32(k as u32),
         ];
-        launch(&self.stream, &f, kern.launch(m as u32, n as u32, self.info().multiprocessors), &mut args)
+        let mut cfg = kern.launch(m as u32, n as u32, self.info().multiprocessors);
+        if kern.cluster() > 1 {
+            // clusters need their blocks' multiprocessors in one GPC: the persistent grid is as
+            // many clusters as fit at once, never a second wave
+            let fit = max_active_clusters(&self.stream, &f, cfg)?.max(1);
+            cfg.grid.0 = cfg.grid.0.min(fit * kern.cluster());
+        }
+        launch(&self.stream, &f, cfg, &mut args)
     }
+}
+
+/// The kernel of `ty` and tile width `bn`, or an error naming the widths there are.
+fn kernel(op: &'static str, ty: WgmmaType, bn: u32) -> Result<WgmmaGemmKernel> {
+    WgmmaGemmKernel::new(ty, bn).ok_or(Error::InvalidArgument { op, name: "bn", value: (bn as usize).into(), reason: "must be 128 or 256" })
 }

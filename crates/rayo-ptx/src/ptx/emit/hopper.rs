@@ -72,9 +72,10 @@ pub(super) fn write(w: &mut W, op: &Op) {
             w.addr(addr);
             w.then(parity);
         }
-        Op::TmaLoad { dst, map, x, y, z, bar } => {
+        Op::TmaLoad { dst, map, x, y, z, bar, multicast } => {
             w.s(if z.is_some() { "cp.async.bulk.tensor.3d" } else { "cp.async.bulk.tensor.2d" });
-            w.s(".shared::cluster.global.mbarrier::complete_tx::bytes ");
+            w.s(".shared::cluster.global.mbarrier::complete_tx::bytes");
+            w.s(if multicast.is_some() { ".multicast::cluster " } else { " " });
             w.addr(dst);
             w.s(", [");
             w.reg(*map);
@@ -88,8 +89,25 @@ pub(super) fn write(w: &mut W, op: &Op) {
             }
             w.s("}], ");
             w.addr(bar);
+            if let Some(m) = multicast {
+                w.s(", ");
+                w.reg(*m);
+            }
         }
         Op::FenceProxyAsync => w.s("fence.proxy.async.shared::cta"),
+        Op::MbarArriveRemote { addr } => {
+            w.s("mbarrier.arrive.shared::cluster.b64 _, ");
+            w.addr(addr);
+        }
+        Op::Mapa { d, a, rank } => {
+            w.s("mapa.shared::cluster.u32 ");
+            w.reg(*d);
+            w.s(", ");
+            w.reg(*a);
+            w.then(rank);
+        }
+        Op::FenceMbarrierInit => w.s("fence.mbarrier_init.release.cluster"),
+        Op::ClusterSync => w.s("barrier.cluster.arrive;\n\tbarrier.cluster.wait"),
         Op::SetMaxNReg { inc, n } => {
             w.s(if *inc { "setmaxnreg.inc.sync.aligned.u32 " } else { "setmaxnreg.dec.sync.aligned.u32 " });
             w.u(*n as u64);
