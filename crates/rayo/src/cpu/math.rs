@@ -118,12 +118,28 @@ pub fn ln<S: Simd>(s: S, x: S::V) -> S::V {
 /// bits of b (exact: both have a few significant bits), so only coefficients are looked up.
 #[inline(always)]
 fn table_poly<S: Simd, const N: usize>(s: S, a: S::V, b: S::V, offset: f32, t: &[[f32; 32]; N]) -> S::V {
-    let k = s.ishr(s.to_bits(b), 20);
-    let edge = s.sub(s.and(b, s.from_bits(s.isplat(0xfff0_0000_u32 as i32))), s.splat(offset));
-    let y = s.sub(a, edge); // exact: e ≤ a ≤ 2e, or e = 0 (up to the rounding of b, where y ≈ 0)
-    let mut acc = s.table32(&t[N - 1], k);
+    let [p] = table_poly_n(s, [a], [b], offset, t);
+    p
+}
+
+/// [`table_poly`] of `M` vectors, stage by stage: every vector's index and variable, then every
+/// vector's lookups and Horner step of one coefficient after the other (see [`tanh_n`]).
+#[inline(always)]
+fn table_poly_n<S: Simd, const N: usize, const M: usize>(s: S, a: [S::V; M], b: [S::V; M], offset: f32, t: &[[f32; 32]; N]) -> [S::V; M] {
+    let (mut k, mut y) = ([s.isplat(0); M], a);
+    for j in 0..M {
+        k[j] = s.ishr(s.to_bits(b[j]), 20);
+        let edge = s.sub(s.and(b[j], s.from_bits(s.isplat(0xfff0_0000_u32 as i32))), s.splat(offset));
+        y[j] = s.sub(a[j], edge); // exact: e ≤ a ≤ 2e, or e = 0 (up to the rounding of b, where y ≈ 0)
+    }
+    let mut acc = a;
+    for j in 0..M {
+        acc[j] = s.table32(&t[N - 1], k[j]);
+    }
     for c in t[..N - 1].iter().rev() {
-        acc = s.mul_add(acc, y, s.table32(c, k));
+        for j in 0..M {
+            acc[j] = s.mul_add(acc[j], y[j], s.table32(c, k[j]));
+        }
     }
     acc
 }
@@ -131,21 +147,52 @@ fn table_poly<S: Simd, const N: usize>(s: S, a: S::V, b: S::V, offset: f32, t: &
 /// tanh. Max error 2 ULP; odd (keeps the sign of −0), ±1 at ±inf, NaN in NaN out.
 #[inline(always)]
 pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
+    let [y] = tanh_n(s, [x]);
+    y
+}
+
+/// [`tanh`] of `N` vectors at once, the same bits lane by lane. The table form runs the `N`
+/// vectors stage by stage (every vector's lookups of a coefficient, then every vector's
+/// Horner step): in that order the out-of-order core keeps the `N` dependency chains in
+/// flight, where `N` calls of [`tanh`] one after the other left it waiting (Zen 4, 100 K
+/// floats, three vectors: 18.0 against 19.2 µs for four one after the other).
+#[inline(always)]
+pub fn tanh_n<S: Simd, const N: usize>(s: S, x: [S::V; N]) -> [S::V; N] {
     if S::FAST_TABLE {
-        tanh_table(s, x)
+        tanh_table_n(s, x)
     } else {
-        tanh_poly(s, x)
+        let mut y = x;
+        for v in &mut y {
+            *v = tanh_poly(s, *v);
+        }
+        y
     }
+}
+
+/// [`tanh_table_n`] of one vector (what the accuracy tests check).
+#[cfg(test)]
+fn tanh_table<S: Simd>(s: S, x: S::V) -> S::V {
+    let [y] = tanh_table_n(s, [x]);
+    y
 }
 
 /// tanh from a degree-4 polynomial per interval of a = |x| (clamped at 9.1, past which tanh is
 /// 1 in f32; `min(c, NaN)` is NaN, so NaN passes): with b = a + 0.625 in [0.625, 9.725] the
 /// intervals' indices are distinct without clamping b (see `tools/fit_tables.py`); interval 0
-/// has no constant term, so tiny inputs keep their relative precision.
+/// has no constant term, so tiny inputs keep their relative precision. `N` vectors, stage by
+/// stage.
 #[inline(always)]
-pub(crate) fn tanh_table<S: Simd>(s: S, x: S::V) -> S::V {
-    let a = s.min(s.splat(9.1), s.abs(x));
-    s.or(table_poly(s, a, s.add(a, s.splat(0.625)), 0.625, &TANH), s.sign_bit(x))
+fn tanh_table_n<S: Simd, const N: usize>(s: S, x: [S::V; N]) -> [S::V; N] {
+    let (mut a, mut b) = (x, x);
+    for j in 0..N {
+        a[j] = s.min(s.splat(9.1), s.abs(x[j]));
+        b[j] = s.add(a[j], s.splat(0.625));
+    }
+    let mut y = table_poly_n(s, a, b, 0.625, &TANH);
+    for j in 0..N {
+        y[j] = s.or(y[j], s.sign_bit(x[j]));
+    }
+    y
 }
 
 /// tanh from a small-|x| polynomial and `1 − 2/(e^{2|x|} + 1)`.
@@ -340,6 +387,36 @@ mod tests {
                 check("avx512 gelu_table", &xs, &map(s, &xs, gelu_table), gelu_ref, 4.0, 1e-30);
             }
             None => println!("skipped avx512: the CPU lacks AVX-512F"),
+        }
+    }
+
+    /// `tanh_n` (what the element-wise loop calls on three vectors) gives `tanh`'s bits.
+    #[test]
+    fn tanh_of_three_vectors_is_tanh_of_each() {
+        fn same<S: Simd>(s: S, xs: &[f32]) {
+            let one = map(s, xs, tanh);
+            let three = s.vectorize(|| {
+                let mut out = vec![0.0; xs.len()];
+                for (x, o) in xs.chunks_exact(3 * S::LANES).zip(out.chunks_exact_mut(3 * S::LANES)) {
+                    let l = S::LANES;
+                    let y = tanh_n(s, [s.load(x), s.load(&x[l..]), s.load(&x[2 * l..])]);
+                    for (j, v) in y.into_iter().enumerate() {
+                        s.store(&mut o[j * l..], v);
+                    }
+                }
+                out
+            });
+            let n = xs.len() / (3 * S::LANES) * 3 * S::LANES;
+            for i in 0..n {
+                assert_eq!(three[i].to_bits(), one[i].to_bits(), "tanh_n({:e})", xs[i]);
+            }
+        }
+        let mut xs = inputs();
+        xs.extend([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e30, -9.5]);
+        same(Scalar, &xs);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(s) = crate::cpu::isa::avx512::Avx512::try_new() {
+            same(s, &xs);
         }
     }
 

@@ -65,8 +65,8 @@ pub trait UnaryDef {
     const SAMPLE: Params = [0.0, 0.0];
     /// A polynomial per element (the CPU splits it over threads at smaller sizes).
     const HEAVY: bool = false;
-    /// The CPU loop takes four vectors per step instead of two (`UnaryFn::WIDE` in
-    /// `cpu::kernels::elementwise`).
+    /// The CPU loop takes three vectors per step, through [`UnaryDef::cpu3`], instead of two
+    /// (`UnaryFn::WIDE` in `cpu::kernels::elementwise`).
     const CPU_WIDE: bool = false;
     /// Rejects parameters the op is undefined for.
     fn validate(_p: Params) -> Result<()> {
@@ -77,6 +77,12 @@ pub trait UnaryDef {
     /// One vector of lanes on the CPU (called inside the instruction set's target-feature
     /// context: implementations are `#[inline(always)]`).
     fn cpu<S: Simd>(s: S, x: S::V, p: Params) -> S::V;
+    /// [`UnaryDef::cpu`] of three vectors, the same bits; an op may interleave their steps
+    /// (what the `CPU_WIDE` loop calls).
+    #[inline(always)]
+    fn cpu3<S: Simd>(s: S, x: [S::V; 3], p: Params) -> [S::V; 3] {
+        [Self::cpu(s, x[0], p), Self::cpu(s, x[1], p), Self::cpu(s, x[2], p)]
+    }
     /// WGSL source of `fn op_<NAME>(x: T, a: f32, b: f32) -> T`, `T` being `f32` or
     /// `vec4<f32>` (the generator sets the alias); `a`, `b` are the parameters.
     const WGSL: &'static str;

@@ -23,6 +23,10 @@ impl<S: Simd, D: UnaryDef> UnaryFn<S> for CpuUnary<D> {
     fn apply(self, s: S, v: S::V) -> S::V {
         D::cpu(s, v, self.0)
     }
+    #[inline(always)]
+    fn apply3(self, s: S, v: [S::V; 3]) -> [S::V; 3] {
+        D::cpu3(s, v, self.0)
+    }
 }
 
 struct CpuBinary<D>(Params, PhantomData<D>);

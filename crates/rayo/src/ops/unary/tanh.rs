@@ -20,8 +20,8 @@ const SMALL: [f32; 5] = [-5.704_988_7e-3, 2.063_908_9e-2, -5.373_971_6e-2, 1.333
 impl UnaryDef for Tanh {
     const NAME: &'static str = "tanh";
     const HEAVY: bool = true;
-    // Four vectors a step: 2–4% at 100 K floats on Zen 4 (AVX-512 table form, bound by its
-    // permutes' and FMAs' throughput).
+    // Three vectors a step, their steps interleaved (`math::tanh_n`): 6% at 100 K floats on
+    // Zen 4 against four vectors one after the other (AVX-512 table form).
     const CPU_WIDE: bool = true;
     const CPU_BOUND: Bound = Bound::ulp(2.0);
     const GPU_BOUND: Bound = Bound::ulp(6.0);
@@ -31,6 +31,10 @@ impl UnaryDef for Tanh {
     #[inline(always)]
     fn cpu<S: Simd>(s: S, x: S::V, _: Params) -> S::V {
         math::tanh(s, x)
+    }
+    #[inline(always)]
+    fn cpu3<S: Simd>(s: S, x: [S::V; 3], _: Params) -> [S::V; 3] {
+        math::tanh_n(s, x)
     }
     const WGSL: &'static str = "fn op_tanh(x: T, a: f32, b: f32) -> T {
     let ax = abs(x);
