@@ -544,6 +544,46 @@ fn wgmma_gemm_matches_f64() {
                 assert!(got[m * n].is_nan(), "{ty:?} {m}x{n}x{k}: wrote past C");
             }
         }
+        // C in the operands' type: the f32 sum rounded once more (unit roundoff u), even rows
+        // (vector stores) and odd ones (the checked scalar path)
+        let u = if ty == WgmmaType::BF16 { 2f64.powi(-8) } else { 2f64.powi(-11) };
+        for kern in kernels.into_iter().filter_map(|k| k.narrow_c()) {
+            for (m, n, k) in [(300usize, 520usize, 136usize), (1, 7, 8), (257, 129, 1000), (512, 768, 1024)] {
+                let a: Vec<f32> = rng.vec(m * k, -1.0, 1.0).into_iter().map(round).collect();
+                let b: Vec<f32> = rng.vec(n * k, -1.0, 1.0).into_iter().map(round).collect();
+                let (ab, bb) = (dev.upload_bytes(&bits(&a)).unwrap(), dev.upload_bytes(&bits(&b)).unwrap());
+                let mut c = dev.upload_bytes(&vec![0xffu8; 2 * m * n + 2]).unwrap();
+                dev.gemm_wgmma_narrow(kern, &ab, &bb, (m, n, k), &mut c).unwrap();
+                let got = dev.download_bytes(&c).unwrap();
+                let value = |i: usize| {
+                    let h = u16::from_le_bytes([got[2 * i], got[2 * i + 1]]);
+                    if ty == WgmmaType::BF16 {
+                        bf16::from_bits(h).to_f32()
+                    } else {
+                        f16::from_bits(h).to_f32()
+                    }
+                };
+                for i in 0..m {
+                    for j in 0..n {
+                        let (ar, br) = (&a[i * k..][..k], &b[j * k..][..k]);
+                        let want: f64 = ar.iter().zip(br).map(|(&x, &y)| x as f64 * y as f64).sum();
+                        let mag: f64 = ar.iter().zip(br).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum();
+                        let g = value(i * n + j) as f64;
+                        assert!(
+                            (g - want).abs() <= 1e-5 * mag + u * want.abs() + 1e-6,
+                            "{} {m}x{n}x{k}: C[{i}][{j}] = {g}, want {want}",
+                            kern.name()
+                        );
+                    }
+                }
+                assert!(value(m * n).is_nan(), "{} {m}x{n}x{k}: wrote past C", kern.name());
+            }
+        }
+        // a narrow kernel with an f32 C, or the reverse, is an error
+        let (ab, mut cf) = (dev.upload_bytes(&[0u8; 2 * 64]).unwrap(), dev.zeros(64).unwrap());
+        let mut cb = dev.zero_bytes(2 * 64).unwrap();
+        assert!(dev.gemm_wgmma_with(kernels[0].narrow_c().unwrap(), &ab, &ab, (8, 8, 8), &mut cf).is_err());
+        assert!(dev.gemm_wgmma_narrow(kernels[0], &ab, &ab, (8, 8, 8), &mut cb).is_err());
     }
     // TF32 through the f32 API: operands rounded toward zero to 10 mantissa bits by the tensor
     // cores, so the bound is 2⁻⁹ of Σ|a·b| (both operands' truncation) over f64 of the f32 values

@@ -181,6 +181,7 @@ pub fn hopper_variants() -> Vec<Box<dyn Kernel>> {
         for bn in [128, 256] {
             v.extend(WgmmaGemmKernel::new(ty, bn).map(|k| Box::new(k) as Box<dyn Kernel>));
             v.extend(WgmmaGemmKernel::new(ty, bn).map(|k| Box::new(k.clustered()) as Box<dyn Kernel>));
+            v.extend(WgmmaGemmKernel::new(ty, bn).and_then(|k| k.narrow_c()).map(|k| Box::new(k) as Box<dyn Kernel>));
         }
         for hd in [64, 128] {
             for causal in [false, true] {

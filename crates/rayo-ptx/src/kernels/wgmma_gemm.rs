@@ -1,6 +1,7 @@
 //! Hopper's tensor-core GEMM (sm_90a): `C[m×n] = A[m×k] · B[n×k]ᵀ`, A and B f16, bf16 or f32
 //! read as TF32, row-major (both K-major, as a layer's `x·Wᵀ`), C f32 row-major, f32
-//! accumulation. A slice along K is 128 bytes of each row (64 values; 32 for TF32).
+//! accumulation (or C in the operands' f16/bf16, [`WgmmaGemmKernel::narrow_c`], as cuBLAS
+//! writes it). A slice along K is 128 bytes of each row (64 values; 32 for TF32).
 //!
 //! - A persistent grid (a block per multiprocessor) of 384 threads takes `128 × BN` tiles of C
 //!   (BN 128 or 256), eight tile rows at a time sweeping the columns (they share A's rows and
@@ -31,6 +32,8 @@ pub struct WgmmaGemmKernel {
     /// Blocks a cluster (1 or 2): a pair takes two tiles of the same columns, each copying half
     /// of B's slice into both by TMA multicast (a third less traffic from L2).
     cluster: u32,
+    /// C in the operands' type (f16/bf16, rounded to nearest), else f32.
+    narrow: bool,
 }
 
 impl WgmmaGemmKernel {
@@ -40,7 +43,20 @@ impl WgmmaGemmKernel {
 
     /// `bn`: 128 or 256.
     pub fn new(ty: WgmmaType, bn: u32) -> Option<WgmmaGemmKernel> {
-        matches!(bn, 128 | 256).then_some(WgmmaGemmKernel { ty, bn, cluster: 1 })
+        matches!(bn, 128 | 256).then_some(WgmmaGemmKernel { ty, bn, cluster: 1, narrow: false })
+    }
+    /// This kernel writing C in the operands' type (f16 or bf16; `None` for TF32): half the
+    /// bytes of f32, as a model's next layer reads them.
+    pub fn narrow_c(self) -> Option<WgmmaGemmKernel> {
+        (self.ty != WgmmaType::TF32).then_some(WgmmaGemmKernel { narrow: true, ..self })
+    }
+    /// Bytes of one value of C.
+    pub fn c_bytes(&self) -> u32 {
+        if self.narrow {
+            2
+        } else {
+            4
+        }
     }
     /// This kernel in clusters of two blocks sharing B's slices (see [`WgmmaGemmKernel`]'s
     /// `cluster`).
@@ -138,7 +154,8 @@ pub(super) fn swizzled_descriptor(k: &mut PtxKernel, addr: Reg, lbo: u32) -> Reg
 impl Kernel for WgmmaGemmKernel {
     fn name(&self) -> String {
         let c = if self.cluster > 1 { format!("_c{}", self.cluster) } else { String::new() };
-        format!("wgmma_gemm_{}_128x{}{c}", self.ty.tag(), self.bn)
+        let out = if self.narrow { format!("_to_{}", self.ty.tag()) } else { String::new() };
+        format!("wgmma_gemm_{}_128x{}{c}{out}", self.ty.tag(), self.bn)
     }
 
     fn target(&self, sm: u32) -> String {
@@ -377,15 +394,25 @@ impl Kernel for WgmmaGemmKernel {
         let even = k.setp(Cmp::Eq, U, odd, 0u32);
         k.bin_to(BinOp::And, fast, fast, even);
         k.bra_if(fast, true, &slow);
+        let cb = self.c_bytes();
+        let bf16 = self.ty == WgmmaType::BF16;
+        // two values rounded to the operands' type, packed (the lower column in the low half)
+        let pack = |k: &mut PtxKernel, hi: Reg, lo: Reg| if bf16 { k.cvt_bf16x2(hi, lo) } else { k.cvt_f16x2(hi, lo) };
         {
             let off = k.mul(U, row, n);
             let off = k.add(U, off, col);
-            let lo = k.elem_addr(c, off, 4);
+            let lo = k.elem_addr(c, off, cb);
             let off8 = k.fma(U, n, 8u32, off);
-            let hi = k.elem_addr(c, off8, 4);
+            let hi = k.elem_addr(c, off8, cb);
             for j in (0..acc.len()).step_by(2) {
                 let base = if j % 4 >= 2 { hi } else { lo };
-                k.st_v(Space::Global, F, Addr::at(base, 32 * (j / 4) as i64), &[acc[j], acc[j + 1]]);
+                let at = Addr::at(base, (8 * cb * (j as u32 / 4)) as i64);
+                if self.narrow {
+                    let v = pack(&mut k, acc[j + 1], acc[j]);
+                    k.st(Space::Global, PtxType::B32, at, v);
+                } else {
+                    k.st_v(Space::Global, F, at, &[acc[j], acc[j + 1]]);
+                }
             }
             k.bra(&stored);
         }
@@ -399,8 +426,14 @@ impl Kernel for WgmmaGemmKernel {
             let ok = k.bin(BinOp::And, PtxType::Pred, in_r, in_c);
             let off = k.mul(U, r, n);
             let off = k.add(U, off, cc);
-            let a = k.elem_addr(c, off, 4);
-            k.when(ok, false, |k| k.st(Space::Global, F, Addr::reg(a), v));
+            let a = k.elem_addr(c, off, cb);
+            if self.narrow {
+                let packed = pack(&mut k, v, v);
+                let (v16, _) = k.unpack16(packed);
+                k.when(ok, false, |k| k.st(Space::Global, PtxType::B16, Addr::reg(a), v16));
+            } else {
+                k.when(ok, false, |k| k.st(Space::Global, F, Addr::reg(a), v));
+            }
         }
         k.label(&stored);
         k.bin_to(BinOp::Add, t, t, stride);

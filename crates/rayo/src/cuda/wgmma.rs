@@ -18,7 +18,9 @@ impl CudaDevice {
 
     /// `c = a·bᵀ`: `a` holds `m × k` and `b` `n × k` values of `ty` (row-major: 2 bytes each for
     /// f16 and bf16, f32 for TF32), `c` receives `m × n` f32. A row of `k` values must be a
-    /// multiple of 16 bytes (the copies'); `bn` (128 or 256) is the kernel's tile width.
+    /// multiple of 16 bytes (the copies'); `bn` (128 or 256) is the kernel's tile width. f16 and
+    /// bf16 run in clusters of two blocks ([`WgmmaGemmKernel::clustered`]);
+    /// [`CudaDevice::gemm_wgmma_with`] takes any variant.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_wgmma(
         &self,
@@ -35,7 +37,11 @@ impl CudaDevice {
         room(OP, a.len(), prod(OP, &[m, k, esz])?)?;
         room(OP, b.len(), prod(OP, &[n, k, esz])?)?;
         let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
-        self.wgmma_launch(OP, kernel(OP, ty, bn)?, (pa, pb), (m, n, k), c)
+        // clusters of two sharing B (by TMA multicast) for f16/bf16: at or above single blocks
+        // in the medians of six same-call rounds on an H100 (docs/perf/issue14-hopper.md)
+        let kern = kernel(OP, ty, bn)?;
+        let kern = if ty == WgmmaType::TF32 { kern } else { kern.clustered() };
+        self.wgmma_launch(OP, kern, (pa, pb), (m, n, k), COut::F32(c))
     }
 
     /// [`CudaDevice::gemm_wgmma`] with a chosen kernel (e.g. [`WgmmaGemmKernel::clustered`]).
@@ -53,7 +59,26 @@ impl CudaDevice {
         room(OP, a.len(), prod(OP, &[m, k, esz])?)?;
         room(OP, b.len(), prod(OP, &[n, k, esz])?)?;
         let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
-        self.wgmma_launch(OP, kern, (pa, pb), (m, n, k), c)
+        self.wgmma_launch(OP, kern, (pa, pb), (m, n, k), COut::F32(c))
+    }
+
+    /// [`CudaDevice::gemm_wgmma_with`] for a kernel that writes C in the operands' type
+    /// ([`WgmmaGemmKernel::narrow_c`]): `c` receives `m × n` f16 or bf16 values (2 bytes each).
+    pub fn gemm_wgmma_narrow(
+        &self,
+        kern: WgmmaGemmKernel,
+        a: &DeviceBytes,
+        b: &DeviceBytes,
+        (m, n, k): (usize, usize, usize),
+        c: &mut DeviceBytes,
+    ) -> Result<()> {
+        const OP: &str = "cuda gemm_wgmma_narrow";
+        self.owns_bytes(OP, &[a, b])?;
+        let esz = kern.ty().bytes() as usize;
+        room(OP, a.len(), prod(OP, &[m, k, esz])?)?;
+        room(OP, b.len(), prod(OP, &[n, k, esz])?)?;
+        let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
+        self.wgmma_launch(OP, kern, (pa, pb), (m, n, k), COut::Narrow(c))
     }
 
     /// `c = a·bᵀ` for f32 `a` (`m × k`) and `b` (`n × k`) on the tensor cores in TF32 (each
@@ -65,7 +90,7 @@ impl CudaDevice {
         room(OP, a.len(), prod(OP, &[m, k])?)?;
         room(OP, b.len(), prod(OP, &[n, k])?)?;
         let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
-        self.wgmma_launch(OP, kernel(OP, WgmmaType::TF32, 256)?, (pa, pb), (m, n, k), c)
+        self.wgmma_launch(OP, kernel(OP, WgmmaType::TF32, 256)?, (pa, pb), (m, n, k), COut::F32(c))
     }
 
     /// The checks and the launch shared by [`CudaDevice::gemm_wgmma`] and
@@ -76,9 +101,20 @@ impl CudaDevice {
         kern: WgmmaGemmKernel,
         (pa, pb): (u64, u64),
         (m, n, k): (usize, usize, usize),
-        c: &mut DeviceBuffer,
+        mut c: COut,
     ) -> Result<()> {
-        self.owns(op, &[&*c])?;
+        match &c {
+            COut::F32(c) => self.owns(op, &[&**c])?,
+            COut::Narrow(c) => self.owns_bytes(op, &[&**c])?,
+        }
+        if matches!(c, COut::Narrow(_)) != (kern.c_bytes() == 2) {
+            return Err(Error::InvalidArgument {
+                op,
+                name: "c",
+                value: (kern.c_bytes() as usize).into(),
+                reason: "the kernel's C bytes per value must match the output: 4 for an f32 buffer, 2 (narrow_c) for bytes",
+            });
+        }
         if !self.has_wgmma() {
             let (major, minor) = self.info().compute_capability;
             return Err(Error::Device {
@@ -91,7 +127,11 @@ impl CudaDevice {
         if k % per_row != 0 {
             return Err(Error::NotBlockMultiple { format: "cuda gemm_wgmma (k: rows of 16-byte multiples)", len: k, block: per_row });
         }
-        room(op, c.len(), prod(op, &[m, n])?)?;
+        let c_len = match &c {
+            COut::F32(c) => c.len(),
+            COut::Narrow(c) => c.len() / 2,
+        };
+        room(op, c_len, prod(op, &[m, n])?)?;
         u32_of(op, "c", prod(op, &[m, n])?)?;
         // tensor-map coordinates are signed 32-bit
         for (name, v) in [("m", m), ("n", n), ("k", k)] {
@@ -104,7 +144,11 @@ impl CudaDevice {
         }
         if k == 0 {
             // no products: C is zero (the kernel needs at least one slice)
-            return self.stream.memset_zeros(&mut c.slice.slice_mut(0..m * n)).map_err(super::ffi::drv);
+            return match c {
+                COut::F32(c) => self.stream.memset_zeros(&mut c.slice.slice_mut(0..m * n)),
+                COut::Narrow(c) => self.stream.memset_zeros(&mut c.slice.slice_mut(0..2 * m * n)),
+            }
+            .map_err(super::ffi::drv);
         }
         let a_map = tensor_map_2d(pa, m as u64, k as u64, WgmmaGemmKernel::BM, ty)?;
         let b_map = tensor_map_2d(pb, n as u64, k as u64, kern.b_box_rows(), ty)?;
@@ -115,7 +159,10 @@ impl CudaDevice {
         let mut args = [
             Arg::BytesIn(&a_map.slice),
             Arg::BytesIn(&b_map.slice),
-            Arg::Out(&mut c.slice),
+            match &mut c {
+                COut::F32(c) => Arg::Out(&mut c.slice),
+                COut::Narrow(c) => Arg::BytesOut(&mut c.slice),
+            },
             Arg::U32(m as u32),
             Arg::U32(n as u32),
             Arg::U32(k as u32),
@@ -134,4 +181,10 @@ impl CudaDevice {
 /// The kernel of `ty` and tile width `bn`, or an error naming the widths there are.
 fn kernel(op: &'static str, ty: WgmmaType, bn: u32) -> Result<WgmmaGemmKernel> {
     WgmmaGemmKernel::new(ty, bn).ok_or(Error::InvalidArgument { op, name: "bn", value: (bn as usize).into(), reason: "must be 128 or 256" })
+}
+
+/// Where a GEMM writes C: f32 values, or the operands' 2-byte type.
+enum COut<'a> {
+    F32(&'a mut DeviceBuffer),
+    Narrow(&'a mut DeviceBytes),
 }
