@@ -497,13 +497,50 @@ fn a_user_kernel_cannot_poison_the_cache() {
     assert_eq!(dev.cached_kernels(), 2, "the built-in kernel is a separate entry");
 }
 
+/// f16 or bf16 values as the Hopper kernels read and write them (2 bytes, little-endian).
+#[derive(Clone, Copy)]
+struct Half(rayo::cuda::WgmmaType);
+
+impl Half {
+    fn bf16(self) -> bool {
+        self.0 == rayo::cuda::WgmmaType::BF16
+    }
+    /// `v` rounded to the type.
+    fn round(self, v: f32) -> f32 {
+        if self.bf16() {
+            half::bf16::from_f32(v).to_f32()
+        } else {
+            half::f16::from_f32(v).to_f32()
+        }
+    }
+    fn bits(self, v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|&x| if self.bf16() { half::bf16::from_f32(x).to_bits() } else { half::f16::from_f32(x).to_bits() }.to_le_bytes()).collect()
+    }
+    /// The value in the first two bytes of `b`.
+    fn value(self, b: &[u8]) -> f32 {
+        let h = u16::from_le_bytes([b[0], b[1]]);
+        if self.bf16() {
+            half::bf16::from_bits(h).to_f32()
+        } else {
+            half::f16::from_bits(h).to_f32()
+        }
+    }
+    /// The unit roundoff: 2⁻⁸ for bf16, 2⁻¹¹ for f16.
+    fn roundoff(self) -> f64 {
+        if self.bf16() {
+            2f64.powi(-8)
+        } else {
+            2f64.powi(-11)
+        }
+    }
+}
+
 /// Hopper's wgmma GEMM (`C = A·Bᵀ`, f16 and bf16, both tile widths) against f64 of the
 /// rounded operands on shapes that are not tile multiples (the copies' zero fill and the
 /// bounds-checked stores), every output checked; wrong shapes are errors. A device other than
 /// compute capability 9.0 must refuse it with an error (and the test says so).
 #[test]
 fn wgmma_gemm_matches_f64() {
-    use half::{bf16, f16};
     use rayo::cuda::WgmmaType;
     let Some(dev) = device("wgmma_gemm_matches_f64") else { return };
     let mut rng = Rng(0x3090_a0a0);
@@ -515,12 +552,8 @@ fn wgmma_gemm_matches_f64() {
         return;
     }
     for ty in [WgmmaType::BF16, WgmmaType::F16] {
-        let round = |v: f32| if ty == WgmmaType::BF16 { bf16::from_f32(v).to_f32() } else { f16::from_f32(v).to_f32() };
-        let bits = |v: &[f32]| -> Vec<u8> {
-            v.iter()
-                .flat_map(|&x| if ty == WgmmaType::BF16 { bf16::from_f32(x).to_bits() } else { f16::from_f32(x).to_bits() }.to_le_bytes())
-                .collect()
-        };
+        let h = Half(ty);
+        let (round, bits) = (|v: f32| h.round(v), |v: &[f32]| h.bits(v));
         // both tile widths, alone and in clusters of two blocks sharing B by TMA multicast
         let kernels = [128u32, 256].map(|bn| rayo::cuda::WgmmaGemmKernel::new(ty, bn).unwrap());
         for kern in kernels.into_iter().flat_map(|k| [k, k.clustered()]) {
@@ -546,7 +579,7 @@ fn wgmma_gemm_matches_f64() {
         }
         // C in the operands' type: the f32 sum rounded once more (unit roundoff u), even rows
         // (vector stores) and odd ones (the checked scalar path)
-        let u = if ty == WgmmaType::BF16 { 2f64.powi(-8) } else { 2f64.powi(-11) };
+        let u = h.roundoff();
         for kern in kernels.into_iter().filter_map(|k| k.narrow_c()) {
             for (m, n, k) in [(300usize, 520usize, 136usize), (1, 7, 8), (257, 129, 1000), (512, 768, 1024)] {
                 let a: Vec<f32> = rng.vec(m * k, -1.0, 1.0).into_iter().map(round).collect();
@@ -555,14 +588,7 @@ fn wgmma_gemm_matches_f64() {
                 let mut c = dev.upload_bytes(&vec![0xffu8; 2 * m * n + 2]).unwrap();
                 dev.gemm_wgmma_narrow(kern, &ab, &bb, (m, n, k), &mut c).unwrap();
                 let got = dev.download_bytes(&c).unwrap();
-                let value = |i: usize| {
-                    let h = u16::from_le_bytes([got[2 * i], got[2 * i + 1]]);
-                    if ty == WgmmaType::BF16 {
-                        bf16::from_bits(h).to_f32()
-                    } else {
-                        f16::from_bits(h).to_f32()
-                    }
-                };
+                let value = |i: usize| h.value(&got[2 * i..]);
                 for i in 0..m {
                     for j in 0..n {
                         let (ar, br) = (&a[i * k..][..k], &b[j * k..][..k]);
@@ -625,7 +651,6 @@ fn wgmma_gemm_matches_f64() {
 /// errors; a device other than compute capability 9.0 refuses it.
 #[test]
 fn wgmma_attention_matches_f64() {
-    use half::{bf16, f16};
     use rayo::cuda::{FlashShape, WgmmaType};
     let Some(dev) = device("wgmma_attention_matches_f64") else { return };
     let mut rng = Rng(0xf1a5_4a77);
@@ -641,21 +666,9 @@ fn wgmma_attention_matches_f64() {
         return;
     }
     for ty in [WgmmaType::BF16, WgmmaType::F16] {
-        let round = |v: f32| if ty == WgmmaType::BF16 { bf16::from_f32(v).to_f32() } else { f16::from_f32(v).to_f32() };
-        let bits = |v: &[f32]| -> Vec<u8> {
-            v.iter()
-                .flat_map(|&x| if ty == WgmmaType::BF16 { bf16::from_f32(x).to_bits() } else { f16::from_f32(x).to_bits() }.to_le_bytes())
-                .collect()
-        };
-        let value = |b: &[u8]| {
-            let h = u16::from_le_bytes([b[0], b[1]]);
-            if ty == WgmmaType::BF16 {
-                bf16::from_bits(h).to_f32()
-            } else {
-                f16::from_bits(h).to_f32()
-            }
-        };
-        let u = if ty == WgmmaType::BF16 { 2f64.powi(-8) } else { 2f64.powi(-11) };
+        let h = Half(ty);
+        let (round, bits) = (|v: f32| h.round(v), |v: &[f32]| h.bits(v));
+        let (value, u) = (|b: &[u8]| h.value(b), h.roundoff());
         for head_dim in [64usize, 128] {
             for causal in [false, true] {
                 for (batch, heads, kv_heads, n) in [(2usize, 4usize, 2usize, 200usize), (1, 3, 1, 333), (1, 2, 2, 1), (1, 1, 1, 256)] {

@@ -22,7 +22,7 @@
 //! `1/√head_dim`).
 
 use super::common::*;
-use super::wgmma_gemm::{descriptor, next_stage, swizzled_descriptor};
+use super::wgmma_gemm::{arch_target, descriptor, lanes, next_stage, swizzle_aligned, swizzled_descriptor, Lanes};
 use super::{Kernel, LaunchConfig};
 use crate::ptx::*;
 
@@ -90,11 +90,7 @@ impl Kernel for WgmmaAttentionKernel {
     }
 
     fn target(&self, sm: u32) -> String {
-        if sm == 90 {
-            "sm_90a".into()
-        } else {
-            format!("sm_{sm}")
-        }
+        arch_target(sm)
     }
 
     fn build(&self, _sm: u32) -> PtxKernel {
@@ -120,9 +116,7 @@ impl Kernel for WgmmaAttentionKernel {
         let scale = k.ld_param("scale");
         let tid = k.special(Special::TidX);
         let wg = k.bin(BinOp::Shr, U, tid, 7u32);
-        let base = k.mov(U, Operand::Symbol(smem));
-        let base = k.add(U, base, 1023u32);
-        let base = k.bin(BinOp::And, PtxType::B32, base, !1023u32);
+        let base = swizzle_aligned(&mut k, smem);
         let bar0 = k.mov(U, Operand::Symbol(bars));
         let bar = |k: &mut PtxKernel, first: u32, s: Reg| -> Reg {
             let b = k.fma(U, s, 8u32, bar0);
@@ -213,12 +207,8 @@ impl Kernel for WgmmaAttentionKernel {
         let cw = k.sub(U, wg, 1u32);
         let on = k.setp(Cmp::Eq, U, tid, tid);
         let off = k.setp(Cmp::Ne, U, tid, tid);
-        let tl = k.bin(BinOp::And, PtxType::B32, tid, 127u32);
+        let Lanes { tl, warp, l4, lc } = lanes(&mut k, tid);
         let lead = k.setp(Cmp::Eq, U, tl, 0u32);
-        let warp = k.bin(BinOp::Shr, U, tl, 5u32);
-        let lane = k.bin(BinOp::And, PtxType::B32, tl, 31u32);
-        let l4 = k.bin(BinOp::Shr, U, lane, 2u32);
-        let lc = k.bin(BinOp::And, PtxType::B32, lane, 3u32);
         // this thread's two rows: accumulator j is in row `rows[(j % 4) / 2]`, column
         // 8·(j / 4) + 2·lc + j % 2 (the wgmma accumulator layout)
         let first_row = k.fma(U, cw, 64u32, q0);

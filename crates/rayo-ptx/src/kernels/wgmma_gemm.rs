@@ -133,6 +133,43 @@ fn release_stage(k: &mut PtxKernel, empty: Reg, cluster: u32, tl: Reg) {
 /// Tile rows of C taken together in the persistent order.
 const GROUP: u32 = 8;
 
+/// The target of a kernel that uses wgmma or setmaxnreg: they exist only on the
+/// architecture-specific `sm_90a`.
+pub(super) fn arch_target(sm: u32) -> String {
+    if sm == 90 {
+        "sm_90a".into()
+    } else {
+        format!("sm_{sm}")
+    }
+}
+
+/// The address of the dynamic shared memory `smem` rounded up to 1024 bytes (the 128-byte
+/// swizzle's period: TMA tiles and wgmma descriptors assume it).
+pub(super) fn swizzle_aligned(k: &mut PtxKernel, smem: Name) -> Reg {
+    let base = k.mov(U, Operand::Symbol(smem));
+    let base = k.add(U, base, 1023u32);
+    k.bin(BinOp::And, PtxType::B32, base, !1023u32)
+}
+
+/// A consumer thread's place in its warpgroup's accumulators: accumulator `j` is in row
+/// `16·warp + l4` (+ 8 for `j % 4 ≥ 2`), column `8·(j / 4) + 2·lc + j % 2`.
+pub(super) struct Lanes {
+    /// The thread's index in its warpgroup.
+    pub tl: Reg,
+    pub warp: Reg,
+    pub l4: Reg,
+    pub lc: Reg,
+}
+
+pub(super) fn lanes(k: &mut PtxKernel, tid: Reg) -> Lanes {
+    let tl = k.bin(BinOp::And, PtxType::B32, tid, 127u32);
+    let warp = k.bin(BinOp::Shr, U, tl, 5u32);
+    let lane = k.bin(BinOp::And, PtxType::B32, tl, 31u32);
+    let l4 = k.bin(BinOp::Shr, U, lane, 2u32);
+    let lc = k.bin(BinOp::And, PtxType::B32, lane, 3u32);
+    Lanes { tl, warp, l4, lc }
+}
+
 /// A wgmma shared-memory descriptor of a K-major tile with 128-byte swizzle (rows of 64
 /// two-byte values, 8-row groups 1024 bytes apart) at the 32-bit shared address `addr`.
 pub(super) fn descriptor(k: &mut PtxKernel, addr: Reg) -> Reg {
@@ -159,12 +196,7 @@ impl Kernel for WgmmaGemmKernel {
     }
 
     fn target(&self, sm: u32) -> String {
-        // wgmma and setmaxnreg exist only on the architecture-specific target
-        if sm == 90 {
-            "sm_90a".into()
-        } else {
-            format!("sm_{sm}")
-        }
+        arch_target(sm)
     }
 
     fn build(&self, _sm: u32) -> PtxKernel {
@@ -188,10 +220,8 @@ impl Kernel for WgmmaGemmKernel {
         let (m, n, kk) = (k.ld_param("m"), k.ld_param("n"), k.ld_param("k"));
         let tid = k.special(Special::TidX);
         let wg = k.bin(BinOp::Shr, U, tid, 7u32);
-        // the ring, aligned to 1024 bytes (the swizzle's period)
-        let base = k.mov(U, Operand::Symbol(smem));
-        let base = k.add(U, base, 1023u32);
-        let base = k.bin(BinOp::And, PtxType::B32, base, !1023u32);
+        // the ring
+        let base = swizzle_aligned(&mut k, smem);
         let bar0 = k.mov(U, Operand::Symbol(bars));
         let a_bytes = Self::BM * 128;
         let is0 = k.setp(Cmp::Eq, U, tid, 0u32);
@@ -316,13 +346,9 @@ impl Kernel for WgmmaGemmKernel {
         k.setmaxnreg(true, 232);
         let cw = k.sub(U, wg, 1u32);
         let on = k.setp(Cmp::Eq, U, tid, tid);
-        let tl = k.bin(BinOp::And, PtxType::B32, tid, 127u32);
+        let Lanes { tl, warp, l4, lc } = lanes(&mut k, tid);
         // the thread(s) that release stages: 0, or one per block of the cluster
         let first = if cl > 1 { k.setp(Cmp::Lt, U, tl, cl) } else { k.setp(Cmp::Eq, U, tl, 0u32) };
-        let warp = k.bin(BinOp::Shr, U, tl, 5u32);
-        let lane = k.bin(BinOp::And, PtxType::B32, tl, 31u32);
-        let l4 = k.bin(BinOp::Shr, U, lane, 2u32);
-        let lc = k.bin(BinOp::And, PtxType::B32, lane, 3u32);
         let acc: Vec<Reg> = (0..bn / 2).map(|_| k.reg(F)).collect();
         let (s, phase) = (k.mov(U, 0u32), k.mov(PtxType::B32, 0u32));
         let t = k.mov(U, first_unit);

@@ -306,6 +306,15 @@ impl<'a> W<'a> {
         self.c(b'}');
     }
     #[inline(always)]
+    /// `x, y, z` and the line's end (a directive's three dimensions).
+    fn dims(&mut self, (x, y, z): (u32, u32, u32)) {
+        self.u(x as u64);
+        self.s(", ");
+        self.u(y as u64);
+        self.s(", ");
+        self.u(z as u64);
+        self.c(b'\n');
+    }
     fn regs(&mut self, rs: &[Reg]) {
         self.list(rs, |w, r| w.reg(*r));
     }
@@ -674,28 +683,18 @@ pub(crate) fn kernel(k: &PtxKernel, out: &mut Vec<u8>) {
         }
     }
     w.s("\n)\n");
-    if let Some((x, y, z)) = k.max_ntid {
+    if let Some(dims) = k.max_ntid {
         w.s(".maxntid ");
-        w.u(x as u64);
-        w.s(", ");
-        w.u(y as u64);
-        w.s(", ");
-        w.u(z as u64);
-        w.c(b'\n');
+        w.dims(dims);
     }
     if let Some(m) = k.min_ctas {
         w.s(".minnctapersm ");
         w.u(m as u64);
         w.c(b'\n');
     }
-    if let Some((x, y, z)) = k.cluster {
+    if let Some(dims) = k.cluster {
         w.s(".reqnctapercluster ");
-        w.u(x as u64);
-        w.s(", ");
-        w.u(y as u64);
-        w.s(", ");
-        w.u(z as u64);
-        w.c(b'\n');
+        w.dims(dims);
     }
     w.s("{\n");
     for (slot, ty) in PtxType::ALL.iter().enumerate() {

@@ -21,27 +21,19 @@ impl CudaDevice {
     /// multiple of 16 bytes (the copies'); `bn` (128 or 256) is the kernel's tile width. f16 and
     /// bf16 run in clusters of two blocks ([`WgmmaGemmKernel::clustered`]);
     /// [`CudaDevice::gemm_wgmma_with`] takes any variant.
-    #[allow(clippy::too_many_arguments)]
     pub fn gemm_wgmma(
         &self,
         ty: WgmmaType,
         bn: u32,
         a: &DeviceBytes,
         b: &DeviceBytes,
-        (m, n, k): (usize, usize, usize),
+        dims: (usize, usize, usize),
         c: &mut DeviceBuffer,
     ) -> Result<()> {
-        const OP: &str = "cuda gemm_wgmma";
-        self.owns_bytes(OP, &[a, b])?;
-        let esz = ty.bytes() as usize;
-        room(OP, a.len(), prod(OP, &[m, k, esz])?)?;
-        room(OP, b.len(), prod(OP, &[n, k, esz])?)?;
-        let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
         // clusters of two sharing B (by TMA multicast) for f16/bf16: at or above single blocks
         // in the medians of six same-call rounds on an H100 (docs/perf/issue14-hopper.md)
-        let kern = kernel(OP, ty, bn)?;
-        let kern = if ty == WgmmaType::TF32 { kern } else { kern.clustered() };
-        self.wgmma_launch(OP, kern, (pa, pb), (m, n, k), COut::F32(c))
+        let kern = kernel("cuda gemm_wgmma", ty, bn)?;
+        self.gemm_wgmma_with(if ty == WgmmaType::TF32 { kern } else { kern.clustered() }, a, b, dims, c)
     }
 
     /// [`CudaDevice::gemm_wgmma`] with a chosen kernel (e.g. [`WgmmaGemmKernel::clustered`]).
@@ -50,16 +42,12 @@ impl CudaDevice {
         kern: WgmmaGemmKernel,
         a: &DeviceBytes,
         b: &DeviceBytes,
-        (m, n, k): (usize, usize, usize),
+        dims: (usize, usize, usize),
         c: &mut DeviceBuffer,
     ) -> Result<()> {
         const OP: &str = "cuda gemm_wgmma";
-        self.owns_bytes(OP, &[a, b])?;
-        let esz = kern.ty().bytes() as usize;
-        room(OP, a.len(), prod(OP, &[m, k, esz])?)?;
-        room(OP, b.len(), prod(OP, &[n, k, esz])?)?;
-        let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
-        self.wgmma_launch(OP, kern, (pa, pb), (m, n, k), COut::F32(c))
+        let p = self.byte_operands(OP, kern, a, b, dims)?;
+        self.wgmma_launch(OP, kern, p, dims, COut::F32(c))
     }
 
     /// [`CudaDevice::gemm_wgmma_with`] for a kernel that writes C in the operands' type
@@ -69,16 +57,28 @@ impl CudaDevice {
         kern: WgmmaGemmKernel,
         a: &DeviceBytes,
         b: &DeviceBytes,
-        (m, n, k): (usize, usize, usize),
+        dims: (usize, usize, usize),
         c: &mut DeviceBytes,
     ) -> Result<()> {
         const OP: &str = "cuda gemm_wgmma_narrow";
-        self.owns_bytes(OP, &[a, b])?;
+        let p = self.byte_operands(OP, kern, a, b, dims)?;
+        self.wgmma_launch(OP, kern, p, dims, COut::Narrow(c))
+    }
+
+    /// The device addresses of A and B given as bytes, their owner and lengths checked.
+    fn byte_operands(
+        &self,
+        op: &'static str,
+        kern: WgmmaGemmKernel,
+        a: &DeviceBytes,
+        b: &DeviceBytes,
+        (m, n, k): (usize, usize, usize),
+    ) -> Result<(u64, u64)> {
+        self.owns_bytes(op, &[a, b])?;
         let esz = kern.ty().bytes() as usize;
-        room(OP, a.len(), prod(OP, &[m, k, esz])?)?;
-        room(OP, b.len(), prod(OP, &[n, k, esz])?)?;
-        let (pa, pb) = (device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice));
-        self.wgmma_launch(OP, kern, (pa, pb), (m, n, k), COut::Narrow(c))
+        room(op, a.len(), prod(op, &[m, k, esz])?)?;
+        room(op, b.len(), prod(op, &[n, k, esz])?)?;
+        Ok((device_address(&self.stream, &a.slice), device_address(&self.stream, &b.slice)))
     }
 
     /// `c = a·bᵀ` for f32 `a` (`m × k`) and `b` (`n × k`) on the tensor cores in TF32 (each
