@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 14, item 3 on the GPU machine: rayo's Hopper flash attention against PyTorch SDPA in the
 # same call, twice interleaved, after compute-sanitizer's memcheck, racecheck and synccheck over
-# the f64 test. Run from the repository root there, with `.devbin-gpu/bins-f.tgz` holding the
+# the f64 test. Run from the repository root there, with `.devbin-gpu/bins.tgz` holding the
 # stripped `rayo` and the `tests/cuda.rs` binary (`rayo-cuda-test`) built on the dev VM.
 set -u
-mkdir -p /tmp/b && tar xzf .devbin-gpu/bins-f.tgz -C /tmp/b
+mkdir -p /tmp/b && tar xzf .devbin-gpu/bins.tgz -C /tmp/b
 here=$PWD
 cd /tmp/b
 export RAYO_REQUIRE_CUDA=1

@@ -61,7 +61,7 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
         w.set(format!("llama.{k}"), v);
     }
     for (k, v) in tok.metadata().iter().filter(|(k, _)| k.starts_with("tokenizer.")) {
-        w.set(k, v.clone());
+        w.set(k, pad_vocab(k, v, shape.vocab as usize));
     }
     let (d, kv) = (shape.embd, hd * shape.kv_heads as u64);
     let mut tensors: Vec<(String, GgmlType, Vec<u64>)> = vec![("token_embd.weight".into(), ty, vec![d, shape.vocab])];
@@ -97,6 +97,27 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
         errln!("rayo synth: the tokenizer has more tokens than the shape's vocabulary: the model will not load");
     }
     Ok(())
+}
+
+/// The tokenizer array `key` padded to `vocab` entries with unused tokens, so that the
+/// vocabulary matches the embedding's rows (llama.cpp refuses a model where they differ).
+fn pad_vocab(key: &str, v: &GgufValue, vocab: usize) -> GgufValue {
+    use rayo::gguf::GgufArray;
+    /// llama.cpp's `LLAMA_TOKEN_TYPE_UNUSED`
+    const UNUSED: i32 = 5;
+    let mut v = v.clone();
+    if let GgufValue::Array(a) = &mut v {
+        match (key, a) {
+            ("tokenizer.ggml.tokens", GgufArray::String(t)) => {
+                let n = t.len();
+                t.extend((n..vocab).map(|i| format!("<unused{i}>")));
+            }
+            ("tokenizer.ggml.scores", GgufArray::F32(s)) => s.resize(vocab.max(s.len()), 0.0),
+            ("tokenizer.ggml.token_type", GgufArray::I32(s)) => s.resize(vocab.max(s.len()), UNUSED),
+            _ => {}
+        }
+    }
+    v
 }
 
 /// `n` values of `ty`: small random floats for the float types, else random blocks whose f16

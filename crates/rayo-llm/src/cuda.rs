@@ -7,9 +7,12 @@
 //!
 //! A decoding step's products read the quantized weights in place (the matvec kernels). A
 //! prompt's run on the tensor cores: each matrix dequantized to f16 once, on first use, and
-//! kept (within a quarter of the device's memory), the activations rounded to f16 in the GEMM;
-//! attention is flash attention over the f16 cache. `RAYO_CUDA_PREFILL=f32` runs a prompt on
-//! the exact fp32 kernels instead.
+//! kept (within a quarter of the device's memory); attention is flash attention over the f16
+//! cache. The GEMM is chosen by the device's compute capability: on 9.0 (Hopper), for inputs
+//! of at least [`WGMMA_MIN_COLS`] values a row, Hopper's `wgmma` GEMM over activations rounded
+//! to f16 once per product input (with the RMSNorm before them, in the same launch);
+//! elsewhere the `mma.sync` GEMM that rounds the f32 activations as it reads them. `RAYO_CUDA_PREFILL=mma` keeps `mma.sync` on Hopper too,
+//! `RAYO_CUDA_PREFILL=f32` runs a prompt on the exact fp32 kernels instead.
 //!
 //! A decoding step's products take f32 activations (the norm computed inside the product: one
 //! launch per product) or, on models of at least [`Q8_MIN_WIDTH`] values a row, 8-bit ones
@@ -100,6 +103,11 @@ pub struct Cuda {
     /// A prompt's products and attention on the tensor cores (f16 operands); off
     /// (`RAYO_CUDA_PREFILL=f32`): the exact fp32 GEMM and the one-block-per-row attention.
     tensor_cores: bool,
+    /// On tensor cores: Hopper's `wgmma` GEMM (compute capability 9.0, unless
+    /// `RAYO_CUDA_PREFILL=mma`) rather than `mma.sync`.
+    wgmma: bool,
+    /// The `wgmma` products' input: a prompt's rows in f16, and the values it has room for.
+    x16: Option<(NarrowActivations, usize)>,
     /// The tensor-core products' scratch: a matrix dequantized to f16 when its copy is not
     /// kept.
     half: Option<DeviceBytes>,
@@ -119,6 +127,13 @@ pub struct Cuda {
 /// 1B-class model); below, by launches, which the quantizing adds.
 pub const Q8_MIN_WIDTH: usize = 1024;
 
+/// From this many values per input row on, a prompt's products run on Hopper's `wgmma` GEMM
+/// (where the device has it). Shorter rows make short tiles (a few 64-deep slices each), where
+/// the pipeline's fill and the epilogue outweigh the faster products: on an H100, SmolLM2-135M
+/// (rows of 576 and 1536) prefills at 0.86× `mma.sync`'s speed on `wgmma`, Llama-3.2-1B (2048
+/// and 8192) at 1.63× (docs/perf/issue14-hopper.md).
+pub const WGMMA_MIN_COLS: usize = 2048;
+
 /// From this many activation rows on, a product dequantizes its weights and runs the GEMM
 /// (below, the quantized matvec kernel takes each row).
 const GEMM_ROWS: usize = 16;
@@ -134,7 +149,9 @@ impl Cuda {
             e => e,
         })?;
         let graphs = std::env::var("RAYO_CUDA_GRAPHS").map(|v| v != "0").unwrap_or(true);
-        let tensor_cores = std::env::var("RAYO_CUDA_PREFILL").map(|v| v != "f32").unwrap_or(true);
+        let prefill = std::env::var("RAYO_CUDA_PREFILL").unwrap_or_default();
+        let tensor_cores = prefill != "f32";
+        let wgmma = dev.has_wgmma() && prefill != "mma";
         let decode_act = match std::env::var("RAYO_CUDA_DECODE").as_deref() {
             Ok("q8") => Some(ActFormat::Q8),
             Ok("f16") => Some(ActFormat::F16),
@@ -152,6 +169,8 @@ impl Cuda {
             capturing: false,
             gemm: None,
             tensor_cores,
+            wgmma,
+            x16: None,
             half: None,
             f16_kept: 0,
             f16_budget: (dev.info().total_memory / 4) as usize,
@@ -165,6 +184,13 @@ impl Cuda {
     /// (the default, unless `RAYO_CUDA_PREFILL=f32`), or on the exact fp32 kernels.
     pub fn with_tensor_cores(mut self, on: bool) -> Cuda {
         self.tensor_cores = on;
+        self
+    }
+
+    /// Whether a prompt's tensor-core products run on Hopper's `wgmma` GEMM (only where the
+    /// device has it: compute capability 9.0) or on `mma.sync`.
+    pub fn with_wgmma(mut self, on: bool) -> Cuda {
+        self.wgmma = on && self.dev.has_wgmma();
         self
     }
 
@@ -225,25 +251,49 @@ impl Cuda {
         self.tensor_cores && CudaDevice::half_gemm_fits(w.rows, w.cols)
     }
 
-    /// `out = x·wᵀ` (`add`: `out += x·wᵀ`) on the tensor cores, `w`'s f16 copy made on first
-    /// use (never inside a recorded step, whose products have one row).
-    fn half_matmul(&mut self, w: &CudaWeight, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer, add: bool) -> Result<()> {
-        let shape = (w.rows, w.cols);
-        let need = w.rows * w.cols * 2;
-        if w.f16.get().is_none() && self.f16_kept + need <= self.f16_budget {
-            let mut wh = self.dev.zero_bytes(need)?;
-            self.dev.dequantize_f16(w.fmt, &w.bytes, shape, &mut wh)?;
-            self.f16_kept += need;
-            let _ = w.f16.set(wh);
+    /// Whether a prompt's products with `ws` (one input of `m` rows) run on `wgmma`.
+    fn on_wgmma(&self, ws: &[&Arc<CudaWeight>], m: usize) -> bool {
+        self.tensor_cores
+            && self.wgmma
+            && m >= GEMM_ROWS
+            && ws[0].cols >= WGMMA_MIN_COLS
+            && ws.iter().all(|w| w.cols == ws[0].cols && self.on_tensor_cores(w))
+    }
+
+    /// `outs[i] = x·ws[i]ᵀ` (`add`: `+=`) on `wgmma`: the `m` rows of `x` (RMS-normalized
+    /// first with `norm`) rounded to f16 once, in one launch, then a GEMM per matrix.
+    fn wgmma_products(
+        &mut self,
+        x: &DeviceBuffer,
+        norm: Option<(&DeviceBuffer, f32)>,
+        m: usize,
+        ws: &[&Arc<CudaWeight>],
+        outs: &mut [&mut DeviceBuffer],
+        add: bool,
+    ) -> Result<()> {
+        let cols = ws[0].cols;
+        let need = m * cols;
+        if self.x16.as_ref().is_none_or(|(_, room)| *room < need) {
+            self.x16 = Some((NarrowActivations::new(&self.dev, m, cols)?, need));
         }
-        if let Some(wh) = w.f16.get() {
-            return self.dev.gemm_half(x, wh, shape, m, out, add);
+        let (x16, _) = self.x16.as_mut().expect("made above");
+        self.dev.narrow_activations(x, norm, cols, m, ActFormat::F16, x16)?;
+        for (w, out) in ws.iter().zip(outs.iter_mut()) {
+            let wh = f16_weights(&self.dev, w, (&mut self.f16_kept, self.f16_budget), &mut self.half)?;
+            let x16 = &self.x16.as_ref().expect("made above").0;
+            self.dev.gemm_half_wgmma(x16, wh, (w.rows, w.cols), m, out, add)?;
         }
-        if self.half.as_ref().is_none_or(|h| h.len() < need) {
-            self.half = Some(self.dev.zero_bytes(need)?);
+        Ok(())
+    }
+
+    /// `out = x·wᵀ` (`add`: `out += x·wᵀ`) on the tensor cores: `wgmma` where the device has
+    /// it, else `mma.sync`.
+    fn half_matmul(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer, add: bool) -> Result<()> {
+        if self.on_wgmma(&[w], m) {
+            return self.wgmma_products(x, None, m, &[w], &mut [out], add);
         }
-        let wh = self.half.as_mut().expect("made above");
-        self.dev.qmatmul_half(w.fmt, &w.bytes, shape, x, m, out, wh, add)
+        let wh = f16_weights(&self.dev, w, (&mut self.f16_kept, self.f16_budget), &mut self.half)?;
+        self.dev.gemm_half(x, wh, (w.rows, w.cols), m, out, add)
     }
 
     /// `out = x·wᵀ` through the fp32 GEMM (scratch grown as needed, as above).
@@ -294,6 +344,34 @@ impl Cuda {
             None => self.dev.zeros(len),
         }
     }
+}
+
+/// `w` as f16 for a prompt's tensor-core products: its copy, made on first use and kept while
+/// the copies stay within `budget` bytes (`kept` so far), else dequantized into `scratch` (never
+/// inside a recorded step, whose products have one row).
+fn f16_weights<'a>(
+    dev: &CudaDevice,
+    w: &'a CudaWeight,
+    (kept, budget): (&mut usize, usize),
+    scratch: &'a mut Option<DeviceBytes>,
+) -> Result<&'a DeviceBytes> {
+    let shape = (w.rows, w.cols);
+    let need = w.rows * w.cols * 2;
+    if w.f16.get().is_none() && *kept + need <= budget {
+        let mut wh = dev.zero_bytes(need)?;
+        dev.dequantize_f16(w.fmt, &w.bytes, shape, &mut wh)?;
+        *kept += need;
+        let _ = w.f16.set(wh);
+    }
+    if let Some(wh) = w.f16.get() {
+        return Ok(wh);
+    }
+    if scratch.as_ref().is_none_or(|h| h.len() < need) {
+        *scratch = Some(dev.zero_bytes(need)?);
+    }
+    let wh = scratch.as_mut().expect("made above");
+    dev.dequantize_f16(w.fmt, &w.bytes, shape, wh)?;
+    Ok(wh)
 }
 
 /// The rotated pairs of the model's RoPE.
@@ -526,6 +604,9 @@ impl Backend for Cuda {
         if self.narrow_products(x, Some((norm, eps)), m, ws, Epilogue::Store, outs)? {
             return Ok(());
         }
+        if self.on_wgmma(ws, m) {
+            return self.wgmma_products(x, Some((norm, eps)), m, ws, outs, false);
+        }
         let fmt = ws[0].fmt;
         let same = ws.iter().all(|w| w.fmt == fmt && w.cols == ws[0].cols);
         let k = QMatvecKernel::fused(fmt, true, ws.len() as u32, Epilogue::Store).filter(|_| m < GEMM_ROWS);
@@ -591,6 +672,10 @@ impl Backend for Cuda {
             let k = QMatvecKernel::fused(gate.fmt, true, 2, Epilogue::Swiglu).expect("two matrices, swiglu");
             self.count(1);
             return self.dev.qmatvec_fused(k, x, Some((norm, eps)), gate.cols, m, &[(&gate.bytes, gate.rows), (&up.bytes, up.rows)], &mut [out]);
+        }
+        if self.on_wgmma(&[gate, up], m) {
+            self.wgmma_products(x, Some((norm, eps)), m, &[gate, up], &mut [&mut *out, &mut *up_out], false)?;
+            return self.swiglu(out, up_out, len);
         }
         self.rms_norm(x, norm, eps, m, tmp)?;
         self.matmul(gate, tmp, m, out)?;

@@ -315,7 +315,9 @@ fn quantized_products_on_the_tensor_cores_match_f64() {
     use rayo::cuda::{CudaDevice, QFormat};
     use rayo::quant::{self, GgmlType};
     let Some(dev) = device("quantized_products_on_the_tensor_cores_match_f64") else { return };
+    use rayo::cuda::{ActFormat, NarrowActivations};
     let mut rng = Rng(0x6e33_f016);
+    let mut wgmma_ran = 0;
     let h = |v: f32| f16::from_f32(v).to_f64();
     for (fmt, ty) in [
         (QFormat::F32, GgmlType::F32),
@@ -354,7 +356,32 @@ fn quantized_products_on_the_tensor_cores_match_f64() {
             let want_add: Vec<f64> = want.iter().zip(&y0).map(|(&p, &a)| p + a as f64).collect();
             close(&format!("{what} add"), &got[..m * rows], &want_add, 1e-5, tol);
             assert!(got[m * rows].is_nan(), "{what}: the add wrote past m rows");
+            // Hopper's path: the activations narrowed to f16 once, then wgmma over `wh`
+            let mut x16 = NarrowActivations::new(dev, m, cols).unwrap();
+            dev.narrow_activations(&xb, None, cols, m, ActFormat::F16, &mut x16).unwrap();
+            if !dev.has_wgmma() {
+                assert!(dev.gemm_half_wgmma(&x16, &wh, (rows, cols), m, &mut y, false).is_err(), "{what}: wgmma off sm_90");
+                continue;
+            }
+            wgmma_ran += 1;
+            let mut y = poisoned(dev, m * rows + 1);
+            dev.gemm_half_wgmma(&x16, &wh, (rows, cols), m, &mut y, false).unwrap();
+            let got = dev.download(&y).unwrap();
+            close(&format!("{what} wgmma"), &got[..m * rows], &want, 1e-5, tol);
+            assert!(got[m * rows].is_nan(), "{what}: wgmma wrote past m rows");
+            let mut y = dev.upload(&[&y0[..], &[f32::NAN]].concat()).unwrap();
+            dev.gemm_half_wgmma(&x16, &wh, (rows, cols), m, &mut y, true).unwrap();
+            let got = dev.download(&y).unwrap();
+            close(&format!("{what} wgmma add"), &got[..m * rows], &want_add, 1e-5, tol);
+            assert!(got[m * rows].is_nan(), "{what}: the wgmma add wrote past m rows");
+            // activations narrowed for another shape are refused
+            assert!(dev.gemm_half_wgmma(&x16, &wh, (rows, cols), m + 1, &mut y, true).is_err(), "{what}: rows not narrowed");
         }
+    }
+    if !dev.has_wgmma() {
+        println!("SKIP cuda: quantized_products_on_the_tensor_cores_match_f64's wgmma part on compute capability {:?} (sm_90 only; refused with an error)", dev.info().compute_capability);
+    } else {
+        assert!(wgmma_ran > 0);
     }
     // sizes it cannot take are errors before any launch
     let w = dev.upload_bytes(&[0u8; 4 * 64]).unwrap();

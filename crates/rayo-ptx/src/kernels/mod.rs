@@ -182,6 +182,7 @@ pub fn hopper_variants() -> Vec<Box<dyn Kernel>> {
             v.extend(WgmmaGemmKernel::new(ty, bn).map(|k| Box::new(k) as Box<dyn Kernel>));
             v.extend(WgmmaGemmKernel::new(ty, bn).map(|k| Box::new(k.clustered()) as Box<dyn Kernel>));
             v.extend(WgmmaGemmKernel::new(ty, bn).and_then(|k| k.narrow_c()).map(|k| Box::new(k) as Box<dyn Kernel>));
+            v.extend(WgmmaGemmKernel::new(ty, bn).and_then(|k| k.clustered().accumulating()).map(|k| Box::new(k) as Box<dyn Kernel>));
         }
         for hd in [64, 128] {
             for causal in [false, true] {

@@ -17,8 +17,8 @@
 //!   producer on `empty` mbarriers as soon as each product is done.
 //! - Causal blocks are launched longest first (query tile `gridDim.x − 1 − blockIdx.x`).
 //!
-//! Parameters: `q_map`, `k_map`, `v_map` (u64: device addresses of the tensor maps: box 64
-//! values × 128 rows × 1), `out` (u64), `n`, `heads`, `kv_heads` (u32), `scale` (f32, usually
+//! Parameters: `q_map`, `k_map`, `v_map` (the 128-byte tensor maps by value: box 64 values ×
+//! 128 rows × 1), `out` (u64), `n`, `heads`, `kv_heads` (u32), `scale` (f32, usually
 //! `1/√head_dim`).
 
 use super::common::*;
@@ -99,9 +99,10 @@ impl Kernel for WgmmaAttentionKernel {
         let chunk = Self::BR * 128; // bytes of one column block of 128 rows
         let tile = self.tile_bytes();
         let mut k = PtxKernel::new(&self.name());
-        for p in ["q_map", "k_map", "v_map", "out"] {
-            k.add_param(p, PtxType::U64);
+        for p in ["q_map", "k_map", "v_map"] {
+            k.add_tensor_map_param(p);
         }
+        k.add_param("out", PtxType::U64);
         for p in ["n", "heads", "kv_heads"] {
             k.add_param(p, U);
         }
@@ -110,7 +111,7 @@ impl Kernel for WgmmaAttentionKernel {
         let smem = k.dynamic_shared("smem", 1024);
         // mbarriers: Q full; K full, V full, K empty, V empty per stage
         let bars = k.shared_array("bars", PtxType::B64, 1 + 4 * stages, 8);
-        let (q_map, k_map, v_map) = (k.ld_param("q_map"), k.ld_param("k_map"), k.ld_param("v_map"));
+        let (q_map, k_map, v_map) = (k.param_address("q_map"), k.param_address("k_map"), k.param_address("v_map"));
         let out = k.ld_param_ptr("out");
         let (n, heads, kv_heads) = (k.ld_param("n"), k.ld_param("heads"), k.ld_param("kv_heads"));
         let scale = k.ld_param("scale");

@@ -17,8 +17,10 @@
 //!   copies fill past the matrix's edges with zeros, so any `m`, `n` and any `k` whose rows are
 //!   a multiple of 16 bytes work).
 //!
-//! Parameters: `a_map`, `b_map` (u64: device addresses of the 128-byte tensor maps of A, box
-//! 128 bytes × 128 rows, and B, box 128 bytes × BN rows), `c` (u64), `m`, `n`, `k` (u32).
+//! With [`WgmmaGemmKernel::accumulating`] the epilogue adds onto C instead (`C += A·Bᵀ`).
+//!
+//! Parameters: `a_map`, `b_map` (the 128-byte tensor maps of A, box 128 bytes × 128 rows, and
+//! B, box 128 bytes × BN rows, by value), `c` (u64), `m`, `n`, `k` (u32).
 
 use super::common::*;
 use super::{Kernel, LaunchConfig};
@@ -34,6 +36,8 @@ pub struct WgmmaGemmKernel {
     cluster: u32,
     /// C in the operands' type (f16/bf16, rounded to nearest), else f32.
     narrow: bool,
+    /// `C += A·Bᵀ` (f32 C only): a layer's product added onto the residual stream.
+    accumulate: bool,
 }
 
 impl WgmmaGemmKernel {
@@ -43,12 +47,21 @@ impl WgmmaGemmKernel {
 
     /// `bn`: 128 or 256.
     pub fn new(ty: WgmmaType, bn: u32) -> Option<WgmmaGemmKernel> {
-        matches!(bn, 128 | 256).then_some(WgmmaGemmKernel { ty, bn, cluster: 1, narrow: false })
+        matches!(bn, 128 | 256).then_some(WgmmaGemmKernel { ty, bn, cluster: 1, narrow: false, accumulate: false })
     }
     /// This kernel writing C in the operands' type (f16 or bf16; `None` for TF32): half the
     /// bytes of f32, as a model's next layer reads them.
     pub fn narrow_c(self) -> Option<WgmmaGemmKernel> {
-        (self.ty != WgmmaType::TF32).then_some(WgmmaGemmKernel { narrow: true, ..self })
+        (self.ty != WgmmaType::TF32 && !self.accumulate).then_some(WgmmaGemmKernel { narrow: true, ..self })
+    }
+    /// This kernel adding its product onto C (`C += A·Bᵀ`). `None` with C in the operands'
+    /// type, and for tiles 256 wide: C's values loaded beside 128 accumulators a thread
+    /// spill past the 168 registers ptxas allocates.
+    pub fn accumulating(self) -> Option<WgmmaGemmKernel> {
+        (!self.narrow && self.bn == 128).then_some(WgmmaGemmKernel { accumulate: true, ..self })
+    }
+    pub fn accumulates(&self) -> bool {
+        self.accumulate
     }
     /// Bytes of one value of C.
     pub fn c_bytes(&self) -> u32 {
@@ -192,7 +205,8 @@ impl Kernel for WgmmaGemmKernel {
     fn name(&self) -> String {
         let c = if self.cluster > 1 { format!("_c{}", self.cluster) } else { String::new() };
         let out = if self.narrow { format!("_to_{}", self.ty.tag()) } else { String::new() };
-        format!("wgmma_gemm_{}_128x{}{c}{out}", self.ty.tag(), self.bn)
+        let acc = if self.accumulate { "_acc" } else { "" };
+        format!("wgmma_gemm_{}_128x{}{c}{out}{acc}", self.ty.tag(), self.bn)
     }
 
     fn target(&self, sm: u32) -> String {
@@ -205,17 +219,18 @@ impl Kernel for WgmmaGemmKernel {
         if cl > 1 {
             k.cluster_dims((cl, 1, 1));
         }
-        for p in ["a_map", "b_map", "c"] {
-            k.add_param(p, PtxType::U64);
+        for p in ["a_map", "b_map"] {
+            k.add_tensor_map_param(p);
         }
+        k.add_param("c", PtxType::U64);
         for p in ["m", "n", "k"] {
             k.add_param(p, U);
         }
         k.launch_bounds((Self::THREADS, 1, 1), Some(1));
         let smem = k.dynamic_shared("smem", 1024);
         let bars = k.shared_array("bars", PtxType::B64, 2 * stages, 8);
-        let a_map = k.ld_param("a_map");
-        let b_map = k.ld_param("b_map");
+        let a_map = k.param_address("a_map");
+        let b_map = k.param_address("b_map");
         let c = k.ld_param_ptr("c");
         let (m, n, kk) = (k.ld_param("m"), k.ld_param("n"), k.ld_param("k"));
         let tid = k.special(Special::TidX);
@@ -436,6 +451,10 @@ impl Kernel for WgmmaGemmKernel {
                 if self.narrow {
                     let v = pack(&mut k, acc[j + 1], acc[j]);
                     k.st(Space::Global, PtxType::B32, at, v);
+                } else if self.accumulate {
+                    let old = k.ld_v(Space::Global, F, 2, at);
+                    let (a0, a1) = (k.add(F, old[0], acc[j]), k.add(F, old[1], acc[j + 1]));
+                    k.st_v(Space::Global, F, at, &[a0, a1]);
                 } else {
                     k.st_v(Space::Global, F, at, &[acc[j], acc[j + 1]]);
                 }
@@ -457,6 +476,12 @@ impl Kernel for WgmmaGemmKernel {
                 let packed = pack(&mut k, v, v);
                 let (v16, _) = k.unpack16(packed);
                 k.when(ok, false, |k| k.st(Space::Global, PtxType::B16, Addr::reg(a), v16));
+            } else if self.accumulate {
+                k.when(ok, false, |k| {
+                    let old = k.ld(Space::Global, F, Addr::reg(a));
+                    let sum = k.add(F, old, v);
+                    k.st(Space::Global, F, Addr::reg(a), sum)
+                });
             } else {
                 k.when(ok, false, |k| k.st(Space::Global, F, Addr::reg(a), v));
             }

@@ -222,8 +222,18 @@ impl Ctx<'_> {
                 self.addr(addr, *space)?;
                 dst.iter().try_for_each(|d| self.dst(*d, *ty))
             }
+            Op::ParamAddr { d, name } => {
+                let p = self.k.params.iter().find(|p| p.name == *name).ok_or_else(|| format!("unknown parameter {}", self.text(*name)))?;
+                if p.bytes == 0 {
+                    return Err(format!("parameter {} is a scalar: load it, its address is for by-value bytes", self.text(*name)));
+                }
+                self.dst(*d, PtxType::U64)
+            }
             Op::LdParam { ty, d, name } => {
                 let p = self.k.params.iter().find(|p| p.name == *name).ok_or_else(|| format!("unknown parameter {}", self.text(*name)))?;
+                if p.bytes > 0 {
+                    return Err(format!("parameter {} is {} bytes by value: take its address", self.text(*name), p.bytes));
+                }
                 if p.ty != *ty {
                     return Err(format!("parameter {} is .{} but is loaded as .{ty}", self.text(*name), p.ty));
                 }

@@ -481,6 +481,16 @@ fn write_inst(w: &mut W, i: &Inst) {
             w.s(", ");
             w.addr(addr);
         }
+        Op::ParamAddr { d, name } => {
+            w.s("mov.b64 ");
+            w.reg(*d);
+            w.s(", ");
+            w.name(*name);
+            w.s(";\n\tcvta.param.u64 ");
+            w.reg(*d);
+            w.s(", ");
+            w.reg(*d);
+        }
         Op::LdParam { ty, d, name } => {
             w.s("ld.param");
             w.ty(*ty);
@@ -675,9 +685,17 @@ pub(crate) fn kernel(k: &PtxKernel, out: &mut Vec<u8>) {
     w.c(b'(');
     for (i, p) in k.params.iter().enumerate() {
         w.s("\n\t.param ");
-        w.ty(p.ty);
-        w.c(b' ');
-        w.name(p.name);
+        if p.bytes > 0 {
+            w.s(".align 64 .b8 ");
+            w.name(p.name);
+            w.c(b'[');
+            w.u(p.bytes as u64);
+            w.c(b']');
+        } else {
+            w.ty(p.ty);
+            w.c(b' ');
+            w.name(p.name);
+        }
         if i + 1 < k.params.len() {
             w.c(b',');
         }

@@ -412,6 +412,12 @@ pub enum Op {
         d: Reg,
         name: Name,
     },
+    /// The generic address of the byte-array parameter `name` (`mov.b64` of its `.param`
+    /// address, then `cvta.param.u64`): how a kernel hands a tensor map passed by value to TMA.
+    ParamAddr {
+        d: Reg,
+        name: Name,
+    },
     St {
         space: Space,
         ty: PtxType,
@@ -602,6 +608,7 @@ impl Op {
             | Op::Cvt { d, .. }
             | Op::CvtaTo { d, .. }
             | Op::LdParam { d, .. }
+            | Op::ParamAddr { d, .. }
             | Op::Atom { d, .. }
             | Op::Shfl { d, .. }
             | Op::Vote { d, .. }

@@ -9,11 +9,19 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 static NEXT_KERNEL: AtomicU32 = AtomicU32::new(1);
 
-/// A kernel parameter (`.param .u64 name`).
+/// A kernel parameter: a scalar (`.param .u64 name`), or `bytes` bytes passed by value
+/// (`.param .align 64 .b8 name[bytes]`: a tensor map; `ty` is then `B64`, unused).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Param {
     pub name: Name,
     pub ty: PtxType,
+    /// 0 for a scalar.
+    pub bytes: u32,
+}
+
+impl Param {
+    /// Bytes of a tensor map (`CUtensorMap`), the by-value parameter TMA reads.
+    pub const TENSOR_MAP_BYTES: u32 = 128;
 }
 
 /// A shared-memory array declared inside the kernel.
@@ -112,7 +120,15 @@ impl PtxKernel {
 
     pub fn add_param(&mut self, name: &str, ty: PtxType) {
         let name = self.intern(name);
-        self.params.push(Param { name, ty });
+        self.params.push(Param { name, ty, bytes: 0 });
+    }
+
+    /// Declares a tensor map passed by value (`.param .align 64 .b8 name[128]`, CUDA's
+    /// `__grid_constant__ CUtensorMap`): no copy of it in device memory per launch. Its address
+    /// for TMA is [`PtxKernel::param_address`].
+    pub fn add_tensor_map_param(&mut self, name: &str) {
+        let name = self.intern(name);
+        self.params.push(Param { name, ty: PtxType::B64, bytes: Param::TENSOR_MAP_BYTES });
     }
 
     /// `.maxntid x, y, z` and optionally `.minnctapersm`.
@@ -287,6 +303,13 @@ impl PtxKernel {
         let ty = self.params.iter().find(|p| p.name == name).map(|p| p.ty).unwrap_or(PtxType::U64);
         let d = self.reg(ty);
         self.push(Op::LdParam { ty, d, name });
+        d
+    }
+    /// The generic address of a by-value parameter ([`PtxKernel::add_tensor_map_param`]).
+    pub fn param_address(&mut self, name: &str) -> Reg {
+        let name = self.intern(name);
+        let d = self.reg(PtxType::U64);
+        self.push(Op::ParamAddr { d, name });
         d
     }
     /// A 64-bit global pointer parameter, converted to a global address.

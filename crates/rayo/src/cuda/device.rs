@@ -164,7 +164,7 @@ impl CudaDevice {
             .iter()
             .find(|k| k.name() == name.as_str())
             .ok_or_else(|| Error::Device { api: "cuda", message: format!("the module of kernel {name} has no entry of that name") })?;
-        let params: Arc<[rayo_ptx::ptx::PtxType]> = entry.params().iter().map(|p| p.ty).collect();
+        let params: Arc<[super::ffi::Slot]> = entry.params().iter().map(super::ffi::Slot::of).collect();
         let m = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))

@@ -35,8 +35,35 @@ pub(crate) fn single_stream_mode(ctx: &Arc<CudaContext>) {
     unsafe { ctx.disable_event_tracking() };
 }
 
-/// One kernel argument: a device buffer read or written (a `.u64` pointer parameter), or a
-/// scalar (`.u32` / `.f32`).
+/// A kernel parameter's slot: a scalar of a PTX type, or bytes passed by value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Scalar(PtxType),
+    /// `.param .align 64 .b8 name[N]`
+    Bytes(u32),
+}
+
+impl Slot {
+    pub(crate) fn of(p: &rayo_ptx::ptx::Param) -> Slot {
+        if p.bytes > 0 {
+            Slot::Bytes(p.bytes)
+        } else {
+            Slot::Scalar(p.ty)
+        }
+    }
+}
+
+/// A TMA tensor map (`CUtensorMap`: 128 bytes, 64-byte aligned), passed to a kernel by value.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct TensorMap(sys::CUtensorMap);
+
+// SAFETY: a tensor map is plain bytes that the driver copies into the kernel's parameter space;
+// its layout (128 bytes, align 64) is the `.param .align 64 .b8 [128]` the kernels declare.
+unsafe impl cudarc::driver::DeviceRepr for TensorMap {}
+
+/// One kernel argument: a device buffer read or written (a `.u64` pointer parameter), a
+/// scalar (`.u32` / `.f32`), or a tensor map by value.
 pub(crate) enum Arg<'a> {
     In(&'a CudaSlice<f32>),
     Out(&'a mut CudaSlice<f32>),
@@ -46,14 +73,16 @@ pub(crate) enum Arg<'a> {
     BytesOut(&'a mut CudaSlice<u8>),
     U32(u32),
     F32(f32),
+    Map(&'a TensorMap),
 }
 
 impl Arg<'_> {
-    fn ty(&self) -> PtxType {
+    fn slot(&self) -> Slot {
         match self {
-            Arg::In(_) | Arg::Out(_) | Arg::BytesIn(_) | Arg::BytesOut(_) => PtxType::U64,
-            Arg::U32(_) => PtxType::U32,
-            Arg::F32(_) => PtxType::F32,
+            Arg::In(_) | Arg::Out(_) | Arg::BytesIn(_) | Arg::BytesOut(_) => Slot::Scalar(PtxType::U64),
+            Arg::U32(_) => Slot::Scalar(PtxType::U32),
+            Arg::F32(_) => Slot::Scalar(PtxType::F32),
+            Arg::Map(_) => Slot::Bytes(std::mem::size_of::<TensorMap>() as u32),
         }
     }
 }
@@ -63,7 +92,7 @@ impl Arg<'_> {
 pub(crate) struct Loaded {
     pub(crate) name: Arc<str>,
     pub(crate) func: CudaFunction,
-    pub(crate) params: Arc<[PtxType]>,
+    pub(crate) params: Arc<[Slot]>,
     /// Launched with programmatic stream serialization: the kernel waits for the previous
     /// grid's writes itself (`griddepcontrol.wait`), so it may start while that grid finishes.
     pub(crate) pdl: bool,
@@ -76,10 +105,10 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
     if args.len() != k.params.len() {
         return Err(Error::LengthMismatch { op: OP, expected: k.params.len(), actual: args.len() });
     }
-    if let Some(i) = args.iter().zip(k.params.iter()).position(|(a, &p)| a.ty() != p) {
+    if let Some(i) = args.iter().zip(k.params.iter()).position(|(a, &p)| a.slot() != p) {
         return Err(Error::Device {
             api: "cuda",
-            message: format!("{}: parameter {i} is declared {:?}, the launch passes {:?}", k.name, k.params[i], args[i].ty()),
+            message: format!("{}: parameter {i} is declared {:?}, the launch passes {:?}", k.name, k.params[i], args[i].slot()),
         });
     }
     if k.pdl {
@@ -95,6 +124,7 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
             Arg::BytesOut(o) => b.arg(&mut **o),
             Arg::U32(v) => b.arg(&*v),
             Arg::F32(v) => b.arg(&*v),
+            Arg::Map(m) => b.arg(*m),
         };
     }
     // SAFETY: the arguments match the kernel's declared parameter list in number and type
@@ -116,7 +146,9 @@ fn launch_overlapping(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kerne
     // of the buffers' use until the launch is queued.
     let mut _keep = Vec::new();
     let mut values: Vec<u64> = Vec::with_capacity(args.len());
-    for a in args.iter_mut() {
+    // tensor maps are passed from where they are: (argument index, address)
+    let mut maps: Vec<(usize, *mut std::ffi::c_void)> = Vec::new();
+    for (i, a) in args.iter_mut().enumerate() {
         values.push(match a {
             Arg::In(x) => {
                 let (p, g) = x.device_ptr(stream);
@@ -140,9 +172,16 @@ fn launch_overlapping(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kerne
             }
             Arg::U32(v) => *v as u64,
             Arg::F32(v) => v.to_bits() as u64,
+            Arg::Map(m) => {
+                maps.push((i, (*m as *const TensorMap).cast_mut().cast()));
+                0
+            }
         });
     }
     let mut params: Vec<*mut std::ffi::c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+    for (i, p) in maps {
+        params[i] = p;
+    }
     let mut attr = sys::CUlaunchAttribute {
         id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
         pad: [0; 4],
@@ -162,7 +201,7 @@ fn launch_overlapping(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kerne
     };
     // SAFETY: the arguments match the kernel's declared parameters in number and type (checked
     // by `launch`), each `params[i]` points to a live value of at least the parameter's size
-    // (`values`, alive until after the call), `config` and `attr` outlive the call, and the
+    // (`values`, or a tensor map borrowed by `args`: alive until after the call), `config` and `attr` outlive the call, and the
     // callers checked every buffer's length against what the kernel indexes. The kernel waits
     // for the previous grid before reading anything it wrote (`Loaded::pdl`).
     unsafe { sys::cuLaunchKernelEx(&config, k.func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(drv)?;
@@ -193,18 +232,18 @@ pub(crate) fn device_address<T>(stream: &Arc<CudaStream>, slice: &CudaSlice<T>) 
 /// (bf16, f16, or f32 for TF32) at device address `ptr`: tiles of `box_rows` rows × 128 bytes
 /// (the 128-byte swizzle's span), zeros past the matrix's edges. A row's bytes must be a
 /// multiple of 16, `box_rows` at most 256 (the caller checks; the driver refuses otherwise).
-pub(crate) fn tensor_map_2d(ptr: u64, rows: u64, cols: u64, box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<[u8; 128]> {
+pub(crate) fn tensor_map_2d(ptr: u64, rows: u64, cols: u64, box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<TensorMap> {
     tensor_map(ptr, &[cols, rows], box_rows, ty)
 }
 
 /// [`tensor_map_2d`] for `planes` such matrices one after another (a 3-D map, tiles of one
 /// plane each): a tile never reads past its plane's rows into the next.
-pub(crate) fn tensor_map_3d(ptr: u64, (planes, rows, cols): (u64, u64, u64), box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<[u8; 128]> {
+pub(crate) fn tensor_map_3d(ptr: u64, (planes, rows, cols): (u64, u64, u64), box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<TensorMap> {
     tensor_map(ptr, &[cols, rows, planes], box_rows, ty)
 }
 
 /// The tensor map of `dims` (innermost first, rank 2 or 3), densely packed.
-fn tensor_map(ptr: u64, dims: &[u64], box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<[u8; 128]> {
+fn tensor_map(ptr: u64, dims: &[u64], box_rows: u32, ty: rayo_ptx::ptx::WgmmaType) -> Result<TensorMap> {
     use sys::{CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion, CUtensorMapSwizzle};
     let mut map = sys::CUtensorMap { opaque: [0; 16] };
     use rayo_ptx::ptx::WgmmaType;
@@ -240,11 +279,7 @@ fn tensor_map(ptr: u64, dims: &[u64], box_rows: u32, ty: rayo_ptx::ptx::WgmmaTyp
         )
     };
     r.result().map_err(drv)?;
-    let mut bytes = [0u8; 128];
-    for (i, w) in map.opaque.iter().enumerate() {
-        bytes[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
-    }
-    Ok(bytes)
+    Ok(TensorMap(map))
 }
 
 /// How many clusters of `k` (a kernel with compile-time cluster dimensions) can run at once
@@ -278,7 +313,8 @@ mod tests {
         };
         let g = GemmKernel::naive(4, 4, 4);
         let k = dev.loaded(&g).unwrap();
-        assert_eq!(&*k.params, &[PtxType::U64, PtxType::U64, PtxType::U64, PtxType::U32, PtxType::U32, PtxType::U32]);
+        let (p, s) = (Slot::Scalar(PtxType::U64), Slot::Scalar(PtxType::U32));
+        assert_eq!(&*k.params, &[p, p, p, s, s, s]);
         let (a, b) = (dev.upload(&[1.0; 16]).unwrap(), dev.upload(&[1.0; 16]).unwrap());
         let mut c = dev.zeros(16).unwrap();
         let cfg = g.launch();

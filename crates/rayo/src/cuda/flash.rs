@@ -95,14 +95,12 @@ impl CudaDevice {
         let q_map = tensor_map_3d(pq, (planes(heads), n as u64, head_dim as u64), rows, ty)?;
         let k_map = tensor_map_3d(pk, (planes(kv_heads), n as u64, head_dim as u64), WgmmaAttentionKernel::BC, ty)?;
         let v_map = tensor_map_3d(pv, (planes(kv_heads), n as u64, head_dim as u64), WgmmaAttentionKernel::BC, ty)?;
-        // the maps in device memory (freed in stream order, after the launch)
-        let maps = [self.upload_bytes(&q_map)?, self.upload_bytes(&k_map)?, self.upload_bytes(&v_map)?];
         let f = self.loaded(&kern)?;
         allow_dynamic_shared(&f.func, kern.shared_bytes())?;
         let mut args = [
-            Arg::BytesIn(&maps[0].slice),
-            Arg::BytesIn(&maps[1].slice),
-            Arg::BytesIn(&maps[2].slice),
+            Arg::Map(&q_map),
+            Arg::Map(&k_map),
+            Arg::Map(&v_map),
             Arg::BytesOut(&mut out.slice),
             Arg::U32(n as u32),
             Arg::U32(heads as u32),

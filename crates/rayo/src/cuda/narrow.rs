@@ -30,6 +30,17 @@ impl NarrowActivations {
     }
 }
 
+impl NarrowActivations {
+    /// The values, when the last [`CudaDevice::narrow_activations`] wrote `m` rows of `cols`
+    /// in `fmt`.
+    pub(super) fn written_as(&self, fmt: ActFormat, m: usize, cols: usize) -> Option<&DeviceBytes> {
+        (self.written == Some((fmt, m, cols))).then_some(&self.values)
+    }
+    pub(super) fn device(&self) -> u64 {
+        self.device
+    }
+}
+
 impl CudaDevice {
     /// The first `m` rows of `x` (`cols` values each, a multiple of 32), RMS-normalized first
     /// when `norm` is `(gamma, eps)`, into `out` as `to` (f16 or 8 bits).

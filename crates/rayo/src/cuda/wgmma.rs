@@ -3,11 +3,12 @@
 //! sm_90 only.
 
 use super::buffer::{DeviceBuffer, DeviceBytes};
+use super::narrow::NarrowActivations;
 use super::device::CudaDevice;
 use super::ffi::{allow_dynamic_shared, device_address, launch, max_active_clusters, tensor_map_2d, Arg};
 use super::llm::{prod, room, u32_of};
 use crate::error::{Error, Result};
-use rayo_ptx::kernels::WgmmaGemmKernel;
+use rayo_ptx::kernels::{ActFormat, WgmmaGemmKernel};
 use rayo_ptx::ptx::WgmmaType;
 
 impl CudaDevice {
@@ -63,6 +64,41 @@ impl CudaDevice {
         const OP: &str = "cuda gemm_wgmma_narrow";
         let p = self.byte_operands(OP, kern, a, b, dims)?;
         self.wgmma_launch(OP, kern, p, dims, COut::Narrow(c))
+    }
+
+    /// A prompt's product on Hopper's tensor cores, the sm_90 counterpart of
+    /// [`CudaDevice::gemm_half`]: `y = x·whᵀ` (`add`: `y += x·whᵀ`) for `m` rows of f16
+    /// activations `x` ([`CudaDevice::narrow_activations`] to [`ActFormat::F16`], `cols` values a
+    /// row) and `wh`, `rows × cols` f16 weights ([`CudaDevice::dequantize_f16`]); `y` gets `m ×
+    /// rows` f32. Tiles 128 wide when 256 would leave multiprocessors idle, and to add.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_half_wgmma(
+        &self,
+        x: &NarrowActivations,
+        wh: &DeviceBytes,
+        (rows, cols): (usize, usize),
+        m: usize,
+        y: &mut DeviceBuffer,
+        add: bool,
+    ) -> Result<()> {
+        const OP: &str = "cuda gemm_half_wgmma";
+        self.check_owner(OP, x.device())?;
+        let Some(xv) = x.written_as(ActFormat::F16, m, cols) else {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                name: "cols",
+                value: cols.into(),
+                reason: "the activations were not last narrowed to f16 with these rows and columns",
+            });
+        };
+        let sms = self.info().multiprocessors;
+        let wide = kernel(OP, WgmmaType::F16, 256)?;
+        let fill = wide.tiles(m.min(u32::MAX as usize) as u32, rows.min(u32::MAX as usize) as u32) >= sms;
+        let bn = if fill && !add { 256 } else { 128 };
+        let kern = kernel(OP, WgmmaType::F16, bn)?.clustered();
+        let kern = if add { kern.accumulating().expect("f32 C accumulates") } else { kern };
+        let p = self.byte_operands(OP, kern, xv, wh, (m, rows, cols))?;
+        self.wgmma_launch(OP, kern, p, (m, rows, cols), COut::F32(y))
     }
 
     /// The device addresses of A and B given as bytes, their owner and lengths checked.
@@ -152,13 +188,11 @@ impl CudaDevice {
         }
         let a_map = tensor_map_2d(pa, m as u64, k as u64, WgmmaGemmKernel::BM, ty)?;
         let b_map = tensor_map_2d(pb, n as u64, k as u64, kern.b_box_rows(), ty)?;
-        // the maps in device memory (freed in stream order, after the launch)
-        let (a_map, b_map) = (self.upload_bytes(&a_map)?, self.upload_bytes(&b_map)?);
         let f = self.loaded(&kern)?;
         allow_dynamic_shared(&f.func, kern.shared_bytes())?;
         let mut args = [
-            Arg::BytesIn(&a_map.slice),
-            Arg::BytesIn(&b_map.slice),
+            Arg::Map(&a_map),
+            Arg::Map(&b_map),
             match &mut c {
                 COut::F32(c) => Arg::Out(&mut c.slice),
                 COut::Narrow(c) => Arg::BytesOut(&mut c.slice),
