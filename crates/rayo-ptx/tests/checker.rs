@@ -290,3 +290,26 @@ fn programmatic_dependent_launch_only_from_sm_90() {
     let e = PtxModule::new().target("sm_80").kernel(k).check().unwrap_err();
     assert!(e.to_string().contains("griddepcontrol needs sm_90"), "{e}");
 }
+
+/// A tensor map passed by value: declared `.param .align 64 .b8 name[128]`, its generic address
+/// taken (`cvta.param`), never loaded as a scalar; a scalar's address is not taken.
+#[test]
+fn tensor_map_parameters_are_addressed_not_loaded() {
+    let build = |load: bool, addr_of_scalar: bool| {
+        let mut k = PtxKernel::new("tmap");
+        k.add_tensor_map_param("map");
+        k.add_param("n", U);
+        let a = if load { k.ld_param("map") } else { k.param_address("map") };
+        let n = if addr_of_scalar { k.param_address("n") } else { k.ld_param("n") };
+        let _ = (a, n);
+        k.ret();
+        k
+    };
+    let m = module(build(false, false));
+    m.check().unwrap();
+    let text = m.emit_checked().unwrap();
+    assert!(text.contains(".param .align 64 .b8 map[128],"), "{text}");
+    assert!(text.contains("mov.b64 %rd0, map;\n\tcvta.param.u64 %rd0, %rd0;"), "{text}");
+    rejects(build(true, false), "take its address");
+    rejects(build(false, true), "is a scalar");
+}

@@ -379,7 +379,10 @@ fn quantized_products_on_the_tensor_cores_match_f64() {
         }
     }
     if !dev.has_wgmma() {
-        println!("SKIP cuda: quantized_products_on_the_tensor_cores_match_f64's wgmma part on compute capability {:?} (sm_90 only; refused with an error)", dev.info().compute_capability);
+        println!(
+            "SKIP cuda: quantized_products_on_the_tensor_cores_match_f64's wgmma part on compute capability {:?} (sm_90 only; refused with an error)",
+            dev.info().compute_capability
+        );
     } else {
         assert!(wgmma_ran > 0);
     }
