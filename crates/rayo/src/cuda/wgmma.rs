@@ -71,7 +71,6 @@ impl CudaDevice {
     /// activations `x` ([`CudaDevice::narrow_activations`] to [`ActFormat::F16`], `cols` values a
     /// row) and `wh`, `rows × cols` f16 weights ([`CudaDevice::dequantize_f16`]); `y` gets `m ×
     /// rows` f32. Tiles 128 wide when 256 would leave multiprocessors idle, and to add.
-    #[allow(clippy::too_many_arguments)]
     pub fn gemm_half_wgmma(
         &self,
         x: &NarrowActivations,
