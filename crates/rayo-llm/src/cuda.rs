@@ -104,8 +104,9 @@ pub struct Cuda {
     /// (`RAYO_CUDA_PREFILL=f32`): the exact fp32 GEMM and the one-block-per-row attention.
     tensor_cores: bool,
     /// On tensor cores: Hopper's `wgmma` GEMM (compute capability 9.0, unless
-    /// `RAYO_CUDA_PREFILL=mma`) rather than `mma.sync`.
-    wgmma: bool,
+    /// `RAYO_CUDA_PREFILL=mma`) rather than `mma.sync`, for inputs of at least this many values
+    /// a row ([`WGMMA_MIN_COLS`] by default).
+    wgmma: Option<usize>,
     /// The `wgmma` products' input: a prompt's rows in f16, and the values it has room for.
     x16: Option<(NarrowActivations, usize)>,
     /// The tensor-core products' scratch: a matrix dequantized to f16 when its copy is not
@@ -151,7 +152,7 @@ impl Cuda {
         let graphs = std::env::var("RAYO_CUDA_GRAPHS").map(|v| v != "0").unwrap_or(true);
         let prefill = std::env::var("RAYO_CUDA_PREFILL").unwrap_or_default();
         let tensor_cores = prefill != "f32";
-        let wgmma = dev.has_wgmma() && prefill != "mma";
+        let wgmma = (dev.has_wgmma() && prefill != "mma").then_some(WGMMA_MIN_COLS);
         let decode_act = match std::env::var("RAYO_CUDA_DECODE").as_deref() {
             Ok("q8") => Some(ActFormat::Q8),
             Ok("f16") => Some(ActFormat::F16),
@@ -187,10 +188,11 @@ impl Cuda {
         self
     }
 
-    /// Whether a prompt's tensor-core products run on Hopper's `wgmma` GEMM (only where the
-    /// device has it: compute capability 9.0) or on `mma.sync`.
-    pub fn with_wgmma(mut self, on: bool) -> Cuda {
-        self.wgmma = on && self.dev.has_wgmma();
+    /// Which of a prompt's tensor-core products run on Hopper's `wgmma` GEMM (only where the
+    /// device has it: compute capability 9.0) rather than `mma.sync`: those whose inputs have
+    /// at least `from_cols` values a row ([`WGMMA_MIN_COLS`] by default), or none.
+    pub fn with_wgmma(mut self, from_cols: Option<usize>) -> Cuda {
+        self.wgmma = from_cols.filter(|_| self.dev.has_wgmma());
         self
     }
 
@@ -254,9 +256,8 @@ impl Cuda {
     /// Whether a prompt's products with `ws` (one input of `m` rows) run on `wgmma`.
     fn on_wgmma(&self, ws: &[&Arc<CudaWeight>], m: usize) -> bool {
         self.tensor_cores
-            && self.wgmma
+            && self.wgmma.is_some_and(|from| ws[0].cols >= from)
             && m >= GEMM_ROWS
-            && ws[0].cols >= WGMMA_MIN_COLS
             && ws.iter().all(|w| w.cols == ws[0].cols && self.on_tensor_cores(w))
     }
 

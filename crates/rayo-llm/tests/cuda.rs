@@ -80,12 +80,15 @@ fn logits_agree_with_the_cpu_engine() {
         let mut g8 = Session::new(&model, gpu8, opts).unwrap();
         let gpu16 = Cuda::new(Arc::clone(model.file())).unwrap().with_decode_activations(ActFormat::F16);
         let mut g16 = Session::new(&model, gpu16, opts).unwrap();
+        // every prompt product on Hopper's wgmma (by default this model's rows are too short)
+        let gpuw = Cuda::new(Arc::clone(model.file())).unwrap().with_wgmma(Some(0));
+        let mut gw = Session::new(&model, gpuw, opts).unwrap();
         let cpu = |act| Cpu::new(Arc::clone(model.file()), 2).with_activations(act);
         let mut exact = Session::new(&model, cpu(Activations::F32), opts).unwrap();
         let mut q8 = Session::new(&model, cpu(Activations::Quantized), opts).unwrap();
         let vocab = model.config().vocab_size;
         // (what, batch, which session: 0 default, 1 the fp32 prompt path, 2 and 3 8-bit and f16
-        // activations in the decoding products; bound on |Δlogit| against the CPU's f32
+        // activations in the decoding products, 4 every prompt product on wgmma; bound on |Δlogit| against the CPU's f32
         // activations). 8-bit activations round as llama.cpp's do: held to the CPU's own 8-bit
         // path's distance from f32 instead (its top-1 agreement less 2.5 points, 1.25× its
         // max |Δlogit|).
@@ -95,9 +98,10 @@ fn logits_agree_with_the_cpu_engine() {
             ("one token at a time (graph replays)", 1, 0, Some(0.05)),
             ("one token at a time, 8-bit activations (graph replays)", 1, 2, None),
             ("one token at a time, f16 activations (graph replays)", 1, 3, Some(0.25)),
+            ("prefill in batches of 128 (every product on wgmma where the device has it)", 128, 4, Some(0.25)),
         ];
         for (how, batch, which, bound) in cases {
-            let run = [&mut g, &mut g32, &mut g8, &mut g16].into_iter().nth(which).expect("four sessions");
+            let run = [&mut g, &mut g32, &mut g8, &mut g16, &mut gw].into_iter().nth(which).expect("five sessions");
             let n = if batch == 1 { 128 } else { ids.len() };
             let lg = logits(run, &ids[..n], batch);
             assert_eq!(lg.len(), n * vocab);
