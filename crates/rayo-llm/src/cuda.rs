@@ -11,8 +11,9 @@
 //! cache. The GEMM is chosen by the device's compute capability: on 9.0 (Hopper), for inputs
 //! of at least [`WGMMA_MIN_COLS`] values a row, Hopper's `wgmma` GEMM over activations rounded
 //! to f16 once per product input (with the RMSNorm before them, in the same launch);
-//! elsewhere the `mma.sync` GEMM that rounds the f32 activations as it reads them. `RAYO_CUDA_PREFILL=mma` keeps `mma.sync` on Hopper too,
-//! `RAYO_CUDA_PREFILL=f32` runs a prompt on the exact fp32 kernels instead.
+//! elsewhere the `mma.sync` GEMM that rounds the f32 activations as it reads them.
+//! `RAYO_CUDA_PREFILL=mma` keeps `mma.sync` on Hopper too, `RAYO_CUDA_PREFILL=f32` runs a
+//! prompt on the exact fp32 kernels instead.
 //!
 //! A decoding step's products take f32 activations (the norm computed inside the product: one
 //! launch per product) or, on models of at least [`Q8_MIN_WIDTH`] values a row, 8-bit ones
@@ -288,7 +289,7 @@ impl Cuda {
     }
 
     /// `out = x·wᵀ` (`add`: `out += x·wᵀ`) on the tensor cores: `wgmma` where the device has
-    /// it, else `mma.sync`.
+    /// it and the rows are long enough ([`Cuda::on_wgmma`]), else `mma.sync`.
     fn half_matmul(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer, add: bool) -> Result<()> {
         if self.on_wgmma(&[w], m) {
             return self.wgmma_products(x, None, m, &[w], &mut [out], add);
