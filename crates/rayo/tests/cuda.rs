@@ -554,10 +554,12 @@ fn wgmma_gemm_matches_f64() {
     for ty in [WgmmaType::BF16, WgmmaType::F16] {
         let h = Half(ty);
         let (round, bits) = (|v: f32| h.round(v), |v: &[f32]| h.bits(v));
-        // both tile widths, alone and in clusters of two blocks sharing B by TMA multicast
+        // both tile widths and the 256-row tiles, alone and in clusters of two blocks sharing B
+        // by TMA multicast
         let kernels = [128u32, 256].map(|bn| rayo::cuda::WgmmaGemmKernel::new(ty, bn).unwrap());
-        for kern in kernels.into_iter().flat_map(|k| [k, k.clustered()]) {
-            let (bn, cl) = (kern.bn(), kern.cluster());
+        let tall = rayo::cuda::WgmmaGemmKernel::tall(ty);
+        for kern in kernels.into_iter().chain([tall]).flat_map(|k| [k, k.clustered()]) {
+            let (bm, bn, cl) = (kern.bm(), kern.bn(), kern.cluster());
             for (m, n, k) in [(128usize, 256usize, 64usize), (300, 520, 136), (1, 7, 8), (257, 129, 1000), (512, 768, 1024)] {
                 let a: Vec<f32> = rng.vec(m * k, -1.0, 1.0).into_iter().map(round).collect();
                 let b: Vec<f32> = rng.vec(n * k, -1.0, 1.0).into_iter().map(round).collect();
@@ -571,7 +573,7 @@ fn wgmma_gemm_matches_f64() {
                         let want: f64 = ar.iter().zip(br).map(|(&x, &y)| x as f64 * y as f64).sum();
                         let mag: f64 = ar.iter().zip(br).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum();
                         let g = got[i * n + j] as f64;
-                        assert!((g - want).abs() <= 1e-5 * mag + 1e-6, "{ty:?} 128x{bn} cluster {cl} {m}x{n}x{k}: C[{i}][{j}] = {g}, want {want}");
+                        assert!((g - want).abs() <= 1e-5 * mag + 1e-6, "{ty:?} {bm}x{bn} cluster {cl} {m}x{n}x{k}: C[{i}][{j}] = {g}, want {want}");
                     }
                 }
                 assert!(got[m * n].is_nan(), "{ty:?} {m}x{n}x{k}: wrote past C");

@@ -12,8 +12,8 @@ use std::time::Instant;
 const EXTRA: &[&str] = &[
     "gemm", "gemm_blocked8", "gemm_blocked16", "gemm_split8", "gemm_split16", "gemm_tf32", "gemm_tf32_bk8", "gemm_tiled", "gemm_naive", "fused",
     "softmax", "log_softmax", "layernorm", "rmsnorm", "roundtrip_add", "roundtrip_matmul", "graph_chain", "transfer", "ptxgen", "wgmma_bf16",
-    "wgmma_f16", "wgmma_bf16_n128", "wgmma_tf32", "wgmma_bf16_c2", "wgmma_f16_c2", "wgmma_tf32_c2", "wgmma_bf16_h", "wgmma_f16_h", "flash_bf16",
-    "flash_bf16_causal", "flash_f16", "flash_bf16_hd64",
+    "wgmma_f16", "wgmma_bf16_n128", "wgmma_tf32", "wgmma_bf16_c2", "wgmma_f16_c2", "wgmma_tf32_c2", "wgmma_bf16_h", "wgmma_f16_h", "wgmma_bf16_t",
+    "wgmma_f16_t", "wgmma_bf16_t_c2", "wgmma_f16_t_c2", "flash_bf16", "flash_bf16_causal", "flash_f16", "flash_bf16_hd64",
 ];
 
 /// Every op `rayo bench --backend cuda` knows: the registry's element-wise ops (one fused kernel
@@ -181,6 +181,8 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
             let (a, b) = (dev.upload_bytes(&bits(1)).map_err(err)?, dev.upload_bytes(&bits(2)).map_err(err)?);
             let mut c = dev.zeros(n * n).map_err(err)?;
             let kern = rayo::cuda::WgmmaGemmKernel::new(ty, bn).ok_or("no such tile width")?;
+            // `_t`: tiles of 256 × 128 (cuBLAS's shape)
+            let kern = if (o.ends_with("_t") || o.contains("_t_")) && ty != WgmmaType::TF32 { rayo::cuda::WgmmaGemmKernel::tall(ty) } else { kern };
             // `_c2`: clusters of two blocks sharing B's slices by TMA multicast
             let kern = if o.ends_with("_c2") { kern.clustered() } else { kern };
             // `_h`: C in the operands' type, as cuBLAS writes it
@@ -192,7 +194,15 @@ fn run_one(dev: &CudaDevice, op: &str, n: usize, plan: Plan) -> Result<Vec<Row>,
                 None => device_ms(dev, plan, || dev.gemm_wgmma_with(kern, &a, &b, (n, n, n), &mut c))?,
             };
             let flops = 2.0 * (n as f64).powi(3);
-            rows.push(row(op, n, Some((n, n, n)), ms, None, Some(flops), &format!("resident 128x{bn} cluster {}", kern.cluster())));
+            rows.push(row(
+                op,
+                n,
+                Some((n, n, n)),
+                ms,
+                None,
+                Some(flops),
+                &format!("resident {}x{} cluster {}", kern.bm(), kern.bn(), kern.cluster()),
+            ));
         }
         o if o.starts_with("flash") => {
             // Hopper's flash attention: batch 4, 32 heads of n positions, head dim 128 (64)

@@ -184,6 +184,10 @@ pub fn hopper_variants() -> Vec<Box<dyn Kernel>> {
             v.extend(WgmmaGemmKernel::new(ty, bn).and_then(|k| k.narrow_c()).map(|k| Box::new(k) as Box<dyn Kernel>));
             v.extend(WgmmaGemmKernel::new(ty, bn).and_then(|k| k.clustered().accumulating()).map(|k| Box::new(k) as Box<dyn Kernel>));
         }
+        if ty != crate::ptx::WgmmaType::TF32 {
+            v.push(Box::new(WgmmaGemmKernel::tall(ty)));
+            v.push(Box::new(WgmmaGemmKernel::tall(ty).clustered()));
+        }
         for hd in [64, 128] {
             for causal in [false, true] {
                 v.extend(WgmmaAttentionKernel::new(ty, hd, causal).map(|k| Box::new(k) as Box<dyn Kernel>));

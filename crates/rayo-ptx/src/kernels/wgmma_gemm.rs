@@ -18,6 +18,8 @@
 //!   a multiple of 16 bytes work).
 //!
 //! With [`WgmmaGemmKernel::accumulating`] the epilogue adds onto C instead (`C += A·Bᵀ`).
+//! [`WgmmaGemmKernel::tall`] takes tiles of 256 × 128 (each consumer 128 rows), cuBLAS's shape:
+//! measured no faster than 128 × 256 on an H100 (docs/perf/issue14-hopper.md).
 //!
 //! Parameters: `a_map`, `b_map` (the 128-byte tensor maps of A, box 128 bytes × 128 rows, and
 //! B, box 128 bytes × BN rows, by value), `c` (u64), `m`, `n`, `k` (u32).
@@ -38,6 +40,9 @@ pub struct WgmmaGemmKernel {
     narrow: bool,
     /// `C += A·Bᵀ` (f32 C only): a layer's product added onto the residual stream.
     accumulate: bool,
+    /// Rows of a tile: 128 (each consumer 64), or 256 (each consumer 128, as two 64-row
+    /// instructions a step; [`WgmmaGemmKernel::tall`]).
+    bm: u32,
 }
 
 impl WgmmaGemmKernel {
@@ -47,7 +52,7 @@ impl WgmmaGemmKernel {
 
     /// `bn`: 128 or 256.
     pub fn new(ty: WgmmaType, bn: u32) -> Option<WgmmaGemmKernel> {
-        matches!(bn, 128 | 256).then_some(WgmmaGemmKernel { ty, bn, cluster: 1, narrow: false, accumulate: false })
+        matches!(bn, 128 | 256).then_some(WgmmaGemmKernel { ty, bn, cluster: 1, narrow: false, accumulate: false, bm: Self::BM })
     }
     /// This kernel writing C in the operands' type (f16 or bf16; `None` for TF32): half the
     /// bytes of f32, as a model's next layer reads them.
@@ -62,6 +67,15 @@ impl WgmmaGemmKernel {
     }
     pub fn accumulates(&self) -> bool {
         self.accumulate
+    }
+    /// Tiles of 256 × 128 (each consumer warpgroup 128 rows as two `m64n128` instructions a step),
+    /// cuBLAS's shape on Hopper, for operands of `ty`.
+    pub fn tall(ty: WgmmaType) -> WgmmaGemmKernel {
+        WgmmaGemmKernel { ty, bn: 128, cluster: 1, narrow: false, accumulate: false, bm: 256 }
+    }
+    /// Rows of a tile (128, or 256 for [`WgmmaGemmKernel::tall`]).
+    pub fn bm(&self) -> u32 {
+        self.bm
     }
     /// Bytes of one value of C.
     pub fn c_bytes(&self) -> u32 {
@@ -96,7 +110,7 @@ impl WgmmaGemmKernel {
     }
     /// Bytes of one ring stage (a slice of A and one of B, 128 bytes a row).
     pub fn stage_bytes(&self) -> u32 {
-        (Self::BM + self.bn) * 128
+        (self.bm + self.bn) * 128
     }
     /// Dynamic shared memory: the ring, and 1 KB to align it to the swizzle's 1024 bytes.
     pub fn shared_bytes(&self) -> u32 {
@@ -104,14 +118,14 @@ impl WgmmaGemmKernel {
     }
     /// Tiles of C for `m × n`.
     pub fn tiles(&self, m: u32, n: u32) -> u32 {
-        m.div_ceil(Self::BM) * n.div_ceil(self.bn)
+        m.div_ceil(self.bm) * n.div_ceil(self.bn)
     }
     /// The persistent grid for `m × n` on a device of `sms` multiprocessors: one block per
     /// multiprocessor (fewer for fewer tiles), each taking tiles `i, i + grid, ...`.
     pub fn launch(&self, m: u32, n: u32, sms: u32) -> LaunchConfig {
         let c = self.cluster;
         // a cluster takes `c` tile rows of one tile column at a time
-        let units = m.div_ceil(Self::BM).div_ceil(c) * n.div_ceil(self.bn);
+        let units = m.div_ceil(self.bm).div_ceil(c) * n.div_ceil(self.bn);
         let grid = units.min(sms / c).max(1) * c;
         LaunchConfig { grid: (grid, 1, 1), block: (Self::THREADS, 1, 1), shared_bytes: self.shared_bytes() }
     }
@@ -206,7 +220,7 @@ impl Kernel for WgmmaGemmKernel {
         let c = if self.cluster > 1 { format!("_c{}", self.cluster) } else { String::new() };
         let out = if self.narrow { format!("_to_{}", self.ty.tag()) } else { String::new() };
         let acc = if self.accumulate { "_acc" } else { "" };
-        format!("wgmma_gemm_{}_128x{}{c}{out}{acc}", self.ty.tag(), self.bn)
+        format!("wgmma_gemm_{}_{}x{}{c}{out}{acc}", self.ty.tag(), self.bm, self.bn)
     }
 
     fn target(&self, sm: u32) -> String {
@@ -238,7 +252,10 @@ impl Kernel for WgmmaGemmKernel {
         // the ring
         let base = swizzle_aligned(&mut k, smem);
         let bar0 = k.mov(U, Operand::Symbol(bars));
-        let a_bytes = Self::BM * 128;
+        let bm = self.bm;
+        // 64-row halves a consumer takes (one wgmma each per step)
+        let halves = bm / 128;
+        let a_bytes = bm * 128;
         let is0 = k.setp(Cmp::Eq, U, tid, 0u32);
         k.when(is0, false, |k| {
             for s in 0..stages {
@@ -263,8 +280,8 @@ impl Kernel for WgmmaGemmKernel {
         let kb_n = k.bin(BinOp::Shr, U, kb_n, self.bk().trailing_zeros());
         // persistent blocks: tiles t = ctaid.x, + nctaid.x, ... in groups of GROUP tile rows
         // (a group's tiles share A's rows and sweep B's together, which stays in L2)
-        let tiles_m = k.add(U, m, Self::BM - 1);
-        let tiles_m = k.bin(BinOp::Div, U, tiles_m, Self::BM);
+        let tiles_m = k.add(U, m, bm - 1);
+        let tiles_m = k.bin(BinOp::Div, U, tiles_m, bm);
         let tiles_n = k.add(U, n, bn - 1);
         let tiles_n = k.bin(BinOp::Div, U, tiles_n, bn);
         // a cluster takes cl tile rows of one tile column: units of cl rows
@@ -314,7 +331,7 @@ impl Kernel for WgmmaGemmKernel {
             let past = k.setp(Cmp::Ge, U, t, tiles);
             k.bra_if(past, false, &tiles_end);
             let (tm, tn) = tile_at(&mut k, t);
-            let m0 = k.mul(U, tm, Self::BM);
+            let m0 = k.mul(U, tm, bm);
             let n0 = k.mul(U, tn, bn);
             let kb = k.mov(U, 0u32);
             let (top, end) = (k.new_label("load"), k.new_label("load_end"));
@@ -364,7 +381,8 @@ impl Kernel for WgmmaGemmKernel {
         let Lanes { tl, warp, l4, lc } = lanes(&mut k, tid);
         // the thread(s) that release stages: 0, or one per block of the cluster
         let first = if cl > 1 { k.setp(Cmp::Lt, U, tl, cl) } else { k.setp(Cmp::Eq, U, tl, 0u32) };
-        let acc: Vec<Reg> = (0..bn / 2).map(|_| k.reg(F)).collect();
+        // a 64-row half's accumulators each
+        let accs: Vec<Vec<Reg>> = (0..halves).map(|_| (0..bn / 2).map(|_| k.reg(F)).collect()).collect();
         let (s, phase) = (k.mov(U, 0u32), k.mov(PtxType::B32, 0u32));
         let t = k.mov(U, first_unit);
         let (tiles_top, tiles_end) = (k.new_label("c_tile"), k.new_label("c_tiles_end"));
@@ -372,7 +390,7 @@ impl Kernel for WgmmaGemmKernel {
         let past = k.setp(Cmp::Ge, U, t, tiles);
         k.bra_if(past, false, &tiles_end);
         let (tm, tn) = tile_at(&mut k, t);
-        for &a in &acc {
+        for &a in accs.iter().flatten() {
             k.mov_to(a, 0.0f32);
         }
         {
@@ -387,16 +405,19 @@ impl Kernel for WgmmaGemmKernel {
             k.mbarrier_wait(Addr::reg(full), phase);
             let sa = k.fma(U, s, self.stage_bytes(), base);
             let sb = k.add(U, sa, a_bytes);
-            // this warpgroup's 64 rows of A: 64 · 128 bytes further
-            let sa = k.fma(U, cw, 64 * 128, sa);
+            // this warpgroup's rows of A (bm / 2 of them, 128 bytes each)
+            let sa = k.fma(U, cw, bm / 2 * 128, sa);
             let da = descriptor(&mut k, sa);
             let db = descriptor(&mut k, sb);
             k.wgmma_fence();
             for step in 0..4 {
-                // one instruction's K = 32 bytes further along K: +2 in the descriptor's address
-                let a = k.add(PtxType::U64, da, 2 * step as i64);
+                // one instruction's K = 32 bytes further along K: +2 in the descriptor's address;
+                // the next 64 rows 8192 bytes further: +512
                 let b = k.add(PtxType::U64, db, 2 * step as i64);
-                k.wgmma_mma(Wgmma { ty: self.ty, n: bn, d: acc.clone(), a: WgmmaA::Desc(a), b, scale_d: on, trans_b: false });
+                for (h, acc) in accs.iter().enumerate() {
+                    let a = k.add(PtxType::U64, da, (2 * step + 512 * h) as i64);
+                    k.wgmma_mma(Wgmma { ty: self.ty, n: bn, d: acc.clone(), a: WgmmaA::Desc(a), b, scale_d: on, trans_b: false });
+                }
             }
             k.wgmma_commit();
             // one group stays in flight: the slice before this one is done, its stage free
@@ -417,16 +438,16 @@ impl Kernel for WgmmaGemmKernel {
             k.when(release, false, |k| release_stage(k, last_empty, cl, tl));
         }
         // accumulator j of thread t: column group j / 4, rows +8 for j % 4 ≥ 2, column +1 for odd j
-        let r0 = k.mul(U, tm, Self::BM);
-        let r0 = k.fma(U, cw, 64u32, r0);
+        let r0 = k.mul(U, tm, bm);
+        let r0 = k.fma(U, cw, bm / 2, r0);
         let r0 = k.fma(U, warp, 16u32, r0);
-        let row = k.add(U, r0, l4);
+        let row0 = k.add(U, r0, l4);
         let c0 = k.mul(U, tn, bn);
         let col = k.fma(U, lc, 2u32, c0);
         // a tile wholly inside C with an even row length: pairs of columns (8 bytes) a store at
         // fixed offsets from two row addresses, no checks
         let (slow, stored) = (k.new_label("edge_tile"), k.new_label("stored"));
-        let tile_end = k.fma(U, tm, Self::BM, Self::BM);
+        let tile_end = k.fma(U, tm, bm, bm);
         let fast = k.setp(Cmp::Le, U, tile_end, m);
         let col_end = k.fma(U, tn, bn, bn);
         let inside_c = k.setp(Cmp::Le, U, col_end, n);
@@ -439,7 +460,8 @@ impl Kernel for WgmmaGemmKernel {
         let bf16 = self.ty == WgmmaType::BF16;
         // two values rounded to the operands' type, packed (the lower column in the low half)
         let pack = |k: &mut PtxKernel, hi: Reg, lo: Reg| if bf16 { k.cvt_bf16x2(hi, lo) } else { k.cvt_f16x2(hi, lo) };
-        {
+        for (h, acc) in accs.iter().enumerate() {
+            let row = k.add(U, row0, 64 * h as u32);
             let off = k.mul(U, row, n);
             let off = k.add(U, off, col);
             let lo = k.elem_addr(c, off, cb);
@@ -459,11 +481,11 @@ impl Kernel for WgmmaGemmKernel {
                     k.st_v(Space::Global, F, at, &[acc[j], acc[j + 1]]);
                 }
             }
-            k.bra(&stored);
         }
+        k.bra(&stored);
         k.label(&slow);
-        for (j, &v) in acc.iter().enumerate() {
-            let j = j as u32;
+        for (h, &v, j) in accs.iter().enumerate().flat_map(|(h, acc)| acc.iter().enumerate().map(move |(j, v)| (h as u32, v, j as u32))) {
+            let row = k.add(U, row0, 64 * h);
             let r = if j % 4 >= 2 { k.add(U, row, 8u32) } else { row };
             let cc = k.add(U, col, 8 * (j / 4) + j % 2);
             let in_r = k.setp(Cmp::Lt, U, r, m);

@@ -185,7 +185,7 @@ impl CudaDevice {
             }
             .map_err(super::ffi::drv);
         }
-        let a_map = tensor_map_2d(pa, m as u64, k as u64, WgmmaGemmKernel::BM, ty)?;
+        let a_map = tensor_map_2d(pa, m as u64, k as u64, kern.bm(), ty)?;
         let b_map = tensor_map_2d(pb, n as u64, k as u64, kern.b_box_rows(), ty)?;
         let f = self.loaded(&kern)?;
         allow_dynamic_shared(&f.func, kern.shared_bytes())?;
