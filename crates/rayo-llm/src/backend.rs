@@ -161,34 +161,28 @@ pub trait Backend {
         self.attention(cfg, kv, layer, q, k, v, m, pos0, out)
     }
 
-    // ---- one-token steps as a replayed graph (a GPU's decoding); the CPU has none ----
+    // ---- one-token steps, recorded once and replayed (a GPU's decoding); the CPU has none ----
 
     /// Called before each pass with its tokens and first position: a backend whose kernels
-    /// read them from device memory writes them there.
+    /// read them from device memory writes them there (checked: `pos0 + tokens.len()` within
+    /// the KV cache, every id within the vocabulary).
     fn step_inputs(&mut self, tokens: &[u32], pos0: usize) -> Result<()> {
         let _ = (tokens, pos0);
         Ok(())
     }
-    /// Whether a one-token step was captured and can be replayed.
-    fn step_graph_ready(&self) -> bool {
-        false
-    }
-    /// Starts recording a one-token step (its ops are then recorded, not run); `false` when the
-    /// backend records nothing (the ops run as they come).
-    fn begin_step_capture(&mut self) -> Result<bool> {
-        Ok(false)
-    }
-    /// Ends the recording begun by [`Backend::begin_step_capture`].
-    fn end_step_capture(&mut self) -> Result<()> {
-        Ok(())
+
+    /// Runs a one-token step: `ops` queues its ops on this backend, reading the inputs of the
+    /// last [`Backend::step_inputs`]. A backend that records (CUDA graphs) may record what
+    /// `ops` queues and, on later calls, replay the recording instead of calling `ops`: the
+    /// caller passes the same ops every time (as [`crate::Session`] does). A recording
+    /// references only memory the backend owns, so no order of calls can replay it over freed
+    /// or foreign memory.
+    fn one_token_step(&mut self, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        ops(self)
     }
     /// Device operations (kernel launches and copies) one replay of the recorded step queues;
     /// 0 when there is none.
     fn step_ops(&self) -> usize {
         0
-    }
-    /// Runs the recorded step (with the inputs of the last [`Backend::step_inputs`]).
-    fn replay_step(&mut self) -> Result<()> {
-        Err(rayo::Error::Model { what: format!("the {} backend has no recorded step", self.name()) })
     }
 }

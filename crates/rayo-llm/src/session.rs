@@ -61,21 +61,24 @@ struct Buffers<B: Backend> {
     logits: B::Buf,
 }
 
-/// A model running on a backend, with its KV cache.
-pub struct Session<B: Backend> {
-    backend: B,
-    cfg: Config,
+/// A model's weights as a backend holds them.
+struct Weights<B: Backend> {
     token_embd: B::Weight,
     layers: Vec<Layer<B>>,
     output_norm: B::Vector,
     output: B::Weight,
+}
+
+/// A model running on a backend, with its KV cache.
+pub struct Session<B: Backend> {
+    backend: B,
+    cfg: Config,
+    weights: Weights<B>,
     kv: B::Kv,
     bufs: Buffers<B>,
     context: usize,
     batch: usize,
     pos: usize,
-    /// Whether a one-token step has run (the next may be recorded).
-    stepped_once: bool,
 }
 
 impl<B: Backend> Session<B> {
@@ -129,7 +132,8 @@ impl<B: Backend> Session<B> {
             last: backend.buffer(d)?,
             logits: backend.buffer(cfg.vocab_size)?,
         };
-        Ok(Session { backend, cfg, token_embd, layers, output_norm, output, kv, bufs, context, batch, pos: 0, stepped_once: false })
+        let weights = Weights { token_embd, layers, output_norm, output };
+        Ok(Session { backend, cfg, weights, kv, bufs, context, batch, pos: 0 })
     }
 
     pub fn config(&self) -> &Config {
@@ -173,8 +177,9 @@ impl<B: Backend> Session<B> {
         let mut out = Vec::with_capacity(tokens.len() * vocab);
         for chunk in tokens.chunks(self.batch) {
             self.backend.step_inputs(chunk, self.pos)?;
-            if chunk.len() == 1 && self.one_token_step(chunk)? {
-                // the step and its logits ran as one recorded graph: only the read is left
+            if chunk.len() == 1 {
+                // the step and its logits (one recording on a backend that records)
+                self.one_token_step(chunk)?;
                 let n = out.len();
                 out.resize(n + vocab, 0.0);
                 self.backend.read(&self.bufs.logits, &mut out[n..])?;
@@ -212,7 +217,8 @@ impl<B: Backend> Session<B> {
         let chunks = tokens.len().div_ceil(self.batch);
         for (c, chunk) in tokens.chunks(self.batch).enumerate() {
             self.backend.step_inputs(chunk, self.pos)?;
-            if chunk.len() == 1 && self.one_token_step(chunk)? {
+            if chunk.len() == 1 && c + 1 == chunks {
+                self.one_token_step(chunk)?;
                 continue;
             }
             self.step(chunk)?;
@@ -245,52 +251,23 @@ impl<B: Backend> Session<B> {
         Ok(())
     }
 
-    /// A one-token step and its logits (into `bufs.logits`) as a recorded graph, where the
-    /// backend records: replayed when it is there, recorded (then replayed) on the second
-    /// one-token step (the first loads the kernels and makes the buffers, which a recording
-    /// cannot). `false` when the step is to run op by op.
-    fn one_token_step(&mut self, tokens: &[u32]) -> Result<bool> {
-        if self.backend.step_graph_ready() {
-            self.backend.replay_step()?;
-            self.pos += 1;
-            return Ok(true);
-        }
-        if !self.stepped_once {
-            self.stepped_once = true;
-            return Ok(false);
-        }
-        if !self.backend.begin_step_capture()? {
-            return Ok(false);
-        }
-        let pos = self.pos;
-        let recorded = self.step(tokens).and_then(|_| self.logits_ops(0));
-        let ended = self.backend.end_step_capture();
-        self.pos = pos;
-        recorded?;
-        ended?;
-        self.backend.replay_step()?;
-        self.pos += 1;
-        Ok(true)
+    /// A one-token step and its logits (into `bufs.logits`), through
+    /// [`Backend::one_token_step`] (which may record it once and replay it).
+    fn one_token_step(&mut self, tokens: &[u32]) -> Result<()> {
+        let Session { backend, cfg, weights, kv, bufs, pos, .. } = self;
+        let at = *pos;
+        backend.one_token_step(&mut |b| {
+            layers_pass(b, cfg, weights, kv, bufs, tokens, at)?;
+            logits_pass(b, cfg, weights, bufs, 0)
+        })?;
+        *pos += 1;
+        Ok(())
     }
 
     /// One batch through every layer; leaves the final hidden states in `bufs.x`.
     fn step(&mut self, tokens: &[u32]) -> Result<()> {
-        let (b, c, f) = (&mut self.backend, &self.cfg, &mut self.bufs);
-        let (m, pos) = (tokens.len(), self.pos);
-        b.embed(&self.token_embd, tokens, &mut f.x)?;
-        for (i, l) in self.layers.iter().enumerate() {
-            b.norm_matmuls(&f.x, &l.attn_norm, c.eps, m, &[&l.wq, &l.wk, &l.wv], &mut f.xn, &mut [&mut f.q, &mut f.k, &mut f.v])?;
-            if let Some([bq, bk, bv]) = &l.bias {
-                b.add_bias(&mut f.q, bq, m)?;
-                b.add_bias(&mut f.k, bk, m)?;
-                b.add_bias(&mut f.v, bv, m)?;
-            }
-            b.rope_attention(c, &mut self.kv, i, (&mut f.q, &mut f.k, &f.v), m, pos, &mut f.att)?;
-            b.matmul_add(&l.wo, &f.att, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
-            b.norm_swiglu(&f.x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), &mut f.xn, &mut f.gate, &mut f.up, m * c.n_ff)?;
-            b.matmul_add(&l.down, &f.gate, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
-        }
-        self.pos += m;
+        layers_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.kv, &mut self.bufs, tokens, self.pos)?;
+        self.pos += tokens.len();
         Ok(())
     }
 
@@ -304,13 +281,36 @@ impl<B: Backend> Session<B> {
 
     /// The logits of row `r` of the last batch into `bufs.logits`.
     fn logits_ops(&mut self, r: usize) -> Result<()> {
-        let (b, c, f) = (&mut self.backend, &self.cfg, &mut self.bufs);
-        if r == 0 {
-            return b.norm_matmuls(&f.x, &self.output_norm, c.eps, 1, &[&self.output], &mut f.last, &mut [&mut f.logits]);
-        }
-        b.copy_row(&f.x, r, c.n_embd, &mut f.xn)?;
-        b.norm_matmuls(&f.xn, &self.output_norm, c.eps, 1, &[&self.output], &mut f.last, &mut [&mut f.logits])
+        logits_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.bufs, r)
     }
+}
+
+/// `tokens` at positions `pos..` through every layer; leaves the final hidden states in `f.x`.
+fn layers_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, kv: &mut B::Kv, f: &mut Buffers<B>, tokens: &[u32], pos: usize) -> Result<()> {
+    let m = tokens.len();
+    b.embed(&w.token_embd, tokens, &mut f.x)?;
+    for (i, l) in w.layers.iter().enumerate() {
+        b.norm_matmuls(&f.x, &l.attn_norm, c.eps, m, &[&l.wq, &l.wk, &l.wv], &mut f.xn, &mut [&mut f.q, &mut f.k, &mut f.v])?;
+        if let Some([bq, bk, bv]) = &l.bias {
+            b.add_bias(&mut f.q, bq, m)?;
+            b.add_bias(&mut f.k, bk, m)?;
+            b.add_bias(&mut f.v, bv, m)?;
+        }
+        b.rope_attention(c, kv, i, (&mut f.q, &mut f.k, &f.v), m, pos, &mut f.att)?;
+        b.matmul_add(&l.wo, &f.att, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
+        b.norm_swiglu(&f.x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), &mut f.xn, &mut f.gate, &mut f.up, m * c.n_ff)?;
+        b.matmul_add(&l.down, &f.gate, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
+    }
+    Ok(())
+}
+
+/// The logits of row `r` of `f.x` into `f.logits`.
+fn logits_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, f: &mut Buffers<B>, r: usize) -> Result<()> {
+    if r == 0 {
+        return b.norm_matmuls(&f.x, &w.output_norm, c.eps, 1, &[&w.output], &mut f.last, &mut [&mut f.logits]);
+    }
+    b.copy_row(&f.x, r, c.n_embd, &mut f.xn)?;
+    b.norm_matmuls(&f.xn, &w.output_norm, c.eps, 1, &[&w.output], &mut f.last, &mut [&mut f.logits])
 }
 
 /// A session with its backend type erased, for code that picks the backend at run time

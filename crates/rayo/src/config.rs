@@ -8,6 +8,15 @@
 //! | `RAYO_WGPU_SPIN_US` | an integer in `0..=1000000` (µs a readback polls before it blocks) | 200 |
 //! | `RAYO_WGPU_EW_ITEMS` | `1 2 4` (items per invocation of element-wise kernels) | 2 |
 //! | `RAYO_WGPU_REDUCE_GROUPS` | an integer in `64..=65535` (workgroups of a reduction stage) | 2048 |
+//! | `RAYO_WGPU_LANES` | `1 2 4 8 16 32 64` (lanes per row of the LLM engine's wgpu products) | 1 on a CPU adapter, else 16 |
+//! | `RAYO_WGPU_FUSE` | a boolean (the LLM engine's fused wgpu kernels) | on |
+//! | `RAYO_WGPU_F16` | `auto`, or a boolean (the LLM engine's f16 wgpu kernels, where the GPU has `shader-f16`) | `auto`: on, except on CPU adapters |
+//! | `RAYO_CUDA_PDL` | a boolean (programmatic dependent launch on Hopper) | on |
+//! | `RAYO_CUDA_MATVEC` | `auto block warp` (a block or a warp per row of the quantized products) | `auto` |
+//! | `RAYO_CUDA_GRAPHS` | a boolean (the LLM engine records a one-token step once and replays it) | on |
+//! | `RAYO_CUDA_FUSED_ROPE` | a boolean (a decoding step's RoPE, KV store and attention in one launch) | on |
+//! | `RAYO_CUDA_PREFILL` | `auto mma f32` (a prompt's products: `wgmma` on Hopper, `mma.sync`, or exact fp32) | `auto` |
+//! | `RAYO_CUDA_DECODE` | `auto f32 f16 q8` (the activations a decoding step's products take) | `auto`: q8 from 1024 values a row |
 //!
 //! A value rayo does not understand is not ignored silently: it is reported once, through the
 //! `log` crate at warn level (naming the variable, the value and what is accepted), and the
@@ -37,6 +46,46 @@ pub struct Config {
     pub wgpu_ew_items: u32,
     /// `RAYO_WGPU_REDUCE_GROUPS`: the most workgroups of a reduction stage.
     pub wgpu_reduce_groups: usize,
+    /// `RAYO_WGPU_LANES`: lanes per row of the LLM engine's wgpu products (`None`: by adapter).
+    pub wgpu_lanes: Option<usize>,
+    /// `RAYO_WGPU_FUSE`: the LLM engine's fused wgpu kernels.
+    pub wgpu_fuse: bool,
+    /// `RAYO_WGPU_F16`: the LLM engine's f16 wgpu kernels (`None`: by adapter).
+    pub wgpu_f16: Option<bool>,
+    /// `RAYO_CUDA_PDL`: programmatic dependent launch on Hopper.
+    pub cuda_pdl: bool,
+    /// `RAYO_CUDA_MATVEC`: a block per row of the quantized products (`Some(true)`), a warp
+    /// (`Some(false)`), or by shape (`None`).
+    pub cuda_matvec_block: Option<bool>,
+    /// `RAYO_CUDA_GRAPHS`: the LLM engine records a one-token step once and replays it.
+    pub cuda_graphs: bool,
+    /// `RAYO_CUDA_FUSED_ROPE`: a decoding step's RoPE, KV store and attention in one launch.
+    pub cuda_fused_rope: bool,
+    /// `RAYO_CUDA_PREFILL`: the GEMM a prompt's products run on.
+    pub cuda_prefill: CudaPrefill,
+    /// `RAYO_CUDA_DECODE`: the activations a decoding step's products take.
+    pub cuda_decode: CudaDecode,
+}
+
+/// `RAYO_CUDA_PREFILL`: the GEMM of the LLM engine's prompt products on CUDA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CudaPrefill {
+    /// Tensor cores: Hopper's `wgmma` where the device has it, else `mma.sync`.
+    Auto,
+    /// Tensor cores through `mma.sync` on every device.
+    Mma,
+    /// The exact fp32 kernels.
+    F32,
+}
+
+/// `RAYO_CUDA_DECODE`: the activations of the LLM engine's decoding products on CUDA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CudaDecode {
+    /// 8 bits on wide models, f32 on narrow ones.
+    Auto,
+    F32,
+    F16,
+    Q8,
 }
 
 /// One environment variable rayo reads: its name, what it accepts, its default.
@@ -53,17 +102,39 @@ const BLOCK_ACCEPTS: &str = "an integer in 8..=65536";
 const SPIN_ACCEPTS: &str = "an integer in 0..=1000000";
 const EW_ACCEPTS: &str = "1|2|4";
 const GROUPS_ACCEPTS: &str = "an integer in 64..=65535";
+const LANES_ACCEPTS: &str = "1|2|4|8|16|32|64";
+const AUTO_BOOL_ACCEPTS: &str = "auto, or 1|true|yes|on or 0|false|no|off";
+const MATVEC_ACCEPTS: &str = "auto|block|warp";
+const PREFILL_ACCEPTS: &str = "auto|mma|f32";
+const DECODE_ACCEPTS: &str = "auto|f32|f16|q8";
 
 impl Default for Config {
     /// What an empty environment gives.
     fn default() -> Config {
-        Config { backend: None, force_cpu: false, gemm_kc: None, gemm_mc: None, wgpu_spin_us: 200, wgpu_ew_items: 2, wgpu_reduce_groups: 2048 }
+        Config {
+            backend: None,
+            force_cpu: false,
+            gemm_kc: None,
+            gemm_mc: None,
+            wgpu_spin_us: 200,
+            wgpu_ew_items: 2,
+            wgpu_reduce_groups: 2048,
+            wgpu_lanes: None,
+            wgpu_fuse: true,
+            wgpu_f16: None,
+            cuda_pdl: true,
+            cuda_matvec_block: None,
+            cuda_graphs: true,
+            cuda_fused_rope: true,
+            cuda_prefill: CudaPrefill::Auto,
+            cuda_decode: CudaDecode::Auto,
+        }
     }
 }
 
 impl Config {
     /// Every variable [`Config`] reads.
-    pub const VARS: [EnvVar; 7] = [
+    pub const VARS: [EnvVar; 16] = [
         EnvVar { name: "RAYO_BACKEND", accepts: BACKEND_ACCEPTS, default: "auto" },
         EnvVar { name: "RAYO_FORCE_CPU", accepts: BOOL_ACCEPTS, default: "0" },
         EnvVar { name: "RAYO_GEMM_KC", accepts: BLOCK_ACCEPTS, default: "from the L2 size" },
@@ -71,6 +142,15 @@ impl Config {
         EnvVar { name: "RAYO_WGPU_SPIN_US", accepts: SPIN_ACCEPTS, default: "200" },
         EnvVar { name: "RAYO_WGPU_EW_ITEMS", accepts: EW_ACCEPTS, default: "2" },
         EnvVar { name: "RAYO_WGPU_REDUCE_GROUPS", accepts: GROUPS_ACCEPTS, default: "2048" },
+        EnvVar { name: "RAYO_WGPU_LANES", accepts: LANES_ACCEPTS, default: "1 on a CPU adapter, else 16" },
+        EnvVar { name: "RAYO_WGPU_FUSE", accepts: BOOL_ACCEPTS, default: "1" },
+        EnvVar { name: "RAYO_WGPU_F16", accepts: AUTO_BOOL_ACCEPTS, default: "auto" },
+        EnvVar { name: "RAYO_CUDA_PDL", accepts: BOOL_ACCEPTS, default: "1" },
+        EnvVar { name: "RAYO_CUDA_MATVEC", accepts: MATVEC_ACCEPTS, default: "auto" },
+        EnvVar { name: "RAYO_CUDA_GRAPHS", accepts: BOOL_ACCEPTS, default: "1" },
+        EnvVar { name: "RAYO_CUDA_FUSED_ROPE", accepts: BOOL_ACCEPTS, default: "1" },
+        EnvVar { name: "RAYO_CUDA_PREFILL", accepts: PREFILL_ACCEPTS, default: "auto" },
+        EnvVar { name: "RAYO_CUDA_DECODE", accepts: DECODE_ACCEPTS, default: "auto" },
     ];
 
     /// The configuration of this process: the environment, read on first use and then fixed.
@@ -125,13 +205,42 @@ impl Config {
                 _ => problems.push(Error::InvalidEnv { var: "RAYO_WGPU_EW_ITEMS", value: v, expected: EW_ACCEPTS }),
             }
         }
-        if let Some(v) = get("RAYO_FORCE_CPU") {
-            match v.trim().to_ascii_lowercase().as_str() {
-                "1" | "true" | "yes" | "on" => c.force_cpu = true,
-                "0" | "false" | "no" | "off" => c.force_cpu = false,
-                _ => problems.push(Error::InvalidEnv { var: "RAYO_FORCE_CPU", value: v, expected: BOOL_ACCEPTS }),
+        // a value from a fixed list of spellings (case-insensitive), else reported
+        let mut choice = |var: &'static str, accepts: &'static str, table: &[(&str, u8)]| -> Option<u8> {
+            let v = get(var)?;
+            let key = v.trim().to_ascii_lowercase();
+            match table.iter().find(|(name, _)| *name == key) {
+                Some(&(_, x)) => Some(x),
+                None => {
+                    problems.push(Error::InvalidEnv { var, value: v, expected: accepts });
+                    None
+                }
             }
-        }
+        };
+        const BOOL: &[(&str, u8)] = &[("1", 1), ("true", 1), ("yes", 1), ("on", 1), ("0", 0), ("false", 0), ("no", 0), ("off", 0)];
+        const AUTO_BOOL: &[(&str, u8)] = &[("auto", 2), ("1", 1), ("true", 1), ("yes", 1), ("on", 1), ("0", 0), ("false", 0), ("no", 0), ("off", 0)];
+        let mut flag = |var: &'static str, default: bool| choice(var, BOOL_ACCEPTS, BOOL).map_or(default, |x| x == 1);
+        c.force_cpu = flag("RAYO_FORCE_CPU", false);
+        c.wgpu_fuse = flag("RAYO_WGPU_FUSE", true);
+        c.cuda_pdl = flag("RAYO_CUDA_PDL", true);
+        c.cuda_graphs = flag("RAYO_CUDA_GRAPHS", true);
+        c.cuda_fused_rope = flag("RAYO_CUDA_FUSED_ROPE", true);
+        let lanes = [("1", 1), ("2", 2), ("4", 4), ("8", 8), ("16", 16), ("32", 32), ("64", 64)];
+        c.wgpu_lanes = choice("RAYO_WGPU_LANES", LANES_ACCEPTS, &lanes).map(usize::from);
+        c.wgpu_f16 = choice("RAYO_WGPU_F16", AUTO_BOOL_ACCEPTS, AUTO_BOOL).and_then(|x| (x != 2).then_some(x == 1));
+        c.cuda_matvec_block =
+            choice("RAYO_CUDA_MATVEC", MATVEC_ACCEPTS, &[("auto", 2), ("block", 1), ("warp", 0)]).and_then(|x| (x != 2).then_some(x == 1));
+        c.cuda_prefill = match choice("RAYO_CUDA_PREFILL", PREFILL_ACCEPTS, &[("auto", 0), ("mma", 1), ("f32", 2)]) {
+            Some(1) => CudaPrefill::Mma,
+            Some(2) => CudaPrefill::F32,
+            _ => CudaPrefill::Auto,
+        };
+        c.cuda_decode = match choice("RAYO_CUDA_DECODE", DECODE_ACCEPTS, &[("auto", 0), ("f32", 1), ("f16", 2), ("q8", 3)]) {
+            Some(1) => CudaDecode::F32,
+            Some(2) => CudaDecode::F16,
+            Some(3) => CudaDecode::Q8,
+            _ => CudaDecode::Auto,
+        };
         (c, problems)
     }
 }
@@ -146,7 +255,28 @@ impl fmt::Display for Config {
         writeln!(f, "RAYO_GEMM_MC={}", opt(self.gemm_mc))?;
         writeln!(f, "RAYO_WGPU_SPIN_US={}", self.wgpu_spin_us)?;
         writeln!(f, "RAYO_WGPU_EW_ITEMS={}", self.wgpu_ew_items)?;
-        write!(f, "RAYO_WGPU_REDUCE_GROUPS={}", self.wgpu_reduce_groups)
+        writeln!(f, "RAYO_WGPU_REDUCE_GROUPS={}", self.wgpu_reduce_groups)?;
+        let auto_bool = |x: Option<bool>| x.map_or("auto", |b| if b { "1" } else { "0" });
+        writeln!(f, "RAYO_WGPU_LANES={}", opt(self.wgpu_lanes))?;
+        writeln!(f, "RAYO_WGPU_FUSE={}", u8::from(self.wgpu_fuse))?;
+        writeln!(f, "RAYO_WGPU_F16={}", auto_bool(self.wgpu_f16))?;
+        writeln!(f, "RAYO_CUDA_PDL={}", u8::from(self.cuda_pdl))?;
+        writeln!(f, "RAYO_CUDA_MATVEC={}", self.cuda_matvec_block.map_or("auto", |b| if b { "block" } else { "warp" }))?;
+        writeln!(f, "RAYO_CUDA_GRAPHS={}", u8::from(self.cuda_graphs))?;
+        writeln!(f, "RAYO_CUDA_FUSED_ROPE={}", u8::from(self.cuda_fused_rope))?;
+        let prefill = match self.cuda_prefill {
+            CudaPrefill::Auto => "auto",
+            CudaPrefill::Mma => "mma",
+            CudaPrefill::F32 => "f32",
+        };
+        writeln!(f, "RAYO_CUDA_PREFILL={prefill}")?;
+        let decode = match self.cuda_decode {
+            CudaDecode::Auto => "auto",
+            CudaDecode::F32 => "f32",
+            CudaDecode::F16 => "f16",
+            CudaDecode::Q8 => "q8",
+        };
+        write!(f, "RAYO_CUDA_DECODE={decode}")
     }
 }
 
@@ -192,13 +322,27 @@ mod tests {
             ("RAYO_WGPU_SPIN_US", "0"),
             ("RAYO_WGPU_EW_ITEMS", "4"),
             ("RAYO_WGPU_REDUCE_GROUPS", "64"),
+            ("RAYO_WGPU_LANES", "8"),
+            ("RAYO_WGPU_FUSE", "off"),
+            ("RAYO_WGPU_F16", "Auto"),
+            ("RAYO_CUDA_PDL", "0"),
+            ("RAYO_CUDA_MATVEC", "warp"),
+            ("RAYO_CUDA_GRAPHS", "no"),
+            ("RAYO_CUDA_FUSED_ROPE", "false"),
+            ("RAYO_CUDA_PREFILL", "MMA"),
+            ("RAYO_CUDA_DECODE", "q8"),
         ]);
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(c.backend, Some(Backend::Scalar));
         assert!(c.force_cpu);
         assert_eq!((c.gemm_kc, c.gemm_mc), (Some(256), Some(96)));
         assert_eq!((c.wgpu_spin_us, c.wgpu_ew_items, c.wgpu_reduce_groups), (0, 4, 64));
-        assert!(c.to_string().contains("RAYO_GEMM_KC=256"), "{c}");
+        assert_eq!((c.wgpu_lanes, c.wgpu_fuse, c.wgpu_f16), (Some(8), false, None));
+        assert_eq!((c.cuda_pdl, c.cuda_matvec_block, c.cuda_graphs, c.cuda_fused_rope), (false, Some(false), false, false));
+        assert_eq!((c.cuda_prefill, c.cuda_decode), (CudaPrefill::Mma, CudaDecode::Q8));
+        let shown = c.to_string();
+        assert!(shown.contains("RAYO_GEMM_KC=256") && shown.contains("RAYO_CUDA_PREFILL=mma") && shown.contains("RAYO_WGPU_LANES=8"), "{c}");
+        assert_eq!(shown.lines().count(), Config::VARS.len(), "{c}");
     }
 
     #[test]
@@ -211,6 +355,15 @@ mod tests {
             ("RAYO_WGPU_SPIN_US", "1e9"),
             ("RAYO_WGPU_EW_ITEMS", "3"),
             ("RAYO_WGPU_REDUCE_GROUPS", "65536"),
+            ("RAYO_WGPU_LANES", "3"),
+            ("RAYO_WGPU_FUSE", "2"),
+            ("RAYO_WGPU_F16", "half"),
+            ("RAYO_CUDA_PDL", "yes please"),
+            ("RAYO_CUDA_MATVEC", "thread"),
+            ("RAYO_CUDA_GRAPHS", "-1"),
+            ("RAYO_CUDA_FUSED_ROPE", "x"),
+            ("RAYO_CUDA_PREFILL", "wgmma"),
+            ("RAYO_CUDA_DECODE", "q4"),
         ];
         let (c, e) = parse(&bad);
         assert_eq!(c, Config::default());

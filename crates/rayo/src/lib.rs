@@ -44,7 +44,7 @@ mod tensor;
 mod vector;
 
 pub use backend::{force_cpu, Backend};
-pub use config::{Config, EnvVar};
+pub use config::{Config, CudaDecode, CudaPrefill, EnvVar};
 pub use cpu::parallel::{max_threads, set_max_threads, Par};
 pub use cpu::pool::{buffer_reuse, set_buffer_reuse};
 pub use error::{ArgValue, Error, ErrorSource, Result};

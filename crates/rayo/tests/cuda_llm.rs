@@ -76,7 +76,7 @@ fn quantized_matvec_matches_f64_for_every_format() {
             assert!(got[m * rows..].iter().all(|v| v.is_nan()), "qmatvec {fmt:?} wrote past its rows");
             // the token embedding dequantizes rows of the same table exactly as the CPU does
             let ids: Vec<u32> = (0..m as u32).map(|i| (i * 7 + 3) % rows as u32).collect();
-            let mut inputs = rayo::cuda::StepInputs::new(dev, m).unwrap();
+            let mut inputs = rayo::cuda::StepInputs::new(dev, m, m, rows).unwrap();
             inputs.write(dev, &ids, 0).unwrap();
             let mut e = poisoned(dev, m * cols + 1);
             dev.embed_rows(fmt, &w, rows, cols, &inputs, m, &mut e).unwrap();
@@ -429,7 +429,7 @@ fn fused_rope_attention_step_agrees_with_the_two_launches() {
             })
             .collect();
         let table = dev.upload(&table).unwrap();
-        let mut inputs = StepInputs::new(dev, positions).unwrap();
+        let mut inputs = StepInputs::new(dev, positions, positions, 1).unwrap();
         let (mut kc, mut vc) =
             ([dev.zero_bytes(bytes).unwrap(), dev.zero_bytes(bytes).unwrap()], [dev.zero_bytes(bytes).unwrap(), dev.zero_bytes(bytes).unwrap()]);
         // earlier positions
@@ -530,7 +530,7 @@ fn flash_attention_matches_f64() {
                 }
             }
         }
-        let mut inputs = StepInputs::new(dev, m).unwrap();
+        let mut inputs = StepInputs::new(dev, m, shape.positions, 1).unwrap();
         inputs.write(dev, &vec![0; m], pos0).unwrap();
         let qb = dev.upload(&q).unwrap();
         let mut out = poisoned(dev, m * n_head * hd + 1);

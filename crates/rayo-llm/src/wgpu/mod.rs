@@ -101,20 +101,16 @@ impl Wgpu {
     /// [`GpuDevice::with_binding_limit`] lowers it).
     pub fn with_device(dev: GpuDevice, file: Arc<GgufFile>) -> Wgpu {
         let limit = dev.max_binding_bytes();
-        let lanes = match std::env::var("RAYO_WGPU_LANES").ok().and_then(|v| v.parse::<usize>().ok()) {
-            Some(n) if n.is_power_of_two() && n <= 64 => n,
-            _ if dev.adapter_info().device_type == "cpu" => 1,
-            _ => 16,
+        let knobs = rayo::Config::get();
+        let lanes = match knobs.wgpu_lanes {
+            Some(n) => n,
+            None if dev.adapter_info().device_type == "cpu" => 1,
+            None => 16,
         };
-        let fuse = std::env::var("RAYO_WGPU_FUSE").map_or(true, |v| v != "0");
+        let fuse = knobs.wgpu_fuse;
         // f16 kernels on GPUs with shader-f16; not on CPU adapters, where it is emulated (lavapipe
         // decodes 12 times slower with it); RAYO_WGPU_F16=1 or 0 decides instead
-        let f16 = dev.has_shader_f16()
-            && match std::env::var("RAYO_WGPU_F16").as_deref() {
-                Ok("1") => true,
-                Ok("0") => false,
-                _ => dev.adapter_info().device_type != "cpu",
-            };
+        let f16 = dev.has_shader_f16() && knobs.wgpu_f16.unwrap_or(dev.adapter_info().device_type != "cpu");
         Wgpu {
             rec: Recorder::new(dev.clone()),
             dev,

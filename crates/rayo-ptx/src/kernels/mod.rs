@@ -1,6 +1,7 @@
 //! The kernel library: each kernel is a Rust value of its parameters (shape, tile, options) that
 //! builds a checked [`PtxKernel`] for a target SM.
 
+mod add_rows;
 mod argmax;
 mod attention;
 mod common;
@@ -23,6 +24,7 @@ mod top_k;
 mod wgmma_attention;
 mod wgmma_gemm;
 
+pub use add_rows::AddRowsKernel;
 pub use argmax::ArgmaxKernel;
 pub use attention::{AttentionKernel, KvStoreKernel};
 pub use copy::CopyColsKernel;
@@ -127,6 +129,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     }
     v.extend([64, 128].map(|hd| Box::new(FlashAttentionKernel::new(hd).expect("64 and 128")) as Box<dyn Kernel>));
     v.push(Box::new(CopyColsKernel));
+    v.push(Box::new(AddRowsKernel));
     v.push(Box::new(ArgmaxKernel));
     v.push(Box::new(TopKKernel));
     for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {

@@ -40,6 +40,7 @@ impl CudaDevice {
     }
 
     fn check_size(&self, op: &'static str, len: usize) -> Result<()> {
+        self.check_not_capturing(op)?;
         let bytes = (len as u64).saturating_mul(4);
         if bytes > self.info().total_memory || len > u32::MAX as usize {
             let limit = self.info().total_memory.min(u32::MAX as u64 * 4);
@@ -126,6 +127,7 @@ impl CudaDevice {
     }
 
     fn check_bytes(&self, op: &'static str, len: usize) -> Result<()> {
+        self.check_not_capturing(op)?;
         if len as u64 > self.info().total_memory {
             return Err(Error::BufferTooLarge { op, bytes: len as u64, limit: self.info().total_memory });
         }

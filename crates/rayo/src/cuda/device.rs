@@ -6,7 +6,7 @@ use cudarc::driver::{sys, CudaContext, CudaEvent, CudaFunction, CudaStream};
 use rayo_ptx::kernels::Kernel;
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Ids of `CudaDevice` values (each has its own stream), starting at 1.
@@ -56,6 +56,10 @@ pub struct CudaDevice {
     /// overlap the previous kernel (Hopper; `RAYO_CUDA_PDL=0` turns it off).
     pdl: bool,
     cache: Mutex<HashMap<(TypeId, String), Loaded>>,
+    /// Whether the stream is recording a graph: allocations are refused meanwhile (a stream-
+    /// ordered allocation inside a capture hands out an address that is not backed until the
+    /// graph is launched).
+    pub(crate) capturing: AtomicBool,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -101,8 +105,8 @@ impl CudaDevice {
         // PTX for sm_90 runs (JIT-compiled) on every later chip; earlier chips get their own.
         let sm = ((cc.0 * 10 + cc.1) as u32).min(90);
         let id = NEXT_DEVICE.fetch_add(1, Ordering::Relaxed);
-        let pdl = sm >= 90 && std::env::var("RAYO_CUDA_PDL").map_or(true, |v| v != "0");
-        Ok(CudaDevice { ctx, stream, id, info, sm, pdl, cache: Mutex::new(HashMap::new()) })
+        let pdl = sm >= 90 && crate::Config::get().cuda_pdl;
+        Ok(CudaDevice { ctx, stream, id, info, sm, pdl, cache: Mutex::new(HashMap::new()), capturing: AtomicBool::new(false) })
     }
 
     /// The process-wide device 0, opened once (lazily). The error is remembered too.
@@ -122,6 +126,15 @@ impl CudaDevice {
     }
 
     /// An error unless `owner` (a buffer's device id) is this device.
+    /// An error while the stream records a graph (see [`CudaDevice::begin_capture`]): `op`
+    /// would allocate, which a recording cannot hold.
+    pub(crate) fn check_not_capturing(&self, op: &'static str) -> Result<()> {
+        if self.capturing.load(Ordering::Acquire) {
+            return Err(Error::Device { api: "cuda", message: format!("{op}: no allocation while the device's stream records a graph") });
+        }
+        Ok(())
+    }
+
     pub(crate) fn check_owner(&self, op: &'static str, owner: u64) -> Result<()> {
         if owner == self.id {
             Ok(())

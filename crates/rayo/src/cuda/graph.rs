@@ -23,7 +23,6 @@ use super::device::CudaDevice;
 use super::ffi::drv;
 use super::Expr;
 use crate::error::{Error, Result};
-use cudarc::driver::sys;
 use rayo_ptx::kernels::GemmKernel;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -190,14 +189,11 @@ impl<'d> GraphBuilder<'d> {
             run(dev, &mut self.bufs, s)?;
         }
         dev.synchronize()?;
-        dev.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(drv)?;
+        dev.begin_capture()?;
         let recorded = self.steps.iter().try_for_each(|s| run(dev, &mut self.bufs, s));
-        let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
-        let ended = dev.stream.end_capture(flags).map_err(drv);
+        let ended = dev.end_capture();
         recorded?;
-        let graph = ended?.ok_or(Error::Device { api: "cuda", message: "stream capture produced no graph".into() })?;
-        graph.upload().map_err(drv)?;
-        Ok(CudaGraph { dev, id: self.id, bufs: self.bufs, steps: self.steps.len(), graph })
+        Ok(CudaGraph { dev, id: self.id, bufs: self.bufs, steps: self.steps.len(), graph: ended?.graph })
     }
 }
 

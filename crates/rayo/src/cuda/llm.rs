@@ -11,7 +11,8 @@ use super::ffi::{launch, Arg};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use rayo_ptx::kernels::{
-    AttentionKernel, CopyColsKernel, DecodeAttentionKernel, DequantTKernel, EmbedKernel, GemmKernel, KvStoreKernel, NormKernel, NormKind, RopeKernel,
+    AddRowsKernel, AttentionKernel, CopyColsKernel, DecodeAttentionKernel, DequantTKernel, EmbedKernel, GemmKernel, KvStoreKernel, NormKernel,
+    NormKind, RopeKernel,
 };
 
 pub use rayo_ptx::kernels::{ActFormat, Epilogue, QFormat, QMatvecKernel, RopePairs};
@@ -80,28 +81,44 @@ pub(super) fn room(op: &'static str, have: usize, need: usize) -> Result<()> {
 /// A pass's inputs where the kernels read them: the token ids and the first row's position, in
 /// device memory, so that a captured graph of a pass replays for any token at any position.
 /// The host side remembers what it wrote, and each launch checks its sizes against that.
+///
+/// A recorded pass reads these without the host's checks, so every write is checked against
+/// what any pass over them may index: `pos0 + rows` within the cache's positions, every id
+/// below the embedding table's rows.
 pub struct StepInputs {
     tokens: DeviceBytes,
     pub(super) pos: DeviceBytes,
     /// (position, rows) last written, and the largest id.
     written: (usize, usize),
     max_id: u32,
+    /// The positions a pass may reach and the ids it may embed.
+    positions: usize,
+    vocab: usize,
     device: u64,
 }
 
 impl StepInputs {
-    /// Room for passes of up to `max_rows` tokens.
-    pub fn new(dev: &CudaDevice, max_rows: usize) -> Result<StepInputs> {
+    /// Room for passes of up to `max_rows` tokens, at positions below `positions`, of ids below
+    /// `vocab`.
+    pub fn new(dev: &CudaDevice, max_rows: usize, positions: usize, vocab: usize) -> Result<StepInputs> {
         let bytes = prod("cuda StepInputs", &[max_rows.max(1), 4])?;
-        Ok(StepInputs { tokens: dev.zero_bytes(bytes)?, pos: dev.zero_bytes(4)?, written: (0, 0), max_id: 0, device: dev.id() })
+        Ok(StepInputs { tokens: dev.zero_bytes(bytes)?, pos: dev.zero_bytes(4)?, written: (0, 0), max_id: 0, positions, vocab, device: dev.id() })
     }
 
     /// Writes the ids and the first position of the next pass (queued on the device's stream,
-    /// before the pass's work).
+    /// before the pass's work). Errors, with nothing written: more rows than it has room for,
+    /// `pos0 + rows` past its positions, an id past its vocabulary.
     pub fn write(&mut self, dev: &CudaDevice, tokens: &[u32], pos0: usize) -> Result<()> {
         const OP: &str = "cuda StepInputs::write";
         dev.check_owner(OP, self.device)?;
         room(OP, self.tokens.len() / 4, tokens.len())?;
+        let end = pos0.checked_add(tokens.len()).ok_or(Error::SizeOverflow { op: OP, dims: vec![pos0, tokens.len()] })?;
+        if end > self.positions {
+            return Err(Error::LengthMismatch { op: OP, expected: self.positions, actual: end });
+        }
+        if let Some(&t) = tokens.iter().find(|&&t| t as usize >= self.vocab) {
+            return Err(Error::InvalidArgument { op: OP, name: "token", value: (t as usize).into(), reason: "past the vocabulary" });
+        }
         let p = u32_of(OP, "pos0", pos0)?;
         let ids: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
         if !ids.is_empty() {
@@ -130,7 +147,7 @@ impl StepInputs {
 
 /// A captured stream of work (one decoding step), replayed with one driver call.
 pub struct Replay {
-    graph: cudarc::driver::CudaGraph,
+    pub(super) graph: cudarc::driver::CudaGraph,
 }
 
 impl Replay {
@@ -148,16 +165,25 @@ impl Replay {
 impl CudaDevice {
     /// Starts recording this device's stream: the work queued until [`CudaDevice::end_capture`]
     /// is recorded, not run. Kernels must be loaded and buffers allocated before (a pass run
-    /// once uncaptured does both).
+    /// once uncaptured does both): meanwhile every allocation on this device is an error, and
+    /// so is a second recording.
     pub fn begin_capture(&self) -> Result<()> {
-        self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(drv)
+        if self.capturing.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return Err(Error::Device { api: "cuda", message: "begin_capture: the stream is already recording".into() });
+        }
+        let begun = self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(drv);
+        if begun.is_err() {
+            self.capturing.store(false, std::sync::atomic::Ordering::Release);
+        }
+        begun
     }
 
     /// Ends the recording (see [`CudaDevice::begin_capture`]) as an instantiated graph.
     pub fn end_capture(&self) -> Result<Replay> {
         let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
-        let graph =
-            self.stream.end_capture(flags).map_err(drv)?.ok_or(Error::Device { api: "cuda", message: "stream capture produced no graph".into() })?;
+        let ended = self.stream.end_capture(flags).map_err(drv);
+        self.capturing.store(false, std::sync::atomic::Ordering::Release);
+        let graph = ended?.ok_or(Error::Device { api: "cuda", message: "stream capture produced no graph".into() })?;
         graph.upload().map_err(drv)?;
         Ok(Replay { graph })
     }
@@ -292,12 +318,7 @@ impl CudaDevice {
         // Q4_K on 8 bits, whose 32-value items would leave most of a block idle (H100,
         // Llama-3.2-1B's shape in Q4_K: 1,294 tokens/s against 1,048 with a block per row;
         // `RAYO_CUDA_MATVEC=warp|block` forces either)
-        static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-        let forced = FORCED.get_or_init(|| match std::env::var("RAYO_CUDA_MATVEC").as_deref() {
-            Ok("warp") => Some(false),
-            Ok("block") => Some(true),
-            _ => None,
-        });
+        let forced = crate::Config::get().cuda_matvec_block;
         let wide_items = k.activations() == ActFormat::Q8 && k.format() == QFormat::Q4_K;
         let block = forced.unwrap_or(m == 1 && total < 8192 && !wide_items);
         let k = k.per_block(block);
@@ -361,6 +382,23 @@ impl CudaDevice {
         let cp = CopyColsKernel;
         let f = self.loaded(&cp)?;
         launch(&self.stream, &f, cp.launch(total as u32), &mut [Arg::In(&yp.slice), Arg::Out(&mut y.slice), u(rows), u(ld), u(total)])
+    }
+
+    /// `x[r] += b` for the first `m` rows of `x` (rows of `b.len()` values): a projection's bias
+    /// over a batch, in one launch (a recorded step may hold it).
+    pub fn add_rows(&self, x: &mut DeviceBuffer, b: &DeviceBuffer, m: usize) -> Result<()> {
+        const OP: &str = "cuda add_rows";
+        self.owns(OP, &[x, b])?;
+        let total = prod(OP, &[m, b.len()])?;
+        room(OP, x.len(), total)?;
+        u32_of(OP, "x", prod(OP, &[total, 4])?)?;
+        if total == 0 {
+            return Ok(());
+        }
+        let k = AddRowsKernel;
+        let f = self.loaded(&k)?;
+        let mut args = [Arg::Out(&mut x.slice), Arg::In(&b.slice), Arg::U32(b.len() as u32), Arg::U32(total as u32)];
+        launch(&self.stream, &f, k.launch(total as u32), &mut args)
     }
 
     /// RMSNorm of the first `m` rows of `x` (`cols` values each) into `out`.

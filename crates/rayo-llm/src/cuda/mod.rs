@@ -1,0 +1,687 @@
+//! The CUDA backend (feature `cuda`): weights uploaded once, as the file holds them, and
+//! multiplied in place by rayo's PTX kernels ([`rayo::cuda`]); activations, the KV cache and
+//! RoPE's angle table live on the device. The host sends token rows and reads logits.
+//!
+//! Every format of the CPU engine (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K–Q6_K)
+//! is uploaded as the file holds it and read in place by the kernels.
+//!
+//! A decoding step's products read the quantized weights in place (the matvec kernels). A
+//! prompt's run on the tensor cores: each matrix dequantized to f16 once, on first use, and
+//! kept (within a quarter of the device's memory); attention is flash attention over the f16
+//! cache. The GEMM is chosen by the device's compute capability: on 9.0 (Hopper), for inputs
+//! of at least [`WGMMA_MIN_COLS`] values a row, Hopper's `wgmma` GEMM over activations rounded
+//! to f16 once per product input (with the RMSNorm before them, in the same launch);
+//! elsewhere the `mma.sync` GEMM that rounds the f32 activations as it reads them.
+//! `RAYO_CUDA_PREFILL=mma` keeps `mma.sync` on Hopper too, `RAYO_CUDA_PREFILL=f32` runs a
+//! prompt on the exact fp32 kernels instead.
+//!
+//! A decoding step's products take f32 activations (the norm computed inside the product: one
+//! launch per product) or, on models of at least [`Q8_MIN_WIDTH`] values a row, 8-bit ones
+//! (one more launch per product input, which quantizes; `dp4a` in the product, for Q4_0,
+//! Q4_1, Q8_0, Q4_K and Q6_K weights). `RAYO_CUDA_DECODE=f32|q8|f16` picks one for any model
+//! (f16: the inputs rounded to f16 by that extra launch, for every format; measured slower
+//! than both, kept for the comparison).
+
+mod memory;
+mod products;
+
+pub use memory::CudaBuf;
+
+use crate::backend::{Backend, KvType};
+use crate::config::{Config, RopeStyle};
+use crate::weights::WeightRef;
+use memory::{Arena, Held};
+use products::attend;
+use rayo::cuda::{
+    ActFormat, AttentionShape, CudaDevice, DecodeScratch, DeviceBuffer, DeviceBytes, Expr, NarrowActivations, QFormat, Replay, RopePairs, StepInputs,
+};
+use rayo::gguf::GgufFile;
+use rayo::ops::{BinaryOp, UnaryOp};
+use rayo::quant::{self, GgmlType};
+use rayo::{Error, Result};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// A weight matrix on the device (kept by the backend that uploaded it for as long as it
+/// lives; usable only with that backend).
+pub struct CudaWeight {
+    owner: u64,
+    fmt: QFormat,
+    rows: usize,
+    cols: usize,
+    bytes: DeviceBytes,
+    /// The matrix dequantized to f16 for a prompt's products on the tensor cores, made by the
+    /// first one (while the copies fit [`Cuda`]'s budget; past it, into a scratch per product).
+    f16: OnceLock<DeviceBytes>,
+}
+
+/// A handle to the backend's KV cache (the caches of every layer live in the backend). A
+/// later [`Backend::kv_cache`] replaces the cache: the older handle is then refused.
+#[derive(Debug)]
+pub struct CudaKv {
+    owner: u64,
+    generation: u64,
+}
+
+/// The device state of the passes over one KV cache: the cache, and what its passes use.
+struct Context {
+    generation: u64,
+    shape: AttentionShape,
+    k: Vec<DeviceBytes>,
+    v: Vec<DeviceBytes>,
+    /// RoPE's `(cos, sin)` table for the cache's positions.
+    rope: DeviceBuffer,
+    /// The pass's token ids and first position.
+    inputs: StepInputs,
+    /// Scratch of a decoding step's attention (split over the positions).
+    scratch: DecodeScratch,
+    /// A product input in 8 bits or f16, when the decoding products take them.
+    narrow: Option<NarrowActivations>,
+}
+
+/// What a layer's attention uses of a [`Context`].
+struct LayerCache<'a> {
+    shape: AttentionShape,
+    kc: &'a mut DeviceBytes,
+    vc: &'a mut DeviceBytes,
+    rope: &'a DeviceBuffer,
+    inputs: &'a StepInputs,
+    scratch: &'a mut DecodeScratch,
+}
+
+impl Context {
+    /// Layer `layer`'s caches, with the pass's inputs and scratch.
+    fn layer(&mut self, layer: usize) -> Result<LayerCache<'_>> {
+        let layers = self.k.len();
+        match (self.k.get_mut(layer), self.v.get_mut(layer)) {
+            (Some(kc), Some(vc)) => Ok(LayerCache { shape: self.shape, kc, vc, rope: &self.rope, inputs: &self.inputs, scratch: &mut self.scratch }),
+            _ => Err(Error::Model { what: format!("layer {layer} is past the cache's {layers} layers") }),
+        }
+    }
+}
+
+fn no_context() -> Error {
+    Error::Model { what: "a pass before the KV cache was made".into() }
+}
+
+/// The CUDA backend of one model file.
+///
+/// It owns every byte a pass touches: weights (kept by name), activation buffers and vectors
+/// (an arena; callers hold [`CudaBuf`] handles), the KV cache (a [`CudaKv`] handle) and its
+/// own scratch. A recorded one-token step is dropped before any memory it may reference is
+/// freed or replaced, and nothing is allocated while a step records.
+pub struct Cuda {
+    dev: CudaDevice,
+    id: u64,
+    file: Arc<GgufFile>,
+    /// Uploaded weights by tensor name (a tied LM head is the embedding table, uploaded once).
+    weights: HashMap<String, Arc<CudaWeight>>,
+    /// Activation buffers and vectors, by handle.
+    arena: Arena,
+    /// The KV cache and what the passes over it use on the device (made by `kv_cache`).
+    context: Option<Context>,
+    generations: u64,
+    /// Spare buffers by length: an op writing `x` from `x` computes into a spare and swaps it
+    /// into `x`'s slot (never freed: a recording may hold either address).
+    spare: HashMap<usize, Vec<DeviceBuffer>>,
+    /// The recorded one-token step, and whether recording is on (`RAYO_CUDA_GRAPHS=0`: off).
+    graph: Option<Replay>,
+    graphs: bool,
+    /// Whether a one-token step has run (the next may be recorded: the first loads the kernels
+    /// and makes the scratch, which a recording cannot).
+    stepped_once: bool,
+    /// Device operations (kernels and copies) queued since the recording began: after it, the
+    /// recorded step's count.
+    ops: usize,
+    capturing: bool,
+    /// The GEMM path's scratch (a prompt's products): the transposed dequantized weights and
+    /// the padded product.
+    gemm: Option<(DeviceBuffer, DeviceBuffer)>,
+    /// A prompt's products and attention on the tensor cores (f16 operands); off
+    /// (`RAYO_CUDA_PREFILL=f32`): the exact fp32 GEMM and the one-block-per-row attention.
+    tensor_cores: bool,
+    /// On tensor cores: Hopper's `wgmma` GEMM (compute capability 9.0, unless
+    /// `RAYO_CUDA_PREFILL=mma`) rather than `mma.sync`, for inputs of at least this many values
+    /// a row ([`WGMMA_MIN_COLS`] by default).
+    wgmma: Option<usize>,
+    /// The `wgmma` products' input: a prompt's rows in f16, and the values it has room for.
+    x16: Option<(NarrowActivations, usize)>,
+    /// The tensor-core products' scratch: a matrix dequantized to f16 when its copy is not
+    /// kept.
+    half: Option<DeviceBytes>,
+    /// Bytes of the f16 copies kept, and the most they may take (a quarter of the device's
+    /// memory): within it a prompt dequantizes each matrix once, not once per product.
+    f16_kept: usize,
+    f16_budget: usize,
+    /// Sampling's results on the device (argmax: 3 words; top-k: 2k + 1).
+    sample_out: Option<DeviceBuffer>,
+    /// The activations a decoding step's products take: `None` decides by the model's width
+    /// when the cache is made (`RAYO_CUDA_DECODE` sets it).
+    decode_act: Option<ActFormat>,
+    /// A decoding step's RoPE, KV store and attention in one launch (`RAYO_CUDA_FUSED_ROPE=0`:
+    /// two).
+    fused_rope: bool,
+}
+
+/// From this many values per activation row on, a decoding step's products take 8-bit
+/// activations by default: there the products are bound by the f32 path's unpacking (a
+/// 1B-class model); below, by launches, which the quantizing adds.
+pub const Q8_MIN_WIDTH: usize = 1024;
+
+/// From this many values per input row on, a prompt's products run on Hopper's `wgmma` GEMM
+/// (where the device has it). Shorter rows make short tiles (a few 64-deep slices each), where
+/// the pipeline's fill and the epilogue outweigh the faster products: on an H100, SmolLM2-135M
+/// (rows of 576 and 1536) prefills at 0.86× `mma.sync`'s speed on `wgmma`, Llama-3.2-1B (2048
+/// and 8192) at 1.63× (docs/perf/issue14-hopper.md).
+pub const WGMMA_MIN_COLS: usize = 2048;
+
+/// From this many activation rows on, a product dequantizes its weights and runs the GEMM
+/// (below, the quantized matvec kernel takes each row).
+const GEMM_ROWS: usize = 16;
+
+impl Cuda {
+    /// A backend on CUDA device 0 for the weights of `file`. No driver or no device is an
+    /// error that names the CPU backend as the alternative.
+    pub fn new(file: Arc<GgufFile>) -> Result<Cuda> {
+        let dev = CudaDevice::new().map_err(|e| match e {
+            Error::NoDevice { reason, .. } => {
+                Error::NoDevice { api: "cuda", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") }
+            }
+            e => e,
+        })?;
+        let knobs = rayo::Config::get();
+        let tensor_cores = knobs.cuda_prefill != rayo::CudaPrefill::F32;
+        let wgmma = (dev.has_wgmma() && knobs.cuda_prefill == rayo::CudaPrefill::Auto).then_some(WGMMA_MIN_COLS);
+        let decode_act = match knobs.cuda_decode {
+            rayo::CudaDecode::Auto => None,
+            rayo::CudaDecode::F32 => Some(ActFormat::F32),
+            rayo::CudaDecode::F16 => Some(ActFormat::F16),
+            rayo::CudaDecode::Q8 => Some(ActFormat::Q8),
+        };
+        let id = memory::next_backend_id();
+        Ok(Cuda {
+            file,
+            id,
+            weights: HashMap::new(),
+            arena: Arena::new(id),
+            context: None,
+            generations: 0,
+            spare: HashMap::new(),
+            graph: None,
+            graphs: knobs.cuda_graphs,
+            stepped_once: false,
+            ops: 0,
+            capturing: false,
+            gemm: None,
+            tensor_cores,
+            wgmma,
+            x16: None,
+            half: None,
+            f16_kept: 0,
+            f16_budget: (dev.info().total_memory / 4) as usize,
+            sample_out: None,
+            decode_act,
+            fused_rope: knobs.cuda_fused_rope,
+            dev,
+        })
+    }
+
+    /// Whether a prompt's products and attention run on the tensor cores, with f16 operands
+    /// (the default, unless `RAYO_CUDA_PREFILL=f32`), or on the exact fp32 kernels.
+    pub fn with_tensor_cores(mut self, on: bool) -> Cuda {
+        self.tensor_cores = on;
+        self
+    }
+
+    /// Which of a prompt's tensor-core products run on Hopper's `wgmma` GEMM (only where the
+    /// device has it: compute capability 9.0) rather than `mma.sync`: those whose inputs have
+    /// at least `from_cols` values a row ([`WGMMA_MIN_COLS`] by default), or none.
+    pub fn with_wgmma(mut self, from_cols: Option<usize>) -> Cuda {
+        self.wgmma = from_cols.filter(|_| self.dev.has_wgmma());
+        self
+    }
+
+    /// The activations a decoding step's products take, for any model width (by default: 8
+    /// bits from [`Q8_MIN_WIDTH`] values a row on, f32 below, or as `RAYO_CUDA_DECODE` says).
+    /// Takes effect when the KV cache is made.
+    pub fn with_decode_activations(mut self, act: ActFormat) -> Cuda {
+        self.decode_act = Some(act);
+        self
+    }
+
+    /// Whether one-token steps are recorded once and replayed (the default, unless
+    /// `RAYO_CUDA_GRAPHS=0`).
+    pub fn with_graphs(mut self, on: bool) -> Cuda {
+        self.graphs = on;
+        self
+    }
+
+    /// The device the backend runs on.
+    pub fn device(&self) -> &CudaDevice {
+        &self.dev
+    }
+
+    fn context(&self) -> Result<&Context> {
+        self.context.as_ref().ok_or_else(no_context)
+    }
+
+    /// The context of the cache `kv` names: an error for a handle of another backend or of a
+    /// cache since replaced.
+    fn context_of(&mut self, kv: &CudaKv) -> Result<&mut Context> {
+        if kv.owner != self.id {
+            return Err(Error::ForeignBuffer { op: "cuda kv cache", owner: kv.owner, user: self.id });
+        }
+        match self.context.as_mut() {
+            Some(c) if c.generation == kv.generation => Ok(c),
+            _ => Err(Error::Model { what: "this KV cache was replaced by a later kv_cache call of its backend".into() }),
+        }
+    }
+
+    /// An error unless every weight was uploaded by this backend.
+    fn owns(&self, ws: &[&CudaWeight]) -> Result<()> {
+        match ws.iter().find(|w| w.owner != self.id) {
+            Some(w) => Err(Error::ForeignBuffer { op: "cuda weight", owner: w.owner, user: self.id }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `f` on the buffers of `ins` (read) and `outs` (written), taken out of the arena
+    /// for the call.
+    fn with<R>(
+        &mut self,
+        ins: &[&CudaBuf],
+        outs: &[&CudaBuf],
+        f: impl FnOnce(&mut Cuda, &[&DeviceBuffer], &mut [&mut DeviceBuffer]) -> Result<R>,
+    ) -> Result<R> {
+        let mut held = Held::take(&mut self.arena, ins, outs)?;
+        let r = {
+            let (ins, mut outs) = held.split();
+            f(self, &ins, &mut outs)
+        };
+        held.restore(&mut self.arena);
+        r
+    }
+
+    /// Drops the recorded step: memory it may reference is about to be replaced.
+    fn drop_recording(&mut self) {
+        self.graph = None;
+    }
+
+    /// Counts `n` device operations of the step being recorded.
+    fn count(&mut self, n: usize) {
+        if self.capturing {
+            self.ops += n;
+        }
+    }
+
+    /// `x = f(x, y)` element-wise over the first `len` values: computed into a spare of `x`'s
+    /// length, which then takes `x`'s slot (the old buffer becomes the spare).
+    fn combine_into(&mut self, e: &Expr, x: &CudaBuf, y: &CudaBuf, len: usize) -> Result<()> {
+        self.count(1);
+        let mut out = match self.spare.get_mut(&x.len()).and_then(Vec::pop) {
+            Some(b) => b,
+            None => self.dev.zeros(x.len())?,
+        };
+        let ran = self.with(&[x, y], &[], |s, ins, _| s.dev.elementwise_n(e, ins, &mut out, len));
+        let old = match ran {
+            Ok(()) => self.arena.swap(x, out)?,
+            Err(e) => {
+                self.spare.entry(out.len()).or_default().push(out);
+                return Err(e);
+            }
+        };
+        self.spare.entry(old.len()).or_default().push(old);
+        Ok(())
+    }
+}
+
+/// The rotated pairs of the model's RoPE.
+fn pairs(cfg: &Config) -> RopePairs {
+    match cfg.rope_style {
+        RopeStyle::Adjacent => RopePairs::Adjacent,
+        RopeStyle::HalfSplit => RopePairs::HalfSplit,
+    }
+}
+
+/// The kernel format of a GGUF type, or `None` where the weights are dequantized at load.
+fn kernel_format(ty: GgmlType) -> Option<QFormat> {
+    Some(match ty {
+        GgmlType::F32 => QFormat::F32,
+        GgmlType::Q4_0 => QFormat::Q4_0,
+        GgmlType::Q4_1 => QFormat::Q4_1,
+        GgmlType::Q5_0 => QFormat::Q5_0,
+        GgmlType::Q5_1 => QFormat::Q5_1,
+        GgmlType::Q8_0 => QFormat::Q8_0,
+        GgmlType::F16 => QFormat::F16,
+        GgmlType::BF16 => QFormat::BF16,
+        GgmlType::Q2_K => QFormat::Q2_K,
+        GgmlType::Q3_K => QFormat::Q3_K,
+        GgmlType::Q4_K => QFormat::Q4_K,
+        GgmlType::Q5_K => QFormat::Q5_K,
+        GgmlType::Q6_K => QFormat::Q6_K,
+        _ => return None,
+    })
+}
+
+impl Backend for Cuda {
+    type Weight = Arc<CudaWeight>;
+    type Vector = CudaBuf;
+    type Buf = CudaBuf;
+    type Kv = CudaKv;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Arc<CudaWeight>> {
+        if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
+            return Err(Error::Model { what: format!("tensor {} comes from another file than this backend's", w.name) });
+        }
+        if let Some(up) = self.weights.get(&w.name) {
+            return Ok(Arc::clone(up));
+        }
+        let m = w.matrix(file)?;
+        let (rows, cols) = (m.rows(), m.cols());
+        if cols % 32 != 0 {
+            return Err(Error::Model { what: format!("tensor {} has rows of {cols} values: the CUDA kernels take multiples of 32", w.name) });
+        }
+        let (fmt, bytes) = match kernel_format(m.ty()) {
+            Some(f) => (f, self.dev.upload_bytes(m.bytes())?),
+            None => {
+                log::info!("cuda: {} ({:?}) dequantized to f32 on the device (no kernel for its format yet)", w.name, m.ty());
+                let n = rows.checked_mul(cols).ok_or(Error::SizeOverflow { op: "cuda weight", dims: vec![rows, cols] })?;
+                let mut f = vec![0f32; n];
+                quant::dequantize(m.ty(), m.bytes(), &mut f)?;
+                (QFormat::F32, self.dev.upload_bytes(bytemuck::cast_slice(&f))?)
+            }
+        };
+        let up = Arc::new(CudaWeight { owner: self.id, fmt, rows, cols, bytes, f16: OnceLock::new() });
+        self.weights.insert(w.name.clone(), Arc::clone(&up));
+        Ok(up)
+    }
+
+    fn vector(&mut self, v: &[f32]) -> Result<CudaBuf> {
+        let b = self.dev.upload(v)?;
+        Ok(self.arena.add(b))
+    }
+
+    fn buffer(&mut self, len: usize) -> Result<CudaBuf> {
+        let b = self.dev.zeros(len)?;
+        Ok(self.arena.add(b))
+    }
+
+    fn kv_cache(&mut self, cfg: &Config, positions: usize, ty: KvType) -> Result<CudaKv> {
+        let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions, f16: ty == KvType::F16 };
+        let bytes = shape.layer_bytes().ok_or(Error::SizeOverflow { op: "cuda kv_cache", dims: vec![positions, cfg.kv_width()] })?;
+        // the recording and the old cache go first (it may hold their addresses; and the
+        // memory is needed for the new one)
+        self.drop_recording();
+        self.context = None;
+        let mut k = Vec::with_capacity(cfg.n_layer);
+        let mut v = Vec::with_capacity(cfg.n_layer);
+        for _ in 0..cfg.n_layer {
+            k.push(self.dev.zero_bytes(bytes)?);
+            v.push(self.dev.zero_bytes(bytes)?);
+        }
+        let act = self.decode_act.unwrap_or(if cfg.n_embd >= Q8_MIN_WIDTH { ActFormat::Q8 } else { ActFormat::F32 });
+        let narrow = match act {
+            ActFormat::F32 => None,
+            // the widest product input: the hidden state, the attention's output, the FFN's
+            _ => Some(NarrowActivations::new(&self.dev, GEMM_ROWS, cfg.n_embd.max(cfg.n_ff).max(cfg.q_width()).next_multiple_of(32))?),
+        };
+        self.decode_act = Some(act);
+        self.generations += 1;
+        self.context = Some(Context {
+            generation: self.generations,
+            shape,
+            k,
+            v,
+            rope: self.dev.upload(&crate::cpu::rope::table(cfg, positions))?,
+            inputs: StepInputs::new(&self.dev, positions, positions, cfg.vocab_size)?,
+            scratch: self.dev.decode_attention_scratch(cfg.n_head, cfg.head_dim)?,
+            narrow,
+        });
+        Ok(CudaKv { owner: self.id, generation: self.generations })
+    }
+
+    fn embed(&mut self, table: &Arc<CudaWeight>, tokens: &[u32], x: &mut CudaBuf) -> Result<()> {
+        // the ids were written to the device by `step_inputs` (checked against the vocabulary)
+        self.owns(&[table])?;
+        self.count(1);
+        self.with(&[], &[x], |s, _, outs| {
+            let inputs = &s.context()?.inputs;
+            s.dev.embed_rows(table.fmt, &table.bytes, table.rows, table.cols, inputs, tokens.len(), outs[0])
+        })
+    }
+
+    fn rms_norm(&mut self, x: &CudaBuf, w: &CudaBuf, eps: f32, m: usize, out: &mut CudaBuf) -> Result<()> {
+        self.count(1);
+        self.with(&[x, w], &[out], |s, ins, outs| s.dev.rms_norm_rows(ins[0], ins[1], m, ins[1].len(), eps, outs[0]))
+    }
+
+    fn matmul(&mut self, w: &Arc<CudaWeight>, x: &CudaBuf, m: usize, out: &mut CudaBuf) -> Result<()> {
+        self.owns(&[w])?;
+        self.with(&[x], &[out], |s, ins, outs| s.product(w, ins[0], m, outs[0]))
+    }
+
+    fn add_bias(&mut self, x: &mut CudaBuf, b: &CudaBuf, m: usize) -> Result<()> {
+        self.count(1);
+        self.with(&[b], &[x], |s, ins, outs| s.dev.add_rows(outs[0], ins[0], m))
+    }
+
+    fn add(&mut self, x: &mut CudaBuf, y: &CudaBuf, len: usize) -> Result<()> {
+        self.combine_into(&Expr::input(0).combine(BinaryOp::Add, Expr::input(1)), x, y, len)
+    }
+
+    fn swiglu(&mut self, gate: &mut CudaBuf, up: &CudaBuf, len: usize) -> Result<()> {
+        self.combine_into(&Expr::input(0).apply(UnaryOp::Swish).combine(BinaryOp::Mul, Expr::input(1)), gate, up, len)
+    }
+
+    fn rope(&mut self, cfg: &Config, q: &mut CudaBuf, k: &mut CudaBuf, m: usize, pos0: usize) -> Result<()> {
+        self.count(1);
+        self.with(&[], &[q, k], |s, _, outs| {
+            let c = s.context()?;
+            let [q, k] = outs else { unreachable!("two outputs") };
+            s.dev.rope_rows(pairs(cfg), q, k, &c.rope, &c.inputs, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)
+        })
+    }
+
+    fn attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut CudaKv,
+        layer: usize,
+        q: &CudaBuf,
+        k: &CudaBuf,
+        v: &CudaBuf,
+        m: usize,
+        pos0: usize,
+        out: &mut CudaBuf,
+    ) -> Result<()> {
+        self.context_of(kv)?;
+        self.count(2);
+        self.with(&[q, k, v], &[out], |s, ins, outs| {
+            let tensor_cores = s.tensor_cores;
+            let p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
+            s.dev.kv_store(&p.shape, ins[1], ins[2], m, p.inputs, pos0, p.kc, p.vc)?;
+            attend(&s.dev, tensor_cores, cfg, p.inputs, &p.shape, ins[0], (p.kc, p.vc), m, pos0, outs[0])
+        })
+    }
+
+    fn copy_row(&mut self, x: &CudaBuf, row: usize, width: usize, out: &mut CudaBuf) -> Result<()> {
+        self.count(1);
+        let at = row.checked_mul(width).ok_or(Error::SizeOverflow { op: "cuda copy_row", dims: vec![row, width] })?;
+        self.with(&[x], &[out], |s, ins, outs| s.dev.copy_within_device(ins[0], at, outs[0], 0, width))
+    }
+
+    fn read(&mut self, x: &CudaBuf, out: &mut [f32]) -> Result<()> {
+        self.dev.download_prefix(self.arena.get(x)?, out)
+    }
+
+    fn argmax(&mut self, x: &CudaBuf, n: usize) -> Result<u32> {
+        if self.sample_out.is_none() {
+            self.sample_out = Some(self.dev.zeros(3)?);
+        }
+        let (logits, sample) = (self.arena.get(x)?, self.sample_out.as_mut().expect("made above"));
+        let r = self.dev.argmax(logits, n, sample)?;
+        let bad = r.first_bad.map(|(i, v)| (i as usize, v));
+        crate::sample::greedy_verdict(n, r.index.unwrap_or(0) as usize, r.max, bad)
+    }
+
+    fn top_k(&mut self, x: &CudaBuf, n: usize, k: usize) -> Result<Vec<(u32, f32)>> {
+        let need = k.checked_mul(2).and_then(|v| v.checked_add(1)).ok_or(Error::SizeOverflow { op: "cuda top_k", dims: vec![k, 2] })?;
+        if self.sample_out.as_ref().is_none_or(|b| b.len() < need) {
+            let grown = self.dev.zeros(need.max(3))?;
+            self.drop_recording();
+            self.sample_out = Some(grown);
+        }
+        let (logits, sample) = (self.arena.get(x)?, self.sample_out.as_mut().expect("made above"));
+        let r = self.dev.top_k(logits, n, k, sample)?;
+        let bad = r.first_bad.map(|(i, v)| (i as usize, v));
+        // the greedy checks: no NaN or +inf, a finite best
+        let (id, best) = r.best.first().copied().unwrap_or((0, f32::NEG_INFINITY));
+        crate::sample::greedy_verdict(n, id as usize, best, bad)?;
+        Ok(r.best)
+    }
+
+    fn step_inputs(&mut self, tokens: &[u32], pos0: usize) -> Result<()> {
+        let c = self.context.as_mut().ok_or_else(no_context)?;
+        c.inputs.write(&self.dev, tokens, pos0)
+    }
+
+    fn norm_matmuls(
+        &mut self,
+        x: &CudaBuf,
+        norm: &CudaBuf,
+        eps: f32,
+        m: usize,
+        ws: &[&Arc<CudaWeight>],
+        tmp: &mut CudaBuf,
+        outs: &mut [&mut CudaBuf],
+    ) -> Result<()> {
+        let ws_plain: Vec<&CudaWeight> = ws.iter().map(|w| &***w).collect();
+        self.owns(&ws_plain)?;
+        let mut handles: Vec<&CudaBuf> = vec![tmp];
+        handles.extend(outs.iter().map(|o| &**o));
+        self.with(&[x, norm], &handles, |s, ins, bufs| {
+            let (x, norm) = (ins[0], ins[1]);
+            let (tmp, outs) = bufs.split_first_mut().expect("tmp first");
+            s.norm_products(x, norm, eps, m, ws, tmp, outs)
+        })
+    }
+
+    fn matmul_add(&mut self, w: &Arc<CudaWeight>, x: &CudaBuf, m: usize, tmp: &mut CudaBuf, acc: &mut CudaBuf, len: usize) -> Result<()> {
+        self.owns(&[w])?;
+        if Self::use_gemm(w, self.arena.get(x)?, m) && !self.on_tensor_cores(w) {
+            // the fp32 GEMM writes a fresh product: then added onto `acc`
+            self.with(&[x], &[tmp], |s, ins, outs| s.gemm_matmul(w, ins[0], m, outs[0]))?;
+            return self.add(acc, tmp, len);
+        }
+        self.with(&[x], &[acc], |s, ins, outs| s.product_add(w, ins[0], m, outs[0]))
+    }
+
+    fn norm_swiglu(
+        &mut self,
+        x: &CudaBuf,
+        norm: &CudaBuf,
+        eps: f32,
+        m: usize,
+        (gate, up): (&Arc<CudaWeight>, &Arc<CudaWeight>),
+        tmp: &mut CudaBuf,
+        out: &mut CudaBuf,
+        up_out: &mut CudaBuf,
+        len: usize,
+    ) -> Result<()> {
+        self.owns(&[gate, up])?;
+        let fused = self.with(&[x, norm], &[out], |s, ins, outs| s.fused_swiglu(ins[0], (ins[1], eps), m, (gate, up), outs[0]))?;
+        if fused {
+            return Ok(());
+        }
+        self.with(&[x, norm], &[tmp, out, up_out], |s, ins, outs| {
+            let [tmp, out, up_out] = outs else { unreachable!("three outputs") };
+            if s.on_wgmma(&[gate, up], m) {
+                return s.wgmma_products(ins[0], Some((ins[1], eps)), m, &[gate, up], &mut [&mut **out, &mut **up_out], false);
+            }
+            s.count(1);
+            s.dev.rms_norm_rows(ins[0], ins[1], m, ins[1].len(), eps, tmp)?;
+            s.product(gate, tmp, m, out)?;
+            s.product(up, tmp, m, up_out)
+        })?;
+        self.swiglu(out, up_out, len)
+    }
+
+    fn rope_attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut CudaKv,
+        layer: usize,
+        (q, k, v): (&mut CudaBuf, &mut CudaBuf, &CudaBuf),
+        m: usize,
+        pos0: usize,
+        out: &mut CudaBuf,
+    ) -> Result<()> {
+        self.context_of(kv)?;
+        // a decoding step: RoPE, the KV store and attention (split over the positions) in one
+        // launch (`RAYO_CUDA_FUSED_ROPE=0`: the two launches of a prompt's rows)
+        let fused = m == 1 && cfg.n_rot == cfg.head_dim && self.fused_rope;
+        self.count(if fused { 1 } else { 2 });
+        self.with(&[v], &[q, k, out], |s, ins, outs| {
+            let [q, k, out] = outs else { unreachable!("three outputs") };
+            let tensor_cores = s.tensor_cores;
+            let p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
+            if fused {
+                let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+                let step = (p.rope, cfg.n_rot);
+                let f16 = p.shape.f16;
+                return s.dev.rope_attention_step(
+                    pairs(cfg),
+                    &p.shape,
+                    (q, k, ins[0]),
+                    (p.kc, p.vc),
+                    step,
+                    p.inputs,
+                    pos0,
+                    (scale, f16),
+                    p.scratch,
+                    out,
+                );
+            }
+            // one launch rotates Q and K and stores K and V; a second attends
+            s.dev.rope_store_rows(pairs(cfg), q, k, ins[0], (&p.shape, &mut *p.kc, &mut *p.vc), p.rope, p.inputs, m, cfg.n_rot, pos0)?;
+            attend(&s.dev, tensor_cores, cfg, p.inputs, &p.shape, q, (p.kc, p.vc), m, pos0, out)
+        })
+    }
+
+    fn one_token_step(&mut self, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        if let Some(g) = &self.graph {
+            // SAFETY: the recording references only memory this backend owns: its weights
+            // (kept by name while it lives), arena buffers (never freed while it lives), its
+            // spares (never freed), and its context and scratch, whose replacement drops the
+            // recording first (`drop_recording`). Nothing was allocated while it recorded (the
+            // device refuses to). The positions and ids it reads were bounded by
+            // `StepInputs::write` against the cache and the embedding table.
+            return unsafe { g.replay() };
+        }
+        if !self.graphs || !self.stepped_once {
+            self.stepped_once = true;
+            return ops(self);
+        }
+        self.dev.begin_capture()?;
+        (self.ops, self.capturing) = (0, true);
+        let recorded = ops(self);
+        self.capturing = false;
+        let ended = self.dev.end_capture();
+        recorded?;
+        let g = self.graph.insert(ended?);
+        // SAFETY: as above: the recording was just made over this backend's memory.
+        unsafe { g.replay() }
+    }
+
+    fn step_ops(&self) -> usize {
+        if self.graph.is_some() {
+            self.ops
+        } else {
+            0
+        }
+    }
+}
