@@ -23,16 +23,21 @@ pub struct Shape {
     vocab: u64,
     context: u32,
     rope_base: f32,
+    /// `general.architecture`: `llama`, or `qwen2` (half-split RoPE, q/k/v biases).
+    arch: &'static str,
 }
 
 /// The shapes `--shape` knows.
 pub const SHAPES: &[Shape] = &[
     // meta-llama/Llama-3.2-1B (config.json)
-    Shape { name: "llama-3.2-1b", layers: 16, embd: 2048, ff: 8192, heads: 32, kv_heads: 8, vocab: 128_256, context: 131_072, rope_base: 500_000.0 },
+    Shape { name: "llama-3.2-1b", layers: 16, embd: 2048, ff: 8192, heads: 32, kv_heads: 8, vocab: 128_256, context: 131_072, rope_base: 500_000.0, arch: "llama" },
     // HuggingFaceTB/SmolLM2-135M
-    Shape { name: "smollm2-135m", layers: 30, embd: 576, ff: 1536, heads: 9, kv_heads: 3, vocab: 49_152, context: 8192, rope_base: 100_000.0 },
+    Shape { name: "smollm2-135m", layers: 30, embd: 576, ff: 1536, heads: 9, kv_heads: 3, vocab: 49_152, context: 8192, rope_base: 100_000.0, arch: "llama" },
     // a small model for tests
-    Shape { name: "tiny", layers: 2, embd: 256, ff: 512, heads: 4, kv_heads: 2, vocab: 49_152, context: 512, rope_base: 10_000.0 },
+    // Qwen/Qwen2.5-0.5B (config.json): qwen2, with q/k/v biases
+    Shape { name: "qwen2-0.5b", layers: 24, embd: 896, ff: 4864, heads: 14, kv_heads: 2, vocab: 151_936, context: 32_768, rope_base: 1_000_000.0, arch: "qwen2" },
+    // a small model for tests
+    Shape { name: "tiny", layers: 2, embd: 256, ff: 512, heads: 4, kv_heads: 2, vocab: 49_152, context: 512, rope_base: 10_000.0, arch: "llama" },
 ];
 
 pub fn run(a: &SynthArgs) -> Result<(), String> {
@@ -43,7 +48,7 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     }
     let tok = GgufFile::open(&a.tokenizer).map_err(|e| format!("{}: {e}", a.tokenizer.display()))?;
     let mut w = GgufWriter::new();
-    w.set("general.architecture", "llama");
+    w.set("general.architecture", shape.arch);
     w.set("general.name", format!("synthetic {} {}", shape.name, ty.name()));
     let hd = shape.embd / shape.heads as u64;
     for (k, v) in [
@@ -58,7 +63,7 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
         ("rope.freq_base", shape.rope_base.into()),
         ("attention.layer_norm_rms_epsilon", 1e-5f32.into()),
     ] {
-        w.set(format!("llama.{k}"), v);
+        w.set(format!("{}.{k}", shape.arch), v);
     }
     for (k, v) in tok.metadata().iter().filter(|(k, _)| k.starts_with("tokenizer.")) {
         w.set(k, pad_vocab(k, v, shape.vocab as usize));
@@ -71,6 +76,11 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
         tensors.push((n("attn_q.weight"), ty, vec![d, d]));
         tensors.push((n("attn_k.weight"), ty, vec![d, kv]));
         tensors.push((n("attn_v.weight"), ty, vec![d, kv]));
+        if shape.arch == "qwen2" {
+            tensors.push((n("attn_q.bias"), GgmlType::F32, vec![d]));
+            tensors.push((n("attn_k.bias"), GgmlType::F32, vec![kv]));
+            tensors.push((n("attn_v.bias"), GgmlType::F32, vec![kv]));
+        }
         tensors.push((n("attn_output.weight"), ty, vec![d, d]));
         tensors.push((n("ffn_norm.weight"), GgmlType::F32, vec![d]));
         tensors.push((n("ffn_gate.weight"), ty, vec![d, shape.ff]));
@@ -87,7 +97,13 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ a.seed);
     for (name, t, dims) in &tensors {
         let n: u64 = dims.iter().product();
-        let bytes = if dims.len() == 1 { (0..n).flat_map(|_| 1f32.to_le_bytes()).collect() } else { random_blocks(*t, n, &mut rng) };
+        // norm weights are ones; biases small and varied (so that a bias added to the wrong
+        // column shows)
+        let bytes = match dims.len() {
+            1 if name.ends_with(".bias") => (0..n).flat_map(|i| (0.25 * ((i % 7) as f32 - 3.0)).to_le_bytes()).collect(),
+            1 => (0..n).flat_map(|_| 1f32.to_le_bytes()).collect(),
+            _ => random_blocks(*t, n, &mut rng),
+        };
         out.write_tensor(&bytes).map_err(|e| format!("{name}: {e}"))?;
     }
     let mut f = out.finish().map_err(|e| e.to_string())?;

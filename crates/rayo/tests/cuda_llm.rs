@@ -641,3 +641,41 @@ fn top_k_finds_the_k_largest_with_ties_by_index() {
     assert!(dev.top_k(&x, 9, 2, &mut scratch).is_err());
     assert!(dev.top_k(&x, 8, 4, &mut dev.zeros(8).unwrap()).is_err(), "scratch below 2k + 1");
 }
+
+#[test]
+fn add_rows_adds_a_bias_to_every_row_and_no_further() {
+    let Some(dev) = device("add_rows_adds_a_bias_to_every_row_and_no_further") else { return };
+    let mut rng = Rng(0xb1a5);
+    for (m, n) in [(1, 32), (3, 896), (17, 128), (5, 7)] {
+        let x = rng.vec(m * n, -2.0, 2.0);
+        let b = rng.vec(n, -1.0, 1.0);
+        // one row more than m, poisoned: the kernel must leave it alone
+        let mut xb = poisoned(dev, (m + 1) * n);
+        dev.write_at(&mut xb, 0, &x).unwrap();
+        dev.add_rows(&mut xb, &dev.upload(&b).unwrap(), m).unwrap();
+        let got = dev.download(&xb).unwrap();
+        for (i, (&g, &v)) in got.iter().zip(&x).enumerate() {
+            assert_eq!(g, v + b[i % n], "add_rows {m}x{n} at {i}");
+        }
+        assert!(got[m * n..].iter().all(|v| v.is_nan()), "add_rows {m}x{n} wrote past its rows");
+    }
+    // a bias wider than the buffer's rows allow: an error, nothing launched
+    let mut small = dev.zeros(10).unwrap();
+    let e = dev.add_rows(&mut small, &dev.upload(&[1.0; 4]).unwrap(), 3).unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { expected: 12, actual: 10, .. }), "{e}");
+}
+
+#[test]
+fn step_inputs_refuse_positions_past_the_cache_and_ids_past_the_vocabulary() {
+    use rayo::cuda::StepInputs;
+    let Some(dev) = device("step_inputs_refuse_positions_past_the_cache_and_ids_past_the_vocabulary") else { return };
+    let mut inputs = StepInputs::new(dev, 4, 16, 100).unwrap();
+    inputs.write(dev, &[1, 2, 3, 4], 12).unwrap();
+    inputs.write(dev, &[99], 15).unwrap();
+    let past = [(vec![1], 16), (vec![1, 2], 15), (vec![1; 5], 0), (vec![1], usize::MAX)];
+    for (ids, pos0) in past {
+        assert!(inputs.write(dev, &ids, pos0).is_err(), "{} ids at {pos0}", ids.len());
+    }
+    let e = inputs.write(dev, &[100], 0).unwrap_err();
+    assert!(e.to_string().contains("100"), "{e}");
+}
