@@ -297,7 +297,11 @@ fn qwen2_s_rope_pairs_and_biases_change_the_logits() {
     let pairs = Weights { arch: Arch::Llama, tensors: w.tensors.clone() };
     let no_bias = Weights {
         arch: Arch::Qwen2,
-        tensors: w.tensors.iter().map(|(n, r, c, v)| (n.clone(), *r, *c, if n.ends_with(".bias") { vec![0.0; v.len()] } else { v.clone() })).collect(),
+        tensors: w
+            .tensors
+            .iter()
+            .map(|(n, r, c, v)| (n.clone(), *r, *c, if n.ends_with(".bias") { vec![0.0; v.len()] } else { v.clone() }))
+            .collect(),
     };
     for (what, wrong) in [("llama's RoPE pairs (and no biases)", &pairs), ("no biases", &no_bias)] {
         let e = max_rel_diff(&got, &reference(wrong, &tokens));
@@ -307,7 +311,9 @@ fn qwen2_s_rope_pairs_and_biases_change_the_logits() {
 
 #[test]
 fn quantized_weights_match_the_definition_on_their_dequantized_values() {
-    for (arch, ty) in [Arch::Llama, Arch::Qwen2].into_iter().flat_map(|a| [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16].map(|t| (a, t))) {
+    for (arch, ty) in
+        [Arch::Llama, Arch::Qwen2].into_iter().flat_map(|a| [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16].map(|t| (a, t)))
+    {
         let w = Weights::random_of(arch);
         let tokens: Vec<u32> = (0..12u32).map(|i| (i * 91 + 3) % 256).collect();
         let m = model_of(arch, ty);

@@ -82,13 +82,18 @@ fn greedy_tokens_and_text_equal_llama_cpp() {
         }
         // rayo's greedy continuation is llama.cpp's tokens up to `first_diff`.
         let n = first_diff.unwrap_or(want.len());
-        let text: Vec<u8> = case.gen_ids[..n.min(case.gen_ids.len())].iter().flat_map(|&id| m.tokenizer().token_bytes(id).unwrap().to_vec()).collect();
+        let text: Vec<u8> =
+            case.gen_ids[..n.min(case.gen_ids.len())].iter().flat_map(|&id| m.tokenizer().token_bytes(id).unwrap().to_vec()).collect();
         assert!(case.text.starts_with(&text));
         match first_diff {
             None => whole += 1,
             Some(k) => {
                 let gap = case.gap[k];
-                assert!(gap <= TIE, "prompt {}: rayo's greedy text leaves llama.cpp's at token {k}, where llama.cpp's top two are {gap} apart", case.index);
+                assert!(
+                    gap <= TIE,
+                    "prompt {}: rayo's greedy text leaves llama.cpp's at token {k}, where llama.cpp's top two are {gap} apart",
+                    case.index
+                );
                 println!("qwen2 prompt {}: greedy text equal for {k} tokens, then a near tie (llama.cpp's top two {gap} apart)", case.index);
             }
         }

@@ -395,7 +395,11 @@ fn qwen2_greedy_tokens_equal_the_cpu_engine() {
     assert_eq!(a, b, "qwen2: greedy tokens differ");
     // and llama.cpp's, up to its first near tie
     let n = r.gen_ids.iter().zip(&a).take_while(|(x, y)| x == y).count();
-    println!("qwen2: 8 greedy tokens equal the CPU engine's ({n} equal llama.cpp's: {:?}) in {:.1} s", String::from_utf8_lossy(&r.text), t0.elapsed().as_secs_f64());
+    println!(
+        "qwen2: 8 greedy tokens equal the CPU engine's ({n} equal llama.cpp's: {:?}) in {:.1} s",
+        String::from_utf8_lossy(&r.text),
+        t0.elapsed().as_secs_f64()
+    );
 }
 
 /// RMSNorm of each row of `x` (`cols` values) by `g`, in f64.
