@@ -79,7 +79,7 @@ refs() { # MODEL NAME IDS HOW VARIANT...
       if [ -z "$v" ]; then envs=(); note="llama-simple's settings: flash attention auto ($fa on this CPU), KV cache f16"
       else envs=(RAYO_REF_FLASH_ATTN=0 RAYO_REF_KV=f32); note="not llama-simple's settings: flash attention off, KV cache f32 (llama.cpp's most precise)"; fi
       head="# $version; $(env "${envs[@]}" "$ref" config); $note
-  # model $(basename "$m") sha256 $sha ($how)"
+# model $(basename "$m") sha256 $sha ($how)"
       {
         echo "$head"
         cat <<'EOF'
