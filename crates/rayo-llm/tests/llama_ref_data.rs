@@ -54,3 +54,39 @@ fn forced_files_cover_every_position() {
         }
     }
 }
+
+/// Qwen2.5-Coder-0.5B's references (scripts/ref/llm-refs.sh qwen2): every prompt, every
+/// position of its own forced-ids file, both llama.cpp settings.
+#[test]
+fn qwen2_files_cover_every_prompt_and_position() {
+    let prompts = prompts();
+    let ids = forced_ids_of(QWEN2);
+    assert!(ids.len() >= 256 && ids.iter().all(|&id| (id as usize) < QWEN2_VOCAB), "{}", ids.len());
+    assert_ne!(ids, forced_ids(), "Qwen2's tokenizer is not SmolLM2's");
+    for s in SETTINGS {
+        let ty = format!("{QWEN2}{s}");
+        let g = greedy(&ty);
+        assert_eq!(g.len(), prompts.len(), "{ty}");
+        for (k, (g, p)) in g.iter().zip(&prompts).enumerate() {
+            let at = format!("greedy-{ty}.txt prompt {k}");
+            assert_eq!((g.index, &g.prompt), (k, p), "{at}");
+            assert!(!g.prompt_ids.is_empty() && g.gen_ids.len() <= 32, "{at}");
+            assert_eq!(g.eog.is_none(), g.gen_ids.len() == 32, "{at}");
+            assert_eq!(g.gap.len(), g.gen_ids.len() + g.eog.is_some() as usize, "{at}");
+            assert!(g.prompt_ids.iter().chain(&g.gen_ids).chain(&g.eog).all(|&id| (id as usize) < QWEN2_VOCAB), "{at}");
+        }
+        let f = forced(&ty);
+        assert_eq!(f.len(), ids.len(), "forced-{ty}.txt");
+        for (i, (p, &id)) in f.iter().zip(&ids).enumerate() {
+            let at = format!("forced-{ty}.txt position {i}");
+            assert_eq!((p.pos, p.id, p.top.len()), (i, id, 32), "{at}");
+            assert_eq!(p.top[0].0, p.top1, "{at}");
+            assert!(p.top.windows(2).all(|w| w[0].1 >= w[1].1) && p.top[0].1 <= 0.0, "{at}");
+            assert!(p.top.iter().all(|t| (t.0 as usize) < QWEN2_VOCAB), "{at}");
+        }
+    }
+    // The ChatML prompt's special tokens are single ids (<|im_start|> 151644, <|im_end|> 151645).
+    let chat = greedy(QWEN2).into_iter().find(|g| g.prompt.starts_with("<|im_start|>")).unwrap();
+    assert_eq!(chat.prompt_ids[0], 151644);
+    assert_eq!(chat.prompt_ids.iter().filter(|&&id| id == 151645).count(), 2);
+}

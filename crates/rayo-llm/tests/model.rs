@@ -1,7 +1,8 @@
-//! The forward pass against an f64 reference written here from the definitions (RMSNorm, RoPE
-//! on adjacent pairs, grouped-query causal attention, SwiGLU, tied LM head), on a small random
-//! llama model written with `GgufWriter`; and bad models and inputs as errors naming what is
-//! wrong. Runs without any downloaded file.
+//! The forward pass against an f64 reference written here from the definitions (RMSNorm, RoPE,
+//! grouped-query causal attention, SwiGLU, tied LM head), on small random models written with
+//! `GgufWriter`: `llama` (RoPE on adjacent pairs) and `qwen2` (RoPE on pairs (i, i + n_rot/2),
+//! biases on the q/k/v projections); and bad models and inputs as errors naming what is wrong.
+//! Runs without any downloaded file.
 
 use rayo::gguf::{GgufArray, GgufFile, GgufValue, GgufWriter};
 use rayo::quant::{self, Activations, GgmlType};
@@ -42,13 +43,36 @@ fn byte_token(b: u8) -> String {
     char::from_u32(256 + n).unwrap().to_string()
 }
 
-/// The model's tensors: name → (rows, cols, values).
+/// The architectures written: `general.architecture` and how the reference computes it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Arch {
+    /// RoPE on adjacent pairs (2j, 2j+1), no biases.
+    Llama,
+    /// RoPE on pairs (j, j + HD/2) (GGUF's NEOX), biases on the q/k/v projections.
+    Qwen2,
+}
+
+impl Arch {
+    fn name(self) -> &'static str {
+        match self {
+            Arch::Llama => "llama",
+            Arch::Qwen2 => "qwen2",
+        }
+    }
+}
+
+/// The model's tensors: name → (rows, cols, values); vectors (norms, biases) have one row.
 struct Weights {
+    arch: Arch,
     tensors: Vec<(String, usize, usize, Vec<f32>)>,
 }
 
 impl Weights {
     fn random() -> Weights {
+        Weights::random_of(Arch::Llama)
+    }
+
+    fn random_of(arch: Arch) -> Weights {
         let mut t = vec![("token_embd.weight".to_string(), VOCAB, D, values(VOCAB * D, 1))];
         let norm = |seed| values(D, seed).iter().map(|v| 1.0 + 0.2 * v).collect::<Vec<_>>();
         t.push(("output_norm.weight".into(), 1, D, norm(2)));
@@ -60,20 +84,26 @@ impl Weights {
             t.push((b("attn_q.weight"), D, D, scale(values(D * D, s + 1), 0.3)));
             t.push((b("attn_k.weight"), KV_HEADS * HD, D, scale(values(KV_HEADS * HD * D, s + 2), 0.3)));
             t.push((b("attn_v.weight"), KV_HEADS * HD, D, scale(values(KV_HEADS * HD * D, s + 3), 0.3)));
+            if arch == Arch::Qwen2 {
+                // Large enough to matter next to the products (as Qwen2's k biases are).
+                t.push((b("attn_q.bias"), 1, D, scale(values(D, s + 10), 0.5)));
+                t.push((b("attn_k.bias"), 1, KV_HEADS * HD, scale(values(KV_HEADS * HD, s + 11), 2.0)));
+                t.push((b("attn_v.bias"), 1, KV_HEADS * HD, scale(values(KV_HEADS * HD, s + 12), 0.5)));
+            }
             t.push((b("attn_output.weight"), D, D, scale(values(D * D, s + 4), 0.3)));
             t.push((b("ffn_norm.weight"), 1, D, norm(s + 5)));
             t.push((b("ffn_gate.weight"), FF, D, scale(values(FF * D, s + 6), 0.3)));
             t.push((b("ffn_up.weight"), FF, D, scale(values(FF * D, s + 7), 0.3)));
             t.push((b("ffn_down.weight"), D, FF, scale(values(D * FF, s + 8), 0.3)));
         }
-        Weights { tensors: t }
+        Weights { arch, tensors: t }
     }
 
     fn get(&self, name: &str) -> &[f32] {
         &self.tensors.iter().find(|t| t.0 == name).unwrap().3
     }
 
-    /// As the model sees them after writing in `ty` (matrices; norms stay F32).
+    /// As the model sees them after writing in `ty` (matrices; norms and biases stay F32).
     fn as_stored(&self, ty: GgmlType) -> Weights {
         let tensors = self
             .tensors
@@ -89,14 +119,15 @@ impl Weights {
                 (n.clone(), *r, *c, v)
             })
             .collect();
-        Weights { tensors }
+        Weights { arch: self.arch, tensors }
     }
 }
 
 /// A GGUF file of the model with matrices in `ty`, after `edit` changes the writer's inputs.
 fn gguf(w: &Weights, ty: GgmlType, edit: impl FnOnce(&mut GgufWriter, &mut Vec<(String, usize, usize, Vec<f32>)>)) -> GgufFile {
     let mut g = GgufWriter::new();
-    g.set("general.architecture", "llama");
+    let arch = w.arch.name();
+    g.set("general.architecture", arch);
     for (k, v) in [
         ("block_count", LAYERS),
         ("embedding_length", D),
@@ -106,10 +137,10 @@ fn gguf(w: &Weights, ty: GgmlType, edit: impl FnOnce(&mut GgufWriter, &mut Vec<(
         ("context_length", CTX),
         ("rope.dimension_count", HD),
     ] {
-        g.set(format!("llama.{k}"), v as u32);
+        g.set(format!("{arch}.{k}"), v as u32);
     }
-    g.set("llama.rope.freq_base", BASE as f32);
-    g.set("llama.attention.layer_norm_rms_epsilon", EPS as f32);
+    g.set(format!("{arch}.rope.freq_base"), BASE as f32);
+    g.set(format!("{arch}.attention.layer_norm_rms_epsilon"), EPS as f32);
     g.set("tokenizer.ggml.model", "gpt2");
     g.set("tokenizer.ggml.pre", "gpt-2");
     let mut tokens: Vec<String> = (0..=255u8).map(byte_token).collect();
@@ -133,7 +164,11 @@ fn gguf(w: &Weights, ty: GgmlType, edit: impl FnOnce(&mut GgufWriter, &mut Vec<(
 }
 
 fn model(ty: GgmlType) -> Model {
-    Model::from_file(gguf(&Weights::random(), ty, |_, _| {})).unwrap()
+    model_of(Arch::Llama, ty)
+}
+
+fn model_of(arch: Arch, ty: GgmlType) -> Model {
+    Model::from_file(gguf(&Weights::random_of(arch), ty, |_, _| {})).unwrap()
 }
 
 /// `y = W·x` in f64 (`W`: rows × cols, row-major).
@@ -146,15 +181,30 @@ fn rms_norm(x: &[f64], g: &[f32]) -> Vec<f64> {
     x.iter().zip(g).map(|(v, &g)| v / s * g as f64).collect()
 }
 
-fn rope(x: &mut [f64], pos: usize) {
+/// Pair j of each head turns by pos·BASE^(−2j/HD): pairs (2j, 2j+1) in `llama`, (j, j + HD/2)
+/// in `qwen2`.
+fn rope(arch: Arch, x: &mut [f64], pos: usize) {
     for head in x.chunks_exact_mut(HD) {
         for j in 0..HD / 2 {
             let th = pos as f64 * BASE.powf(-2.0 * j as f64 / HD as f64);
-            let (a, b) = (head[2 * j], head[2 * j + 1]);
-            head[2 * j] = a * th.cos() - b * th.sin();
-            head[2 * j + 1] = a * th.sin() + b * th.cos();
+            let (i0, i1) = match arch {
+                Arch::Llama => (2 * j, 2 * j + 1),
+                Arch::Qwen2 => (j, j + HD / 2),
+            };
+            let (a, b) = (head[i0], head[i1]);
+            head[i0] = a * th.cos() - b * th.sin();
+            head[i1] = a * th.sin() + b * th.cos();
         }
     }
+}
+
+/// `y = W·x + b` in f64, the bias `name` where the model has it.
+fn project(w: &Weights, layer: usize, name: &str, x: &[f64]) -> Vec<f64> {
+    let mut y = matvec(w.get(&format!("blk.{layer}.{name}.weight")), x);
+    if w.arch == Arch::Qwen2 {
+        y.iter_mut().zip(w.get(&format!("blk.{layer}.{name}.bias"))).for_each(|(y, &b)| *y += b as f64);
+    }
+    y
 }
 
 /// The f64 logits of every position of `tokens`.
@@ -168,9 +218,9 @@ fn reference(w: &Weights, tokens: &[u32]) -> Vec<Vec<f64>> {
         for l in 0..LAYERS {
             let g = |n: &str| w.get(&format!("blk.{l}.{n}"));
             let xn = rms_norm(&x, g("attn_norm.weight"));
-            let (mut q, mut k, v) = (matvec(g("attn_q.weight"), &xn), matvec(g("attn_k.weight"), &xn), matvec(g("attn_v.weight"), &xn));
-            rope(&mut q, pos);
-            rope(&mut k, pos);
+            let (mut q, mut k, v) = (project(w, l, "attn_q", &xn), project(w, l, "attn_k", &xn), project(w, l, "attn_v", &xn));
+            rope(w.arch, &mut q, pos);
+            rope(w.arch, &mut k, pos);
             keys[l].push(k);
             vals[l].push(v);
             let mut att = vec![0f64; D];
@@ -212,41 +262,70 @@ fn max_rel_diff(got: &[f32], want: &[Vec<f64>]) -> f64 {
 
 #[test]
 fn f32_weights_match_the_f64_definition_batched_and_one_token_at_a_time() {
-    let w = Weights::random();
-    let m = model(GgmlType::F32);
-    let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
-    let want = reference(&w, &tokens);
-    for (threads, batch) in [(1, 256), (2, 256), (2, 5)] {
-        let mut s = session(&m, Activations::F32, KvType::F32, threads, batch);
-        let all = s.forward(&tokens, Logits::All).unwrap();
-        let e = max_rel_diff(&all, &want);
-        assert!(e < 1e-5, "threads {threads}, batch {batch}: {e}");
-        let mut s = session(&m, Activations::F32, KvType::F32, threads, batch);
-        let inc: Vec<f32> = tokens.iter().flat_map(|&t| s.forward(&[t], Logits::Last).unwrap()).collect();
-        let e = max_rel_diff(&inc, &want);
-        assert!(e < 1e-5, "threads {threads}, one at a time: {e}");
+    for arch in [Arch::Llama, Arch::Qwen2] {
+        let w = Weights::random_of(arch);
+        let m = model_of(arch, GgmlType::F32);
+        assert_eq!(m.config().arch, arch.name());
+        let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
+        let want = reference(&w, &tokens);
+        for (threads, batch) in [(1, 256), (2, 256), (2, 5)] {
+            let mut s = session(&m, Activations::F32, KvType::F32, threads, batch);
+            let all = s.forward(&tokens, Logits::All).unwrap();
+            let e = max_rel_diff(&all, &want);
+            assert!(e < 1e-5, "{arch:?}: threads {threads}, batch {batch}: {e}");
+            let mut s = session(&m, Activations::F32, KvType::F32, threads, batch);
+            let inc: Vec<f32> = tokens.iter().flat_map(|&t| s.forward(&[t], Logits::Last).unwrap()).collect();
+            let e = max_rel_diff(&inc, &want);
+            assert!(e < 1e-5, "{arch:?}: threads {threads}, one at a time: {e}");
+        }
+        // An f16 cache rounds keys and values (and the queries of small batches): 2^-11 relative.
+        let mut s = session(&m, Activations::F32, KvType::F16, 1, 256);
+        let e = max_rel_diff(&s.forward(&tokens, Logits::All).unwrap(), &want);
+        assert!(e < 5e-3, "{arch:?}: f16 cache: {e}");
     }
-    // An f16 cache rounds keys and values (and the queries of small batches): 2^-11 relative.
-    let mut s = session(&m, Activations::F32, KvType::F16, 1, 256);
-    let e = max_rel_diff(&s.forward(&tokens, Logits::All).unwrap(), &want);
-    assert!(e < 5e-3, "f16 cache: {e}");
+}
+
+/// The reference tells the two architectures apart: a `qwen2` model computed with `llama`'s
+/// RoPE pairs, or without its biases, is far from what the engine computes (so the test above
+/// fails on either mistake).
+#[test]
+fn qwen2_s_rope_pairs_and_biases_change_the_logits() {
+    let w = Weights::random_of(Arch::Qwen2);
+    let m = model_of(Arch::Qwen2, GgmlType::F32);
+    let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
+    let got = session(&m, Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
+    let pairs = Weights { arch: Arch::Llama, tensors: w.tensors.clone() };
+    let no_bias = Weights {
+        arch: Arch::Qwen2,
+        tensors: w
+            .tensors
+            .iter()
+            .map(|(n, r, c, v)| (n.clone(), *r, *c, if n.ends_with(".bias") { vec![0.0; v.len()] } else { v.clone() }))
+            .collect(),
+    };
+    for (what, wrong) in [("llama's RoPE pairs (and no biases)", &pairs), ("no biases", &no_bias)] {
+        let e = max_rel_diff(&got, &reference(wrong, &tokens));
+        assert!(e > 1e-2, "qwen2 computed with {what} is only {e} from the engine");
+    }
 }
 
 #[test]
 fn quantized_weights_match_the_definition_on_their_dequantized_values() {
-    let w = Weights::random();
-    let tokens: Vec<u32> = (0..12u32).map(|i| (i * 91 + 3) % 256).collect();
-    for ty in [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16] {
-        let m = model(ty);
+    for (arch, ty) in
+        [Arch::Llama, Arch::Qwen2].into_iter().flat_map(|a| [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16].map(|t| (a, t)))
+    {
+        let w = Weights::random_of(arch);
+        let tokens: Vec<u32> = (0..12u32).map(|i| (i * 91 + 3) % 256).collect();
+        let m = model_of(arch, ty);
         let want = reference(&w.as_stored(ty), &tokens);
         // Exact activations: only the f32 arithmetic differs.
         let mut s = session(&m, Activations::F32, KvType::F32, 2, 256);
         let e = max_rel_diff(&s.forward(&tokens, Logits::All).unwrap(), &want);
-        assert!(e < 1e-4, "{ty:?}, f32 activations: {e}");
+        assert!(e < 1e-4, "{arch:?} {ty:?}, f32 activations: {e}");
         // 8-bit activations (as llama.cpp): within their rounding.
         let mut s = session(&m, Activations::Quantized, KvType::F16, 2, 256);
         let e = max_rel_diff(&s.forward(&tokens, Logits::All).unwrap(), &want);
-        assert!(e < 3e-2, "{ty:?}, quantized activations: {e}");
+        assert!(e < 3e-2, "{arch:?} {ty:?}, quantized activations: {e}");
     }
 }
 

@@ -1,6 +1,6 @@
 //! Readers for llama.cpp's reference files in `tests/data/` (made by `scripts/ref/llm-refs.sh`;
-//! the formats are documented in each file's header), and the one lookup of the real model
-//! (`smollm2`). A test target uses them with `mod llama_ref;` (rayo-cli's tests and the chat
+//! the formats are documented in each file's header), and the lookups of the real models
+//! (`smollm2`, `qwen2`). A test target uses them with `mod llama_ref;` (rayo-cli's tests and the chat
 //! unit tests include this file by `#[path]`). Malformed files panic: they are committed test
 //! data, not user input.
 #![allow(dead_code)]
@@ -18,6 +18,13 @@ pub const SETTINGS: [&str; 2] = ["", "-f32kv"];
 
 /// SmolLM2's vocabulary size (every id in the files is below it).
 pub const VOCAB: usize = 49152;
+
+/// The variant name of Qwen2.5-Coder-0.5B-Instruct's references (`greedy-qwen2.txt`,
+/// `forced-qwen2.txt` and their `-f32kv` twins; `forced-ids-qwen2.txt`): one file, as fetched.
+pub const QWEN2: &str = "qwen2";
+
+/// Qwen2.5-Coder-0.5B-Instruct's vocabulary size (rows of its embedding table).
+pub const QWEN2_VOCAB: usize = 151_936;
 
 /// One prompt's greedy continuation by llama.cpp.
 #[derive(Clone, Debug)]
@@ -123,9 +130,25 @@ pub fn greedy(ty: &str) -> Vec<Greedy> {
     out
 }
 
-/// forced-ids.txt: the teacher-forced sequence.
+/// forced-ids.txt: the teacher-forced sequence (SmolLM2's tokenizer).
 pub fn forced_ids() -> Vec<u32> {
     ids(&read("forced-ids.txt"))
+}
+
+/// The teacher-forced sequence of variant `ty` (`forced-TYPE.txt` evaluated it): forced-text.txt
+/// in the model's tokenizer, `forced-ids-qwen2.txt` for [`QWEN2`] (and `"qwen2-f32kv"`),
+/// forced-ids.txt for SmolLM2's.
+pub fn forced_ids_of(ty: &str) -> Vec<u32> {
+    if ty.starts_with(QWEN2) {
+        ids(&read("forced-ids-qwen2.txt"))
+    } else {
+        forced_ids()
+    }
+}
+
+/// forced-text.txt, the text of the teacher-forced sequences.
+pub fn forced_text() -> String {
+    read("forced-text.txt")
 }
 
 /// forced-TYPE.txt.
@@ -169,6 +192,28 @@ pub fn smollm2(test: &str) -> Option<PathBuf> {
     None
 }
 
+/// Qwen2.5-Coder-0.5B-Instruct: `RAYO_QWEN2`, or where scripts/fetch-qwen2.sh puts it.
+pub fn qwen2_path() -> PathBuf {
+    match std::env::var_os("RAYO_QWEN2") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/Qwen2.5-Coder-0.5B-Instruct.gguf"),
+    }
+}
+
+/// [`qwen2_path`] when the file is there, or `None` after a `SKIP qwen2: ...` line naming
+/// `test`. With `RAYO_REQUIRE_QWEN2=1` (as `scripts/test.sh` sets it), a missing model is a
+/// failure.
+pub fn qwen2(test: &str) -> Option<PathBuf> {
+    let path = qwen2_path();
+    if path.exists() {
+        return Some(path);
+    }
+    let required = std::env::var("RAYO_REQUIRE_QWEN2").map(|v| v == "1").unwrap_or(false);
+    assert!(!required, "RAYO_REQUIRE_QWEN2=1 but {} is absent (scripts/fetch-qwen2.sh fetches it)", path.display());
+    println!("SKIP qwen2: {test}: {} is absent (scripts/fetch-qwen2.sh fetches it)", path.display());
+    None
+}
+
 /// The model file of a variant: Q4_1 is [`smollm2_path`]; the others are what
 /// `scripts/ref/llm-refs.sh` (or `rayo quantize`) writes next to it in `.cache/models/`.
 pub fn model_path(ty: &str) -> PathBuf {
@@ -177,4 +222,120 @@ pub fn model_path(ty: &str) -> PathBuf {
         return q4_1;
     }
     q4_1.with_file_name(format!("SmolLM2-135M-Instruct.{ty}.gguf"))
+}
+
+/// The first maximum (llama.cpp's greedy choice) and the runner-up.
+pub fn top2(l: &[f32]) -> (usize, usize) {
+    let mut best = (0, 1);
+    if l[1] > l[0] {
+        best = (1, 0);
+    }
+    for (i, &v) in l.iter().enumerate().skip(2) {
+        if v > l[best.0] {
+            best = (i, best.0);
+        } else if v > l[best.1] {
+            best.1 = i;
+        }
+    }
+    best
+}
+
+/// An engine's teacher-forced logits (every position of `forced_ids_of(ty)`) against
+/// `forced-{ty}.txt`: top-1 agreement, overall and where llama.cpp's own top two are more than
+/// `tie` apart; the differences that are not near ties (in the engine's logits or llama.cpp's);
+/// the KL divergence from llama.cpp's distribution over its 32 most likely tokens plus the rest
+/// lumped (a lower bound of the full KL; scripts/ref/kld.py gives the full one from a dump); and
+/// llama.cpp's agreement with itself (`forced-{ty}-f32kv.txt`: flash attention off, f32 cache).
+#[derive(Debug)]
+pub struct ForcedStats {
+    pub n: usize,
+    pub same: usize,
+    /// Positions where llama.cpp's top two are more than `tie` apart, and how many agree there.
+    pub clear: usize,
+    pub clear_same: usize,
+    /// Each difference's smaller gap: in the engine's logits or in llama.cpp's.
+    pub ties: Vec<f32>,
+    /// Differences that are no near tie: (position, the engine's argmax, llama.cpp's, gap in
+    /// the engine's logits, gap in llama.cpp's).
+    pub bad: Vec<(usize, u32, u32, f32, f32)>,
+    pub kl_mean: f64,
+    pub kl_max: f64,
+    /// llama.cpp's top-1 agreement with its own -f32kv run.
+    pub own: usize,
+}
+
+impl ForcedStats {
+    pub fn new(ty: &str, all: &[f32], vocab: usize, tie: f32) -> ForcedStats {
+        let reference = forced(ty);
+        assert_eq!(all.len(), reference.len() * vocab, "{ty}: logits of {} positions expected", reference.len());
+        let mut st = ForcedStats { n: 0, same: 0, clear: 0, clear_same: 0, ties: vec![], bad: vec![], kl_mean: 0.0, kl_max: 0.0, own: 0 };
+        let mut kl_sum = 0f64;
+        for r in &reference {
+            let (pos, top1) = (r.pos, r.top1);
+            let l = &all[pos * vocab..(pos + 1) * vocab];
+            st.n += 1;
+            let mine = top2(l).0 as u32;
+            let agree = mine == top1;
+            if agree {
+                st.same += 1;
+            } else {
+                let theirs = r.top.iter().find(|t| t.0 == mine).map_or(f32::INFINITY, |t| r.top[0].1 - t.1);
+                let ours = l[mine as usize] - l[top1 as usize];
+                if ours > tie && theirs > tie {
+                    st.bad.push((pos, mine, top1, ours, theirs));
+                }
+                st.ties.push(ours.min(theirs));
+            }
+            if r.top[0].1 - r.top[1].1 > tie {
+                st.clear += 1;
+                st.clear_same += agree as usize;
+            }
+            // log-softmax of the engine's logits.
+            let mx = l.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
+            let lse = mx + l.iter().map(|&x| (x as f64 - mx).exp()).sum::<f64>().ln();
+            let (mut kl, mut p_top, mut q_top) = (0f64, 0f64, 0f64);
+            for &(id, lp) in &r.top {
+                let (lp, lq) = (lp as f64, l[id as usize] as f64 - lse);
+                kl += lp.exp() * (lp - lq);
+                p_top += lp.exp();
+                q_top += lq.exp();
+            }
+            let (pr, qr) = ((1.0 - p_top).max(1e-12), (1.0 - q_top).max(1e-12));
+            kl += pr * (pr / qr).ln();
+            kl_sum += kl;
+            st.kl_max = st.kl_max.max(kl);
+        }
+        st.kl_mean = kl_sum / st.n as f64;
+        let other = forced(&format!("{ty}-f32kv"));
+        st.own = reference.iter().zip(&other).filter(|(a, b)| a.top1 == b.top1).count();
+        st
+    }
+
+    /// Every difference is a near tie, at least 70% of the positions are clear, the engine
+    /// agrees at ≥ 99% of those, and the mean KL is below `kl`.
+    pub fn check(&self, ty: &str, tie: f32, kl: f64) {
+        assert!(self.bad.is_empty(), "{ty}: differences that are no near tie (position, engine's argmax, llama.cpp's, gap in the engine's logits, in llama.cpp's; tie {tie}): {:?}", self.bad);
+        assert!(self.n >= 256 && self.clear * 10 >= self.n * 7, "{ty}: only {} of {} positions are clear", self.clear, self.n);
+        assert!(self.clear_same * 100 >= self.clear * 99, "{ty}: {}/{} clear positions agree", self.clear_same, self.clear);
+        assert!(self.kl_mean < kl, "{ty}: mean KL {} (bound {kl})", self.kl_mean);
+    }
+}
+
+impl std::fmt::Display for ForcedStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "teacher-forced top-1 agreement {}/{} = {:.2}% (llama.cpp with itself, flash attention on/off: {}/{}); where llama.cpp's top two are clear: {}/{}; near ties {:?}; KL(llama.cpp‖engine) over top-32+rest: mean {:.5}, max {:.4}",
+            self.same,
+            self.n,
+            100.0 * self.same as f64 / self.n as f64,
+            self.own,
+            self.n,
+            self.clear_same,
+            self.clear,
+            self.ties,
+            self.kl_mean,
+            self.kl_max
+        )
+    }
 }
