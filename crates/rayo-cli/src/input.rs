@@ -79,7 +79,10 @@ mod tests {
         let text = dir.join("notes.txt");
         std::fs::write(&text, "# rayo\n\u{1}and more than sixteen bytes").unwrap();
         let e = err(&text);
-        assert!(e.starts_with(&format!("{} is not a GGUF file (it starts with \"# rayo\\n\\x01and more \"", text.display())), "{e}");
+        assert!(
+            e.starts_with(&format!("{} is not a GGUF file (it starts with \"# rayo\\n\\x01and more\", a GGUF file with \"GGUF\")", text.display())),
+            "{e}"
+        );
         let empty = dir.join("empty.gguf");
         std::fs::write(&empty, "").unwrap();
         assert!(err(&empty).contains("is not a GGUF file (it is empty)"));

@@ -93,7 +93,9 @@ mod tests {
 
     #[test]
     fn numbers_and_arrays() {
-        assert_eq!(json(GgufValue::F32(1e-5)), "1e-5");
+        // serde_json's shortest round-trip spelling (the hand-written JSON had Rust's `1e-5`).
+        assert_eq!(json(GgufValue::F32(1e-5)), "0.00001");
+        assert_eq!(json(GgufValue::F32(1e-5)).parse::<f32>(), Ok(1e-5));
         assert_eq!(json(GgufValue::F32(100000.0)), "100000.0");
         assert_eq!(json(GgufValue::F32(0.1)), "0.1");
         assert_eq!(json(GgufValue::F64(f64::NAN)), "null");
