@@ -172,8 +172,11 @@ fi
 if section web; then
   # rayo-web in headless Chromium with WebGPU (SwiftShader): every exported op against an f64
   # reference, and 16 greedy SmolLM2 tokens equal to the native CPU engine's. Installs chromium
-  # (apt) once; without it, a counted SKIP line.
-  run ./scripts/web-test.sh 600
+  # (apt) once; without it the section fails (RAYO_REQUIRE_WEB=1), as the GPU sections do.
+  (
+    export RAYO_REQUIRE_WEB=1
+    run ./scripts/web-test.sh 600
+  )
 fi
 
 # ---- PTX (ptxas from PyPI) and the CUDA runtime ----
