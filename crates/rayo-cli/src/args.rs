@@ -86,7 +86,8 @@ pub struct ModelArgs {
     /// The GGUF model file (llama-family: llama, qwen2).
     #[arg(long, value_name = "FILE")]
     pub model: PathBuf,
-    /// Where the model runs.
+    /// Where the model runs: cpu|cuda|wgpu (cuda: an NVIDIA GPU, rayo's PTX; wgpu: any GPU
+    /// through wgpu).
     #[arg(long, value_name = "NAME", default_value = "cpu", value_parser = parse_llm_backend)]
     pub backend: String,
     /// CPU threads (default: every core).
@@ -247,7 +248,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
     /// A GGUF language model: measure llama-bench's rows pp64 (a 64-token prompt in one batch)
-    /// and tg64 (64 tokens one at a time) in tokens/s instead of ops (--backend cpu).
+    /// and tg64 (64 tokens one at a time) in tokens/s instead of ops; one --backend cpu|cuda|wgpu
+    /// (default cpu; pp512 and tg128 on cuda).
     #[arg(long, value_name = "FILE")]
     pub model: Option<PathBuf>,
 }
