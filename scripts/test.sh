@@ -121,7 +121,12 @@ fi
 # ---- native x86-64 ----
 if section cpu; then
   echo "native tests (x86-64: scalar, sse2, avx2, avx512 where present)"
-  run cargo test --workspace --release --exclude rayo-bench
+  # rayo-llm apart, without its wgpu feature: in the workspace run rayo-cli's default features
+  # turn it on, and tests/wgpu.rs (~4 minutes on lavapipe) would run here and again in the wgpu
+  # section, which runs it with lavapipe pinned and RAYO_REQUIRE_GPU=1. rayo's features stay
+  # the workspace's (gpu, cuda), so rayo is not built again; tests/cuda.rs runs as before.
+  run cargo test --workspace --release --exclude rayo-bench --exclude rayo-llm
+  run cargo test -p rayo-llm --release --features cuda,rayo/gpu
 fi
 
 if section debug; then
@@ -176,8 +181,11 @@ fi
 if section web; then
   # rayo-web in headless Chromium with WebGPU (SwiftShader): every exported op against an f64
   # reference, and 16 greedy SmolLM2 tokens equal to the native CPU engine's. Installs chromium
-  # (apt) once; without it, a counted SKIP line.
-  run ./scripts/web-test.sh 600
+  # (apt) once; without it the section fails (RAYO_REQUIRE_WEB=1), as the GPU sections do.
+  (
+    export RAYO_REQUIRE_WEB=1
+    run ./scripts/web-test.sh 600
+  )
 fi
 
 # ---- PTX (ptxas from PyPI) and the CUDA runtime ----

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The browser test: builds web/pkg (scripts/web-build.sh), serves web/test with pkg/ and the
 # model folder beside it, and runs it in headless Chromium with WebGPU (SwiftShader) through
-# ../shared/ci/webgpu-page.sh, which passes only on the page's `WEBGPU_RESULT PASS`.
-# Then the demo page (web/index.html?check: its op timings). Installs chromium with apt once; where it cannot be had, prints a `SKIP web:` line and exits 0.
-# Usage: scripts/web-test.sh [TIMEOUT_S]   (RAYO_REQUIRE_BROWSER=1: no browser is a failure)
+# scripts/webgpu-page.sh, which passes only on the page's `WEBGPU_RESULT PASS`.
+# Then the demo page (web/index.html?check: its op timings). Installs chromium with apt once;
+# where it cannot be had, prints a `SKIP web:` line and exits 0, or fails under
+# RAYO_REQUIRE_WEB=1 (scripts/test.sh sets it, as the GPU sections set RAYO_REQUIRE_GPU).
+# Usage: scripts/web-test.sh [TIMEOUT_S]   (WEBGPU_PAGE=PATH: another page runner)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmo=${1:-600}
-page=${WEBGPU_PAGE:-../shared/ci/webgpu-page.sh}
+page=${WEBGPU_PAGE:-scripts/webgpu-page.sh}
+# RAYO_REQUIRE_BROWSER is the variable's old name.
+require=${RAYO_REQUIRE_WEB:-${RAYO_REQUIRE_BROWSER:-0}}
 skip() {
-  [ "${RAYO_REQUIRE_BROWSER:-0}" = 1 ] && { echo "web: RAYO_REQUIRE_BROWSER=1 but $1" >&2; exit 1; }
+  [ "$require" = 1 ] && { echo "web: FAILED: RAYO_REQUIRE_WEB=1 but $1" >&2; exit 1; }
   echo "SKIP web: $1"
   exit 0
 }
@@ -17,7 +21,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ||
     skip "chromium could not be installed (apt-get install chromium failed)"
 fi
-[ -x "$page" ] || skip "$page (the headless-page runner) is absent"
+[ -x "$page" ] || { echo "web: $page (the headless-page runner) is absent or not executable" >&2; exit 1; }
 model=.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
 [ -f "$model" ] || ./scripts/fetch-smollm2.sh >/dev/null
 ./scripts/web-build.sh

@@ -1,5 +1,7 @@
 //! The command line (clap, derive): `rayo info`, `rayo bench`, `rayo ptx`, `rayo gguf`. Every value is
 //! checked here, so a bad one is a usage error with the flag and the reason, never a panic later.
+//! Numeric flags take `allow_negative_numbers`: `--temperature -1` reaches the value's own check
+//! ("must be finite and >= 0") instead of clap's "unexpected argument '-1'".
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -66,7 +68,7 @@ pub struct SynthArgs {
     #[arg(long, value_name = "FILE")]
     pub tokenizer: PathBuf,
     /// Seed of the random weights.
-    #[arg(long, value_name = "S", default_value_t = 0)]
+    #[arg(long, value_name = "S", default_value_t = 0, allow_negative_numbers = true)]
     pub seed: u64,
 }
 
@@ -84,14 +86,15 @@ pub struct ModelArgs {
     /// The GGUF model file (llama-family: llama, qwen2).
     #[arg(long, value_name = "FILE")]
     pub model: PathBuf,
-    /// Where the model runs.
+    /// Where the model runs: cpu|cuda|wgpu (cuda: an NVIDIA GPU, rayo's PTX; wgpu: any GPU
+    /// through wgpu).
     #[arg(long, value_name = "NAME", default_value = "cpu", value_parser = parse_llm_backend)]
     pub backend: String,
     /// CPU threads (default: every core).
-    #[arg(long, value_name = "N", value_parser = parse_threads, default_value_t = default_threads())]
+    #[arg(long, value_name = "N", value_parser = parse_threads, default_value_t = default_threads(), allow_negative_numbers = true)]
     pub threads: usize,
     /// Positions the KV cache holds (default: the model's context length, at most 4096).
-    #[arg(long, value_name = "N", value_parser = parse_ctx)]
+    #[arg(long, value_name = "N", value_parser = parse_ctx, allow_negative_numbers = true)]
     pub ctx: Option<usize>,
     /// Keep the KV cache in f32 instead of f16.
     #[arg(long)]
@@ -103,22 +106,22 @@ pub struct ModelArgs {
 #[derive(Debug, Args)]
 pub struct SampleArgs {
     /// 0 is greedy.
-    #[arg(long, value_name = "T", default_value_t = 0.8)]
+    #[arg(long, value_name = "T", default_value_t = 0.8, allow_negative_numbers = true)]
     pub temperature: f32,
     /// Keep the K most likely tokens (0: all).
-    #[arg(long, value_name = "K", default_value_t = 40)]
+    #[arg(long, value_name = "K", default_value_t = 40, allow_negative_numbers = true)]
     pub top_k: usize,
     /// Keep the most likely tokens whose probabilities sum to P (1: all).
-    #[arg(long, value_name = "P", default_value_t = 0.95)]
+    #[arg(long, value_name = "P", default_value_t = 0.95, allow_negative_numbers = true)]
     pub top_p: f32,
     /// Drop tokens less likely than P times the most likely one (0: none).
-    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    #[arg(long, value_name = "P", default_value_t = 0.05, allow_negative_numbers = true)]
     pub min_p: f32,
     /// Divide the logits of recently seen tokens by this (1: off).
-    #[arg(long, value_name = "R", default_value_t = 1.0)]
+    #[arg(long, value_name = "R", default_value_t = 1.0, allow_negative_numbers = true)]
     pub repeat_penalty: f32,
     /// Random seed (default: from the clock). The same seed gives the same text.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub seed: Option<u64>,
 }
 
@@ -130,7 +133,7 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "TEXT")]
     pub prompt: String,
     /// The most tokens to generate.
-    #[arg(long, value_name = "N", default_value_t = 128)]
+    #[arg(long, value_name = "N", default_value_t = 128, allow_negative_numbers = true)]
     pub max_tokens: usize,
     #[command(flatten)]
     pub sample: SampleArgs,
@@ -144,7 +147,7 @@ pub struct ChatArgs {
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
     /// The most tokens per reply.
-    #[arg(long, value_name = "N", default_value_t = 512)]
+    #[arg(long, value_name = "N", default_value_t = 512, allow_negative_numbers = true)]
     pub max_tokens: usize,
     /// Print statistics after each reply (stderr).
     #[arg(long)]
@@ -207,7 +210,7 @@ pub struct QuantizeArgs {
     #[arg(value_name = "TYPE", value_parser = parse_file_type)]
     pub ty: String,
     /// Threads that convert each tensor's rows (default: every core).
-    #[arg(long, value_name = "N", value_parser = parse_threads, default_value_t = default_threads())]
+    #[arg(long, value_name = "N", value_parser = parse_threads, default_value_t = default_threads(), allow_negative_numbers = true)]
     pub threads: usize,
 }
 
@@ -229,14 +232,14 @@ pub struct BenchArgs {
     #[arg(long = "op", value_name = "NAME")]
     pub ops: Vec<String>,
     /// Elements of a vector op, or n of an n×n matrix op (repeatable): 1000, 100K, 10M, 1e6.
-    #[arg(long = "size", value_name = "N", value_parser = parse_size)]
+    #[arg(long = "size", value_name = "N", value_parser = parse_size, allow_negative_numbers = true)]
     pub sizes: Vec<usize>,
     /// A backend (repeatable): scalar sse2 avx2 avx512 neon simd128, cpu (the one rayo selects),
     /// wgpu, cuda, all. Default: all — every backend this machine has, side by side.
     #[arg(long = "backend", value_name = "NAME", value_parser = parse_backend)]
     pub backends: Vec<String>,
     /// CPU threads (repeatable; default 1).
-    #[arg(long = "threads", value_name = "N", value_parser = parse_threads)]
+    #[arg(long = "threads", value_name = "N", value_parser = parse_threads, allow_negative_numbers = true)]
     pub threads: Vec<usize>,
     /// One JSON object per line (op, n, backend, ns, gbps or gflops) instead of a table.
     #[arg(long)]
@@ -245,7 +248,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
     /// A GGUF language model: measure llama-bench's rows pp64 (a 64-token prompt in one batch)
-    /// and tg64 (64 tokens one at a time) in tokens/s instead of ops (--backend cpu).
+    /// and tg64 (64 tokens one at a time) in tokens/s instead of ops; one --backend cpu|cuda|wgpu
+    /// (default cpu; pp512 and tg128 on cuda).
     #[arg(long, value_name = "FILE")]
     pub model: Option<PathBuf>,
 }
@@ -256,7 +260,7 @@ pub struct PtxArgs {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// A target SM, `90` or `sm_90` (repeatable; default: 80 and 90).
-    #[arg(long = "sm", value_name = "N", value_parser = parse_sm)]
+    #[arg(long = "sm", value_name = "N", value_parser = parse_sm, allow_negative_numbers = true)]
     pub sms: Vec<u32>,
 }
 

@@ -8,8 +8,8 @@ use crate::json;
 use crate::out::outln;
 use rayo::gguf::{GgufArray, GgufFile, GgufValue};
 use rayo::quant::GgmlType;
+use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 /// Characters of a string value shown before it is cut.
 const STRING_CHARS: usize = 64;
@@ -17,7 +17,7 @@ const STRING_CHARS: usize = 64;
 const ARRAY_ITEMS: usize = 6;
 
 pub fn run(args: &GgufArgs) -> Result<(), String> {
-    let f = GgufFile::open(&args.file).map_err(|e| e.to_string())?;
+    let f = crate::input::open_gguf(&args.file, "GGUF file", "")?;
     if args.json {
         outln!("{}", to_json(&f));
     } else {
@@ -28,23 +28,33 @@ pub fn run(args: &GgufArgs) -> Result<(), String> {
 
 /// The whole file as one JSON object.
 pub fn to_json(f: &GgufFile) -> String {
-    let mut s = format!("{{\"version\":{},\"alignment\":{},\"data_offset\":{},\"metadata\":{{", f.version(), f.alignment(), f.data_offset());
-    for (i, (k, v)) in f.metadata().iter().enumerate() {
-        json::comma(i, &mut s);
-        json::quote(k, &mut s);
-        s.push(':');
-        json::value(v, &mut s);
+    #[derive(Serialize)]
+    struct File<'a> {
+        version: u32,
+        alignment: u64,
+        data_offset: u64,
+        metadata: json::MetadataMap<'a>,
+        tensors: Vec<Tensor<'a>>,
     }
-    s.push_str("},\"tensors\":[");
-    for (i, t) in f.tensors().iter().enumerate() {
-        json::comma(i, &mut s);
-        s.push_str("{\"name\":");
-        json::quote(&t.name, &mut s);
-        let shape: Vec<String> = t.shape.iter().map(u64::to_string).collect();
-        let _ = write!(s, ",\"type\":\"{}\",\"shape\":[{}],\"offset\":{},\"bytes\":{}}}", t.ty, shape.join(","), t.offset, t.bytes);
+    #[derive(Serialize)]
+    struct Tensor<'a> {
+        name: &'a str,
+        /// As ggml spells it: `Q4_K`, `F32`.
+        #[serde(rename = "type")]
+        ty: &'static str,
+        /// ne[0] first.
+        shape: &'a [u64],
+        offset: u64,
+        bytes: u64,
     }
-    s.push_str("]}");
-    s
+    let tensors = f.tensors().iter().map(|t| Tensor { name: &t.name, ty: t.ty.name(), shape: &t.shape, offset: t.offset, bytes: t.bytes }).collect();
+    json::line(&File {
+        version: f.version(),
+        alignment: f.alignment(),
+        data_offset: f.data_offset(),
+        metadata: json::MetadataMap(f.metadata()),
+        tensors,
+    })
 }
 
 fn print_text(f: &GgufFile) {

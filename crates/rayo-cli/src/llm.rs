@@ -11,12 +11,10 @@ use rayo_llm::{Forward, KvType, Logits, Model, Session, SessionOptions};
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-/// Opens and checks a model file, with a hint when it is absent.
+/// Opens and checks a model file, with a hint when it is absent (errors: [`crate::input`]).
 pub fn open_model(path: &Path) -> Result<Model, String> {
-    if !path.exists() {
-        return Err(format!("{}: no such file (scripts/fetch-smollm2.sh fetches SmolLM2-135M-Instruct into .cache/models/)", path.display()));
-    }
-    Model::open(path).map_err(|e| format!("{}: {e}", path.display()))
+    let f = crate::input::open_gguf(path, "model file", crate::input::FETCH_HINT)?;
+    Model::from_file(f).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The backends `--backend` takes for a model.
@@ -124,9 +122,10 @@ fn stats_line(s: &rayo_llm::Stats) {
 
 /// `rayo generate`: the prompt as given, then the generated text, on stdout; stats on stderr.
 pub fn generate(a: &GenerateArgs) -> Result<(), String> {
+    // The sampling values are checked before the model is loaded.
+    let mut s = sampler(&a.sample)?;
     let m = open_model(&a.model.model)?;
     let mut e = engine(&m, &a.model)?;
-    let mut s = sampler(&a.sample)?;
     let tok = m.tokenizer();
     let ids = tok.encode(&a.prompt, true, true).map_err(|e| e.to_string())?;
     // Checked before anything is printed.
@@ -147,12 +146,12 @@ pub fn generate(a: &GenerateArgs) -> Result<(), String> {
 
 /// `rayo chat`: a conversation on stdin/stdout with the model's chat template.
 pub fn chat(a: &ChatArgs) -> Result<(), String> {
+    let mut s = sampler(&a.sample)?;
     let m = open_model(&a.model.model)?;
     let template = ChatTemplate::from_gguf(m.file().metadata())
         .map_err(|e| e.to_string())?
         .ok_or_else(|| "this model has no chat template (tokenizer.chat_template); use rayo generate".to_string())?;
     let mut e = engine(&m, &a.model)?;
-    let mut s = sampler(&a.sample)?;
     let tok = m.tokenizer();
     let mut messages: Vec<Message> = a.system.iter().map(|t| Message { role: "system".into(), content: t.clone() }).collect();
     // The ids now in the KV cache: each turn re-renders the conversation and runs only what
@@ -194,7 +193,7 @@ pub fn chat(a: &ChatArgs) -> Result<(), String> {
 /// `rayo tokenize`: the ids as one JSON array.
 pub fn tokenize(a: &TokenizeArgs) -> Result<(), String> {
     // The tokenizer alone: a vocab-only GGUF works too.
-    let f = rayo::gguf::GgufFile::open(&a.model).map_err(|e| format!("{}: {e}", a.model.display()))?;
+    let f = crate::input::open_gguf(&a.model, "model file", crate::input::FETCH_HINT)?;
     let tok = rayo_llm::Tokenizer::from_gguf(f.metadata()).map_err(|e| format!("{}: {e}", a.model.display()))?;
     let ids = tok.encode(&a.text, !a.no_special, !a.no_parse_special).map_err(|e| e.to_string())?;
     outln!("[{}]", ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", "));

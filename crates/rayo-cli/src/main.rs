@@ -7,6 +7,7 @@ mod args;
 mod bench;
 mod gguf;
 mod info;
+mod input;
 mod json;
 mod llm;
 mod out;
@@ -19,6 +20,11 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The library's `log::warn!`/`log::info!` (a fallback taken, a setting ignored) on stderr;
+    // RUST_LOG picks the level (`RUST_LOG=info`, `RUST_LOG=rayo_llm=debug`), warn by default.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // Before any thread starts (setting the environment is only sound while there is one).
+    private_runtime_dir();
     // Usage errors (a bad flag or value) print clap's message and exit with status 2;
     // `--help` and `--version` exit with 0.
     let cli = Cli::parse();
@@ -41,3 +47,31 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Sets XDG_RUNTIME_DIR to a private directory when it is unset (a container, a CI job, `su`).
+///
+/// Probing for wgpu adapters loads Mesa (lavapipe, EGL), whose Wayland code calls
+/// `wl_display_connect`; with XDG_RUNTIME_DIR unset libwayland-client prints
+/// `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` on stderr, once per probe
+/// (four lines for `rayo info`), though nothing is wrong and the Vulkan adapter is found. A
+/// directory of ours (mode 0700, `$TMPDIR/rayo-runtime-<uid>`, kept for the next run) gives it
+/// a value and no Wayland display to find. Where that directory cannot be made safely (it
+/// exists and is not ours), the variable is left unset and the harmless lines stay.
+#[cfg(unix)]
+fn private_runtime_dir() {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|v| !v.is_empty()) {
+        return;
+    }
+    let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else { return };
+    let dir = std::env::temp_dir().join(format!("rayo-runtime-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    // Not a symlink, a directory, ours, and closed to others.
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0 => std::env::set_var("XDG_RUNTIME_DIR", &dir),
+        _ => log::debug!("XDG_RUNTIME_DIR is unset and {} is not a private directory of ours: left unset", dir.display()),
+    }
+}
+
+#[cfg(not(unix))]
+fn private_runtime_dir() {}

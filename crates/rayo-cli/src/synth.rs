@@ -8,7 +8,7 @@
 
 use crate::args::SynthArgs;
 use crate::out::{errln, outln};
-use rayo::gguf::{GgufFile, GgufValue, GgufWriter};
+use rayo::gguf::{GgufValue, GgufWriter};
 use rayo::quant::GgmlType;
 use std::io::Write;
 
@@ -46,7 +46,7 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     if matches!(ty, GgmlType::Q8_K) {
         return Err("Q8_K is an activation format, not a weight type: pick another --type".into());
     }
-    let tok = GgufFile::open(&a.tokenizer).map_err(|e| format!("{}: {e}", a.tokenizer.display()))?;
+    let tok = crate::input::open_gguf(&a.tokenizer, "tokenizer file", crate::input::FETCH_HINT)?;
     let mut w = GgufWriter::new();
     w.set("general.architecture", shape.arch);
     w.set("general.name", format!("synthetic {} {}", shape.name, ty.name()));

@@ -59,12 +59,13 @@ fn json_of_a_small_file() {
     small_file(&f);
     let o = rayo(&["gguf", &f, "--json"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    // Floats in serde_json's shortest round-trip spelling (1e-5 is `0.00001`).
     let longs: Vec<String> = (0..100).map(|i: u32| i.to_string()).collect();
     let want = format!(
         concat!(
             "{{\"version\":3,\"alignment\":64,\"data_offset\":{},\"metadata\":{{",
             "\"general.architecture\":\"llama\",\"general.alignment\":64,",
-            "\"t.text\":\"say \\\"hi\\\"\\n\\tthen\\\\go é\",\"t.eps\":1e-5,\"t.neg\":-3,\"t.flag\":true,",
+            "\"t.text\":\"say \\\"hi\\\"\\n\\tthen\\\\go é\",\"t.eps\":0.00001,\"t.neg\":-3,\"t.flag\":true,",
             "\"t.long\":[{}],\"t.nested\":[[\"a\"],[1,2]]}},",
             "\"tensors\":[{{\"name\":\"blk.0.w\",\"type\":\"Q4_0\",\"shape\":[64,2],\"offset\":0,\"bytes\":72}},",
             "{{\"name\":\"norm\",\"type\":\"F32\",\"shape\":[3],\"offset\":128,\"bytes\":12}}]}}\n"

@@ -3,6 +3,7 @@
 //! 0 (on CUDA `pp512` and `tg128`, the rows llama.cpp's CUDA figures use) — as tokens per second, the mean of several repetitions after a warm-up run (as
 //! llama-bench does). Token ids are arbitrary (speed does not depend on them).
 
+use crate::json::rounded;
 use crate::llm::{open_model, Engine};
 use crate::out::{errln, outln};
 use std::path::Path;
@@ -70,7 +71,20 @@ pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result
 fn report(json: bool, model: &str, op: &str, backend: &str, threads: usize, tokens: usize, seconds: f64) {
     let tps = tokens as f64 / seconds;
     if json {
-        outln!("{{\"op\":\"{op}\",\"model\":\"{}\",\"backend\":\"{backend}\",\"threads\":{threads},\"tokens\":{tokens},\"ns\":{:.1},\"tokens_per_s\":{tps:.3}}}", model.replace(['"', '\\'], "_"), seconds * 1e9);
+        /// One row of `rayo bench --model FILE --json`.
+        #[derive(serde::Serialize)]
+        struct Json<'a> {
+            op: &'a str,
+            /// The file's name.
+            model: &'a str,
+            backend: &'a str,
+            threads: usize,
+            tokens: usize,
+            ns: f64,
+            tokens_per_s: f64,
+        }
+        let row = Json { op, model, backend, threads, tokens, ns: rounded(seconds * 1e9, 1), tokens_per_s: rounded(tps, 3) };
+        outln!("{}", crate::json::line(&row));
     } else {
         outln!("{op:<6} {backend:<8} {threads:>7} {tps:>12.1} {:>10.2}", seconds * 1e3);
     }

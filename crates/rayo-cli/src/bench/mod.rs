@@ -34,8 +34,12 @@ Quantized products (CPU): `read` (sum of 256 MiB, GB/s), qmatvec_<FMT> and qmatm
 FMT in F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1 Q2_K..Q6_K Q8_K (--size n: n×n weights,
 default 4096; qmatmul multiplies 64 rows), and matmul_m64 (the f32 GEMM of that shape).
 
+With --model FILE, llama-bench's rows for a GGUF language model instead: --backend cpu|cuda|wgpu
+(one; default cpu).
+
 Examples:
   rayo bench --quick
+  rayo bench --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf --backend wgpu
   rayo bench --op add --op gelu --size 100K --size 10M --backend avx2 --backend avx512
   rayo bench --op matmul --size 1024 --threads 1 --threads 2 --json
   rayo bench --backend cuda --op gemm --op ptxgen

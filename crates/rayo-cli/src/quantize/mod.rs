@@ -23,7 +23,7 @@ const QUANTIZATION_VERSION: u32 = 2;
 pub fn run(a: &QuantizeArgs) -> Result<(), String> {
     let ftype = FileType::from_name(&a.ty).ok_or_else(|| format!("unknown type {}", a.ty))?;
     let started = Instant::now();
-    let input = GgufFile::open(&a.input).map_err(|e| e.to_string())?;
+    let input = crate::input::open_gguf(&a.input, "model file", crate::input::FETCH_HINT)?;
     let model = model_info(input.metadata());
     let mut order: Vec<&TensorInfo> = input.tensors().iter().collect();
     order.sort_by_key(|t| llama_order(&t.name));
