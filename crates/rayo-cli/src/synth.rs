@@ -30,12 +30,44 @@ pub struct Shape {
 /// The shapes `--shape` knows.
 pub const SHAPES: &[Shape] = &[
     // meta-llama/Llama-3.2-1B (config.json)
-    Shape { name: "llama-3.2-1b", layers: 16, embd: 2048, ff: 8192, heads: 32, kv_heads: 8, vocab: 128_256, context: 131_072, rope_base: 500_000.0, arch: "llama" },
+    Shape {
+        name: "llama-3.2-1b",
+        layers: 16,
+        embd: 2048,
+        ff: 8192,
+        heads: 32,
+        kv_heads: 8,
+        vocab: 128_256,
+        context: 131_072,
+        rope_base: 500_000.0,
+        arch: "llama",
+    },
     // HuggingFaceTB/SmolLM2-135M
-    Shape { name: "smollm2-135m", layers: 30, embd: 576, ff: 1536, heads: 9, kv_heads: 3, vocab: 49_152, context: 8192, rope_base: 100_000.0, arch: "llama" },
-    // a small model for tests
+    Shape {
+        name: "smollm2-135m",
+        layers: 30,
+        embd: 576,
+        ff: 1536,
+        heads: 9,
+        kv_heads: 3,
+        vocab: 49_152,
+        context: 8192,
+        rope_base: 100_000.0,
+        arch: "llama",
+    },
     // Qwen/Qwen2.5-0.5B (config.json): qwen2, with q/k/v biases
-    Shape { name: "qwen2-0.5b", layers: 24, embd: 896, ff: 4864, heads: 14, kv_heads: 2, vocab: 151_936, context: 32_768, rope_base: 1_000_000.0, arch: "qwen2" },
+    Shape {
+        name: "qwen2-0.5b",
+        layers: 24,
+        embd: 896,
+        ff: 4864,
+        heads: 14,
+        kv_heads: 2,
+        vocab: 151_936,
+        context: 32_768,
+        rope_base: 1_000_000.0,
+        arch: "qwen2",
+    },
     // a small model for tests
     Shape { name: "tiny", layers: 2, embd: 256, ff: 512, heads: 4, kv_heads: 2, vocab: 49_152, context: 512, rope_base: 10_000.0, arch: "llama" },
 ];

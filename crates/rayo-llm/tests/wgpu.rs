@@ -390,7 +390,11 @@ fn qwen2_greedy_tokens_equal_the_cpu_engine() {
     let r = llama_ref::greedy(llama_ref::QWEN2).into_iter().find(|r| r.prompt.starts_with("<|im_start|>")).unwrap();
     let (lg, lc) = (g.forward(&r.prompt_ids, rayo_llm::Logits::Last).unwrap(), c.forward(&r.prompt_ids, rayo_llm::Logits::Last).unwrap());
     let worst = lg.iter().zip(&lc).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-    println!("qwen2: {} prompt tokens, max |Δlogit| wgpu vs CPU (f32 activations) {worst:.4} ({:.1} s)", r.prompt_ids.len(), t0.elapsed().as_secs_f64());
+    println!(
+        "qwen2: {} prompt tokens, max |Δlogit| wgpu vs CPU (f32 activations) {worst:.4} ({:.1} s)",
+        r.prompt_ids.len(),
+        t0.elapsed().as_secs_f64()
+    );
     assert!(worst < 0.05, "qwen2: max |Δlogit| {worst} after the prompt");
     let (a, b) = (greedy(&mut g, &model, &r.prompt_ids, 8), greedy(&mut c, &model, &r.prompt_ids, 8));
     assert_eq!(a, b, "qwen2: greedy tokens differ");
