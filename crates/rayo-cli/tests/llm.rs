@@ -47,21 +47,7 @@ fn model(ty: &str) -> Option<PathBuf> {
     Some(out)
 }
 
-/// The first maximum (llama.cpp's greedy choice) and the runner-up.
-fn top2(l: &[f32]) -> (usize, usize) {
-    let mut best = (0, 1);
-    if l[1] > l[0] {
-        best = (1, 0);
-    }
-    for (i, &v) in l.iter().enumerate().skip(2) {
-        if v > l[best.0] {
-            best = (i, best.0);
-        } else if v > l[best.1] {
-            best.1 = i;
-        }
-    }
-    best
-}
+use llama_ref::top2;
 
 fn session(m: &Model) -> Session<Cpu> {
     Session::new(m, Cpu::new(m.file().clone(), 2), SessionOptions { context: 512, ..SessionOptions::default() }).unwrap()
@@ -161,64 +147,12 @@ fn teacher_forced_logits_agree_with_llama_cpp() {
             let bytes: Vec<u8> = all.iter().flat_map(|x| x.to_le_bytes()).collect();
             std::fs::write(Path::new(&dir).join(format!("rayo-forced-{ty}.f32")), bytes).unwrap();
         }
-        let reference = llama_ref::forced(ty);
-        let (mut same, mut n, mut kl_sum, mut kl_max, mut ties) = (0, 0, 0f64, 0f64, vec![]);
-        // Positions where llama.cpp's own top two are more than `TIE` apart, and how many of
-        // them rayo agrees on.
-        let (mut clear, mut clear_same) = (0, 0);
-        for r in &reference {
-            let (pos, top1) = (r.pos, r.top1);
-            let l = &all[pos * v..(pos + 1) * v];
-            n += 1;
-            let agree = top2(l).0 == top1 as usize;
-            if agree {
-                same += 1;
-            } else {
-                // A near tie in rayo's logits, or in llama.cpp's own: its top choice and rayo's
-                // within TIE of each other (where llama.cpp's two attention paths split too).
-                let mine = top2(l).0 as u32;
-                let theirs = r.top.iter().find(|t| t.0 == mine).map_or(f32::INFINITY, |t| r.top[0].1 - t.1);
-                let ours = l[mine as usize] - l[top1 as usize];
-                assert!(
-                    ours <= TIE || theirs <= TIE,
-                    "{ty} position {pos}: rayo's argmax {mine}, llama.cpp's {top1}: {ours} apart in rayo's logits, {theirs} in llama.cpp's — not a near tie"
-                );
-                ties.push(ours.min(theirs));
-            }
-            if r.top[0].1 - r.top[1].1 > TIE {
-                clear += 1;
-                clear_same += agree as usize;
-            }
-            // log-softmax of rayo's logits.
-            let mx = l.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
-            let lse = mx + l.iter().map(|&x| (x as f64 - mx).exp()).sum::<f64>().ln();
-            let (mut kl, mut p_top, mut q_top) = (0f64, 0f64, 0f64);
-            for &(id, lp) in &r.top {
-                let (lp, lq) = (lp as f64, l[id as usize] as f64 - lse);
-                kl += lp.exp() * (lp - lq);
-                p_top += lp.exp();
-                q_top += lq.exp();
-            }
-            let (pr, qr) = ((1.0 - p_top).max(1e-12), (1.0 - q_top).max(1e-12));
-            kl += pr * (pr / qr).ln();
-            kl_sum += kl;
-            kl_max = kl_max.max(kl);
-        }
-        let mean = kl_sum / n as f64;
-        // llama.cpp against itself: flash attention with an f16 cache (the reference) and
-        // without, with an f32 cache.
-        let other = llama_ref::forced(&format!("{ty}-f32kv"));
-        let own = reference.iter().zip(&other).filter(|(a, b)| a.top1 == b.top1).count();
-        println!(
-            "{ty}: teacher-forced top-1 agreement {same}/{n} = {:.2}% (llama.cpp with itself, flash attention on/off: {own}/{n}); where llama.cpp's top two are over {TIE} apart: {clear_same}/{clear}; near ties {ties:?}; KL(llama.cpp‖rayo) over top-32+rest: mean {mean:.5}, max {kl_max:.4}",
-            100.0 * same as f64 / n as f64
-        );
+        let st = llama_ref::ForcedStats::new(ty, &all, v, TIE);
+        println!("{ty}: {st}");
         // Which near ties flip moves with any change of rounding (llama.cpp's own two attention
         // paths disagree at 1.7–3.8% of these positions): the 99% is asked of the positions
-        // that are not near ties for llama.cpp; every difference is a near tie (checked above).
-        assert!(n >= 256 && clear * 10 >= n * 7, "{ty}: only {clear} of {n} positions are clear");
-        assert!(clear_same * 100 >= clear * 99, "{ty}: {clear_same}/{clear} clear positions agree");
-        assert!(mean < 0.01, "{ty}: mean KL {mean}");
+        // that are not near ties for llama.cpp; every difference must be a near tie.
+        st.check(ty, TIE, 0.01);
     }
 }
 

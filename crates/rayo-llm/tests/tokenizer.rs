@@ -181,6 +181,23 @@ fn smollm2_matches_llama_tokenize_on_corpus() {
     assert!((40..=80).contains(&n), "{n}");
 }
 
+/// The real Qwen2.5-Coder-0.5B-Instruct file (`tokenizer.ggml.pre` = `qwen2`, 151,936 tokens
+/// with Qwen2.5's special tokens) against llama-tokenize on the same file
+/// (tokenizer-golden-qwen2.5-coder.txt; the same ids as llama.cpp's vocab-only qwen2 file gives).
+#[test]
+fn qwen2_file_matches_llama_tokenize_on_corpus() {
+    let Some(path) = llama_ref::qwen2("tokenizer") else { return };
+    let file = GgufFile::open(path).unwrap();
+    let tok = Tokenizer::from_gguf(file.metadata()).unwrap();
+    assert_eq!(tok.vocab_size(), 151_936);
+    assert_eq!((tok.bos(), tok.eos(), tok.adds_bos()), (Some(151_643), Some(151_645), false));
+    // llama.cpp's EOG set for this file (its load log): '</s>' (a normal token here, which
+    // llama.cpp makes a control token by its text), <|endoftext|>, <|im_end|>, <|fim_pad|>,
+    // <|repo_name|>, <|file_sep|>.
+    assert_eq!(tok.eog_ids(), vec![128_247, 151_643, 151_645, 151_662, 151_663, 151_664]);
+    check_corpus("qwen2.5-coder", &tok, true);
+}
+
 #[test]
 fn vocab_files_match_llama_tokenize_on_corpus() {
     let dir = vocab_dir();
