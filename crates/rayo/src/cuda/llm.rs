@@ -738,6 +738,31 @@ pub struct DecodeScratch {
     done: DeviceBytes,
 }
 
+impl CudaDevice {
+    /// An error unless the attention kernels take `shape` (its heads, head size and positions),
+    /// and, with `fused` (the RoPE pairing of a model whose RoPE rotates whole heads), the
+    /// decoding step's one-launch RoPE + attention too: what a model's shape must pass before
+    /// anything of it is uploaded.
+    pub fn check_attention(shape: &AttentionShape, fused: Option<RopePairs>) -> Result<()> {
+        const OP: &str = "cuda attention";
+        attention_kernel(OP, shape)?;
+        shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, shape.n_head_kv, shape.head_dim] })?;
+        let AttentionShape { head_dim, positions, f16, .. } = *shape;
+        if let Some(pairs) = fused {
+            let hd = u32::try_from(head_dim).ok();
+            if hd.zip(u32::try_from(positions).ok()).and_then(|(hd, p)| DecodeAttentionKernel::new(hd, p, f16, pairs)).is_none() {
+                return Err(Error::InvalidArgument {
+                    op: OP,
+                    name: "positions",
+                    value: positions.into(),
+                    reason: "a split of the context does not fit the decoding kernel",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The attention kernel for `shape`, or an error naming what it cannot take.
 fn attention_kernel(op: &'static str, shape: &AttentionShape) -> Result<AttentionKernel> {
     let AttentionShape { head_dim, positions, f16, .. } = *shape;
