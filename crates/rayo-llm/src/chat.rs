@@ -152,7 +152,11 @@ impl ChatTemplate {
         }
         let text = String::from_utf8(w.out).map_err(|e| model_err(format!("chat template: the output is not UTF-8: {e}")))?;
         if text.trim().is_empty() {
-            return Err(model_err(format!("chat template: {} messages rendered to {} bytes of whitespace, no prompt", messages_in.len(), text.len())));
+            return Err(model_err(format!(
+                "chat template: {} messages rendered to {} bytes of whitespace, no prompt",
+                messages_in.len(),
+                text.len()
+            )));
         }
         Ok(text)
     }

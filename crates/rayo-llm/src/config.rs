@@ -162,7 +162,9 @@ impl Config {
         let kvw = product(&[(&kv, self.n_head_kv), (&hd, self.head_dim)])?;
         for w in [q, kvw] {
             if w > MAX_DIM {
-                return Err(Error::Model { what: format!("{head} {} (or {kv} {}) × {hd} {} = {w} is past {MAX_DIM}", self.n_head, self.n_head_kv, self.head_dim) });
+                return Err(Error::Model {
+                    what: format!("{head} {} (or {kv} {}) × {hd} {} = {w} is past {MAX_DIM}", self.n_head, self.n_head_kv, self.head_dim),
+                });
             }
         }
         // Each weight matrix's f32 bytes (what a dequantized row or a backend's copy may take).

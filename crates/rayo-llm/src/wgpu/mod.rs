@@ -336,7 +336,10 @@ impl Backend for Wgpu {
         let logits = cfg.vocab_size as u64 * 4;
         if logits > self.limit {
             return Err(Error::Model {
-                what: format!("the logits of {} tokens ({logits} bytes) are past the adapter's storage-binding limit of {} bytes", cfg.vocab_size, self.limit),
+                what: format!(
+                    "the logits of {} tokens ({logits} bytes) are past the adapter's storage-binding limit of {} bytes",
+                    cfg.vocab_size, self.limit
+                ),
             });
         }
         Ok(())
