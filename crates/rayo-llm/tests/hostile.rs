@@ -7,7 +7,6 @@
 //! context past the model's. Bounded in time: the mutations stop after [`BUDGET`].
 
 #[path = "llama_ref/mod.rs"]
-#[allow(dead_code)]
 mod llama_ref;
 
 use rayo::gguf::{GgufFile, GgufValue, GgufWriter};
