@@ -176,6 +176,7 @@ impl Config {
         product(&[(&ff, self.n_ff), (&embd, self.n_embd), f32_bytes])?;
         Ok(())
     }
+
     /// Query heads per key/value head.
     pub fn group(&self) -> usize {
         self.n_head / self.n_head_kv.max(1)
