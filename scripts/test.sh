@@ -132,6 +132,9 @@ fi
 if section debug; then
   # A debug build: overflow checks live, so a wrapped size is a panic the tests see.
   run cargo test -p rayo --lib --test hostile --test errors --test quant
+  # rayo-llm's unit tests (config, chat templates, workers, sampling, tokenizer pieces) and its
+  # hostile model files: a size computed from a file's metadata that wraps is a panic here.
+  run cargo test -p rayo-llm --lib --test hostile
 fi
 
 if section readme; then

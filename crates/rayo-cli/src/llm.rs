@@ -171,6 +171,10 @@ pub fn chat(a: &ChatArgs) -> Result<(), String> {
         messages.push(Message { role: "user".into(), content: line.trim_end_matches(['\n', '\r']).to_string() });
         let text = template.render(&messages, true).map_err(|e| e.to_string())?;
         let ids = tok.encode(&text, true, true).map_err(|e| e.to_string())?;
+        if ids.is_empty() {
+            return Err(format!("model: the chat template rendered {} bytes that encode to no tokens", text.len()));
+        }
+        // At least the last token runs again: its logits start the reply.
         let common = cached.iter().zip(&ids).take_while(|(a, b)| a == b).count().min(ids.len() - 1);
         e.rewind(common);
         let mut reply = String::new();

@@ -33,6 +33,13 @@ pub trait Backend {
     /// The backend's name, as `--backend` spells it.
     fn name(&self) -> &'static str;
 
+    /// Errors for a model shape this backend cannot run, before anything is uploaded (`cfg`
+    /// has passed [`Config::validate`]). By default every valid shape runs.
+    fn check_config(&self, cfg: &Config) -> Result<()> {
+        let _ = cfg;
+        Ok(())
+    }
+
     /// Makes a weight matrix of `file` usable by this backend.
     fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Self::Weight>;
     /// Makes a vector usable by this backend.

@@ -5,6 +5,10 @@
 //! a `raise_exception(msg)` function, `bos_token`/`eos_token` in the context, and Python's
 //! string methods (`.strip()`, `.startswith()`, `.split()`, ...) through minijinja-contrib's
 //! pycompat, which many templates call.
+//!
+//! A template is code from the model file: rendering is bounded by minijinja's fuel
+//! ([`RENDER_FUEL`] instructions) and by the length of its output ([`output_cap`]), so a template
+//! that loops for ever or writes gigabytes is an error, not a hang.
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::{Environment, ErrorKind, Value};
@@ -16,6 +20,42 @@ pub const CHAT_TEMPLATE_KEY: &str = "tokenizer.chat_template";
 
 /// The name the template is registered under (it appears in minijinja's error messages).
 const NAME: &str = "chat_template";
+
+/// The instructions (minijinja's fuel) one render may run: real templates take a few dozen
+/// per message, so this is tens of thousands of messages; a template with nested loops over
+/// `range(...)` runs out in well under a second.
+pub const RENDER_FUEL: u64 = 2_000_000;
+
+/// The output a render may write besides twice the messages' text: 1 MiB.
+pub const OUTPUT_CAP_BASE: usize = 1 << 20;
+
+/// The most bytes a render of `messages` may write: [`OUTPUT_CAP_BASE`] plus twice their
+/// roles' and contents' bytes (a template repeats each message at most a few times).
+pub fn output_cap(messages: &[Message]) -> usize {
+    let text: usize = messages.iter().map(|m| m.role.len().saturating_add(m.content.len())).fold(0, usize::saturating_add);
+    OUTPUT_CAP_BASE.saturating_add(text.saturating_mul(2))
+}
+
+/// An `io::Write` into memory that fails past `cap` bytes (`over` records that it did).
+struct Capped {
+    out: Vec<u8>,
+    cap: usize,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.cap - self.out.len() {
+            self.over = true;
+            return Err(std::io::Error::other("the chat template's output cap"));
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// One turn of a conversation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +90,7 @@ impl ChatTemplate {
     /// names. A syntax error is an [`Error::Model`] with minijinja's message (and line).
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate> {
         let mut env = Environment::new();
+        env.set_fuel(Some(RENDER_FUEL));
         let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
             .lstrip_blocks(true)
@@ -79,9 +120,11 @@ impl ChatTemplate {
 
     /// The conversation as the model's prompt text; with `add_generation_prompt` the template
     /// appends the opening of the assistant's turn. A failure while rendering (an undefined
-    /// method, `raise_exception`, a type error) is an [`Error::Model`] with minijinja's message.
-    pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String> {
-        let messages: Vec<Value> = messages
+    /// method, `raise_exception`, a type error) is an [`Error::Model`] with minijinja's message;
+    /// so are a render past [`RENDER_FUEL`] instructions or [`output_cap`] bytes, and one that
+    /// writes nothing but whitespace (no prompt to run).
+    pub fn render(&self, messages_in: &[Message], add_generation_prompt: bool) -> Result<String> {
+        let messages: Vec<Value> = messages_in
             .iter()
             .map(|m| Value::from_pairs([("role", Value::from(m.role.as_str())), ("content", Value::from(m.content.as_str()))]))
             .collect();
@@ -91,8 +134,31 @@ impl ChatTemplate {
             ("bos_token", Value::from(self.bos_token.as_str())),
             ("eos_token", Value::from(self.eos_token.as_str())),
         ]);
+        let cap = output_cap(messages_in);
         let t = self.env.get_template(NAME).map_err(|e| model_err(format!("chat template: {e}")))?;
-        t.render(ctx).map_err(|e| model_err(format!("chat template failed to render: {e}")))
+        let mut w = Capped { out: Vec::new(), cap, over: false };
+        match t.render_captured_to(ctx, &mut w) {
+            Ok(_) => {}
+            Err(_) if w.over => {
+                return Err(model_err(format!("chat template: the output passed its cap of {cap} bytes (1 MiB and twice the messages' text)")));
+            }
+            Err(e) if e.kind() == ErrorKind::OutOfFuel => {
+                return Err(model_err(format!(
+                    "chat template: rendering {} messages ran past its budget of {RENDER_FUEL} instructions (a template that loops without end?)",
+                    messages_in.len()
+                )));
+            }
+            Err(e) => return Err(model_err(format!("chat template failed to render: {e}"))),
+        }
+        let text = String::from_utf8(w.out).map_err(|e| model_err(format!("chat template: the output is not UTF-8: {e}")))?;
+        if text.trim().is_empty() {
+            return Err(model_err(format!(
+                "chat template: {} messages rendered to {} bytes of whitespace, no prompt",
+                messages_in.len(),
+                text.len()
+            )));
+        }
+        Ok(text)
     }
 
     /// The `bos_token` string the template sees.

@@ -176,3 +176,50 @@ fn hostile_metadata_is_an_error_naming_the_key() {
     m.remove("tokenizer.ggml.eos_token_id");
     assert_eq!(ChatTemplate::from_gguf(&m).unwrap().unwrap().render(&[], false).unwrap(), "[|]");
 }
+
+/// A template from a hostile file that loops 10^15 times runs out of fuel quickly (an error
+/// naming the budget), and one that recurses through a loop ends; the engine stays usable.
+#[test]
+fn nested_loops_run_out_of_fuel_quickly() {
+    let msgs = [Message::new("user", "hi")];
+    let nested = "{% for a in range(100000) %}{% for b in range(100000) %}{% for c in range(100000) %}{% endfor %}{% endfor %}{% endfor %}";
+    let deep = "{% for m in messages recursive %}{{ loop(messages + messages) }}{% endfor %}";
+    for source in [nested, deep] {
+        let t = ChatTemplate::new(source, "", "").unwrap();
+        let start = std::time::Instant::now();
+        let what = model_error(t.render(&msgs, true));
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "{source}: {:?}", start.elapsed());
+        assert!(what.contains("chat template"), "{what}");
+    }
+    let t = ChatTemplate::new(nested, "", "").unwrap();
+    let what = model_error(t.render(&msgs, true));
+    assert!(what.contains(&RENDER_FUEL.to_string()), "{what}");
+    // The same template object renders again (and fails the same way, no state kept).
+    assert!(model_error(t.render(&msgs, false)).contains("instructions"));
+}
+
+/// A template whose output grows past the cap is an error naming the cap, long before it
+/// takes gigabytes.
+#[test]
+fn output_past_the_cap_is_an_error_naming_it() {
+    let msgs = [Message::new("user", "hi")];
+    let cap = output_cap(&msgs);
+    assert_eq!(cap, OUTPUT_CAP_BASE + 2 * "userhi".len());
+    let t = ChatTemplate::new("{% for a in range(10000) %}{{ 'x' * 1000 }}{% endfor %}", "", "").unwrap();
+    let what = model_error(t.render(&msgs, true));
+    assert!(what.contains(&format!("cap of {cap} bytes")), "{what}");
+    // Just under the cap renders.
+    let t = ChatTemplate::new("{% for a in range(1000) %}{{ 'x' * 1000 }}{% endfor %}", "", "").unwrap();
+    assert_eq!(t.render(&msgs, true).unwrap().len(), 1_000_000);
+}
+
+/// A template that renders nothing (or only whitespace) gives no prompt to run: an error.
+#[test]
+fn empty_render_is_an_error() {
+    let msgs = [Message::new("user", "hi")];
+    for source in ["", "   \n", "{% for m in messages %}{% endfor %}"] {
+        let t = ChatTemplate::new(source, "", "").unwrap();
+        let what = model_error(t.render(&msgs, true));
+        assert!(what.contains("no prompt") && what.contains("1 messages"), "{source:?}: {what}");
+    }
+}

@@ -16,6 +16,10 @@ pub enum RopeStyle {
 /// The architectures this engine runs: `(general.architecture, rope style, q/k/v biases)`.
 const ARCHITECTURES: &[(&str, RopeStyle, bool)] = &[("llama", RopeStyle::Adjacent, false), ("qwen2", RopeStyle::HalfSplit, true)];
 
+/// The largest value a count or width of the metadata may have: the GPU kernels take sizes as
+/// `u32`, and no real model comes near it.
+pub const MAX_DIM: usize = u32::MAX as usize;
+
 /// A llama-family model's shape and constants.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -69,9 +73,9 @@ impl Config {
                 Some(v) => v
                     .to_u64()
                     .and_then(|v| usize::try_from(v).ok())
-                    .filter(|&v| v > 0)
+                    .filter(|&v| v > 0 && v <= MAX_DIM)
                     .map(Some)
-                    .ok_or_else(|| Error::Model { what: format!("metadata key {} is {v:?}, expected a positive integer", key(k)) }),
+                    .ok_or_else(|| Error::Model { what: format!("metadata key {} is {v:?}, expected an integer from 1 to {MAX_DIM}", key(k)) }),
             }
         };
         let need = |k: &str| int(k)?.ok_or_else(|| Error::Model { what: format!("metadata key {} is missing", key(k)) });
@@ -105,7 +109,7 @@ impl Config {
         if n_rot > head_dim || n_rot % 2 != 0 {
             return Err(Error::Model { what: format!("rope dimension count {n_rot} must be even and at most the head size {head_dim}") });
         }
-        Ok(Config {
+        let cfg = Config {
             n_layer: need("block_count")?,
             n_embd,
             n_ff: need("feed_forward_length")?,
@@ -120,21 +124,82 @@ impl Config {
             vocab_size: int("vocab_size")?.unwrap_or(vocab_rows),
             qkv_bias,
             arch,
-        })
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks what [`Config::from_gguf`] checks, for a configuration made by hand: every count
+    /// from 1 to [`MAX_DIM`], whole groups of query heads, an even `n_rot` at most `head_dim`, and
+    /// every size computed from the counts (the widths, each weight matrix's values, a row of
+    /// each as f32 bytes) within `usize`. Errors name the metadata keys and their values.
+    pub fn validate(&self) -> Result<()> {
+        let key = |k: &str| format!("{}.{k}", self.arch);
+        let counts = [
+            ("block_count", self.n_layer),
+            ("embedding_length", self.n_embd),
+            ("feed_forward_length", self.n_ff),
+            ("attention.head_count", self.n_head),
+            ("attention.head_count_kv", self.n_head_kv),
+            ("attention.key_length", self.head_dim),
+            ("context_length", self.context_length),
+            ("vocab_size", self.vocab_size),
+        ];
+        for (k, v) in counts {
+            if v == 0 || v > MAX_DIM {
+                return Err(Error::Model { what: format!("{} is {v}, expected from 1 to {MAX_DIM}", key(k)) });
+            }
+        }
+        if self.n_head % self.n_head_kv != 0 {
+            return Err(Error::Model { what: format!("{} query heads cannot share {} key/value heads evenly", self.n_head, self.n_head_kv) });
+        }
+        if self.n_rot > self.head_dim || self.n_rot % 2 != 0 {
+            let (n, h) = (self.n_rot, self.head_dim);
+            return Err(Error::Model { what: format!("rope dimension count {n} must be even and at most the head size {h}") });
+        }
+        let (head, kv, hd) = (key("attention.head_count"), key("attention.head_count_kv"), key("attention.key_length"));
+        let q = product(&[(&head, self.n_head), (&hd, self.head_dim)])?;
+        let kvw = product(&[(&kv, self.n_head_kv), (&hd, self.head_dim)])?;
+        for w in [q, kvw] {
+            if w > MAX_DIM {
+                return Err(Error::Model {
+                    what: format!("{head} {} (or {kv} {}) × {hd} {} = {w} is past {MAX_DIM}", self.n_head, self.n_head_kv, self.head_dim),
+                });
+            }
+        }
+        // Each weight matrix's f32 bytes (what a dequantized row or a backend's copy may take).
+        let (embd, ff, vocab) = (key("embedding_length"), key("feed_forward_length"), key("vocab_size"));
+        let q_name = format!("{head} × {hd}");
+        let f32_bytes = ("bytes per f32", 4);
+        product(&[(&vocab, self.vocab_size), (&embd, self.n_embd), f32_bytes])?;
+        product(&[(&q_name, q), (&embd, self.n_embd), f32_bytes])?;
+        product(&[(&ff, self.n_ff), (&embd, self.n_embd), f32_bytes])?;
+        Ok(())
     }
 
     /// Query heads per key/value head.
     pub fn group(&self) -> usize {
-        self.n_head / self.n_head_kv
+        self.n_head / self.n_head_kv.max(1)
     }
 
     /// Width of the queries (`n_head · head_dim`).
+    /// ([`Config::validate`] checked that it fits; an unchecked configuration saturates.)
     pub fn q_width(&self) -> usize {
-        self.n_head * self.head_dim
+        self.n_head.saturating_mul(self.head_dim)
     }
 
     /// Width of the keys and of the values (`n_head_kv · head_dim`).
+    /// ([`Config::validate`] checked that it fits; an unchecked configuration saturates.)
     pub fn kv_width(&self) -> usize {
-        self.n_head_kv * self.head_dim
+        self.n_head_kv.saturating_mul(self.head_dim)
     }
+}
+
+/// The product of `factors` (each named, for the error), or an [`Error::Model`] naming them all
+/// when it does not fit in `usize`.
+pub fn product(factors: &[(&str, usize)]) -> Result<usize> {
+    factors.iter().try_fold(1usize, |acc, &(_, v)| acc.checked_mul(v)).ok_or_else(|| {
+        let terms: Vec<String> = factors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        Error::Model { what: format!("{} overflows the {}-bit size type", terms.join(" × "), usize::BITS) }
+    })
 }

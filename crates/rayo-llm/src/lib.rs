@@ -27,6 +27,6 @@ pub use backend::{Backend, KvType};
 pub use config::{Config, RopeStyle};
 pub use generate::{generate, Stats, Stop};
 pub use model::Model;
-pub use session::{Forward, Logits, Session, SessionOptions};
+pub use session::{Forward, Logits, Session, SessionOptions, DEFAULT_CONTEXT};
 pub use tokenizer::Tokenizer;
 pub use utf8::Utf8Stream;

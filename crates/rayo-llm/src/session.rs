@@ -3,15 +3,21 @@
 //! batched products (up to `batch` rows at a time); decoding is one row per call.
 
 use crate::backend::{Backend, KvType};
-use crate::config::Config;
+use crate::config::{product, Config};
 use crate::model::Model;
 use crate::weights::WeightRef;
 use rayo::{Error, Result};
 
+/// The positions a session holds when [`SessionOptions::context`] is 0 and the model was trained
+/// for more: a KV cache of the whole `context_length` (131072 for Llama 3) would take gigabytes
+/// that a GPU backend allocates up front.
+pub const DEFAULT_CONTEXT: usize = 4096;
+
 /// How a session is sized.
 #[derive(Clone, Copy, Debug)]
 pub struct SessionOptions {
-    /// Positions the KV cache holds (0 = the model's context length).
+    /// Positions the KV cache holds: 0 = the model's context length, at most
+    /// [`DEFAULT_CONTEXT`]; more than the model's context length is an error.
     pub context: usize,
     /// The KV cache's element type.
     pub kv_type: KvType,
@@ -82,14 +88,33 @@ pub struct Session<B: Backend> {
 }
 
 impl<B: Backend> Session<B> {
-    /// Loads `model`'s weights into `backend` and allocates the KV cache and buffers.
+    /// Loads `model`'s weights into `backend` and allocates the KV cache and buffers. Errors,
+    /// before anything is uploaded: a shape the backend cannot run ([`Backend::check_config`]),
+    /// a context past the model's `context_length`, a batch of 0, a buffer or KV cache whose
+    /// size does not fit in `usize`.
     pub fn new(model: &Model, mut backend: B, opts: SessionOptions) -> Result<Session<B>> {
         let cfg = model.config().clone();
-        let context = if opts.context == 0 { cfg.context_length } else { opts.context };
+        cfg.validate()?;
+        backend.check_config(&cfg)?;
+        let context = match opts.context {
+            0 => cfg.context_length.min(DEFAULT_CONTEXT),
+            n if n > cfg.context_length => {
+                return Err(Error::Model {
+                    what: format!("a context of {n} positions is past the model's {}.context_length of {}", cfg.arch, cfg.context_length),
+                })
+            }
+            n => n,
+        };
         if opts.batch == 0 {
             return Err(Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" });
         }
         let batch = opts.batch.min(context);
+        let (d, qw, kvw, ff) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff);
+        // Every size below, in f32 bytes, known to fit before anything is allocated.
+        let widest = d.max(qw).max(ff);
+        product(&[("batch", batch), ("widest activation row", widest), ("bytes per f32", 4)])?;
+        product(&[("vocab_size", cfg.vocab_size), ("bytes per f32", 4)])?;
+        product(&[("context", context), ("key/value width", kvw), ("block_count", cfg.n_layer), ("keys and values", 2), ("bytes per f32", 4)])?;
         let file = model.file();
         let w = model.weights();
         let token_embd = backend.weight(file, &w.token_embd)?;
@@ -118,7 +143,6 @@ impl<B: Backend> Session<B> {
         }
         let output_norm = backend.vector(&w.output_norm)?;
         let kv = backend.kv_cache(&cfg, context, opts.kv_type)?;
-        let (d, qw, kvw, ff) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff);
         let mut buf = |n: usize| backend.buffer(batch * n);
         let bufs = Buffers {
             x: buf(d)?,

@@ -108,10 +108,15 @@ fn matrix(file: &GgufFile, name: &str, rows: usize, cols: usize) -> Result<Weigh
     if t.shape.len() != 2 || t.shape[0] != cols as u64 || t.shape[1] != rows as u64 {
         return Err(shape_error(t, &[cols, rows]));
     }
-    // `tensor_data` checks the bytes lie in the file, so the offset fits a usize.
+    // `tensor_data` checks the bytes lie in the file, so the offset fits a usize (checked anyway).
     let len = file.tensor_data(t)?.len();
-    let start = (file.data_offset() + t.offset) as usize;
-    let w = WeightRef { name: name.to_string(), ty: t.ty, rows, cols, range: start..start + len };
+    let range = file
+        .data_offset()
+        .checked_add(t.offset)
+        .and_then(|s| usize::try_from(s).ok())
+        .and_then(|s| Some(s..s.checked_add(len)?))
+        .ok_or_else(|| Error::Model { what: format!("tensor {name}: offset {} past the data at {} overflows", t.offset, file.data_offset()) })?;
+    let w = WeightRef { name: name.to_string(), ty: t.ty, rows, cols, range };
     w.matrix(file).map_err(|e| Error::Model { what: format!("tensor {name}: {e}") })?;
     Ok(w)
 }

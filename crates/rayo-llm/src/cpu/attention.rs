@@ -80,7 +80,8 @@ impl CpuKv {
         let width = cfg.kv_width();
         positions
             .checked_mul(width)
-            .and_then(|v| v.checked_mul(cfg.n_layer * 8))
+            .and_then(|v| v.checked_mul(cfg.n_layer))
+            .and_then(|v| v.checked_mul(8))
             .ok_or(Error::SizeOverflow { op: "KV cache", dims: vec![cfg.n_layer, positions, width] })?;
         let store = || match ty {
             KvType::F16 => Store::F16(Vec::new()),

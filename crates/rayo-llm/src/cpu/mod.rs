@@ -76,7 +76,7 @@ impl Cpu {
             })
             .collect();
         let mut y0 = vec![0f32; m * bound(1) * hd];
-        let (mine, theirs) = self.workers.run(tasks, || shared.0.attend(simd, &shared.1, &shared.2, &shared.3, 0..bound(1), &mut y0));
+        let (mine, theirs) = self.workers.run(tasks, || shared.0.attend(simd, &shared.1, &shared.2, &shared.3, 0..bound(1), &mut y0))?;
         mine?;
         products::put(out, qw, 0, bound(1) * hd, &y0);
         for (k, y) in theirs.into_iter().enumerate() {

@@ -146,7 +146,7 @@ pub fn run(
             }) as Task
         })
         .collect();
-    let ((), theirs) = workers.run(tasks, || job.work());
+    let ((), theirs) = workers.run(tasks, || job.work())?;
     for r in theirs {
         r?;
     }

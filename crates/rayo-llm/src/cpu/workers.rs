@@ -1,11 +1,20 @@
 //! The CPU backend's own threads. A decode step runs ~200 products of 10–100 µs each; a
 //! thread woken from sleep for each (rayon's join from outside its pool: two wake-ups per
-//! product) costs as much as the product. These workers spin between tasks, as ggml's do, and
-//! fall asleep only after a millisecond without work (between tokens of a slow reader, in a
-//! chat waiting for input).
+//! product) costs as much as the product. These workers spin between tasks, as ggml's do, but
+//! only briefly: then they yield their core, and after [`SPIN`] without work they sleep (between
+//! tokens of a slow reader, in a chat waiting for input).
+//!
+//! When the machine has fewer free cores than threads (a build running beside), a worker may
+//! not run for a whole time slice. The caller then does not wait for it: a task its worker has
+//! not started by the time the caller's own share is done is taken back and run by the caller
+//! (a worker only runs a task it claimed), and a caller waiting for a task that is running
+//! sleeps after a while instead of spinning on the core the worker needs.
+//!
+//! A panic in any share (the caller's or a worker's) is an error of that call; every task is
+//! finished or taken back before [`Workers::run`] returns, so the pool is ready for the next.
 
-use rayo::Result;
-use std::sync::atomic::{AtomicU8, Ordering};
+use rayo::{Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -13,26 +22,40 @@ use std::time::{Duration, Instant};
 /// A task for one worker: it computes a part of a product into its own vector.
 pub type Task = Box<dyn FnOnce() -> Result<Vec<f32>> + Send>;
 
+/// No task: the slot is the caller's to fill.
 const IDLE: u8 = 0;
+/// A task waits in the slot: the worker (or, taking it back, the caller) claims it.
 const READY: u8 = 1;
-const DONE: u8 = 2;
-const QUIT: u8 = 3;
+/// The worker claimed the task and runs it.
+const RUNNING: u8 = 2;
+/// The worker's result waits in the slot.
+const DONE: u8 = 3;
 
-/// How long a worker spins for its next task before it sleeps.
-const SPIN: Duration = Duration::from_millis(1);
+/// How long an idle worker polls for its next task (spinning, then yielding) before it sleeps.
+const SPIN: Duration = Duration::from_micros(500);
 
-/// After this long a spinning thread yields its core between polls: when the machine has fewer
-/// free cores than threads (a build running beside), a spinning worker would otherwise take the
-/// core the thread it waits for needs, and every product would cost a time slice.
+/// After this long a polling thread yields its core between polls: when the machine has fewer
+/// free cores than threads, a spinning thread would otherwise take the core the thread it waits
+/// for needs.
 const SPIN_ALONE: Duration = Duration::from_micros(50);
+
+/// How long the caller polls for a running task's result before it sleeps until the worker
+/// wakes it.
+const WAIT: Duration = Duration::from_micros(500);
 
 struct Slot {
     state: AtomicU8,
+    quit: AtomicBool,
+    /// The worker sleeps on `wake` (the caller must notify it).
+    sleeping: AtomicBool,
+    /// The caller sleeps on `done` (the worker must notify it).
+    waiting: AtomicBool,
     task: Mutex<Option<Task>>,
     result: Mutex<Option<Result<Vec<f32>>>>,
-    /// Guards sleeping on `wake` against a missed notification.
+    /// Guards sleeping on `wake` and `done` against a missed notification.
     lock: Mutex<()>,
     wake: Condvar,
+    done: Condvar,
 }
 
 /// Worker threads, each with one task slot.
@@ -48,10 +71,14 @@ impl Workers {
             .map(|_| {
                 Arc::new(Slot {
                     state: AtomicU8::new(IDLE),
+                    quit: AtomicBool::new(false),
+                    sleeping: AtomicBool::new(false),
+                    waiting: AtomicBool::new(false),
                     task: Mutex::new(None),
                     result: Mutex::new(None),
                     lock: Mutex::new(()),
                     wake: Condvar::new(),
+                    done: Condvar::new(),
                 })
             })
             .collect();
@@ -74,34 +101,58 @@ impl Workers {
     }
 
     /// Runs `tasks[i]` on worker `i` (at most [`Workers::len`] tasks) and `main` on the calling
-    /// thread; returns `main`'s result and the tasks' results in order once all are done.
-    pub fn run<R>(&self, tasks: Vec<Task>, main: impl FnOnce() -> R) -> (R, Vec<Result<Vec<f32>>>) {
-        assert!(tasks.len() <= self.slots.len(), "more tasks than workers");
+    /// thread; returns `main`'s result and the tasks' results in order once all are done. A task
+    /// that panicked is an `Err` in its place; a panic in `main` is this call's `Err` (after every
+    /// task has finished), as is passing more tasks than workers.
+    pub fn run<R>(&self, tasks: Vec<Task>, main: impl FnOnce() -> R) -> Result<(R, Vec<Result<Vec<f32>>>)> {
+        if tasks.len() > self.slots.len() {
+            return Err(Error::Model { what: format!("{} tasks for {} CPU workers", tasks.len(), self.slots.len()) });
+        }
         let n = tasks.len();
         for (slot, task) in self.slots.iter().zip(tasks) {
             *lock(&slot.task) = Some(task);
-            let _g = lock(&slot.lock);
-            slot.state.store(READY, Ordering::Release);
-            slot.wake.notify_one();
+            slot.state.store(READY, Ordering::SeqCst);
+            // Paired with the worker's store of `sleeping` and load of `state` (both SeqCst):
+            // either it sees READY or this sees it asleep.
+            if slot.sleeping.load(Ordering::SeqCst) {
+                let _g = lock(&slot.lock);
+                slot.wake.notify_one();
+            }
         }
-        let r = main();
-        let results = self.slots[..n]
-            .iter()
-            .map(|slot| {
-                let t = Instant::now();
-                while slot.state.load(Ordering::Acquire) != DONE {
-                    if t.elapsed() < SPIN_ALONE {
-                        std::hint::spin_loop();
-                    } else {
-                        std::thread::yield_now();
-                    }
-                }
-                slot.state.store(IDLE, Ordering::Relaxed);
-                lock(&slot.result).take().unwrap_or_else(|| Ok(Vec::new()))
-            })
-            .collect();
-        (r, results)
+        let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(main));
+        let results = self.slots[..n].iter().map(collect).collect();
+        match mine {
+            Ok(r) => Ok((r, results)),
+            Err(p) => Err(Error::Model { what: format!("the calling thread's share of a CPU job panicked: {}", panic_text(&*p)) }),
+        }
     }
+}
+
+/// The result of `slot`'s task: run here when its worker has not claimed it, else waited for.
+fn collect(slot: &Arc<Slot>) -> Result<Vec<f32>> {
+    if slot.state.compare_exchange(READY, IDLE, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+        return run_task(lock(&slot.task).take());
+    }
+    let t = Instant::now();
+    let mut polls = 0u32;
+    while slot.state.load(Ordering::Acquire) != DONE {
+        polls = polls.wrapping_add(1);
+        if polls % 64 != 0 || t.elapsed() < SPIN_ALONE {
+            std::hint::spin_loop();
+        } else if t.elapsed() < WAIT {
+            std::thread::yield_now();
+        } else {
+            let mut g = lock(&slot.lock);
+            slot.waiting.store(true, Ordering::SeqCst);
+            while slot.state.load(Ordering::SeqCst) != DONE {
+                g = slot.done.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            slot.waiting.store(false, Ordering::SeqCst);
+        }
+    }
+    let r = lock(&slot.result).take();
+    slot.state.store(IDLE, Ordering::Release);
+    r.unwrap_or_else(|| Err(Error::Model { what: "a CPU worker finished without a result".into() }))
 }
 
 /// A poisoned lock (a task panicked) still holds valid data here: take it.
@@ -109,35 +160,68 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn work(slot: &Slot) {
+/// A panic's message, where it is a string.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "(no message)".into())
+}
+
+/// Runs a task, a panic in it an error.
+fn run_task(task: Option<Task>) -> Result<Vec<f32>> {
+    match task {
+        Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|p| Err(Error::Model { what: format!("a CPU worker's task panicked: {}", panic_text(&*p)) })),
+        None => Err(Error::Model { what: "a CPU worker's slot was READY without a task".into() }),
+    }
+}
+
+/// Waits for a task (`true`) or the pool's end (`false`): spins, then yields, then sleeps.
+fn wait_ready(slot: &Slot) -> bool {
+    let t = Instant::now();
+    let mut spins = 0u32;
     loop {
-        let t = Instant::now();
-        let mut spins = 0u32;
-        loop {
-            spins = spins.wrapping_add(1);
-            match slot.state.load(Ordering::Acquire) {
-                READY => break,
-                QUIT => return,
-                // The clock is read once per 256 spins (a read costs as much as the spins).
-                _ if spins % 256 != 0 => std::hint::spin_loop(),
-                _ if t.elapsed() < SPIN_ALONE => {}
-                _ if t.elapsed() < SPIN => std::thread::yield_now(),
-                _ => {
-                    let mut g = lock(&slot.lock);
-                    while !matches!(slot.state.load(Ordering::Acquire), READY | QUIT) {
-                        g = slot.wake.wait(g).unwrap_or_else(|e| e.into_inner());
-                    }
-                }
-            }
+        if slot.quit.load(Ordering::Acquire) {
+            return false;
         }
-        let task = lock(&slot.task).take();
-        let result = match task {
-            Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-                .unwrap_or_else(|_| Err(rayo::Error::Model { what: "a CPU worker's task panicked".into() })),
-            None => Ok(Vec::new()),
-        };
+        if slot.state.load(Ordering::Acquire) == READY {
+            return true;
+        }
+        spins = spins.wrapping_add(1);
+        // The clock is read once per 256 spins (a read costs as much as the spins).
+        if spins % 256 != 0 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let e = t.elapsed();
+        if e < SPIN_ALONE {
+            continue;
+        }
+        if e < SPIN {
+            std::thread::yield_now();
+            continue;
+        }
+        let mut g = lock(&slot.lock);
+        slot.sleeping.store(true, Ordering::SeqCst);
+        while slot.state.load(Ordering::SeqCst) != READY && !slot.quit.load(Ordering::SeqCst) {
+            g = slot.wake.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        slot.sleeping.store(false, Ordering::SeqCst);
+    }
+}
+
+fn work(slot: &Slot) {
+    while wait_ready(slot) {
+        // The caller may have taken the task back (it finished its share first).
+        if slot.state.compare_exchange(READY, RUNNING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            continue;
+        }
+        let result = run_task(lock(&slot.task).take());
         *lock(&slot.result) = Some(result);
-        slot.state.store(DONE, Ordering::Release);
+        slot.state.store(DONE, Ordering::SeqCst);
+        // Paired with the caller's store of `waiting` and load of `state` (both SeqCst).
+        if slot.waiting.load(Ordering::SeqCst) {
+            let _g = lock(&slot.lock);
+            slot.done.notify_one();
+        }
     }
 }
 
@@ -145,7 +229,7 @@ impl Drop for Workers {
     fn drop(&mut self) {
         for slot in &self.slots {
             let _g = lock(&slot.lock);
-            slot.state.store(QUIT, Ordering::Release);
+            slot.quit.store(true, Ordering::SeqCst);
             slot.wake.notify_one();
         }
         for t in self.threads.drain(..) {
@@ -155,25 +239,5 @@ impl Drop for Workers {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn runs_every_task_and_the_caller_s_part_many_times() {
-        let w = Workers::new(3);
-        assert_eq!(w.len(), 3);
-        for round in 0..2000 {
-            let tasks: Vec<Task> = (0..3).map(|i| Box::new(move || Ok(vec![(round * 10 + i) as f32])) as Task).collect();
-            let (mine, theirs) = w.run(tasks, || round);
-            assert_eq!(mine, round);
-            let got: Vec<f32> = theirs.into_iter().map(|r| r.unwrap()[0]).collect();
-            assert_eq!(got, [(round * 10) as f32, (round * 10 + 1) as f32, (round * 10 + 2) as f32]);
-            if round == 1000 {
-                // Long enough for the workers to fall asleep: they must wake for the next task.
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let (_, r) = w.run(vec![Box::new(|| Err(rayo::Error::EmptyInput { op: "t" })) as Task], || ());
-        assert!(r[0].is_err());
-    }
-}
+#[path = "workers_tests.rs"]
+mod tests;

@@ -316,6 +316,31 @@ impl Backend for Wgpu {
         "wgpu"
     }
 
+    /// The kernels' limits: an even key/value width, heads of at most 256 values, a workgroup
+    /// per query head (at most the adapter's per-dimension count), the logits in one binding.
+    fn check_config(&self, cfg: &Config) -> Result<()> {
+        let width = cfg.kv_width();
+        if width % 2 != 0 || cfg.head_dim > 256 {
+            return Err(Error::Model {
+                what: format!("the wgpu kernels take an even key/value width and heads of at most 256 values (have {width}, {})", cfg.head_dim),
+            });
+        }
+        let groups = self.dev.limits().max_workgroups_per_dimension as usize;
+        if cfg.n_head > groups {
+            return Err(Error::Model { what: format!("{} query heads are past the adapter's {groups} workgroups per dimension", cfg.n_head) });
+        }
+        let logits = cfg.vocab_size as u64 * 4;
+        if logits > self.limit {
+            return Err(Error::Model {
+                what: format!(
+                    "the logits of {} tokens ({logits} bytes) are past the adapter's storage-binding limit of {} bytes",
+                    cfg.vocab_size, self.limit
+                ),
+            });
+        }
+        Ok(())
+    }
+
     fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Arc<WgpuWeight>> {
         if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
             return Err(Error::Model { what: format!("tensor {} comes from another file than this backend's", w.name) });
