@@ -33,10 +33,11 @@ pub trait Backend {
     /// The backend's name, as `--backend` spells it.
     fn name(&self) -> &'static str;
 
-    /// Errors for a model shape this backend cannot run, before anything is uploaded (`cfg`
-    /// has passed [`Config::validate`]). By default every valid shape runs.
-    fn check_config(&self, cfg: &Config) -> Result<()> {
-        let _ = cfg;
+    /// Errors for a model shape this backend cannot run with a KV cache of `context`
+    /// positions, before anything is uploaded (`cfg` has passed [`Config::validate`]). By
+    /// default every valid shape runs.
+    fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {
+        let _ = (cfg, context);
         Ok(())
     }
 

@@ -95,7 +95,6 @@ impl<B: Backend> Session<B> {
     pub fn new(model: &Model, mut backend: B, opts: SessionOptions) -> Result<Session<B>> {
         let cfg = model.config().clone();
         cfg.validate()?;
-        backend.check_config(&cfg)?;
         let context = match opts.context {
             0 => cfg.context_length.min(DEFAULT_CONTEXT),
             n if n > cfg.context_length => {
@@ -105,6 +104,7 @@ impl<B: Backend> Session<B> {
             }
             n => n,
         };
+        backend.check_config(&cfg, context)?;
         if opts.batch == 0 {
             return Err(Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" });
         }

@@ -373,6 +373,22 @@ impl Backend for Cuda {
         "cuda"
     }
 
+    fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {
+        let refuse = |what: String| Err(Error::Model { what: format!("{what}: the CUDA backend cannot run this model (--backend cpu can)") });
+        // every matrix's rows: the kernels read blocks of 32 values
+        for (name, cols) in
+            [("the embedding length", cfg.n_embd), ("the query width (heads × head size)", cfg.q_width()), ("the feed-forward length", cfg.n_ff)]
+        {
+            if cols % 32 != 0 {
+                return refuse(format!("{name} {cols} is not a multiple of 32"));
+            }
+        }
+        let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions: context, f16: true };
+        let fused = (cfg.n_rot == cfg.head_dim && self.fused_rope).then(|| pairs(cfg));
+        CudaDevice::check_attention(&shape, fused)
+            .or_else(|e| refuse(format!("{} heads of {} values over {context} positions ({e})", cfg.n_head, cfg.head_dim)))
+    }
+
     fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Arc<CudaWeight>> {
         if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
             return Err(Error::Model { what: format!("tensor {} comes from another file than this backend's", w.name) });

@@ -318,7 +318,7 @@ impl Backend for Wgpu {
 
     /// The kernels' limits: an even key/value width, heads of at most 256 values, a workgroup
     /// per query head (at most the adapter's per-dimension count), the logits in one binding.
-    fn check_config(&self, cfg: &Config) -> Result<()> {
+    fn check_config(&self, cfg: &Config, _context: usize) -> Result<()> {
         let width = cfg.kv_width();
         if width % 2 != 0 || cfg.head_dim > 256 {
             return Err(Error::Model {
