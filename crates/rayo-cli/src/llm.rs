@@ -94,13 +94,13 @@ fn sampler(s: &SampleArgs) -> Result<Sampler, String> {
 }
 
 /// Writes text to stdout now (tokens appear as they are made).
-fn emit(text: &str) -> rayo::Result<()> {
+fn emit(text: &str) -> rayo_llm::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         // The reader has gone (`rayo generate ... | head -c 20`): stop quietly.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
-        Err(e) => Err(rayo::Error::Io { path: None, kind: e.kind(), message: e.to_string() }),
+        Err(e) => Err(rayo::Error::Io { path: None, kind: e.kind(), message: e.to_string() }.into()),
     }
 }
 

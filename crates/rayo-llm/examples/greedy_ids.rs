@@ -10,7 +10,7 @@ use rayo_llm::sample::{Sampler, SamplerConfig};
 use rayo_llm::{generate, Model, Session, SessionOptions};
 use std::sync::Arc;
 
-fn main() -> rayo::Result<()> {
+fn main() -> rayo_llm::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let [_, path, prompt, n] = &args[..] else {
         eprintln!("usage: greedy_ids MODEL.gguf PROMPT N");
@@ -21,7 +21,7 @@ fn main() -> rayo::Result<()> {
     let tok = model.tokenizer();
     let ids = tok.encode(prompt, true, true)?;
     let opts = SessionOptions { context: 256, ..SessionOptions::default() };
-    let run = |act: Activations| -> rayo::Result<(Vec<u32>, String)> {
+    let run = |act: Activations| -> rayo_llm::Result<(Vec<u32>, String)> {
         let mut s = Session::new(&model, Cpu::new(Arc::clone(model.file()), 0).with_activations(act), opts)?;
         let mut text = String::new();
         let stats = generate(&mut s, tok, &mut Sampler::new(SamplerConfig::greedy())?, &ids, n, &mut |t| {

@@ -7,8 +7,8 @@
 
 use crate::config::Config;
 use crate::weights::WeightRef;
+use crate::Result;
 use rayo::gguf::GgufFile;
-use rayo::Result;
 
 /// Element type of the KV cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -10,10 +10,10 @@
 //! ([`RENDER_FUEL`] instructions) and by the length of its output ([`output_cap`]), so a template
 //! that loops for ever or writes gigabytes is an error, not a hang.
 
+use crate::{Error, Result};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::{Environment, ErrorKind, Value};
 use rayo::gguf::Metadata;
-use rayo::{Error, Result};
 
 /// The metadata key of the template.
 pub const CHAT_TEMPLATE_KEY: &str = "tokenizer.chat_template";
@@ -82,12 +82,12 @@ pub struct ChatTemplate {
 }
 
 fn model_err(what: String) -> Error {
-    Error::Model { what }
+    Error::Template { what }
 }
 
 impl ChatTemplate {
     /// Compiles `source`; `bos_token`/`eos_token` are the strings the template sees under those
-    /// names. A syntax error is an [`Error::Model`] with minijinja's message (and line).
+    /// names. A syntax error is an [`Error::Template`] with minijinja's message (and line).
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate> {
         let mut env = Environment::new();
         env.set_fuel(Some(RENDER_FUEL));
@@ -120,7 +120,7 @@ impl ChatTemplate {
 
     /// The conversation as the model's prompt text; with `add_generation_prompt` the template
     /// appends the opening of the assistant's turn. A failure while rendering (an undefined
-    /// method, `raise_exception`, a type error) is an [`Error::Model`] with minijinja's message;
+    /// method, `raise_exception`, a type error) is an [`Error::Template`] with minijinja's message;
     /// so are a render past [`RENDER_FUEL`] instructions or [`output_cap`] bytes, and one that
     /// writes nothing but whitespace (no prompt to run).
     pub fn render(&self, messages_in: &[Message], add_generation_prompt: bool) -> Result<String> {

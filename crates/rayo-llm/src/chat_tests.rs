@@ -124,8 +124,8 @@ fn no_template_is_none() {
 
 fn model_error(r: Result<impl std::fmt::Debug>) -> String {
     match r {
-        Err(Error::Model { what }) => what,
-        other => panic!("expected Error::Model, got {other:?}"),
+        Err(Error::Template { what }) => what,
+        other => panic!("expected Error::Template, got {other:?}"),
     }
 }
 

@@ -1,7 +1,7 @@
 //! A model's hyperparameters, read from a GGUF file's `{arch}.*` metadata keys.
 
+use crate::{Error, Result};
 use rayo::gguf::Metadata;
-use rayo::{Error, Result};
 
 /// How RoPE pairs a head's values (llama.cpp's `llama_model_rope_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,11 +60,11 @@ impl Config {
         let arch = meta
             .get("general.architecture")
             .and_then(|v| v.as_str())
-            .ok_or_else(|| Error::Model { what: "metadata key general.architecture is missing or not a string".into() })?
+            .ok_or_else(|| Error::Metadata { key: "general.architecture".into(), problem: "is missing or not a string".into() })?
             .to_string();
         let Some(&(_, rope_style, qkv_bias)) = ARCHITECTURES.iter().find(|a| a.0 == arch) else {
             let known: Vec<&str> = ARCHITECTURES.iter().map(|a| a.0).collect();
-            return Err(Error::Model { what: format!("architecture `{arch}` is not supported (supported: {})", known.join(", ")) });
+            return Err(Error::UnsupportedArchitecture { arch, known });
         };
         let key = |k: &str| format!("{arch}.{k}");
         let int = |k: &str| -> Result<Option<usize>> {
@@ -75,10 +75,10 @@ impl Config {
                     .and_then(|v| usize::try_from(v).ok())
                     .filter(|&v| v > 0 && v <= MAX_DIM)
                     .map(Some)
-                    .ok_or_else(|| Error::Model { what: format!("metadata key {} is {v:?}, expected an integer from 1 to {MAX_DIM}", key(k)) }),
+                    .ok_or_else(|| Error::Metadata { key: key(k), problem: format!("is {v:?}, expected an integer from 1 to {MAX_DIM}") }),
             }
         };
-        let need = |k: &str| int(k)?.ok_or_else(|| Error::Model { what: format!("metadata key {} is missing", key(k)) });
+        let need = |k: &str| int(k)?.ok_or_else(|| Error::Metadata { key: key(k), problem: "is missing".into() });
         let float = |k: &str, default: f32| -> Result<f32> {
             match meta.get(&key(k)) {
                 None => Ok(default),
@@ -86,28 +86,28 @@ impl Config {
                     .to_f64()
                     .map(|v| v as f32)
                     .filter(|v| v.is_finite() && *v > 0.0)
-                    .ok_or_else(|| Error::Model { what: format!("metadata key {} is {v:?}, expected a positive number", key(k)) }),
+                    .ok_or_else(|| Error::Metadata { key: key(k), problem: format!("is {v:?}, expected a positive number") }),
             }
         };
         let n_embd = need("embedding_length")?;
         let n_head = need("attention.head_count")?;
         let n_head_kv = int("attention.head_count_kv")?.unwrap_or(n_head);
         if n_head % n_head_kv != 0 {
-            return Err(Error::Model { what: format!("{n_head} query heads cannot share {n_head_kv} key/value heads evenly") });
+            return Err(Error::hyper(format!("{n_head} query heads cannot share {n_head_kv} key/value heads evenly")));
         }
         let head_dim = match int("attention.key_length")? {
             Some(d) => d,
             None if n_embd % n_head == 0 => n_embd / n_head,
-            None => return Err(Error::Model { what: format!("embedding length {n_embd} is not a multiple of {n_head} heads") }),
+            None => return Err(Error::hyper(format!("embedding length {n_embd} is not a multiple of {n_head} heads"))),
         };
         if let Some(v) = int("attention.value_length")? {
             if v != head_dim {
-                return Err(Error::Model { what: format!("value length {v} differs from key length {head_dim} (not supported)") });
+                return Err(Error::hyper(format!("value length {v} differs from key length {head_dim} (not supported)")));
             }
         }
         let n_rot = int("rope.dimension_count")?.unwrap_or(head_dim);
         if n_rot > head_dim || n_rot % 2 != 0 {
-            return Err(Error::Model { what: format!("rope dimension count {n_rot} must be even and at most the head size {head_dim}") });
+            return Err(Error::hyper(format!("rope dimension count {n_rot} must be even and at most the head size {head_dim}")));
         }
         let cfg = Config {
             n_layer: need("block_count")?,
@@ -147,24 +147,25 @@ impl Config {
         ];
         for (k, v) in counts {
             if v == 0 || v > MAX_DIM {
-                return Err(Error::Model { what: format!("{} is {v}, expected from 1 to {MAX_DIM}", key(k)) });
+                return Err(Error::Metadata { key: key(k), problem: format!("is {v}, expected from 1 to {MAX_DIM}") });
             }
         }
         if self.n_head % self.n_head_kv != 0 {
-            return Err(Error::Model { what: format!("{} query heads cannot share {} key/value heads evenly", self.n_head, self.n_head_kv) });
+            return Err(Error::hyper(format!("{} query heads cannot share {} key/value heads evenly", self.n_head, self.n_head_kv)));
         }
         if self.n_rot > self.head_dim || self.n_rot % 2 != 0 {
             let (n, h) = (self.n_rot, self.head_dim);
-            return Err(Error::Model { what: format!("rope dimension count {n} must be even and at most the head size {h}") });
+            return Err(Error::hyper(format!("rope dimension count {n} must be even and at most the head size {h}")));
         }
         let (head, kv, hd) = (key("attention.head_count"), key("attention.head_count_kv"), key("attention.key_length"));
         let q = product(&[(&head, self.n_head), (&hd, self.head_dim)])?;
         let kvw = product(&[(&kv, self.n_head_kv), (&hd, self.head_dim)])?;
         for w in [q, kvw] {
             if w > MAX_DIM {
-                return Err(Error::Model {
-                    what: format!("{head} {} (or {kv} {}) × {hd} {} = {w} is past {MAX_DIM}", self.n_head, self.n_head_kv, self.head_dim),
-                });
+                return Err(Error::hyper(format!(
+                    "{head} {} (or {kv} {}) × {hd} {} = {w} is past {MAX_DIM}",
+                    self.n_head, self.n_head_kv, self.head_dim
+                )));
             }
         }
         // Each weight matrix's f32 bytes (what a dequantized row or a backend's copy may take).
@@ -195,11 +196,11 @@ impl Config {
     }
 }
 
-/// The product of `factors` (each named, for the error), or an [`Error::Model`] naming them all
+/// The product of `factors` (each named, for the error), or an [`Error::Hyperparameters`] naming them all
 /// when it does not fit in `usize`.
 pub fn product(factors: &[(&str, usize)]) -> Result<usize> {
     factors.iter().try_fold(1usize, |acc, &(_, v)| acc.checked_mul(v)).ok_or_else(|| {
         let terms: Vec<String> = factors.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        Error::Model { what: format!("{} overflows the {}-bit size type", terms.join(" × "), usize::BITS) }
+        Error::hyper(format!("{} overflows the {}-bit size type", terms.join(" × "), usize::BITS))
     })
 }

@@ -6,7 +6,7 @@ use crate::sample::Sampler;
 use crate::session::{Forward, Logits};
 use crate::tokenizer::Tokenizer;
 use crate::utf8::Utf8Stream;
-use rayo::{Error, Result};
+use crate::{Error, Result};
 use std::time::Instant;
 
 /// Why generation stopped.
@@ -55,7 +55,7 @@ pub fn generate(
     on_text: &mut dyn FnMut(&str) -> Result<()>,
 ) -> Result<Stats> {
     if prompt.is_empty() {
-        return Err(Error::Model { what: "the prompt has no tokens (an empty text, and the model adds no BOS token)".into() });
+        return Err(Error::EmptyPrompt);
     }
     let t0 = Instant::now();
     // greedy draws, and top-k's candidates, are found where the logits are (a device backend

@@ -5,14 +5,13 @@
 //! Weights stay quantized in place (the file's memory map); nothing is dequantized to f32 in
 //! bulk.
 
-pub use rayo::{Error, Result};
-
 pub mod backend;
 pub mod chat;
 pub mod config;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod error;
 pub mod generate;
 pub mod model;
 pub mod sample;
@@ -25,6 +24,7 @@ pub mod wgpu;
 
 pub use backend::{Backend, KvType};
 pub use config::{Config, RopeStyle};
+pub use error::{Error, Result};
 pub use generate::{generate, Stats, Stop};
 pub use model::Model;
 pub use session::{Forward, Logits, Session, SessionOptions, DEFAULT_CONTEXT};

@@ -4,8 +4,8 @@
 use crate::config::Config;
 use crate::tokenizer::Tokenizer;
 use crate::weights::Weights;
+use crate::{Error, Result};
 use rayo::gguf::GgufFile;
-use rayo::{Error, Result};
 use std::sync::Arc;
 
 /// A llama-family model from a GGUF file.
@@ -28,16 +28,14 @@ impl Model {
     pub fn from_file(file: GgufFile) -> Result<Model> {
         let vocab_rows = match file.tensor("token_embd.weight") {
             Some(t) if t.shape.len() == 2 => usize::try_from(t.shape[1]).unwrap_or(usize::MAX),
-            Some(t) => return Err(Error::Model { what: format!("tensor token_embd.weight has shape {:?}, expected 2 dimensions", t.shape) }),
-            None => return Err(Error::Model { what: "tensor token_embd.weight is missing".into() }),
+            Some(t) => return Err(Error::tensor("token_embd.weight", format!("has shape {:?}, expected 2 dimensions", t.shape))),
+            None => return Err(Error::tensor("token_embd.weight", "is missing")),
         };
         let config = Config::from_gguf(file.metadata(), vocab_rows)?;
         let weights = Weights::from_gguf(&file, &config)?;
         let tokenizer = Tokenizer::from_gguf(file.metadata())?;
         if tokenizer.vocab_size() > config.vocab_size {
-            return Err(Error::Model {
-                what: format!("the tokenizer has {} tokens, the embedding table {} rows", tokenizer.vocab_size(), config.vocab_size),
-            });
+            return Err(Error::hyper(format!("the tokenizer has {} tokens, the embedding table {} rows", tokenizer.vocab_size(), config.vocab_size)));
         }
         Ok(Model { file: Arc::new(file), config, weights, tokenizer })
     }

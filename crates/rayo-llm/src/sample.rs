@@ -7,7 +7,8 @@
 //! probabilities before temperature. The draw uses `fastrand` seeded from the config, so one
 //! seed gives one sequence of tokens (not llama.cpp's sequence: its RNG is mt19937).
 
-use rayo::{ArgValue, Error, Result};
+use crate::{Error, Result};
+use rayo::ArgValue;
 
 /// The sampling parameters. `Default` follows llama.cpp's common defaults (temperature 0.8,
 /// top-k 40, top-p 0.95, min-p 0.05, no repetition penalty over the last 64 tokens).
@@ -44,22 +45,22 @@ impl SamplerConfig {
 
     /// Checks every parameter; the error names the first bad one and its value.
     pub fn validate(&self) -> Result<()> {
-        let bad = |name, value: f32, reason| Err(Error::InvalidParameter { op: "sampler", name, value: value as f64, reason });
+        let bad = |name, value: f32, reason| Err(rayo::Error::InvalidParameter { op: "sampler", name, value: value as f64, reason });
         let t = self.temperature;
         if !t.is_finite() || t < 0.0 {
-            return bad("temperature", t, "must be finite and >= 0 (0 = greedy)");
+            return Ok(bad("temperature", t, "must be finite and >= 0 (0 = greedy)")?);
         }
         let p = self.top_p;
         if p.is_nan() || p <= 0.0 || p > 1.0 {
-            return bad("top_p", p, "must be in (0, 1] (1 = off)");
+            return bad("top_p", p, "must be in (0, 1] (1 = off)").map_err(crate::Error::from);
         }
         let m = self.min_p;
         if m.is_nan() || !(0.0..=1.0).contains(&m) {
-            return bad("min_p", m, "must be in [0, 1] (0 = off)");
+            return bad("min_p", m, "must be in [0, 1] (0 = off)").map_err(crate::Error::from);
         }
         let r = self.repeat_penalty;
         if !r.is_finite() || r <= 0.0 {
-            return bad("repeat_penalty", r, "must be finite and > 0 (1 = off)");
+            return bad("repeat_penalty", r, "must be finite and > 0 (1 = off)").map_err(crate::Error::from);
         }
         Ok(())
     }
@@ -174,7 +175,7 @@ impl Sampler {
             self.window.sort_unstable();
             self.window.dedup();
             for &id in &self.window {
-                let c = self.cand.get_mut(id as usize).ok_or(Error::IndexOutOfBounds { index: id as usize, len: n })?;
+                let c = self.cand.get_mut(id as usize).ok_or(rayo::Error::IndexOutOfBounds { index: id as usize, len: n })?;
                 c.logit = if c.logit > 0.0 { c.logit / penalty } else { c.logit * penalty };
             }
         }
@@ -245,16 +246,18 @@ pub(crate) fn check(logits: &[f32]) -> Result<u32> {
 /// and whose first NaN or +inf is `bad` (index, value) — found here or on a device.
 pub(crate) fn greedy_verdict(n: usize, best: usize, max: f32, bad: Option<(usize, f32)>) -> Result<u32> {
     if n == 0 {
-        return Err(Error::EmptyInput { op: "sample" });
+        return Err(rayo::Error::EmptyInput { op: "sample" }.into());
     }
     if n > u32::MAX as usize {
-        return Err(Error::InvalidArgument { op: "sample", name: "vocabulary size", value: ArgValue::Usize(n), reason: "exceeds u32 ids" });
+        return Err(
+            rayo::Error::InvalidArgument { op: "sample", name: "vocabulary size", value: ArgValue::Usize(n), reason: "exceeds u32 ids" }.into()
+        );
     }
     if let Some((i, v)) = bad {
-        return Err(Error::Model { what: format!("sample: logit {i} of {n} is {v}") });
+        return Err(Error::Logits { what: format!("sample: logit {i} of {n} is {v}") });
     }
     if max == f32::NEG_INFINITY {
-        return Err(Error::Model { what: format!("sample: all {n} logits are -inf") });
+        return Err(Error::Logits { what: format!("sample: all {n} logits are -inf") });
     }
     Ok(best as u32)
 }

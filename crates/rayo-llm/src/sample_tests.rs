@@ -156,7 +156,7 @@ fn repetition_penalty_lowers_recent_tokens_only() {
 #[test]
 fn bad_parameters_are_errors_with_their_value() {
     let bad = |c: SamplerConfig, name: &str| match Sampler::new(c) {
-        Err(Error::InvalidParameter { name: n, .. }) => assert_eq!(n, name),
+        Err(Error::Rayo(rayo::Error::InvalidParameter { name: n, .. })) => assert_eq!(n, name),
         other => panic!("{name}: expected InvalidParameter, got {other:?}"),
     };
     bad(SamplerConfig { temperature: f32::NAN, ..cfg(1.0) }, "temperature");
@@ -179,12 +179,12 @@ fn bad_parameters_are_errors_with_their_value() {
 fn bad_logits_and_history_are_errors() {
     for t in [0.0, 1.0] {
         let mut s = Sampler::new(SamplerConfig { repeat_penalty: 1.1, repeat_last_n: 8, ..cfg(t) }).unwrap();
-        assert!(matches!(s.sample(&[], &[]), Err(Error::EmptyInput { .. })));
+        assert!(matches!(s.sample(&[], &[]), Err(Error::Rayo(rayo::Error::EmptyInput { .. }))));
         let e = s.sample(&[0.0, f32::NAN, 1.0], &[]).unwrap_err();
-        assert!(matches!(&e, Error::Model { what } if what.contains("logit 1 of 3")), "{e}");
-        assert!(matches!(s.sample(&[0.0, f32::INFINITY], &[]), Err(Error::Model { .. })));
-        assert!(matches!(s.sample(&[f32::NEG_INFINITY; 3], &[]), Err(Error::Model { .. })));
-        assert!(matches!(s.sample(&[0.0, 1.0], &[0, 5]), Err(Error::IndexOutOfBounds { index: 5, len: 2 })));
+        assert!(matches!(&e, Error::Logits { what } if what.contains("logit 1 of 3")), "{e}");
+        assert!(matches!(s.sample(&[0.0, f32::INFINITY], &[]), Err(Error::Logits { .. })));
+        assert!(matches!(s.sample(&[f32::NEG_INFINITY; 3], &[]), Err(Error::Logits { .. })));
+        assert!(matches!(s.sample(&[0.0, 1.0], &[0, 5]), Err(Error::Rayo(rayo::Error::IndexOutOfBounds { index: 5, len: 2 }))));
     }
 }
 

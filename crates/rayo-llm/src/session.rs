@@ -6,7 +6,7 @@ use crate::backend::{Backend, KvType};
 use crate::config::{product, Config};
 use crate::model::Model;
 use crate::weights::WeightRef;
-use rayo::{Error, Result};
+use crate::{Error, Result};
 
 /// The positions a session holds when [`SessionOptions::context`] is 0 and the model was trained
 /// for more: a KV cache of the whole `context_length` (131072 for Llama 3) would take gigabytes
@@ -97,16 +97,12 @@ impl<B: Backend> Session<B> {
         cfg.validate()?;
         let context = match opts.context {
             0 => cfg.context_length.min(DEFAULT_CONTEXT),
-            n if n > cfg.context_length => {
-                return Err(Error::Model {
-                    what: format!("a context of {n} positions is past the model's {}.context_length of {}", cfg.arch, cfg.context_length),
-                })
-            }
+            n if n > cfg.context_length => return Err(Error::ContextTooLong { asked: n, max: cfg.context_length }),
             n => n,
         };
         backend.check_config(&cfg, context)?;
         if opts.batch == 0 {
-            return Err(Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" });
+            return Err(rayo::Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" }.into());
         }
         let batch = opts.batch.min(context);
         let (d, qw, kvw, ff) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff);
@@ -262,15 +258,13 @@ impl<B: Backend> Session<B> {
     fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
         let vocab = self.cfg.vocab_size;
         if tokens.is_empty() {
-            return Err(Error::EmptyInput { op: "Session::forward" });
+            return Err(rayo::Error::EmptyInput { op: "Session::forward" }.into());
         }
         if tokens.len() > self.context - self.pos {
-            return Err(Error::Model {
-                what: format!("{} tokens at position {} do not fit the context of {} positions", tokens.len(), self.pos, self.context),
-            });
+            return Err(Error::ContextFull { tokens: tokens.len(), pos: self.pos, context: self.context });
         }
         if let Some(&t) = tokens.iter().find(|&&t| t as usize >= vocab) {
-            return Err(Error::Model { what: format!("token id {t} is past the vocabulary of {vocab} tokens") });
+            return Err(Error::TokenPastVocab { id: t, vocab });
         }
         Ok(())
     }

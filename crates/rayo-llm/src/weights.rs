@@ -2,9 +2,9 @@
 //! each weight matrix is a place in the file (type, shape, byte range), never a copy.
 
 use crate::config::Config;
+use crate::{Error, Result};
 use rayo::gguf::{GgufFile, TensorInfo};
 use rayo::quant::{GgmlType, QuantMatrix};
-use rayo::{Error, Result};
 use std::ops::Range;
 
 /// A weight matrix in the file: `rows × cols` values of `ty`, row-major (GGUF's `ne[1] × ne[0]`).
@@ -22,7 +22,7 @@ pub struct WeightRef {
 impl WeightRef {
     /// The matrix as a view of `file`'s bytes.
     pub fn matrix<'f>(&self, file: &'f GgufFile) -> Result<QuantMatrix<'f>> {
-        QuantMatrix::new(self.ty, self.rows, self.cols, &file.as_bytes()[self.range.clone()])
+        QuantMatrix::new(self.ty, self.rows, self.cols, &file.as_bytes()[self.range.clone()]).map_err(crate::Error::from)
     }
 }
 
@@ -54,7 +54,7 @@ pub struct Weights {
 
 impl Weights {
     /// Finds and checks every tensor the model needs. A missing tensor or a shape that
-    /// contradicts `cfg` is an [`Error::Model`] naming the tensor and both shapes.
+    /// contradicts `cfg` is an [`Error::Tensor`] naming the tensor and both shapes.
     pub fn from_gguf(file: &GgufFile, cfg: &Config) -> Result<Weights> {
         let (d, q, kv, ff) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff);
         let token_embd = matrix(file, "token_embd.weight", cfg.vocab_size, d)?;
@@ -95,11 +95,11 @@ impl Weights {
 }
 
 fn find<'f>(file: &'f GgufFile, name: &str) -> Result<&'f TensorInfo> {
-    file.tensor(name).ok_or_else(|| Error::Model { what: format!("tensor {name} is missing") })
+    file.tensor(name).ok_or_else(|| Error::tensor(name, "is missing"))
 }
 
 fn shape_error(t: &TensorInfo, want: &[usize]) -> Error {
-    Error::Model { what: format!("tensor {} has shape {:?}, the metadata implies {:?}", t.name, t.shape, want) }
+    Error::tensor(&t.name, format!("has shape {:?}, the metadata implies {:?}", t.shape, want))
 }
 
 /// The matrix `name`, checked to be `rows × cols` (GGUF shape `[cols, rows]`).
@@ -115,9 +115,9 @@ fn matrix(file: &GgufFile, name: &str, rows: usize, cols: usize) -> Result<Weigh
         .checked_add(t.offset)
         .and_then(|s| usize::try_from(s).ok())
         .and_then(|s| Some(s..s.checked_add(len)?))
-        .ok_or_else(|| Error::Model { what: format!("tensor {name}: offset {} past the data at {} overflows", t.offset, file.data_offset()) })?;
+        .ok_or_else(|| Error::tensor(name, format!("offset {} past the data at {} overflows", t.offset, file.data_offset())))?;
     let w = WeightRef { name: name.to_string(), ty: t.ty, rows, cols, range };
-    w.matrix(file).map_err(|e| Error::Model { what: format!("tensor {name}: {e}") })?;
+    w.matrix(file).map_err(|e| Error::tensor(name, format!("cannot be read: {e}")))?;
     Ok(w)
 }
 
@@ -129,6 +129,6 @@ fn vector(file: &GgufFile, name: &str, len: usize) -> Result<Vec<f32>> {
         return Err(shape_error(t, &[len]));
     }
     let mut out = vec![0.0; len];
-    rayo::quant::dequantize(t.ty, file.tensor_data(t)?, &mut out).map_err(|e| Error::Model { what: format!("tensor {name}: {e}") })?;
+    rayo::quant::dequantize(t.ty, file.tensor_data(t)?, &mut out).map_err(|e| Error::tensor(name, format!("cannot be read: {e}")))?;
     Ok(out)
 }

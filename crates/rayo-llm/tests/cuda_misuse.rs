@@ -30,7 +30,7 @@ fn setup(test: &str) -> Option<(Model, Cuda)> {
     }
 }
 
-fn err_text<T: std::fmt::Debug>(r: rayo::Result<T>) -> String {
+fn err_text<T: std::fmt::Debug>(r: rayo_llm::Result<T>) -> String {
     r.expect_err("an error").to_string()
 }
 
@@ -97,7 +97,7 @@ fn handles_and_weights_of_another_backend_are_refused() {
     let xa = a.vector(&vec![1.0; d]).unwrap();
     let xb = b.vector(&vec![1.0; d]).unwrap();
     let mut out_b = b.buffer(d).unwrap();
-    let foreign = |e: rayo::Error| assert!(matches!(e, rayo::Error::ForeignBuffer { .. }), "{e}");
+    let foreign = |e: rayo_llm::Error| assert!(matches!(e, rayo_llm::Error::Rayo(rayo::Error::ForeignBuffer { .. })), "{e}");
     foreign(b.rms_norm(&xa, &xb, 1e-5, 1, &mut out_b).unwrap_err());
     let wq = &model.weights().layers[0].wq;
     let w_a = a.weight(model.file(), wq).unwrap();

@@ -282,7 +282,7 @@ fn expect_err(m: &Metadata, needle: &str) {
         Ok(_) => panic!("metadata accepted; expected an error mentioning {needle:?}"),
         Err(e) => {
             let s = e.to_string();
-            assert!(matches!(e, rayo::Error::Tokenizer { .. }), "{s}");
+            assert!(matches!(e, rayo_llm::Error::Tokenizer { .. }), "{s}");
             assert!(s.contains(needle), "error {s:?} does not mention {needle:?}");
         }
     }
@@ -330,7 +330,7 @@ fn hostile_metadata_is_an_error_not_a_panic() {
 
     // Ids past the vocabulary: errors.
     assert!(tok.token_bytes(256).is_ok());
-    assert!(matches!(tok.token_bytes(257), Err(rayo::Error::Tokenizer { .. })));
+    assert!(matches!(tok.token_bytes(257), Err(rayo_llm::Error::Tokenizer { .. })));
     assert!(tok.decode(&[0, u32::MAX]).is_err());
 
     // add_bos without a BOS token (a 3-token vocabulary: the default 11 is past it).

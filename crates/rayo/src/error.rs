@@ -62,13 +62,6 @@ pub enum Error {
     GgufWrite { what: crate::gguf::GgufProblem },
     /// Opening, reading or writing a file (or another `io::Write`, `path` `None`) failed.
     Io { path: Option<std::path::PathBuf>, kind: std::io::ErrorKind, message: String },
-    /// A language model that cannot be run as given: `what` names the key, tensor or argument
-    /// and its numbers (an unsupported architecture, a missing tensor, a shape that contradicts
-    /// the metadata, a prompt longer than the context).
-    Model { what: String },
-    /// A tokenizer that cannot be built from a file's metadata, or text/ids it cannot encode
-    /// or decode: `what` says which and why.
-    Tokenizer { what: String },
 }
 
 /// The value of a non-float parameter in [`Error::InvalidArgument`], in its own type.
@@ -186,8 +179,6 @@ impl fmt::Display for Error {
             Error::GgufWrite { what } => write!(f, "GGUF writer: {what}"),
             Error::Io { path: Some(path), message, .. } => write!(f, "{}: {message}", path.display()),
             Error::Io { path: None, message, .. } => write!(f, "I/O error: {message}"),
-            Error::Model { what } => write!(f, "model: {what}"),
-            Error::Tokenizer { what } => write!(f, "tokenizer: {what}"),
         }
     }
 }

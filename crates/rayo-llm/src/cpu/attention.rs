@@ -8,9 +8,10 @@
 
 use crate::backend::KvType;
 use crate::config::Config;
+use crate::{Error, Result};
 use half::f16;
 use rayo::quant::{self, GgmlType};
-use rayo::{Error, MatMut, MatRef, Par, Result};
+use rayo::{MatMut, MatRef, Par};
 
 /// One layer's keys or values: `used` positions of `width` values, grown as positions are
 /// written (so memory follows the positions in use, not the context's size).
@@ -31,7 +32,7 @@ impl Store {
     fn reserve(&mut self, n: usize) -> Result<()> {
         fn grow<T: Clone + Default>(v: &mut Vec<T>, n: usize) -> Result<()> {
             if v.len() < n {
-                v.try_reserve(n - v.len()).map_err(|_| Error::OutOfMemory { op: "KV cache", bytes: (n * std::mem::size_of::<T>()) as u64 })?;
+                v.try_reserve(n - v.len()).map_err(|_| rayo::Error::OutOfMemory { op: "KV cache", bytes: (n * std::mem::size_of::<T>()) as u64 })?;
                 v.resize(n, T::default());
             }
             Ok(())
@@ -53,7 +54,7 @@ impl Store {
     fn read(&self, n: usize, simd: rayo::Backend, out: &mut Vec<f32>) -> Result<()> {
         out.resize(n, 0.0);
         match self {
-            Store::F16(d) => quant::dequantize_with(simd, GgmlType::F16, bytemuck::cast_slice(&d[..n]), out),
+            Store::F16(d) => quant::dequantize_with(simd, GgmlType::F16, bytemuck::cast_slice(&d[..n]), out).map_err(crate::Error::from),
             Store::F32(d) => {
                 out.copy_from_slice(&d[..n]);
                 Ok(())
@@ -82,7 +83,7 @@ impl CpuKv {
             .checked_mul(width)
             .and_then(|v| v.checked_mul(cfg.n_layer))
             .and_then(|v| v.checked_mul(8))
-            .ok_or(Error::SizeOverflow { op: "KV cache", dims: vec![cfg.n_layer, positions, width] })?;
+            .ok_or(rayo::Error::SizeOverflow { op: "KV cache", dims: vec![cfg.n_layer, positions, width] })?;
         let store = || match ty {
             KvType::F16 => Store::F16(Vec::new()),
             KvType::F32 => Store::F32(Vec::new()),
@@ -111,7 +112,7 @@ impl CpuKv {
     pub fn store(&mut self, layer: usize, pos0: usize, k: &[f32], v: &[f32]) -> Result<()> {
         let end = pos0 + k.len() / self.width;
         if end > self.positions {
-            return Err(Error::Model { what: format!("position {} is past the KV cache's {} positions", end - 1, self.positions) });
+            return Err(Error::backend("cpu", format!("position {} is past the KV cache's {} positions", end - 1, self.positions)));
         }
         let (ks, vs) = &mut self.layers[layer];
         for (s, src) in [(ks, k), (vs, v)] {
@@ -146,7 +147,7 @@ impl CpuKv {
     pub fn prefix(&self, simd: rayo::Backend, layer: usize, n: usize, mut keys: Vec<f32>, mut values: Vec<f32>) -> Result<(Vec<f32>, Vec<f32>)> {
         let (ks, vs) = &self.layers[layer];
         if ks.len() < n * self.width {
-            return Err(Error::Model { what: format!("attention over {n} positions of layer {layer} before their keys were stored") });
+            return Err(Error::backend("cpu", format!("attention over {n} positions of layer {layer} before their keys were stored")));
         }
         ks.read(n * self.width, simd, &mut keys)?;
         vs.read(n * self.width, simd, &mut values)?;

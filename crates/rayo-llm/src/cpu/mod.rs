@@ -9,13 +9,13 @@ mod workers;
 use crate::backend::{Backend, KvType};
 use crate::config::Config;
 use crate::weights::WeightRef;
+use crate::{Error, Result};
 pub use attention::CpuKv;
 use attention::Heads;
 use products::Products;
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, Activations};
-use rayo::{Error, Result};
 use std::sync::Arc;
 use workers::{Task, Workers};
 
@@ -88,7 +88,7 @@ impl Cpu {
 
 fn check_len(op: &'static str, have: usize, need: usize) -> Result<()> {
     if have < need {
-        return Err(Error::LengthMismatch { op, expected: need, actual: have });
+        return Err(rayo::Error::LengthMismatch { op, expected: need, actual: have }.into());
     }
     Ok(())
 }
@@ -105,7 +105,7 @@ impl Backend for Cpu {
 
     fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<WeightRef> {
         if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
-            return Err(Error::Model { what: format!("tensor {} comes from another file than this backend's", w.name) });
+            return Err(Error::backend("cpu", format!("tensor {} comes from another file than this backend's", w.name)));
         }
         w.matrix(file)?;
         Ok(w.clone())
@@ -117,7 +117,7 @@ impl Backend for Cpu {
 
     fn buffer(&mut self, len: usize) -> Result<Vec<f32>> {
         let mut v = Vec::new();
-        v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory { op: "llm buffer", bytes: len as u64 * 4 })?;
+        v.try_reserve_exact(len).map_err(|_| rayo::Error::OutOfMemory { op: "llm buffer", bytes: len as u64 * 4 })?;
         v.resize(len, 0.0);
         Ok(v)
     }
@@ -131,7 +131,7 @@ impl Backend for Cpu {
         check_len("embed", x.len(), tokens.len() * w.cols())?;
         for (&t, row) in tokens.iter().zip(x.chunks_exact_mut(w.cols())) {
             if t as usize >= w.rows() {
-                return Err(Error::Model { what: format!("token id {t} is past the vocabulary of {} tokens", w.rows()) });
+                return Err(Error::TokenPastVocab { id: t, vocab: w.rows() });
             }
             quant::dequantize_with(self.simd, w.ty(), w.row(t as usize), row)?;
         }
@@ -178,7 +178,7 @@ impl Backend for Cpu {
         check_len("swiglu", gate.len().min(up.len()), len)?;
         self.scratch.resize(len, 0.0);
         rayo::slice::unary(self.simd, UnaryOp::Swish, &gate[..len], &mut self.scratch[..len])?;
-        rayo::slice::binary(self.simd, BinaryOp::Mul, &self.scratch[..len], &up[..len], &mut gate[..len])
+        rayo::slice::binary(self.simd, BinaryOp::Mul, &self.scratch[..len], &up[..len], &mut gate[..len]).map_err(crate::Error::from)
     }
 
     fn rope(&mut self, cfg: &Config, q: &mut Vec<f32>, k: &mut Vec<f32>, m: usize, pos0: usize) -> Result<()> {

@@ -7,10 +7,10 @@
 
 use super::workers::{Task, Workers};
 use crate::weights::WeightRef;
+use crate::{Error, Result};
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, Activations, PreparedActs};
-use rayo::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -96,14 +96,14 @@ pub fn run(
         Products::Each(ws) => (ws.iter().map(|&w| w.clone()).collect(), false),
         Products::SwiGlu(g, u) => {
             if (g.rows, g.cols) != (u.rows, u.cols) {
-                return Err(Error::Model { what: format!("{} is {}×{} but {} is {}×{}", g.name, g.rows, g.cols, u.name, u.rows, u.cols) });
+                return Err(Error::backend("cpu", format!("{} is {}×{} but {} is {}×{}", g.name, g.rows, g.cols, u.name, u.rows, u.cols)));
             }
             (vec![g.clone(), u.clone()], true)
         }
     };
     let Some(cols) = weights.first().map(|w| w.cols) else { return Ok(()) };
     if x.len() < m * cols {
-        return Err(Error::LengthMismatch { op: "llm product", expected: m * cols, actual: x.len() });
+        return Err(rayo::Error::LengthMismatch { op: "llm product", expected: m * cols, actual: x.len() }.into());
     }
     let x = &x[..m * cols];
     let mut acts: Vec<Arc<PreparedActs>> = Vec::with_capacity(weights.len());
@@ -151,7 +151,7 @@ pub fn run(
         r?;
     }
     for (c, done) in job.chunks.iter().zip(&job.done) {
-        let y = done.get().ok_or_else(|| Error::Model { what: "a product chunk was not computed".into() })?;
+        let y = done.get().ok_or_else(|| Error::backend("cpu", "a product chunk was not computed"))?;
         place(c.w, c.r0, c.r1, y.as_ref().map_err(Clone::clone)?);
     }
     Ok(())

@@ -13,7 +13,7 @@
 //! A panic in any share (the caller's or a worker's) is an error of that call; every task is
 //! finished or taken back before [`Workers::run`] returns, so the pool is ready for the next.
 
-use rayo::{Error, Result};
+use crate::{Error, Result};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -106,7 +106,7 @@ impl Workers {
     /// task has finished), as is passing more tasks than workers.
     pub fn run<R>(&self, tasks: Vec<Task>, main: impl FnOnce() -> R) -> Result<(R, Vec<Result<Vec<f32>>>)> {
         if tasks.len() > self.slots.len() {
-            return Err(Error::Model { what: format!("{} tasks for {} CPU workers", tasks.len(), self.slots.len()) });
+            return Err(Error::Worker { what: format!("{} tasks for {} CPU workers", tasks.len(), self.slots.len()) });
         }
         let n = tasks.len();
         for (slot, task) in self.slots.iter().zip(tasks) {
@@ -123,7 +123,7 @@ impl Workers {
         let results = self.slots[..n].iter().map(collect).collect();
         match mine {
             Ok(r) => Ok((r, results)),
-            Err(p) => Err(Error::Model { what: format!("the calling thread's share of a CPU job panicked: {}", panic_text(&*p)) }),
+            Err(p) => Err(Error::Worker { what: format!("the calling thread's share of a CPU job panicked: {}", panic_text(&*p)) }),
         }
     }
 }
@@ -152,7 +152,7 @@ fn collect(slot: &Arc<Slot>) -> Result<Vec<f32>> {
     }
     let r = lock(&slot.result).take();
     slot.state.store(IDLE, Ordering::Release);
-    r.unwrap_or_else(|| Err(Error::Model { what: "a CPU worker finished without a result".into() }))
+    r.unwrap_or_else(|| Err(Error::Worker { what: "a CPU worker finished without a result".into() }))
 }
 
 /// A poisoned lock (a task panicked) still holds valid data here: take it.
@@ -169,8 +169,8 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 fn run_task(task: Option<Task>) -> Result<Vec<f32>> {
     match task {
         Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-            .unwrap_or_else(|p| Err(Error::Model { what: format!("a CPU worker's task panicked: {}", panic_text(&*p)) })),
-        None => Err(Error::Model { what: "a CPU worker's slot was READY without a task".into() }),
+            .unwrap_or_else(|p| Err(Error::Worker { what: format!("a CPU worker's task panicked: {}", panic_text(&*p)) })),
+        None => Err(Error::Worker { what: "a CPU worker's slot was READY without a task".into() }),
     }
 }
 

@@ -19,7 +19,7 @@ fn runs_every_task_and_the_caller_s_part_many_times() {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let (_, r) = w.run(vec![Box::new(|| Err(rayo::Error::EmptyInput { op: "t" })) as Task], || ()).unwrap();
+    let (_, r) = w.run(vec![Box::new(|| Err(rayo::Error::EmptyInput { op: "t" }.into())) as Task], || ()).unwrap();
     assert!(r[0].is_err());
     let e = w.run((0..4).map(|_| Box::new(|| Ok(vec![])) as Task).collect(), || ()).unwrap_err();
     assert!(e.to_string().contains("4 tasks for 3 CPU workers"), "{e}");

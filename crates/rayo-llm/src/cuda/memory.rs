@@ -4,8 +4,8 @@
 //! and a handle of another backend is refused, no order of safe calls can replay a recording
 //! over freed or foreign memory.
 
+use crate::{Error, Result};
 use rayo::cuda::DeviceBuffer;
-use rayo::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static NEXT_BACKEND: AtomicU64 = AtomicU64::new(1);
@@ -58,10 +58,10 @@ impl Arena {
 
     fn check(&self, h: &CudaBuf) -> Result<usize> {
         if h.owner != self.owner {
-            return Err(Error::ForeignBuffer { op: OP, owner: h.owner, user: self.owner });
+            return Err(rayo::Error::ForeignBuffer { op: OP, owner: h.owner, user: self.owner }.into());
         }
         if h.slot >= self.slots.len() {
-            return Err(Error::IndexOutOfBounds { index: h.slot, len: self.slots.len() });
+            return Err(rayo::Error::IndexOutOfBounds { index: h.slot, len: self.slots.len() }.into());
         }
         Ok(h.slot)
     }
@@ -89,14 +89,14 @@ impl Arena {
         let i = self.check(h)?;
         let old = self.slots[i].as_mut().ok_or_else(|| in_use(i))?;
         if old.len() != b.len() {
-            return Err(Error::LengthMismatch { op: OP, expected: old.len(), actual: b.len() });
+            return Err(rayo::Error::LengthMismatch { op: OP, expected: old.len(), actual: b.len() }.into());
         }
         Ok(std::mem::replace(old, b))
     }
 }
 
 fn in_use(slot: usize) -> Error {
-    Error::InvalidArgument { op: OP, name: "buffer", value: slot.into(), reason: "is already in use by this op (passed twice)" }
+    rayo::Error::InvalidArgument { op: OP, name: "buffer", value: slot.into(), reason: "is already in use by this op (passed twice)" }.into()
 }
 
 /// The buffers of some handles, taken out of an arena for one op and returned by

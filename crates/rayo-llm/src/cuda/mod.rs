@@ -30,6 +30,7 @@ pub use memory::CudaBuf;
 use crate::backend::{Backend, KvType};
 use crate::config::{Config, RopeStyle};
 use crate::weights::WeightRef;
+use crate::{Error, Result};
 use memory::{Arena, Held};
 use products::attend;
 use rayo::cuda::{
@@ -38,7 +39,6 @@ use rayo::cuda::{
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, GgmlType};
-use rayo::{Error, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -95,13 +95,13 @@ impl Context {
         let layers = self.k.len();
         match (self.k.get_mut(layer), self.v.get_mut(layer)) {
             (Some(kc), Some(vc)) => Ok(LayerCache { shape: self.shape, kc, vc, rope: &self.rope, inputs: &self.inputs, scratch: &mut self.scratch }),
-            _ => Err(Error::Model { what: format!("layer {layer} is past the cache's {layers} layers") }),
+            _ => Err(Error::backend("cuda", format!("layer {layer} is past the cache's {layers} layers"))),
         }
     }
 }
 
 fn no_context() -> Error {
-    Error::Model { what: "a pass before the KV cache was made".into() }
+    Error::backend("cuda", "a pass before the KV cache was made")
 }
 
 /// The CUDA backend of one model file.
@@ -184,8 +184,8 @@ impl Cuda {
     /// error that names the CPU backend as the alternative.
     pub fn new(file: Arc<GgufFile>) -> Result<Cuda> {
         let dev = CudaDevice::new().map_err(|e| match e {
-            Error::NoDevice { reason, .. } => {
-                Error::NoDevice { api: "cuda", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") }
+            rayo::Error::NoDevice { reason, .. } => {
+                rayo::Error::NoDevice { api: "cuda", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") }
             }
             e => e,
         })?;
@@ -269,18 +269,18 @@ impl Cuda {
     /// cache since replaced.
     fn context_of(&mut self, kv: &CudaKv) -> Result<&mut Context> {
         if kv.owner != self.id {
-            return Err(Error::ForeignBuffer { op: "cuda kv cache", owner: kv.owner, user: self.id });
+            return Err(rayo::Error::ForeignBuffer { op: "cuda kv cache", owner: kv.owner, user: self.id }.into());
         }
         match self.context.as_mut() {
             Some(c) if c.generation == kv.generation => Ok(c),
-            _ => Err(Error::Model { what: "this KV cache was replaced by a later kv_cache call of its backend".into() }),
+            _ => Err(Error::backend("cuda", "this KV cache was replaced by a later kv_cache call of its backend")),
         }
     }
 
     /// An error unless every weight was uploaded by this backend.
     fn owns(&self, ws: &[&CudaWeight]) -> Result<()> {
         match ws.iter().find(|w| w.owner != self.id) {
-            Some(w) => Err(Error::ForeignBuffer { op: "cuda weight", owner: w.owner, user: self.id }),
+            Some(w) => Err(rayo::Error::ForeignBuffer { op: "cuda weight", owner: w.owner, user: self.id }.into()),
             None => Ok(()),
         }
     }
@@ -322,7 +322,7 @@ impl Cuda {
             Some(b) => b,
             None => self.dev.zeros(x.len())?,
         };
-        let ran = self.with(&[x, y], &[], |s, ins, _| s.dev.elementwise_n(e, ins, &mut out, len));
+        let ran = self.with(&[x, y], &[], |s, ins, _| Ok(s.dev.elementwise_n(e, ins, &mut out, len)?));
         let old = match ran {
             Ok(()) => self.arena.swap(x, out)?,
             Err(e) => {
@@ -374,7 +374,7 @@ impl Backend for Cuda {
     }
 
     fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {
-        let refuse = |what: String| Err(Error::Model { what: format!("{what}: the CUDA backend cannot run this model (--backend cpu can)") });
+        let refuse = |what: String| Err(Error::backend("cuda", format!("{what}: the CUDA backend cannot run this model (--backend cpu can)")));
         // every matrix's rows: the kernels read blocks of 32 values
         for (name, cols) in
             [("the embedding length", cfg.n_embd), ("the query width (heads × head size)", cfg.q_width()), ("the feed-forward length", cfg.n_ff)]
@@ -391,7 +391,7 @@ impl Backend for Cuda {
 
     fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Arc<CudaWeight>> {
         if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
-            return Err(Error::Model { what: format!("tensor {} comes from another file than this backend's", w.name) });
+            return Err(Error::backend("cuda", format!("tensor {} comes from another file than this backend's", w.name)));
         }
         if let Some(up) = self.weights.get(&w.name) {
             return Ok(Arc::clone(up));
@@ -399,13 +399,13 @@ impl Backend for Cuda {
         let m = w.matrix(file)?;
         let (rows, cols) = (m.rows(), m.cols());
         if cols % 32 != 0 {
-            return Err(Error::Model { what: format!("tensor {} has rows of {cols} values: the CUDA kernels take multiples of 32", w.name) });
+            return Err(Error::backend("cuda", format!("tensor {} has rows of {cols} values: the CUDA kernels take multiples of 32", w.name)));
         }
         let (fmt, bytes) = match kernel_format(m.ty()) {
             Some(f) => (f, self.dev.upload_bytes(m.bytes())?),
             None => {
                 log::info!("cuda: {} ({:?}) dequantized to f32 on the device (no kernel for its format yet)", w.name, m.ty());
-                let n = rows.checked_mul(cols).ok_or(Error::SizeOverflow { op: "cuda weight", dims: vec![rows, cols] })?;
+                let n = rows.checked_mul(cols).ok_or(rayo::Error::SizeOverflow { op: "cuda weight", dims: vec![rows, cols] })?;
                 let mut f = vec![0f32; n];
                 quant::dequantize(m.ty(), m.bytes(), &mut f)?;
                 (QFormat::F32, self.dev.upload_bytes(bytemuck::cast_slice(&f))?)
@@ -428,7 +428,7 @@ impl Backend for Cuda {
 
     fn kv_cache(&mut self, cfg: &Config, positions: usize, ty: KvType) -> Result<CudaKv> {
         let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions, f16: ty == KvType::F16 };
-        let bytes = shape.layer_bytes().ok_or(Error::SizeOverflow { op: "cuda kv_cache", dims: vec![positions, cfg.kv_width()] })?;
+        let bytes = shape.layer_bytes().ok_or(rayo::Error::SizeOverflow { op: "cuda kv_cache", dims: vec![positions, cfg.kv_width()] })?;
         // the recording and the old cache go first (it may hold their addresses; and the
         // memory is needed for the new one)
         self.drop_recording();
@@ -466,13 +466,13 @@ impl Backend for Cuda {
         self.count(1);
         self.with(&[], &[x], |s, _, outs| {
             let inputs = &s.context()?.inputs;
-            s.dev.embed_rows(table.fmt, &table.bytes, table.rows, table.cols, inputs, tokens.len(), outs[0])
+            Ok(s.dev.embed_rows(table.fmt, &table.bytes, table.rows, table.cols, inputs, tokens.len(), outs[0])?)
         })
     }
 
     fn rms_norm(&mut self, x: &CudaBuf, w: &CudaBuf, eps: f32, m: usize, out: &mut CudaBuf) -> Result<()> {
         self.count(1);
-        self.with(&[x, w], &[out], |s, ins, outs| s.dev.rms_norm_rows(ins[0], ins[1], m, ins[1].len(), eps, outs[0]))
+        self.with(&[x, w], &[out], |s, ins, outs| Ok(s.dev.rms_norm_rows(ins[0], ins[1], m, ins[1].len(), eps, outs[0])?))
     }
 
     fn matmul(&mut self, w: &Arc<CudaWeight>, x: &CudaBuf, m: usize, out: &mut CudaBuf) -> Result<()> {
@@ -482,7 +482,7 @@ impl Backend for Cuda {
 
     fn add_bias(&mut self, x: &mut CudaBuf, b: &CudaBuf, m: usize) -> Result<()> {
         self.count(1);
-        self.with(&[b], &[x], |s, ins, outs| s.dev.add_rows(outs[0], ins[0], m))
+        self.with(&[b], &[x], |s, ins, outs| Ok(s.dev.add_rows(outs[0], ins[0], m)?))
     }
 
     fn add(&mut self, x: &mut CudaBuf, y: &CudaBuf, len: usize) -> Result<()> {
@@ -498,7 +498,7 @@ impl Backend for Cuda {
         self.with(&[], &[q, k], |s, _, outs| {
             let c = s.context()?;
             let [q, k] = outs else { unreachable!("two outputs") };
-            s.dev.rope_rows(pairs(cfg), q, k, &c.rope, &c.inputs, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)
+            Ok(s.dev.rope_rows(pairs(cfg), q, k, &c.rope, &c.inputs, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)?)
         })
     }
 
@@ -526,12 +526,12 @@ impl Backend for Cuda {
 
     fn copy_row(&mut self, x: &CudaBuf, row: usize, width: usize, out: &mut CudaBuf) -> Result<()> {
         self.count(1);
-        let at = row.checked_mul(width).ok_or(Error::SizeOverflow { op: "cuda copy_row", dims: vec![row, width] })?;
-        self.with(&[x], &[out], |s, ins, outs| s.dev.copy_within_device(ins[0], at, outs[0], 0, width))
+        let at = row.checked_mul(width).ok_or(rayo::Error::SizeOverflow { op: "cuda copy_row", dims: vec![row, width] })?;
+        self.with(&[x], &[out], |s, ins, outs| Ok(s.dev.copy_within_device(ins[0], at, outs[0], 0, width)?))
     }
 
     fn read(&mut self, x: &CudaBuf, out: &mut [f32]) -> Result<()> {
-        self.dev.download_prefix(self.arena.get(x)?, out)
+        self.dev.download_prefix(self.arena.get(x)?, out).map_err(crate::Error::from)
     }
 
     fn argmax(&mut self, x: &CudaBuf, n: usize) -> Result<u32> {
@@ -545,7 +545,7 @@ impl Backend for Cuda {
     }
 
     fn top_k(&mut self, x: &CudaBuf, n: usize, k: usize) -> Result<Vec<(u32, f32)>> {
-        let need = k.checked_mul(2).and_then(|v| v.checked_add(1)).ok_or(Error::SizeOverflow { op: "cuda top_k", dims: vec![k, 2] })?;
+        let need = k.checked_mul(2).and_then(|v| v.checked_add(1)).ok_or(rayo::Error::SizeOverflow { op: "cuda top_k", dims: vec![k, 2] })?;
         if self.sample_out.as_ref().is_none_or(|b| b.len() < need) {
             let grown = self.dev.zeros(need.max(3))?;
             self.drop_recording();
@@ -562,7 +562,7 @@ impl Backend for Cuda {
 
     fn step_inputs(&mut self, tokens: &[u32], pos0: usize) -> Result<()> {
         let c = self.context.as_mut().ok_or_else(no_context)?;
-        c.inputs.write(&self.dev, tokens, pos0)
+        c.inputs.write(&self.dev, tokens, pos0).map_err(crate::Error::from)
     }
 
     fn norm_matmuls(
@@ -649,7 +649,7 @@ impl Backend for Cuda {
                 let scale = 1.0 / (cfg.head_dim as f32).sqrt();
                 let step = (p.rope, cfg.n_rot);
                 let f16 = p.shape.f16;
-                return s.dev.rope_attention_step(
+                return Ok(s.dev.rope_attention_step(
                     pairs(cfg),
                     &p.shape,
                     (q, k, ins[0]),
@@ -660,7 +660,7 @@ impl Backend for Cuda {
                     (scale, f16),
                     p.scratch,
                     out,
-                );
+                )?);
             }
             // one launch rotates Q and K and stores K and V; a second attends
             s.dev.rope_store_rows(pairs(cfg), q, k, ins[0], (&p.shape, &mut *p.kc, &mut *p.vc), p.rope, p.inputs, m, cfg.n_rot, pos0)?;
@@ -676,7 +676,7 @@ impl Backend for Cuda {
             // recording first (`drop_recording`). Nothing was allocated while it recorded (the
             // device refuses to). The positions and ids it reads were bounded by
             // `StepInputs::write` against the cache and the embedding table.
-            return unsafe { g.replay() };
+            return unsafe { g.replay().map_err(crate::Error::from) };
         }
         if !self.graphs || !self.stepped_once {
             self.stepped_once = true;
@@ -690,7 +690,7 @@ impl Backend for Cuda {
         recorded?;
         let g = self.graph.insert(ended?);
         // SAFETY: as above: the recording was just made over this backend's memory.
-        unsafe { g.replay() }
+        unsafe { g.replay().map_err(crate::Error::from) }
     }
 
     fn step_ops(&self) -> usize {

@@ -4,8 +4,8 @@
 
 use super::{Cuda, CudaWeight, GEMM_ROWS};
 use crate::config::Config;
+use crate::Result;
 use rayo::cuda::{ActFormat, AttentionShape, CudaDevice, DeviceBuffer, DeviceBytes, Epilogue, NarrowActivations, QMatvecKernel, Replay, StepInputs};
-use rayo::Result;
 use std::sync::Arc;
 
 impl Cuda {
@@ -88,7 +88,7 @@ impl Cuda {
             return self.wgmma_products(x, None, m, &[w], &mut [out], add);
         }
         let wh = f16_weights(&self.dev, w, (&mut self.f16_kept, self.f16_budget), (&mut self.half, &mut self.graph))?;
-        self.dev.gemm_half(x, wh, (w.rows, w.cols), m, out, add)
+        self.dev.gemm_half(x, wh, (w.rows, w.cols), m, out, add).map_err(crate::Error::from)
     }
 
     /// `out = x·wᵀ` through the fp32 GEMM (scratch grown as needed).
@@ -103,7 +103,7 @@ impl Cuda {
             self.gemm = Some(grown);
         }
         let (wt, yp) = self.gemm.as_mut().expect("made above");
-        self.dev.qmatmul_gemm(w.fmt, &w.bytes, (w.rows, w.cols), x, m, out, wt, yp)
+        self.dev.qmatmul_gemm(w.fmt, &w.bytes, (w.rows, w.cols), x, m, out, wt, yp).map_err(crate::Error::from)
     }
 
     /// `out = x·wᵀ` for `m` rows, by the path the shapes take: a GEMM for a prompt's rows (on
@@ -119,7 +119,7 @@ impl Cuda {
             return Ok(());
         }
         self.count(1);
-        self.dev.qmatvec(w.fmt, &w.bytes, w.rows, w.cols, x, m, out)
+        self.dev.qmatvec(w.fmt, &w.bytes, w.rows, w.cols, x, m, out).map_err(crate::Error::from)
     }
 
     /// `acc += x·wᵀ` for `m` rows: a prompt's rows on the tensor cores (the fp32 GEMM's path,
@@ -133,7 +133,7 @@ impl Cuda {
         }
         let k = QMatvecKernel::fused(w.fmt, false, 1, Epilogue::Add).expect("one matrix, add");
         self.count(1);
-        self.dev.qmatvec_fused(k, x, None, w.cols, m, &[(&w.bytes, w.rows)], &mut [acc])
+        self.dev.qmatvec_fused(k, x, None, w.cols, m, &[(&w.bytes, w.rows)], &mut [acc]).map_err(crate::Error::from)
     }
 
     /// `outs[i] = rms_norm(x)·wsᵢᵀ` for `m` rows: one launch where a fused kernel takes them
@@ -162,7 +162,7 @@ impl Cuda {
             Some(k) => {
                 self.count(1);
                 let mats: Vec<(&DeviceBytes, usize)> = ws.iter().map(|w| (&w.bytes, w.rows)).collect();
-                self.dev.qmatvec_fused(k, x, Some((norm, eps)), ws[0].cols, m, &mats, outs)
+                self.dev.qmatvec_fused(k, x, Some((norm, eps)), ws[0].cols, m, &mats, outs).map_err(crate::Error::from)
             }
             None => {
                 self.count(1);
@@ -215,11 +215,11 @@ pub(super) fn attend(
 ) -> Result<()> {
     let scale = 1.0 / (cfg.head_dim as f32).sqrt();
     if tensor_cores && m >= GEMM_ROWS && CudaDevice::flash_attention_fits(shape) {
-        return dev.flash_attention_rows(shape, q, (kc, vc), m, inputs, pos0, scale, out);
+        return dev.flash_attention_rows(shape, q, (kc, vc), m, inputs, pos0, scale, out).map_err(crate::Error::from);
     }
     // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
     let round_q = shape.f16 && m < 64;
-    dev.attention_rows(shape, q, kc, vc, m, inputs, pos0, scale, round_q, out)
+    dev.attention_rows(shape, q, kc, vc, m, inputs, pos0, scale, round_q, out).map_err(crate::Error::from)
 }
 
 /// `w` as f16 for a prompt's tensor-core products: its copy, made on first use and kept while

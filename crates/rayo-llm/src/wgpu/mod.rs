@@ -19,11 +19,11 @@ pub mod weights;
 use crate::backend::{Backend, KvType};
 use crate::config::{Config, RopeStyle};
 use crate::weights::WeightRef;
+use crate::{Error, Result};
 use products::Output;
 use rayo::gguf::GgufFile;
 use rayo::gpu::{wgpu, GpuDevice};
 use rayo::quant::QuantMatrix;
-use rayo::{Error, Result};
 use record::{grid, Recorder};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -89,8 +89,8 @@ impl Wgpu {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn new(file: Arc<GgufFile>) -> Result<Wgpu> {
         let dev = GpuDevice::new().map_err(|e| match e {
-            Error::NoDevice { reason, .. } => {
-                Error::NoDevice { api: "wgpu", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") }
+            rayo::Error::NoDevice { reason, .. } => {
+                rayo::Error::NoDevice { api: "wgpu", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") }
             }
             e => e,
         })?;
@@ -138,12 +138,13 @@ impl Wgpu {
     /// a thread per row, no workgroup reduction) instead of the adapter's default.
     pub fn with_product_lanes(mut self, lanes: usize) -> Result<Wgpu> {
         if !lanes.is_power_of_two() || lanes > 64 {
-            return Err(Error::InvalidArgument {
+            return Err(rayo::Error::InvalidArgument {
                 op: "Wgpu::with_product_lanes",
                 name: "lanes",
                 value: lanes.into(),
                 reason: "must be a power of two up to 64",
-            });
+            }
+            .into());
         }
         self.lanes = lanes;
         Ok(self)
@@ -187,7 +188,7 @@ impl Wgpu {
     /// pass in a browser: [`crate::Session::forward_queued`] submits, then this reads).
     pub async fn read_async(&self, x: &WgpuBuf, out: &mut [f32]) -> Result<()> {
         check_len("read", x.len, out.len())?;
-        self.dev.read_raw_async(&x.buf, out).await
+        self.dev.read_raw_async(&x.buf, out).await.map_err(crate::Error::from)
     }
 
     /// Uploads a matrix (named `name` in errors) as [`Backend::weight`] does, from any bytes.
@@ -195,13 +196,13 @@ impl Wgpu {
         // on wasm32 wgpu's handles are neither Send nor Sync (one thread): the Arc is not shared there
         #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
         let up = Arc::new(weights::upload(&self.dev, name, m, self.weight_limit)?);
-        self.dev.check_errors().map_err(|e| Error::Model { what: format!("tensor {name} ({} bytes): {e}", m.bytes().len()) })?;
+        self.dev.check_errors().map_err(|e| Error::backend("wgpu", format!("tensor {name} ({} bytes): {e}", m.bytes().len())))?;
         Ok(up)
     }
 
     fn storage(&self, what: &str, bytes: u64) -> Result<wgpu::Buffer> {
         if bytes > self.limit {
-            return Err(Error::Model { what: format!("{what}: {bytes} bytes, past the adapter's storage-binding limit of {} bytes", self.limit) });
+            return Err(Error::backend("wgpu", format!("{what}: {bytes} bytes, past the adapter's storage-binding limit of {} bytes", self.limit)));
         }
         Ok(self.dev.raw_device().create_buffer(&wgpu::BufferDescriptor {
             label: Some(what),
@@ -213,7 +214,7 @@ impl Wgpu {
     }
 
     fn ids(&self) -> Result<&wgpu::Buffer> {
-        self.ids.as_ref().ok_or(Error::Model { what: "a pass before the KV cache was made".into() })
+        self.ids.as_ref().ok_or(Error::backend("wgpu", "a pass before the KV cache was made"))
     }
 
     fn elementwise(&mut self, op: u32, a: &WgpuBuf, b: &WgpuBuf, n: usize, width: usize) -> Result<()> {
@@ -224,9 +225,9 @@ impl Wgpu {
 
     /// RoPE's table, checked to hold positions `pos0..pos0 + m`.
     fn rope_table(&self, cfg: &Config, m: usize, pos0: usize) -> Result<wgpu::Buffer> {
-        let table = self.rope.clone().ok_or(Error::Model { what: "rope before the KV cache was made".into() })?;
+        let table = self.rope.clone().ok_or(Error::backend("wgpu", "rope before the KV cache was made"))?;
         if (pos0 + m) as u64 * cfg.n_rot as u64 * 4 > table.size() {
-            return Err(Error::Model { what: format!("positions up to {} are past the RoPE table", pos0 + m) });
+            return Err(Error::backend("wgpu", format!("positions up to {} are past the RoPE table", pos0 + m)));
         }
         Ok(table)
     }
@@ -248,11 +249,11 @@ impl Wgpu {
         check_len("attention", q.len.min(out.len), m * cfg.q_width())?;
         check_len("attention", k.len.min(v.len), m * kv.width)?;
         if pos0 + m > kv.positions {
-            return Err(Error::Model { what: format!("position {} is past the KV cache's {} positions", pos0 + m - 1, kv.positions) });
+            return Err(Error::backend("wgpu", format!("position {} is past the KV cache's {} positions", pos0 + m - 1, kv.positions)));
         }
         match (kv.k.get(layer), kv.v.get(layer)) {
             (Some(kc), Some(vc)) => Ok((kc.clone(), vc.clone())),
-            _ => Err(Error::Model { what: format!("layer {layer} is past the cache's {} layers", kv.k.len()) }),
+            _ => Err(Error::backend("wgpu", format!("layer {layer} is past the cache's {} layers", kv.k.len()))),
         }
     }
 
@@ -301,7 +302,7 @@ impl Wgpu {
 
 fn check_len(op: &'static str, have: usize, need: usize) -> Result<()> {
     if have < need {
-        return Err(Error::LengthMismatch { op, expected: need, actual: have });
+        return Err(rayo::Error::LengthMismatch { op, expected: need, actual: have }.into());
     }
     Ok(())
 }
@@ -321,29 +322,31 @@ impl Backend for Wgpu {
     fn check_config(&self, cfg: &Config, _context: usize) -> Result<()> {
         let width = cfg.kv_width();
         if width % 2 != 0 || cfg.head_dim > 256 {
-            return Err(Error::Model {
-                what: format!("the wgpu kernels take an even key/value width and heads of at most 256 values (have {width}, {})", cfg.head_dim),
-            });
+            return Err(Error::backend(
+                "wgpu",
+                format!("the wgpu kernels take an even key/value width and heads of at most 256 values (have {width}, {})", cfg.head_dim),
+            ));
         }
         let groups = self.dev.limits().max_workgroups_per_dimension as usize;
         if cfg.n_head > groups {
-            return Err(Error::Model { what: format!("{} query heads are past the adapter's {groups} workgroups per dimension", cfg.n_head) });
+            return Err(Error::backend("wgpu", format!("{} query heads are past the adapter's {groups} workgroups per dimension", cfg.n_head)));
         }
         let logits = cfg.vocab_size as u64 * 4;
         if logits > self.limit {
-            return Err(Error::Model {
-                what: format!(
+            return Err(Error::backend(
+                "wgpu",
+                format!(
                     "the logits of {} tokens ({logits} bytes) are past the adapter's storage-binding limit of {} bytes",
                     cfg.vocab_size, self.limit
                 ),
-            });
+            ));
         }
         Ok(())
     }
 
     fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Arc<WgpuWeight>> {
         if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
-            return Err(Error::Model { what: format!("tensor {} comes from another file than this backend's", w.name) });
+            return Err(Error::backend("wgpu", format!("tensor {} comes from another file than this backend's", w.name)));
         }
         if let Some(up) = self.weights.get(&w.name) {
             return Ok(Arc::clone(up));
@@ -366,9 +369,10 @@ impl Backend for Wgpu {
     fn kv_cache(&mut self, cfg: &Config, positions: usize, ty: KvType) -> Result<WgpuKv> {
         let width = cfg.kv_width();
         if width % 2 != 0 || cfg.head_dim > 256 {
-            return Err(Error::Model {
-                what: format!("the wgpu kernels take an even key/value width and heads of at most 256 values (have {width}, {})", cfg.head_dim),
-            });
+            return Err(Error::backend(
+                "wgpu",
+                format!("the wgpu kernels take an even key/value width and heads of at most 256 values (have {width}, {})", cfg.head_dim),
+            ));
         }
         let f16 = ty == KvType::F16;
         let bytes = (positions as u64).saturating_mul(width as u64).saturating_mul(if f16 { 2 } else { 4 });
@@ -388,13 +392,13 @@ impl Backend for Wgpu {
     fn embed(&mut self, table: &Arc<WgpuWeight>, tokens: &[u32], x: &mut WgpuBuf) -> Result<()> {
         check_len("embed", x.len, tokens.len() * table.cols)?;
         if let Some(&t) = tokens.iter().find(|&&t| t as usize >= table.rows) {
-            return Err(Error::Model { what: format!("token id {t} is past the vocabulary of {} tokens", table.rows) });
+            return Err(Error::TokenPastVocab { id: t, vocab: table.rows });
         }
         // the ids reach the device with the next submit: the work recorded before goes first
         self.rec.flush()?;
         let ids = self.ids()?.clone();
         if tokens.len() as u64 * 4 > ids.size() {
-            return Err(Error::Model { what: format!("{} tokens in one pass, the cache holds {}", tokens.len(), ids.size() / 4) });
+            return Err(Error::backend("wgpu", format!("{} tokens in one pass, the cache holds {}", tokens.len(), ids.size() / 4)));
         }
         self.dev.raw_queue().write_buffer(&ids, 0, bytemuck::cast_slice(tokens));
         let k = self.rec.kernel(&format!("embed {:?}", table.fmt), || weights::format_kernel(table.fmt, EMBED));
@@ -474,12 +478,12 @@ impl Backend for Wgpu {
         {
             check_len("read", x.len, out.len())?;
             self.rec.flush()?;
-            self.dev.read_raw(&x.buf, out)
+            self.dev.read_raw(&x.buf, out).map_err(crate::Error::from)
         }
         #[cfg(target_arch = "wasm32")]
         {
             let _ = (x, out);
-            Err(Error::Model { what: "a browser cannot wait for a read: use Session::forward_queued and Wgpu::read_async".into() })
+            Err(Error::backend("wgpu", "a browser cannot wait for a read: use Session::forward_queued and Wgpu::read_async"))
         }
     }
 

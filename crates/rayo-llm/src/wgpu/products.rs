@@ -12,7 +12,7 @@
 use super::record::Kernel;
 use super::weights::{format_kernel, Part, WgpuWeight, WgslFormat};
 use super::{check_len, Wgpu, WgpuBuf};
-use rayo::{Error, Result};
+use crate::Result;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -207,7 +207,7 @@ impl Wgpu {
         }
         for (i, (w, _)) in ws.iter().enumerate() {
             if w.cols != cols {
-                return Err(Error::LengthMismatch { op: "wgpu fused matmul", expected: cols, actual: w.cols });
+                return Err(rayo::Error::LengthMismatch { op: "wgpu fused matmul", expected: cols, actual: w.cols }.into());
             }
             if out == Output::Each {
                 check_len("wgpu matmul", ys[i].len, m * w.rows)?;

@@ -4,8 +4,8 @@
 //! group is kept for the next time the same kernel, slot and buffers come (every decoding step
 //! after the first).
 
+use crate::Result;
 use rayo::gpu::{wgpu, GpuDevice};
-use rayo::{Error, Result};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -51,7 +51,7 @@ impl Recorder {
     }
 
     /// The kernel `key`, compiled from `source()` on first use (an error in it surfaces as
-    /// [`Error::Device`] at the next submit).
+    /// [`rayo::Error::Device`] at the next submit).
     pub fn kernel(&mut self, key: &str, source: impl FnOnce() -> String) -> Arc<Kernel> {
         if let Some(k) = self.kernels.get(key) {
             return Arc::clone(k);
@@ -94,10 +94,11 @@ impl Recorder {
         debug_assert!(params.len() <= PARAM_WORDS);
         let limit = self.dev.limits().max_workgroups_per_dimension;
         if groups.0 > limit || groups.1 > limit || groups.2 > limit {
-            return Err(Error::Device {
+            return Err(rayo::Error::Device {
                 api: "wgpu",
                 message: format!("a dispatch of {groups:?} workgroups is past the adapter's {limit} per dimension"),
-            });
+            }
+            .into());
         }
         if self.slots == SLOTS {
             self.flush()?;
@@ -154,7 +155,7 @@ impl Recorder {
             self.uniforms.clear();
             self.slots = 0;
         }
-        self.dev.check_errors()
+        self.dev.check_errors().map_err(crate::Error::from)
     }
 }
 

@@ -2,9 +2,9 @@
 //! adapter's storage-binding limit is split by rows over several buffers (browsers bind 128 MiB
 //! by default); one row past the limit is an error naming the tensor and the limit.
 
+use crate::{Error, Result};
 use rayo::gpu::{wgpu, GpuDevice};
 use rayo::quant::{self, GgmlType, QuantMatrix};
-use rayo::{Error, Result};
 
 /// A block format a WGSL kernel reads in place: its name (the file `shaders/formats/NAME.wgsl`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -113,9 +113,10 @@ pub(crate) fn upload(dev: &GpuDevice, name: &str, m: &QuantMatrix<'_>, limit: u6
     // parts are padded to 16 bytes
     let limit = limit & !15;
     if row_bytes as u64 + 16 > limit {
-        return Err(Error::Model {
-            what: format!("tensor {name}: one row is {row_bytes} bytes, past the adapter's storage-binding limit of {limit} bytes"),
-        });
+        return Err(Error::backend(
+            "wgpu",
+            format!("tensor {name}: one row is {row_bytes} bytes, past the adapter's storage-binding limit of {limit} bytes"),
+        ));
     }
     let per_part = ((limit - 16) / row_bytes.max(1) as u64) as usize;
     if per_part < rows {
@@ -142,7 +143,7 @@ pub(crate) fn upload_bytes(dev: &GpuDevice, name: &str, src: &[u8]) -> Result<wg
         mapped_at_creation: true,
     });
     {
-        let mut view = buf.slice(..).get_mapped_range_mut().map_err(|e| Error::Device { api: "wgpu", message: format!("{name}: {e}") })?;
+        let mut view = buf.slice(..).get_mapped_range_mut().map_err(|e| rayo::Error::Device { api: "wgpu", message: format!("{name}: {e}") })?;
         view.slice(..src.len()).copy_from_slice(src);
     }
     buf.unmap();
