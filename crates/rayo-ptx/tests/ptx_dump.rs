@@ -2,7 +2,9 @@
 //! refactor: dump before, dump after, `diff -r`. Ignored: run it by hand,
 //! `RAYO_PTX_DUMP=/tmp/ptx-before cargo test -p rayo-ptx --release --test ptx_dump -- --ignored`.
 
-use rayo_ptx::kernels::{all_variants, hopper_variants, ActFormat, DequantF16Kernel, DequantTKernel, EmbedKernel, Epilogue, Kernel, QFormat, QMatvecKernel};
+use rayo_ptx::kernels::{
+    all_variants, hopper_variants, ActFormat, DequantF16Kernel, DequantTKernel, EmbedKernel, Epilogue, Kernel, QFormat, QMatvecKernel,
+};
 
 /// Every variant of the format-specialised kernels (the sweep has one representative of each).
 fn format_variants() -> Vec<Box<dyn Kernel>> {
@@ -12,7 +14,15 @@ fn format_variants() -> Vec<Box<dyn Kernel>> {
         v.push(Box::new(DequantTKernel::new(fmt)));
         v.push(Box::new(DequantF16Kernel::new(fmt)));
         for norm in [false, true] {
-            for (mats, epi) in [(1, Epilogue::Store), (2, Epilogue::Store), (3, Epilogue::Store), (1, Epilogue::Add), (2, Epilogue::Add), (3, Epilogue::Add), (2, Epilogue::Swiglu)] {
+            for (mats, epi) in [
+                (1, Epilogue::Store),
+                (2, Epilogue::Store),
+                (3, Epilogue::Store),
+                (1, Epilogue::Add),
+                (2, Epilogue::Add),
+                (3, Epilogue::Add),
+                (2, Epilogue::Swiglu),
+            ] {
                 for wide in [false, true] {
                     for act in [ActFormat::F32, ActFormat::F16, ActFormat::Q8] {
                         let k = QMatvecKernel::fused(fmt, norm, mats, epi).and_then(|k| k.per_block(wide).with_activations(act));
@@ -32,7 +42,9 @@ fn dump_every_kernel() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut n = 0;
     let mut names = std::collections::HashSet::new();
-    for (set, kernels, sms) in [("all", all_variants(), &[80, 90][..]), ("hopper", hopper_variants(), &[90][..]), ("formats", format_variants(), &[80, 90][..])] {
+    for (set, kernels, sms) in
+        [("all", all_variants(), &[80, 90][..]), ("hopper", hopper_variants(), &[90][..]), ("formats", format_variants(), &[80, 90][..])]
+    {
         for k in kernels {
             for &sm in sms {
                 let file = format!("{set}-sm{sm}-{}.ptx", k.name());
