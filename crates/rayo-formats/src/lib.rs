@@ -12,8 +12,10 @@
 //! This crate has no dependencies and sits below both `rayo` and `rayo-ptx` (which `rayo`
 //! depends on only with its `cuda` feature), so both read the same table.
 //!
-//! Adding a format: one entry here, its block struct and codec in `rayo::quant`, and for each
-//! backend whose column is set, its decode (then the table tests say what is missing).
+//! Adding a format: one entry here; in `rayo::quant` a `GgmlType` variant (its id and order
+//! are asserted against this table at compile time), its block struct (size asserted likewise)
+//! and codec; for each backend whose column is set, a `QFormat` or `WgslFormat` variant and its
+//! decode. The table tests of each crate say what is missing.
 
 #![no_std]
 
