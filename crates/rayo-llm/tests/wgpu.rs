@@ -61,21 +61,15 @@ fn read(b: &mut Wgpu, x: &WgpuBuf, n: usize) -> Vec<f32> {
     out
 }
 
-const FORMATS: &[GgmlType] = &[
-    GgmlType::F32,
-    GgmlType::F16,
-    GgmlType::BF16,
-    GgmlType::Q4_0,
-    GgmlType::Q4_1,
-    GgmlType::Q5_0,
-    GgmlType::Q5_1,
-    GgmlType::Q8_0,
-    GgmlType::Q2_K,
-    GgmlType::Q3_K,
-    GgmlType::Q4_K,
-    GgmlType::Q5_K,
-    GgmlType::Q6_K,
-];
+/// Every format of the table: those with a WGSL kernel read in place, the others (Q8_1, Q8_K)
+/// dequantized to f32 at load.
+fn formats() -> Vec<GgmlType> {
+    let all: Vec<GgmlType> = quant::formats::FORMATS.iter().map(|f| GgmlType::from_id(f.id).unwrap()).collect();
+    for &ty in &all {
+        assert_eq!(rayo_llm::wgpu::WgslFormat::of(ty).is_some(), ty.format().kernels.wgsl, "{ty}");
+    }
+    all
+}
 
 /// `y = x·Wᵀ` (and `y += x·Wᵀ`, and the embedding rows) for every format, on 37 rows of three
 /// blocks (67 values for the float formats), 1, 5 and 9 activation rows, whole and split over
@@ -87,7 +81,7 @@ fn quantized_products_match_f64() {
         Some(s) => println!("subgroups of at least {s}: the shuffle reduction is tested with {s} threads per row"),
         None => println!("SKIP wgpu: the subgroup reduction (this adapter has no subgroups); the workgroup one is tested"),
     }
-    for &ty in FORMATS {
+    for ty in formats() {
         let qk = ty.block_size();
         let (rows, cols) = (37, if qk == 1 { 67 } else { 3 * qk });
         let w = values(rows * cols, ty.id() as u64);

@@ -19,25 +19,18 @@ fn rms_rows(x: &[f32], gamma: &[f32], eps: f32) -> Vec<f64> {
         .collect()
 }
 
-/// Every weight format of the engine, as the kernels and the CPU's quantizer name it.
-fn every_format() -> [(rayo::cuda::QFormat, rayo::quant::GgmlType); 13] {
-    use rayo::cuda::QFormat;
-    use rayo::quant::GgmlType;
-    [
-        (QFormat::F32, GgmlType::F32),
-        (QFormat::Q4_0, GgmlType::Q4_0),
-        (QFormat::Q4_1, GgmlType::Q4_1),
-        (QFormat::Q5_0, GgmlType::Q5_0),
-        (QFormat::Q5_1, GgmlType::Q5_1),
-        (QFormat::Q8_0, GgmlType::Q8_0),
-        (QFormat::F16, GgmlType::F16),
-        (QFormat::BF16, GgmlType::BF16),
-        (QFormat::Q2_K, GgmlType::Q2_K),
-        (QFormat::Q3_K, GgmlType::Q3_K),
-        (QFormat::Q4_K, GgmlType::Q4_K),
-        (QFormat::Q5_K, GgmlType::Q5_K),
-        (QFormat::Q6_K, GgmlType::Q6_K),
-    ]
+/// Every weight format of the engine: the table's entries with a PTX kernel, as the kernels
+/// and the CPU's quantizer name them.
+fn every_format() -> Vec<(rayo::cuda::QFormat, rayo::quant::GgmlType)> {
+    let table = rayo::quant::formats::FORMATS.iter().filter(|f| f.kernels.ptx);
+    let all: Vec<_> = table.map(|f| with_type(rayo::cuda::QFormat::of_id(f.id).expect("the table's PTX column"))).collect();
+    assert_eq!(all.len(), rayo::cuda::QFormat::ALL.len());
+    all
+}
+
+/// A kernel format with its GGUF type (the same id).
+fn with_type(fmt: rayo::cuda::QFormat) -> (rayo::cuda::QFormat, rayo::quant::GgmlType) {
+    (fmt, rayo::quant::GgmlType::from_id(fmt.id()).expect("a QFormat is a GGUF type"))
 }
 
 #[test]
@@ -101,17 +94,11 @@ fn quantized_matvec_matches_f64_for_every_format() {
 #[test]
 fn fused_quantized_products_match_f64() {
     use rayo::cuda::{Epilogue, QFormat, QMatvecKernel};
-    use rayo::quant::{self, GgmlType};
+    use rayo::quant;
     let Some(dev) = device("fused_quantized_products_match_f64") else { return };
     let mut rng = Rng(0xf00d_cafe);
     let (m, eps) = (3usize, 1e-5f32);
-    for (fmt, ty) in [
-        (QFormat::Q4_1, GgmlType::Q4_1),
-        (QFormat::Q5_0, GgmlType::Q5_0),
-        (QFormat::Q8_0, GgmlType::Q8_0),
-        (QFormat::Q4_K, GgmlType::Q4_K),
-        (QFormat::Q5_K, GgmlType::Q5_K),
-    ] {
+    for (fmt, ty) in [QFormat::Q4_1, QFormat::Q5_0, QFormat::Q8_0, QFormat::Q4_K, QFormat::Q5_K].map(with_type) {
         let cols = if fmt.block_values() == 256 { 512usize } else { 96 };
         let rows = [37usize, 11, 11];
         let mut mats = vec![];
@@ -266,16 +253,10 @@ fn products_on_narrow_activations_match_f64() {
 #[test]
 fn quantized_products_through_the_gemm_match_f64() {
     use rayo::cuda::QFormat;
-    use rayo::quant::{self, GgmlType};
+    use rayo::quant;
     let Some(dev) = device("quantized_products_through_the_gemm_match_f64") else { return };
     let mut rng = Rng(0x6e33_0001);
-    for (fmt, ty) in [
-        (QFormat::Q4_1, GgmlType::Q4_1),
-        (QFormat::Q5_0, GgmlType::Q5_0),
-        (QFormat::Q8_0, GgmlType::Q8_0),
-        (QFormat::Q4_K, GgmlType::Q4_K),
-        (QFormat::Q6_K, GgmlType::Q6_K),
-    ] {
+    for (fmt, ty) in [QFormat::Q4_1, QFormat::Q5_0, QFormat::Q8_0, QFormat::Q4_K, QFormat::Q6_K].map(with_type) {
         let shapes: &[(usize, usize, usize)] =
             if fmt.block_values() == 256 { &[(130, 256, 40), (192, 512, 200)] } else { &[(130, 96, 40), (256, 576, 128), (192, 64, 200)] };
         for &(rows, cols, m) in shapes {
@@ -313,23 +294,16 @@ fn quantized_products_through_the_gemm_match_f64() {
 fn quantized_products_on_the_tensor_cores_match_f64() {
     use half::f16;
     use rayo::cuda::{CudaDevice, QFormat};
-    use rayo::quant::{self, GgmlType};
+    use rayo::quant;
     let Some(dev) = device("quantized_products_on_the_tensor_cores_match_f64") else { return };
     use rayo::cuda::{ActFormat, NarrowActivations};
     let mut rng = Rng(0x6e33_f016);
     let mut wgmma_ran = 0;
     let h = |v: f32| f16::from_f32(v).to_f64();
-    for (fmt, ty) in [
-        (QFormat::F32, GgmlType::F32),
-        (QFormat::F16, GgmlType::F16),
-        (QFormat::BF16, GgmlType::BF16),
-        (QFormat::Q4_1, GgmlType::Q4_1),
-        (QFormat::Q5_0, GgmlType::Q5_0),
-        (QFormat::Q8_0, GgmlType::Q8_0),
-        (QFormat::Q2_K, GgmlType::Q2_K),
-        (QFormat::Q4_K, GgmlType::Q4_K),
-        (QFormat::Q6_K, GgmlType::Q6_K),
-    ] {
+    for (fmt, ty) in
+        [QFormat::F32, QFormat::F16, QFormat::BF16, QFormat::Q4_1, QFormat::Q5_0, QFormat::Q8_0, QFormat::Q2_K, QFormat::Q4_K, QFormat::Q6_K]
+            .map(with_type)
+    {
         let shapes: &[(usize, usize, usize)] =
             if fmt.block_values() == 256 { &[(130, 256, 40), (66, 512, 200)] } else { &[(2, 32, 1), (130, 96, 40), (576, 576, 128), (70, 1536, 65)] };
         for &(rows, cols, m) in shapes {

@@ -356,3 +356,53 @@ fn long_rows_split_over_threads_match_block_at_a_time() {
         }
     }
 }
+
+/// The table of formats is what every part of rayo uses: for each entry, `GgmlType` has it
+/// (name, id, blocks), the codecs quantize and dequantize whole blocks of its size, the golden
+/// files' blocks (written by the `gguf` package) have its size, the GGUF writer and reader size
+/// its tensors by it, and where the CPU column is set the quantized product takes it.
+#[test]
+fn every_format_of_the_table_agrees_with_codecs_goldens_and_the_gguf_reader() {
+    use rayo::gguf::{GgufFile, GgufWriter};
+    use rayo::Par;
+    let table = quant::formats::FORMATS;
+    assert_eq!(GgmlType::ALL.map(|t| t.id()), table.map(|f| f.id), "GgmlType::ALL is the table, in order");
+    let mut rng = Rng::new(27);
+    for f in table {
+        let ty = GgmlType::from_id(f.id).unwrap();
+        assert_eq!((ty.name(), ty.format()), (f.name, f));
+        assert_eq!(GgmlType::from_name(f.name), Some(ty));
+        let (values, bytes) = (f.block_values as usize, f.block_bytes as usize);
+        assert_eq!((ty.block_size(), ty.type_size(), ty.is_quantized()), (values, bytes, f.is_quantized()), "{ty}");
+        assert_eq!(ty.bytes_for(3 * values).unwrap(), 3 * bytes, "{ty}");
+        // the codecs: whole blocks of the table's size
+        let x: Vec<f32> = (0..3 * values).map(|_| rng.uniform(-2.0, 2.0)).collect();
+        let q = quant::quantize_to_vec(ty, &x).unwrap();
+        assert_eq!(q.len(), 3 * bytes, "{ty}: quantize");
+        let mut y = vec![0f32; 3 * values];
+        quant::dequantize(ty, &q, &mut y).unwrap();
+        quant::dequantize_scalar(ty, &q, &mut y).unwrap();
+        assert!(quant::dequantize(ty, &q[..bytes], &mut y).is_err(), "{ty}: one block for three");
+        // the goldens: blocks as the gguf package lays them out
+        let cases = dequant_cases(ty);
+        assert!(!cases.is_empty(), "{ty}: golden cases");
+        for (b, v) in cases {
+            assert!(b.len() % bytes == 0 && b.len() / bytes * values == v.len(), "{ty}: golden block of {} bytes, {} values", b.len(), v.len());
+        }
+        // the GGUF writer and reader: a 3 × (2 blocks) tensor
+        let mut w = GgufWriter::new();
+        let data = quant::quantize_to_vec(ty, &(0..6 * values).map(|i| i as f32 / 100.0).collect::<Vec<_>>()).unwrap();
+        w.add_tensor("t", ty, &[2 * values as u64, 3], data).unwrap();
+        let file = GgufFile::from_bytes(w.write_to(Vec::new()).unwrap()).unwrap();
+        let t = file.tensor("t").unwrap();
+        assert_eq!((t.ty, t.bytes), (ty, 6 * bytes as u64), "{ty}: GGUF reader");
+        assert_eq!(file.tensor_data(t).unwrap().len(), 6 * bytes);
+        // the CPU column: the quantized product takes the format as it is stored
+        if f.kernels.cpu {
+            let m = quant::QuantMatrix::new(ty, 3, 2 * values, file.tensor_data(t).unwrap()).unwrap();
+            let mut y = [0f32; 3];
+            quant::matvec(&m, &vec![1.0; 2 * values], &mut y, Par::Seq).unwrap();
+            assert!(y.iter().all(|v| v.is_finite()), "{ty}: {y:?}");
+        }
+    }
+}

@@ -345,22 +345,7 @@ fn pairs(cfg: &Config) -> RopePairs {
 
 /// The kernel format of a GGUF type, or `None` where the weights are dequantized at load.
 fn kernel_format(ty: GgmlType) -> Option<QFormat> {
-    Some(match ty {
-        GgmlType::F32 => QFormat::F32,
-        GgmlType::Q4_0 => QFormat::Q4_0,
-        GgmlType::Q4_1 => QFormat::Q4_1,
-        GgmlType::Q5_0 => QFormat::Q5_0,
-        GgmlType::Q5_1 => QFormat::Q5_1,
-        GgmlType::Q8_0 => QFormat::Q8_0,
-        GgmlType::F16 => QFormat::F16,
-        GgmlType::BF16 => QFormat::BF16,
-        GgmlType::Q2_K => QFormat::Q2_K,
-        GgmlType::Q3_K => QFormat::Q3_K,
-        GgmlType::Q4_K => QFormat::Q4_K,
-        GgmlType::Q5_K => QFormat::Q5_K,
-        GgmlType::Q6_K => QFormat::Q6_K,
-        _ => return None,
-    })
+    QFormat::of_id(ty.id())
 }
 
 impl Backend for Cuda {

@@ -6,47 +6,59 @@ use crate::{Error, Result};
 use rayo::gpu::{wgpu, GpuDevice};
 use rayo::quant::{self, GgmlType, QuantMatrix};
 
-/// A block format a WGSL kernel reads in place: its name (the file `shaders/formats/NAME.wgsl`).
+/// A block format a WGSL kernel reads in place: its name (the file `shaders/formats/NAME.wgsl`,
+/// its decode). Each discriminant is the GGUF type id, the key into [`rayo::quant::formats::FORMATS`],
+/// whose entries with a WGSL kernel are exactly [`WgslFormat::ALL`]; the block sizes (`QK`,
+/// `BB`) are the table's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
 pub enum WgslFormat {
-    F32,
-    F16,
-    Bf16,
-    Q4_0,
-    Q4_1,
-    Q5_0,
-    Q5_1,
-    Q8_0,
-    Q2K,
-    Q3K,
-    Q4K,
-    Q5K,
-    Q6K,
+    F32 = 0,
+    F16 = 1,
+    Bf16 = 30,
+    Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
+    Q8_0 = 8,
+    Q2K = 10,
+    Q3K = 11,
+    Q4K = 12,
+    Q5K = 13,
+    Q6K = 14,
 }
 
 impl WgslFormat {
-    /// The kernel format of a GGUF type, or `None` where the weights are dequantized to f32 at
-    /// load (Q8_1, Q8_K: activation formats, not found as weights in llama.cpp's files).
+    /// Every format with a WGSL kernel.
+    pub const ALL: [WgslFormat; 13] = [
+        WgslFormat::F32,
+        WgslFormat::F16,
+        WgslFormat::Bf16,
+        WgslFormat::Q4_0,
+        WgslFormat::Q4_1,
+        WgslFormat::Q5_0,
+        WgslFormat::Q5_1,
+        WgslFormat::Q8_0,
+        WgslFormat::Q2K,
+        WgslFormat::Q3K,
+        WgslFormat::Q4K,
+        WgslFormat::Q5K,
+        WgslFormat::Q6K,
+    ];
+
+    /// The kernel format of a GGUF type, or `None` where the table has no WGSL kernel for it and
+    /// the weights are dequantized to f32 at load (Q8_1, Q8_K: activation formats, not found as
+    /// weights in llama.cpp's files).
     pub fn of(ty: GgmlType) -> Option<WgslFormat> {
-        Some(match ty {
-            GgmlType::F32 => WgslFormat::F32,
-            GgmlType::F16 => WgslFormat::F16,
-            GgmlType::BF16 => WgslFormat::Bf16,
-            GgmlType::Q4_0 => WgslFormat::Q4_0,
-            GgmlType::Q4_1 => WgslFormat::Q4_1,
-            GgmlType::Q5_0 => WgslFormat::Q5_0,
-            GgmlType::Q5_1 => WgslFormat::Q5_1,
-            GgmlType::Q8_0 => WgslFormat::Q8_0,
-            GgmlType::Q2_K => WgslFormat::Q2K,
-            GgmlType::Q3_K => WgslFormat::Q3K,
-            GgmlType::Q4_K => WgslFormat::Q4K,
-            GgmlType::Q5_K => WgslFormat::Q5K,
-            GgmlType::Q6_K => WgslFormat::Q6K,
-            _ => return None,
-        })
+        ty.format().kernels.wgsl.then(|| WgslFormat::ALL.into_iter().find(|f| *f as u32 == ty.id())).flatten()
     }
 
-    /// The WGSL that defines `QK`, `BB`, `SUB`, `scale_min` and `quant` for this format.
+    /// The GGUF type.
+    pub fn ty(self) -> GgmlType {
+        GgmlType::from_id(self as u32).expect("a WgslFormat is a GGUF type")
+    }
+
+    /// The WGSL that defines `SUB`, `scale_min` and `quant` for this format.
     pub fn source(self) -> &'static str {
         match self {
             WgslFormat::F32 => include_str!("shaders/formats/f32.wgsl"),
@@ -64,12 +76,19 @@ impl WgslFormat {
             WgslFormat::Q6K => include_str!("shaders/formats/q6_k.wgsl"),
         }
     }
+
+    /// The block constants from the table: `QK` (values per block) and `BB` (bytes per block).
+    pub fn block_constants(self) -> String {
+        let f = self.ty().format();
+        format!("const QK: u32 = {}u;\nconst BB: u32 = {}u;\n", f.block_values, f.block_bytes)
+    }
 }
 
-/// A kernel over weights of `fmt`: the byte readers, the format, then `body`.
+/// A kernel over weights of `fmt`: the byte readers, the format (its block constants and
+/// decode), then `body`.
 pub(crate) fn format_kernel(fmt: WgslFormat, body: &str) -> String {
     // `w` is declared by the body; WGSL allows module-scope declarations in any order.
-    format!("{}\n{}\n{}", include_str!("shaders/formats/common.wgsl"), fmt.source(), body)
+    format!("{}\n{}{}\n{}", include_str!("shaders/formats/common.wgsl"), fmt.block_constants(), fmt.source(), body)
 }
 
 /// One part of a matrix: rows `row0..row0 + rows` in `buf`.
@@ -148,4 +167,29 @@ pub(crate) fn upload_bytes(dev: &GpuDevice, name: &str, src: &[u8]) -> Result<wg
     }
     buf.unmap();
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `WgslFormat` is the table's WGSL column, and its block constants are the table's, not
+    /// the format files'.
+    #[test]
+    fn wgsl_formats_are_the_tables_wgsl_column() {
+        for f in quant::formats::FORMATS {
+            let ty = GgmlType::from_id(f.id).unwrap();
+            let w = WgslFormat::of(ty);
+            assert_eq!(w.is_some(), f.kernels.wgsl, "{}", f.name);
+            let Some(w) = w else { continue };
+            assert_eq!(w.ty(), ty);
+            assert_eq!(format!("{w:?}").replace('_', "").to_ascii_lowercase(), f.name.replace('_', "").to_ascii_lowercase());
+            assert_eq!(w.block_constants(), format!("const QK: u32 = {}u;\nconst BB: u32 = {}u;\n", f.block_values, f.block_bytes));
+            for line in w.source().lines() {
+                assert!(!line.starts_with("const QK") && !line.starts_with("const BB"), "{w:?}: block constants come from the table");
+            }
+        }
+        let table = quant::formats::FORMATS.iter().filter(|f| f.kernels.wgsl).count();
+        assert_eq!(WgslFormat::ALL.len(), table);
+    }
 }

@@ -109,7 +109,7 @@ pub(crate) fn value_at(k: &mut PtxKernel, fmt: QFormat, a: Reg, j: Reg) -> Reg {
 
 impl Kernel for EmbedKernel {
     fn name(&self) -> String {
-        format!("embed_{}", format!("{:?}", self.fmt).to_lowercase())
+        format!("embed_{}", self.fmt.tag())
     }
 
     fn build(&self, sm: u32) -> PtxKernel {
@@ -177,7 +177,7 @@ impl DequantTKernel {
 
 impl Kernel for DequantTKernel {
     fn name(&self) -> String {
-        format!("dequant_t_{}", format!("{:?}", self.fmt).to_lowercase())
+        format!("dequant_t_{}", self.fmt.tag())
     }
 
     fn build(&self, _sm: u32) -> PtxKernel {
@@ -241,7 +241,7 @@ impl DequantF16Kernel {
 
 impl Kernel for DequantF16Kernel {
     fn name(&self) -> String {
-        format!("dequant_f16_{}", format!("{:?}", self.fmt).to_lowercase())
+        format!("dequant_f16_{}", self.fmt.tag())
     }
 
     fn build(&self, sm: u32) -> PtxKernel {

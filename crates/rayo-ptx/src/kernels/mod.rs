@@ -235,6 +235,27 @@ mod tests {
         assert!(names.len() <= 16, "{} names: {names:?}", names.len());
     }
 
+    /// `QFormat` is the table's PTX column, and its blocks are the table's (the float formats
+    /// read 32 values at a time).
+    #[test]
+    fn qformats_are_the_tables_ptx_column() {
+        let table: Vec<u32> = rayo_formats::FORMATS.iter().filter(|f| f.kernels.ptx).map(|f| f.id).collect();
+        let mut ours: Vec<u32> = QFormat::ALL.iter().map(|q| q.id()).collect();
+        ours.sort_unstable();
+        assert_eq!(ours, table);
+        for f in rayo_formats::FORMATS {
+            let q = QFormat::of_id(f.id);
+            assert_eq!(q.map(|q| q.id()), f.kernels.ptx.then_some(f.id), "{}", f.name);
+            let Some(q) = q else { continue };
+            assert_eq!(format!("{q:?}"), f.name);
+            assert_eq!(q.block_values() % f.block_values, 0, "{}", f.name);
+            assert_eq!(q.block_bytes() / (q.block_values() / f.block_values), f.block_bytes, "{}", f.name);
+            assert_eq!(q.block_values(), f.block_values.max(32), "{}", f.name);
+        }
+        assert_eq!(QFormat::of_id(9), None, "Q8_1 has no PTX kernel");
+        assert_eq!(QFormat::of_id(20), None, "IQ4_NL is not implemented");
+    }
+
     #[test]
     fn every_variant_has_a_distinct_name() {
         let all = all_variants();

@@ -11,25 +11,31 @@ use super::qmatvec_q8::{q8_acts, q8_dot, q8_groups, q8_reads};
 use super::{Kernel, LaunchConfig};
 use crate::ptx::*;
 
-/// A weight format the kernel reads, as GGUF stores it: blocks of 32 values, or the k-quants'
-/// super-blocks of 256. (Names as ggml spells them.)
+/// A weight format the kernels read, as GGUF stores it: blocks of 32 values, or the k-quants'
+/// super-blocks of 256. (Names as ggml spells them; each discriminant is the GGUF type id, the
+/// key into [`rayo_formats::FORMATS`], whose entries with a PTX kernel are exactly
+/// [`QFormat::ALL`].)
 #[allow(non_camel_case_types)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
 pub enum QFormat {
-    F32,
-    Q4_0,
-    Q4_1,
-    Q5_0,
-    Q5_1,
-    Q8_0,
-    F16,
-    BF16,
-    Q2_K,
-    Q3_K,
-    Q4_K,
-    Q5_K,
-    Q6_K,
+    F32 = 0,
+    Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
+    Q8_0 = 8,
+    F16 = 1,
+    BF16 = 30,
+    Q2_K = 10,
+    Q3_K = 11,
+    Q4_K = 12,
+    Q5_K = 13,
+    Q6_K = 14,
 }
+
+/// Values per block of the kernels' view of a float format (they read 32 values at a time).
+const MIN_BLOCK: u32 = 32;
 
 impl QFormat {
     /// Every format, for tests and the ptxas sweep.
@@ -49,55 +55,53 @@ impl QFormat {
         QFormat::Q6_K,
     ];
 
-    /// Bytes of one block ([`QFormat::block_values`] values).
-    pub fn block_bytes(self) -> u32 {
-        match self {
-            QFormat::F32 => 128,
-            QFormat::Q4_0 => 18,
-            QFormat::Q4_1 => 20,
-            QFormat::Q5_0 => 22,
-            QFormat::Q5_1 => 24,
-            QFormat::Q8_0 => 34,
-            QFormat::F16 | QFormat::BF16 => 64,
-            QFormat::Q2_K => 84,
-            QFormat::Q3_K => 110,
-            QFormat::Q4_K => 144,
-            QFormat::Q5_K => 176,
-            QFormat::Q6_K => 210,
-        }
+    /// The kernel format of the GGUF type `id`: `None` where the table has no PTX kernel for
+    /// it (or no such format), so the weights are dequantized to f32 at load.
+    pub fn of_id(id: u32) -> Option<QFormat> {
+        rayo_formats::Format::by_id(id).filter(|f| f.kernels.ptx).and_then(|f| QFormat::ALL.into_iter().find(|q| q.id() == f.id))
+    }
+
+    /// The GGUF type id.
+    pub const fn id(self) -> u32 {
+        self as u32
+    }
+
+    /// The format's entry of the table.
+    pub const fn format(self) -> rayo_formats::Format {
+        rayo_formats::Format::of_id(self.id())
+    }
+
+    /// Bytes of one block ([`QFormat::block_values`] values): the table's, or for the float
+    /// formats 32 values' worth.
+    pub const fn block_bytes(self) -> u32 {
+        self.format().block_of_at_least(MIN_BLOCK).1
     }
 
     /// Values per block: 32, or 256 for the k-quants.
-    pub fn block_values(self) -> u32 {
-        1 << self.block_shift()
+    pub const fn block_values(self) -> u32 {
+        self.format().block_of_at_least(MIN_BLOCK).0
     }
 
     /// log2 of [`QFormat::block_values`].
-    pub(crate) fn block_shift(self) -> u32 {
-        match self {
-            QFormat::Q2_K | QFormat::Q3_K | QFormat::Q4_K | QFormat::Q5_K | QFormat::Q6_K => 8,
-            _ => 5,
-        }
+    pub(crate) const fn block_shift(self) -> u32 {
+        self.block_values().trailing_zeros()
     }
 
-    fn tag(self) -> &'static str {
-        match self {
-            QFormat::F32 => "f32",
-            QFormat::Q4_0 => "q4_0",
-            QFormat::Q4_1 => "q4_1",
-            QFormat::Q5_0 => "q5_0",
-            QFormat::Q5_1 => "q5_1",
-            QFormat::Q8_0 => "q8_0",
-            QFormat::F16 => "f16",
-            QFormat::BF16 => "bf16",
-            QFormat::Q2_K => "q2_k",
-            QFormat::Q3_K => "q3_k",
-            QFormat::Q4_K => "q4_k",
-            QFormat::Q5_K => "q5_k",
-            QFormat::Q6_K => "q6_k",
-        }
+    /// ggml's name in lower case (`q4_k`), as kernel names spell it.
+    pub(crate) fn tag(self) -> String {
+        self.format().name.to_ascii_lowercase()
     }
 }
+
+// Every variant is a format of the table with a PTX kernel, with a power-of-two block.
+const _: () = {
+    let mut i = 0;
+    while i < QFormat::ALL.len() {
+        let f = rayo_formats::Format::of_id(QFormat::ALL[i].id());
+        assert!(f.kernels.ptx && QFormat::ALL[i].block_values().is_power_of_two());
+        i += 1;
+    }
+};
 
 /// What a [`QMatvecKernel`] does with each row's sum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -48,21 +48,21 @@ pub(crate) fn dot_matrix<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], 
     }
     // The 32-value formats: one activation row (decoding) takes eight weight rows at a time.
     macro_rules! legacy_fmt {
-        ($size:literal, $min:literal, $dec:expr) => {{
+        ($ty:ident, $min:literal, $dec:expr) => {{
             if R == 1 {
-                legacy_rows8::<S, R, $size, $min>(s, w, row_len, &Row::new::<32>(&a[0], nb, $min), out, $dec)
+                legacy_rows8::<S, R, { $ty.type_size() }, $min>(s, w, row_len, &Row::new::<32>(&a[0], nb, $min), out, $dec)
             } else {
-                each_row!(32, $min, |wr, rows| legacy::<S, R, $size, $min>(s, wr, rows, $dec))
+                each_row!(32, $min, |wr, rows| legacy::<S, R, { $ty.type_size() }, $min>(s, wr, rows, $dec))
             }
         }};
     }
     match ty {
-        Q4_0 => legacy_fmt!(18, true, dec_q4_0::<S>),
-        Q4_1 => legacy_fmt!(20, true, dec_q4_1::<S>),
-        Q5_0 => legacy_fmt!(22, true, dec_q5_0::<S>),
-        Q5_1 => legacy_fmt!(24, true, dec_q5_1::<S>),
-        Q8_0 => legacy_fmt!(34, false, dec_q8_0::<S>),
-        Q8_1 => legacy_fmt!(36, false, dec_q8_1::<S>),
+        Q4_0 => legacy_fmt!(Q4_0, true, dec_q4_0::<S>),
+        Q4_1 => legacy_fmt!(Q4_1, true, dec_q4_1::<S>),
+        Q5_0 => legacy_fmt!(Q5_0, true, dec_q5_0::<S>),
+        Q5_1 => legacy_fmt!(Q5_1, true, dec_q5_1::<S>),
+        Q8_0 => legacy_fmt!(Q8_0, false, dec_q8_0::<S>),
+        Q8_1 => legacy_fmt!(Q8_1, false, dec_q8_1::<S>),
         Q2_K => each_row!(256, false, |wr, rows| q2_k(s, wr, rows)),
         Q3_K => each_row!(256, false, |wr, rows| q3_k(s, wr, rows)),
         Q4_K => each_row!(256, false, |wr, rows| q4_k(s, wr, rows)),
@@ -255,7 +255,7 @@ fn bsum_dot(c: &[i32; 16], bsums: &[i16; 16]) -> i32 {
 #[inline(always)]
 fn q8_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let mut acc = [s.fzero(); R];
-    let w = &w.as_chunks::<292>().0[..rows[0].d.len()];
+    let w = &w.as_chunks::<{ GgmlType::Q8_K.type_size() }>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let dw = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         let mut q = [s.bsplat(0); 8];
@@ -337,7 +337,7 @@ fn min_dot(m: &[u8; 8], bsums: &[i16; 16]) -> i32 {
 #[inline(always)]
 fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let w = &w.as_chunks::<144>().0[..rows[0].d.len()];
+    let w = &w.as_chunks::<{ GgmlType::Q4_K.type_size() }>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
         let (sc, mn) = k4_scales(b[4..16].try_into().unwrap());
@@ -355,7 +355,7 @@ fn q4_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f
 #[inline(always)]
 fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let w = &w.as_chunks::<176>().0[..rows[0].d.len()];
+    let w = &w.as_chunks::<{ GgmlType::Q5_K.type_size() }>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
         let (sc, mn) = k4_scales(b[4..16].try_into().unwrap());
@@ -376,7 +376,7 @@ fn q5_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f
 #[inline(always)]
 fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let w = &w.as_chunks::<210>().0[..rows[0].d.len()];
+    let w = &w.as_chunks::<{ GgmlType::Q6_K.type_size() }>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let d = f16_at(s, b, 208);
         let sc: [i16; 16] = core::array::from_fn(|k| b[192 + k] as i8 as i16);
@@ -401,7 +401,7 @@ fn q6_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f
 #[inline(always)]
 fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let w = &w.as_chunks::<110>().0[..rows[0].d.len()];
+    let w = &w.as_chunks::<{ GgmlType::Q3_K.type_size() }>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let d = f16_at(s, b, 108);
         let p = &b[96..108];
@@ -441,7 +441,7 @@ fn q3_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f
 #[inline(always)]
 fn q2_k<S: Simd, const R: usize>(s: S, w: &[u8], rows: &[Row<'_, 256>; R]) -> [f32; R] {
     let (mut acc, mut extra) = ([s.fzero(); R], [0f32; R]);
-    let w = &w.as_chunks::<84>().0[..rows[0].d.len()];
+    let w = &w.as_chunks::<{ GgmlType::Q2_K.type_size() }>().0[..rows[0].d.len()];
     for (i, b) in w.iter().enumerate() {
         let (d, dmin) = (f16_at(s, b, 80), f16_at(s, b, 82));
         let sc: [i16; 16] = core::array::from_fn(|k| (b[k] & 15) as i16);

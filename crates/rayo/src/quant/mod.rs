@@ -44,6 +44,8 @@ pub use codec::{BlockCodec, MinKind, Unpack};
 pub use float::{bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits};
 pub use matmul::{matmul, matmul_f32act, matmul_rows, matmul_with, matvec, matvec_f32act, Activations, QuantMatrix};
 pub use prepared::PreparedActs;
+/// The table of formats every backend derives its own from ([`GgmlType::format`]).
+pub use rayo_formats as formats;
 pub use row::{dequantize, dequantize_scalar, dequantize_with, quantize, quantize_to_vec};
 pub use search::get_scale_min_k4;
 pub use types::{GgmlType, QK_K};

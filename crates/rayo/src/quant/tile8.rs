@@ -64,13 +64,13 @@ pub(crate) fn unpack_rows<S: Simd>(s: S, ty: GgmlType, w: &[u8], out: &mut Vec<U
     out.clear();
     out.resize(w.len() / ty.type_size() * (ty.block_size() / 32), [0; 40]);
     match ty {
-        Q4_0 => unpack_legacy::<S, 18>(s, w, out, dec_q4_0::<S>),
-        Q4_1 => unpack_legacy::<S, 20>(s, w, out, dec_q4_1::<S>),
-        Q5_0 => unpack_legacy::<S, 22>(s, w, out, dec_q5_0::<S>),
-        Q5_1 => unpack_legacy::<S, 24>(s, w, out, dec_q5_1::<S>),
-        Q8_0 => unpack_legacy::<S, 34>(s, w, out, dec_q8_0::<S>),
-        Q8_1 => unpack_legacy::<S, 36>(s, w, out, dec_q8_1::<S>),
-        Q4_K => unpack_k::<S, 144>(s, w, out, |s, b, j| {
+        Q4_0 => unpack_legacy::<S, { Q4_0.type_size() }>(s, w, out, dec_q4_0::<S>),
+        Q4_1 => unpack_legacy::<S, { Q4_1.type_size() }>(s, w, out, dec_q4_1::<S>),
+        Q5_0 => unpack_legacy::<S, { Q5_0.type_size() }>(s, w, out, dec_q5_0::<S>),
+        Q5_1 => unpack_legacy::<S, { Q5_1.type_size() }>(s, w, out, dec_q5_1::<S>),
+        Q8_0 => unpack_legacy::<S, { Q8_0.type_size() }>(s, w, out, dec_q8_0::<S>),
+        Q8_1 => unpack_legacy::<S, { Q8_1.type_size() }>(s, w, out, dec_q8_1::<S>),
+        Q4_K => unpack_k::<S, { Q4_K.type_size() }>(s, w, out, |s, b, j| {
             let x = s.bload(&b[16 + 32 * (j / 2)..]);
             if j % 2 == 0 {
                 s.band(x, s.bsplat(15))
@@ -79,7 +79,7 @@ pub(crate) fn unpack_rows<S: Simd>(s: S, ty: GgmlType, w: &[u8], out: &mut Vec<U
             }
         }),
         // Q4_K's nibbles at 48.., with bit `j` of `qh[l]` as the fifth bit of vector `j`.
-        Q5_K => unpack_k::<S, 176>(s, w, out, |s, b, j| {
+        Q5_K => unpack_k::<S, { Q5_K.type_size() }>(s, w, out, |s, b, j| {
             let x = s.bload(&b[48 + 32 * (j / 2)..]);
             let low = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
             let high = s.band(s.bshr(s.bload(&b[16..]), j as u32), s.bsplat(1));

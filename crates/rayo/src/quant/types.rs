@@ -25,10 +25,10 @@ pub enum GgmlType {
 }
 
 /// Values per super-block of the k-quants.
-pub const QK_K: usize = 256;
+pub const QK_K: usize = rayo_formats::QK_K as usize;
 
 impl GgmlType {
-    /// Every type, in id order.
+    /// Every type, in id order (the order of [`rayo_formats::FORMATS`], checked at compile time).
     pub const ALL: [GgmlType; 15] = [
         GgmlType::F32,
         GgmlType::F16,
@@ -50,33 +50,22 @@ impl GgmlType {
     /// The type with GGUF id `id`, or `Error::UnsupportedType` (with ggml's name for ids rayo
     /// knows of but does not implement, such as the IQ formats).
     pub fn from_id(id: u32) -> Result<GgmlType> {
-        GgmlType::ALL.iter().copied().find(|t| *t as u32 == id).ok_or(Error::UnsupportedType { id, name: foreign_type_name(id) })
+        GgmlType::ALL.iter().copied().find(|t| *t as u32 == id).ok_or(Error::UnsupportedType { id, name: rayo_formats::foreign_name(id) })
     }
 
     /// The GGUF id.
-    pub fn id(self) -> u32 {
+    pub const fn id(self) -> u32 {
         self as u32
     }
 
+    /// The type's entry of the table of formats: its blocks and which backends read it.
+    pub const fn format(self) -> rayo_formats::Format {
+        rayo_formats::Format::of_id(self.id())
+    }
+
     /// ggml's spelling: `F32`, `Q4_K`, `BF16`, ...
-    pub fn name(self) -> &'static str {
-        match self {
-            GgmlType::F32 => "F32",
-            GgmlType::F16 => "F16",
-            GgmlType::Q4_0 => "Q4_0",
-            GgmlType::Q4_1 => "Q4_1",
-            GgmlType::Q5_0 => "Q5_0",
-            GgmlType::Q5_1 => "Q5_1",
-            GgmlType::Q8_0 => "Q8_0",
-            GgmlType::Q8_1 => "Q8_1",
-            GgmlType::Q2_K => "Q2_K",
-            GgmlType::Q3_K => "Q3_K",
-            GgmlType::Q4_K => "Q4_K",
-            GgmlType::Q5_K => "Q5_K",
-            GgmlType::Q6_K => "Q6_K",
-            GgmlType::Q8_K => "Q8_K",
-            GgmlType::BF16 => "BF16",
-        }
+    pub const fn name(self) -> &'static str {
+        self.format().name
     }
 
     /// The type spelled `name` (case-insensitive).
@@ -85,39 +74,18 @@ impl GgmlType {
     }
 
     /// Values per block (1 for the float types).
-    pub fn block_size(self) -> usize {
-        match self {
-            GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 1,
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 | GgmlType::Q8_1 => 32,
-            GgmlType::Q2_K | GgmlType::Q3_K | GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K | GgmlType::Q8_K => QK_K,
-        }
+    pub const fn block_size(self) -> usize {
+        self.format().block_values as usize
     }
 
     /// Bytes per block.
-    pub fn type_size(self) -> usize {
-        use super::blocks::*;
-        use core::mem::size_of;
-        match self {
-            GgmlType::F32 => 4,
-            GgmlType::F16 | GgmlType::BF16 => 2,
-            GgmlType::Q4_0 => size_of::<BlockQ4_0>(),
-            GgmlType::Q4_1 => size_of::<BlockQ4_1>(),
-            GgmlType::Q5_0 => size_of::<BlockQ5_0>(),
-            GgmlType::Q5_1 => size_of::<BlockQ5_1>(),
-            GgmlType::Q8_0 => size_of::<BlockQ8_0>(),
-            GgmlType::Q8_1 => size_of::<BlockQ8_1>(),
-            GgmlType::Q2_K => size_of::<BlockQ2K>(),
-            GgmlType::Q3_K => size_of::<BlockQ3K>(),
-            GgmlType::Q4_K => size_of::<BlockQ4K>(),
-            GgmlType::Q5_K => size_of::<BlockQ5K>(),
-            GgmlType::Q6_K => size_of::<BlockQ6K>(),
-            GgmlType::Q8_K => size_of::<BlockQ8K>(),
-        }
+    pub const fn type_size(self) -> usize {
+        self.format().block_bytes as usize
     }
 
     /// True for the block-quantized types (not F32/F16/BF16).
-    pub fn is_quantized(self) -> bool {
-        self.block_size() > 1
+    pub const fn is_quantized(self) -> bool {
+        self.format().is_quantized()
     }
 
     /// Bytes holding `n` values: `Error::NotBlockMultiple` when `n` is not a whole number of
@@ -131,32 +99,19 @@ impl GgmlType {
     }
 }
 
+// `GgmlType` is the table: its variants are the table's formats, in its order, with its ids
+// (so `format()` never panics and the names are the variants').
+const _: () = {
+    assert!(GgmlType::ALL.len() == rayo_formats::FORMATS.len());
+    let mut i = 0;
+    while i < GgmlType::ALL.len() {
+        assert!(GgmlType::ALL[i] as u32 == rayo_formats::FORMATS[i].id);
+        i += 1;
+    }
+};
+
 impl core::fmt::Display for GgmlType {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// ggml's name for a type id rayo does not implement (so errors can say what a file holds).
-fn foreign_type_name(id: u32) -> &'static str {
-    match id {
-        16 => "IQ2_XXS",
-        17 => "IQ2_XS",
-        18 => "IQ3_XXS",
-        19 => "IQ1_S",
-        20 => "IQ4_NL",
-        21 => "IQ3_S",
-        22 => "IQ2_S",
-        23 => "IQ4_XS",
-        24 => "I8",
-        25 => "I16",
-        26 => "I32",
-        27 => "I64",
-        28 => "F64",
-        29 => "IQ1_M",
-        34 => "TQ1_0",
-        35 => "TQ2_0",
-        39 => "MXFP4",
-        _ => "unknown",
     }
 }

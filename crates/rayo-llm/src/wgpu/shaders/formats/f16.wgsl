@@ -1,5 +1,3 @@
-const QK: u32 = 1u;
-const BB: u32 = 2u;
 const SUB: u32 = 1u;
 fn scale_min(b: u32, s: u32) -> vec2<f32> {
     return vec2<f32>(1.0, 0.0);

@@ -1,8 +1,6 @@
 // scales[16] (a 4-bit scale and a 4-bit min per 16 values), qs[64], d, dmin (f16 at 80, 82).
 // Value j: half h = j/128, shift 2·((j%128)/32), l = j%32: (qs[32h + l] >> shift) & 3; sub-block
 // j/16 scales it by d·(scales & 15) and takes off dmin·(scales >> 4) (ggml's dequantize_row_q2_K).
-const QK: u32 = 256u;
-const BB: u32 = 84u;
 const SUB: u32 = 16u;
 fn scale_min(b: u32, s: u32) -> vec2<f32> {
     let sc = byte_at(b + s);

@@ -3,8 +3,6 @@
 // 4h + k of hmask[l] is set; sub-block s = j/16 scales it by d·(scale_s − 32), scale_s = the
 // low four bits of byte s%8 (nibble s/8) and bits 2(s/4).. of byte 8 + s%4 above them
 // (ggml's dequantize_row_q3_K).
-const QK: u32 = 256u;
-const BB: u32 = 110u;
 const SUB: u32 = 16u;
 fn scale_min(b: u32, s: u32) -> vec2<f32> {
     let lo = (byte_at(b + 96u + (s & 7u)) >> ((s >> 3u) << 2u)) & 15u;

@@ -1,7 +1,5 @@
 // d, dmin (f16); scales[12] (eight 6-bit scale/min pairs); qs[128]. Per 64 values, 32 bytes:
 // low nibbles are the first 32 (sub-block 2c), high nibbles the next 32 (2c + 1).
-const QK: u32 = 256u;
-const BB: u32 = 144u;
 const SUB: u32 = 32u;
 // (scale, min) of sub-block s: `k4_scale_min` (common.wgsl).
 fn scale_min(b: u32, s: u32) -> vec2<f32> {

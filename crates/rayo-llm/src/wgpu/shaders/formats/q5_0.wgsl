@@ -1,6 +1,4 @@
 // d (f16); qh (32 fifth bits, bit j for value j); qs[16] as Q4_0; value (q - 16)·d.
-const QK: u32 = 32u;
-const BB: u32 = 22u;
 const SUB: u32 = 32u;
 fn scale_min(b: u32, s: u32) -> vec2<f32> {
     return vec2<f32>(f16_at(b), 0.0);

@@ -1,6 +1,4 @@
 // d, m (f16); qh; qs[16] as Q5_0; value q·d + m.
-const QK: u32 = 32u;
-const BB: u32 = 24u;
 const SUB: u32 = 32u;
 fn scale_min(b: u32, s: u32) -> vec2<f32> {
     return vec2<f32>(f16_at(b), f16_at(b + 2u));

@@ -1,7 +1,5 @@
 // As Q4_K, with qh[32] at b + 16 (the fifth bit of value j of 64-value chunk c is bit
 // 2c + (j/32 & 1) of qh[j % 32]) and qs[128] at b + 48.
-const QK: u32 = 256u;
-const BB: u32 = 176u;
 const SUB: u32 = 32u;
 fn scale_min(b: u32, s: u32) -> vec2<f32> {
     return k4_scale_min(b, s);

@@ -1,8 +1,6 @@
 // ql[128], qh[64], scales[16] (i8), d (f16). Value j: half h = j/128, quarter q = (j%128)/32,
 // l = j%32: low 4 bits from ql[64h + l + 32(q&1)] (low nibble for q < 2), 2 high bits from
 // qh[32h + l] >> 2q; (v - 32)·d·scales[j/16].
-const QK: u32 = 256u;
-const BB: u32 = 210u;
 const SUB: u32 = 16u;
 fn scale_min(b: u32, s: u32) -> vec2<f32> {
     return vec2<f32>(f16_at(b + 208u) * i8_of(byte_at(b + 192u + s)), 0.0);
