@@ -10,6 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# Mesa's Wayland probe prints "error: XDG_RUNTIME_DIR is invalid or not set" from every test
+# that looks for a GPU adapter when the variable is unset (CI's shells): a private one instead.
+if [ -z "${XDG_RUNTIME_DIR:-}" ]; then XDG_RUNTIME_DIR=$(mktemp -d) && export XDG_RUNTIME_DIR; fi
 
 # ---- bookkeeping: sections, their SKIP lines, the summary ----
 ALL_SECTIONS="fmt clippy doc cpu debug readme wgpu main-job wasm-gpu web ptx cuda aarch64 wasm32"
