@@ -8,7 +8,7 @@
 //! first (`special.rs`) when asked to. Anything else is an [`Error::Tokenizer`] naming it.
 //!
 //! ```no_run
-//! # fn main() -> rayo::Result<()> {
+//! # fn main() -> rayo_llm::Result<()> {
 //! let file = rayo::gguf::GgufFile::open("SmolLM2-135M-Instruct.Q4_1.gguf")?;
 //! let tok = rayo_llm::Tokenizer::from_gguf(file.metadata())?;
 //! // As llama.cpp's llama-simple: add BOS/EOS as the model asks, parse <|im_start|> etc.
