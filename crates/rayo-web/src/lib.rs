@@ -18,7 +18,7 @@ mod ops;
 pub use model::Model;
 pub use ops::{adapter_info, gelu, matmul, relu, softmax, sum};
 
-/// A rayo error as a JavaScript `Error` (its message, with the numbers).
-pub(crate) fn js_err(e: rayo::Error) -> wasm_bindgen::JsError {
+/// A rayo or rayo_llm error as a JavaScript `Error` (its message, with the numbers).
+pub(crate) fn js_err(e: impl std::fmt::Display) -> wasm_bindgen::JsError {
     wasm_bindgen::JsError::new(&e.to_string())
 }
