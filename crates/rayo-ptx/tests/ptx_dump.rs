@@ -36,7 +36,7 @@ fn format_variants() -> Vec<Box<dyn Kernel>> {
 }
 
 #[test]
-#[ignore]
+#[ignore = "a tool, not a test: RAYO_PTX_DUMP=DIR cargo test -p rayo-ptx --release --test ptx_dump -- --ignored writes every kernel's PTX, to diff -r before and after a change"]
 fn dump_every_kernel() {
     let dir = std::path::PathBuf::from(std::env::var("RAYO_PTX_DUMP").expect("set RAYO_PTX_DUMP to a directory"));
     std::fs::create_dir_all(&dir).unwrap();
