@@ -115,7 +115,7 @@ fn matrix(file: &GgufFile, name: &str, rows: usize, cols: usize) -> Result<Weigh
         .checked_add(t.offset)
         .and_then(|s| usize::try_from(s).ok())
         .and_then(|s| Some(s..s.checked_add(len)?))
-        .ok_or_else(|| Error::tensor(name, format!("offset {} past the data at {} overflows", t.offset, file.data_offset())))?;
+        .ok_or_else(|| Error::tensor(name, format!("has an offset {} past the data at {} that overflows", t.offset, file.data_offset())))?;
     let w = WeightRef { name: name.to_string(), ty: t.ty, rows, cols, range };
     w.matrix(file).map_err(|e| Error::tensor(name, format!("cannot be read: {e}")))?;
     Ok(w)
