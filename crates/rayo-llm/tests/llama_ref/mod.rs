@@ -172,46 +172,44 @@ pub fn forced(ty: &str) -> Vec<Forced> {
         .collect()
 }
 
-/// SmolLM2-135M-Instruct Q4_1: `RAYO_SMOLLM2`, or where scripts/fetch-smollm2.sh puts it.
-pub fn smollm2_path() -> PathBuf {
-    match std::env::var_os("RAYO_SMOLLM2") {
+/// A model file: the path in `var`, or `file` where its fetch script puts it (.cache/models).
+fn model_file(var: &str, file: &str) -> PathBuf {
+    match std::env::var_os(var) {
         Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models").join(file),
     }
 }
 
-/// [`smollm2_path`] when the file is there, or `None` after a `SKIP` line naming `test`. With
-/// `RAYO_REQUIRE_SMOLLM2` set (as `scripts/test.sh` does), a missing model is a failure.
-pub fn smollm2(test: &str) -> Option<PathBuf> {
-    let path = smollm2_path();
+/// `path` when the file is there, or `None` after a `SKIP` line naming `test`. With `require`
+/// set (not to 0, as `scripts/test.sh` sets it), a missing model is a failure.
+fn present(path: PathBuf, require: &str, fetch: &str, test: &str) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
-    assert!(std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_none(), "RAYO_REQUIRE_SMOLLM2 is set but {} is absent", path.display());
-    println!("SKIP {test}: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
+    let required = std::env::var_os(require).is_some_and(|v| v != "0");
+    assert!(!required, "{require} is set but {} is absent ({fetch} fetches it)", path.display());
+    println!("SKIP {test}: {} is absent ({fetch} fetches it)", path.display());
     None
+}
+
+/// SmolLM2-135M-Instruct Q4_1: `RAYO_SMOLLM2`, or where scripts/fetch-smollm2.sh puts it.
+pub fn smollm2_path() -> PathBuf {
+    model_file("RAYO_SMOLLM2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+}
+
+/// [`smollm2_path`] when the file is there (`RAYO_REQUIRE_SMOLLM2`: else a failure).
+pub fn smollm2(test: &str) -> Option<PathBuf> {
+    present(smollm2_path(), "RAYO_REQUIRE_SMOLLM2", "scripts/fetch-smollm2.sh", test)
 }
 
 /// Qwen2.5-Coder-0.5B-Instruct: `RAYO_QWEN2`, or where scripts/fetch-qwen2.sh puts it.
 pub fn qwen2_path() -> PathBuf {
-    match std::env::var_os("RAYO_QWEN2") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/Qwen2.5-Coder-0.5B-Instruct.gguf"),
-    }
+    model_file("RAYO_QWEN2", "Qwen2.5-Coder-0.5B-Instruct.gguf")
 }
 
-/// [`qwen2_path`] when the file is there, or `None` after a `SKIP qwen2: ...` line naming
-/// `test`. With `RAYO_REQUIRE_QWEN2=1` (as `scripts/test.sh` sets it), a missing model is a
-/// failure.
+/// [`qwen2_path`] when the file is there (`RAYO_REQUIRE_QWEN2`: else a failure).
 pub fn qwen2(test: &str) -> Option<PathBuf> {
-    let path = qwen2_path();
-    if path.exists() {
-        return Some(path);
-    }
-    let required = std::env::var("RAYO_REQUIRE_QWEN2").map(|v| v == "1").unwrap_or(false);
-    assert!(!required, "RAYO_REQUIRE_QWEN2=1 but {} is absent (scripts/fetch-qwen2.sh fetches it)", path.display());
-    println!("SKIP qwen2: {test}: {} is absent (scripts/fetch-qwen2.sh fetches it)", path.display());
-    None
+    present(qwen2_path(), "RAYO_REQUIRE_QWEN2", "scripts/fetch-qwen2.sh", &format!("qwen2: {test}"))
 }
 
 /// The model file of a variant: Q4_1 is [`smollm2_path`]; the others are what
