@@ -48,6 +48,9 @@ pub enum Error {
     /// A CPU worker's share of a job that panicked or did not finish.
     #[error("CPU worker: {what}")]
     Worker { what: String },
+    /// A batched step's work that cannot run (a slot out of range or named twice, no tokens).
+    #[error("batch: {0}")]
+    Batch(String),
 }
 
 /// The engine's result type.

@@ -6,6 +6,7 @@
 //! bulk.
 
 pub mod backend;
+pub mod batch;
 pub mod chat;
 pub mod config;
 pub mod cpu;
@@ -23,6 +24,7 @@ pub mod weights;
 pub mod wgpu;
 
 pub use backend::{Backend, KvType};
+pub use batch::{BatchForward, SessionPool, SlotWork};
 pub use config::{Config, RopeStyle};
 pub use error::{Error, Result};
 pub use generate::{generate, Stats, Stop};
