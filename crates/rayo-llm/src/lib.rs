@@ -5,6 +5,7 @@
 //! Weights stay quantized in place (the file's memory map); nothing is dequantized to f32 in
 //! bulk.
 
+pub mod arch;
 pub mod backend;
 pub mod batch;
 pub mod chat;

@@ -46,6 +46,7 @@ struct Layer<B: Backend> {
     wk: B::Weight,
     wv: B::Weight,
     bias: Option<[B::Vector; 3]>,
+    qk_norm: Option<[B::Vector; 2]>,
     wo: B::Weight,
     ffn_norm: B::Vector,
     gate: B::Weight,
@@ -60,6 +61,8 @@ struct Buffers<B: Backend> {
     q: B::Buf,
     k: B::Buf,
     v: B::Buf,
+    /// The queries and keys after their per-head norm, for an architecture with QK-norm.
+    qk_normed: Option<(B::Buf, B::Buf)>,
     att: B::Buf,
     gate: B::Buf,
     up: B::Buf,
@@ -124,12 +127,17 @@ impl<B: Backend> Session<B> {
                 Some([a, b, c]) => Some([backend.vector(a)?, backend.vector(b)?, backend.vector(c)?]),
                 None => None,
             };
+            let qk_norm = match &l.qk_norm {
+                Some([q, k]) => Some([backend.vector(q)?, backend.vector(k)?]),
+                None => None,
+            };
             layers.push(Layer {
                 attn_norm: backend.vector(&l.attn_norm)?,
                 wq,
                 wk,
                 wv,
                 bias,
+                qk_norm,
                 wo,
                 ffn_norm: backend.vector(&l.ffn_norm)?,
                 gate,
@@ -146,6 +154,10 @@ impl<B: Backend> Session<B> {
             q: buf(qw)?,
             k: buf(kvw)?,
             v: buf(kvw)?,
+            qk_normed: match cfg.arch.qk_norm {
+                true => Some((buf(qw)?, buf(kvw)?)),
+                false => None,
+            },
             att: buf(qw)?,
             gate: buf(ff)?,
             up: buf(ff)?,
@@ -303,7 +315,8 @@ impl<B: Backend> Session<B> {
     }
 }
 
-/// `tokens` at positions `pos..` through every layer; leaves the final hidden states in `f.x`.
+/// `tokens` at positions `pos..` through every layer (the block `c.arch` declares); leaves the
+/// final hidden states in `f.x`.
 fn layers_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, kv: &mut B::Kv, f: &mut Buffers<B>, tokens: &[u32], pos: usize) -> Result<()> {
     let m = tokens.len();
     b.embed(&w.token_embd, tokens, &mut f.x)?;
@@ -314,7 +327,16 @@ fn layers_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, kv: &mut B::Kv
             b.add_bias(&mut f.k, bk, m)?;
             b.add_bias(&mut f.v, bv, m)?;
         }
-        b.rope_attention(c, kv, i, (&mut f.q, &mut f.k, &f.v), m, pos, &mut f.att)?;
+        let (q, k) = match (&l.qk_norm, &mut f.qk_normed) {
+            (Some([nq, nk]), Some((qn, kn))) => {
+                // each head is a row of `head_dim` values
+                b.rms_norm(&f.q, nq, c.eps, m * c.n_head, qn)?;
+                b.rms_norm(&f.k, nk, c.eps, m * c.n_head_kv, kn)?;
+                (qn, kn)
+            }
+            _ => (&mut f.q, &mut f.k),
+        };
+        b.rope_attention(c, kv, i, (q, k, &f.v), m, pos, &mut f.att)?;
         b.matmul_add(&l.wo, &f.att, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
         b.norm_swiglu(&f.x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), &mut f.xn, &mut f.gate, &mut f.up, m * c.n_ff)?;
         b.matmul_add(&l.down, &f.gate, m, &mut f.xn, &mut f.x, m * c.n_embd)?;

@@ -337,7 +337,7 @@ impl Cuda {
 
 /// The rotated pairs of the model's RoPE.
 fn pairs(cfg: &Config) -> RopePairs {
-    match cfg.rope_style {
+    match cfg.arch.rope {
         RopeStyle::Adjacent => RopePairs::Adjacent,
         RopeStyle::HalfSplit => RopePairs::HalfSplit,
     }

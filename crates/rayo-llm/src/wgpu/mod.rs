@@ -614,7 +614,7 @@ impl Backend for Wgpu {
 }
 
 fn rope_style(cfg: &Config) -> u32 {
-    match cfg.rope_style {
+    match cfg.arch.rope {
         RopeStyle::Adjacent => 0,
         RopeStyle::HalfSplit => 1,
     }
