@@ -64,7 +64,9 @@ pub struct Bound<'a> {
 /// means: nothing to launch (an empty input), after the same checks.
 ///
 /// The number and the PTX types of the parameters need not be trusted: the launch checks them
-/// against the PTX and refuses a mismatch.
+/// against the PTX and refuses a mismatch. The code launched is the one cached under the
+/// kernel's type and [`Kernel::name`], so the kernel type must keep that method's promise (one
+/// name, one code), as `rayo-ptx`'s kernels do.
 pub unsafe trait KernelArgs {
     /// The kernel whose parameters these are.
     type Kernel: Kernel + 'static;

@@ -5,6 +5,10 @@
 //! toolkit, and on a machine with no driver every entry point returns
 //! [`Error::NoDevice`](crate::Error::NoDevice) instead of panicking.
 //!
+//! Code outside this crate launches a `rayo-ptx` kernel through [`CudaDevice::launch`]: the
+//! kernel's parameter list is a type implementing [`KernelArgs`] (tied to the kernel type),
+//! and the launch checks every buffer's device and length and the list against the PTX.
+//!
 //! ```no_run
 //! use rayo::cuda::{CudaDevice, Expr};
 //! let dev = CudaDevice::new()?;                     // Err(NoDevice) without a driver
