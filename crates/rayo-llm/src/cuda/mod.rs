@@ -359,6 +359,11 @@ impl Backend for Cuda {
         "cuda"
     }
 
+    fn max_sequences(&self) -> usize {
+        // one KV cache (a new one replaces it), and the step's ids and position in StepInputs
+        1
+    }
+
     fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {
         let refuse = |what: String| Err(Error::backend("cuda", format!("{what}: the CUDA backend cannot run this model (--backend cpu can)")));
         // every matrix's rows: the kernels read blocks of 32 values
@@ -514,10 +519,15 @@ impl Backend for Cuda {
         })
     }
 
-    fn copy_row(&mut self, x: &CudaBuf, row: usize, width: usize, out: &mut CudaBuf) -> Result<()> {
+    fn copy_rows(&mut self, x: &CudaBuf, from: usize, out: &mut CudaBuf, to: usize, rows: usize, width: usize) -> Result<()> {
         self.count(1);
-        let at = row.checked_mul(width).ok_or(rayo::Error::SizeOverflow { op: "cuda copy_row", dims: vec![row, width] })?;
-        self.with(&[x], &[out], |s, ins, outs| Ok(s.dev.copy_within_device(ins[0], at, outs[0], 0, width)?))
+        let overflow = || rayo::Error::SizeOverflow { op: "cuda copy_rows", dims: vec![from, to, rows, width] };
+        let (src, dst, len) = (
+            from.checked_mul(width).ok_or_else(overflow)?,
+            to.checked_mul(width).ok_or_else(overflow)?,
+            rows.checked_mul(width).ok_or_else(overflow)?,
+        );
+        self.with(&[x], &[out], |s, ins, outs| Ok(s.dev.copy_within_device(ins[0], src, outs[0], dst, len)?))
     }
 
     fn read(&mut self, x: &CudaBuf, out: &mut [f32]) -> Result<()> {
