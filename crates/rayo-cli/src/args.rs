@@ -39,14 +39,15 @@ pub enum Command {
     Chat(ChatArgs),
     /// The token ids of a text, as one JSON array (the model's own tokenizer).
     Tokenize(TokenizeArgs),
-    /// Writes a llama-family GGUF of a known model's dimensions with random weights, for speed runs.
+    /// Writes a GGUF of a known model's dimensions with random weights, for speed runs.
     #[command(after_help = SYNTH_AFTER_HELP)]
     Synth(SynthArgs),
 }
 
 const SYNTH_AFTER_HELP: &str = "Speed does not depend on the weights' values: a synthetic model measures what the real one
 would (its text is noise). Shapes: llama-3.2-1b (16 layers, 2048 wide, 8192 FFN, 32/8 heads,
-128256 tokens, tied embeddings), smollm2-135m, tiny (for tests). The tokenizer's metadata is
+128256 tokens, tied embeddings), llama-3.2-3b (heads of 128 values), smollm2-135m, qwen2-0.5b (q/k/v biases), qwen3-0.6b (per-head
+q/k norms, heads of 128 values), tiny (for tests). The tokenizer's metadata is
 copied from a real model file whose vocabulary is no larger than the shape's.
 
 Example:
@@ -58,7 +59,7 @@ pub struct SynthArgs {
     /// The file to write.
     #[arg(value_name = "OUT")]
     pub output: PathBuf,
-    /// The model's dimensions: llama-3.2-1b, smollm2-135m or tiny.
+    /// The model's dimensions: llama-3.2-1b, llama-3.2-3b, smollm2-135m, qwen2-0.5b, qwen3-0.6b or tiny.
     #[arg(long, value_name = "NAME", default_value = "llama-3.2-1b")]
     pub shape: String,
     /// The type of every weight matrix (ggml's spelling: Q4_K, Q8_0, F16, ...).

@@ -23,8 +23,11 @@ pub struct Shape {
     vocab: u64,
     context: u32,
     rope_base: f32,
-    /// `general.architecture`: `llama`, or `qwen2` (half-split RoPE, q/k/v biases).
+    /// `general.architecture`: `llama`, `qwen2` (half-split RoPE, q/k/v biases) or `qwen3`
+    /// (half-split RoPE, per-head q/k norms).
     arch: &'static str,
+    /// Values per head when not `embd / heads` (`attention.key_length`).
+    head_dim: Option<u64>,
 }
 
 /// The shapes `--shape` knows.
@@ -41,6 +44,21 @@ pub const SHAPES: &[Shape] = &[
         context: 131_072,
         rope_base: 500_000.0,
         arch: "llama",
+        head_dim: None,
+    },
+    // meta-llama/Llama-3.2-3B (config.json): heads of 128 values
+    Shape {
+        name: "llama-3.2-3b",
+        layers: 28,
+        embd: 3072,
+        ff: 8192,
+        heads: 24,
+        kv_heads: 8,
+        vocab: 128_256,
+        context: 131_072,
+        rope_base: 500_000.0,
+        arch: "llama",
+        head_dim: None,
     },
     // HuggingFaceTB/SmolLM2-135M
     Shape {
@@ -54,6 +72,7 @@ pub const SHAPES: &[Shape] = &[
         context: 8192,
         rope_base: 100_000.0,
         arch: "llama",
+        head_dim: None,
     },
     // Qwen/Qwen2.5-0.5B (config.json): qwen2, with q/k/v biases
     Shape {
@@ -67,9 +86,25 @@ pub const SHAPES: &[Shape] = &[
         context: 32_768,
         rope_base: 1_000_000.0,
         arch: "qwen2",
+        head_dim: None,
+    },
+    // Qwen/Qwen3-0.6B (config.json): qwen3, heads of 128 values (queries 2048 wide in a
+    // 1024-wide model), per-head q/k norms, tied embeddings
+    Shape {
+        name: "qwen3-0.6b",
+        layers: 28,
+        embd: 1024,
+        ff: 3072,
+        heads: 16,
+        kv_heads: 8,
+        vocab: 151_936,
+        context: 40_960,
+        rope_base: 1_000_000.0,
+        arch: "qwen3",
+        head_dim: Some(128),
     },
     // a small model for tests
-    Shape { name: "tiny", layers: 2, embd: 256, ff: 512, heads: 4, kv_heads: 2, vocab: 49_152, context: 512, rope_base: 10_000.0, arch: "llama" },
+    Shape { name: "tiny", layers: 2, embd: 256, ff: 512, heads: 4, kv_heads: 2, vocab: 49_152, context: 512, rope_base: 10_000.0, arch: "llama", head_dim: None },
 ];
 
 pub fn run(a: &SynthArgs) -> Result<(), String> {
@@ -82,9 +117,11 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     let mut w = GgufWriter::new();
     w.set("general.architecture", shape.arch);
     w.set("general.name", format!("synthetic {} {}", shape.name, ty.name()));
-    let hd = shape.embd / shape.heads as u64;
+    let hd = shape.head_dim.unwrap_or(shape.embd / shape.heads as u64);
     for (k, v) in [
-        ("block_count", GgufValue::from(shape.layers)),
+        ("attention.key_length", GgufValue::from(hd as u32)),
+        ("attention.value_length", (hd as u32).into()),
+        ("block_count", shape.layers.into()),
         ("context_length", shape.context.into()),
         ("embedding_length", (shape.embd as u32).into()),
         ("feed_forward_length", (shape.ff as u32).into()),
@@ -100,20 +137,24 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     for (k, v) in tok.metadata().iter().filter(|(k, _)| k.starts_with("tokenizer.")) {
         w.set(k, pad_vocab(k, v, shape.vocab as usize));
     }
-    let (d, kv) = (shape.embd, hd * shape.kv_heads as u64);
+    let (d, q, kv) = (shape.embd, hd * shape.heads as u64, hd * shape.kv_heads as u64);
     let mut tensors: Vec<(String, GgmlType, Vec<u64>)> = vec![("token_embd.weight".into(), ty, vec![d, shape.vocab])];
     for i in 0..shape.layers {
         let n = |t: &str| format!("blk.{i}.{t}");
         tensors.push((n("attn_norm.weight"), GgmlType::F32, vec![d]));
-        tensors.push((n("attn_q.weight"), ty, vec![d, d]));
+        tensors.push((n("attn_q.weight"), ty, vec![d, q]));
         tensors.push((n("attn_k.weight"), ty, vec![d, kv]));
         tensors.push((n("attn_v.weight"), ty, vec![d, kv]));
         if shape.arch == "qwen2" {
-            tensors.push((n("attn_q.bias"), GgmlType::F32, vec![d]));
+            tensors.push((n("attn_q.bias"), GgmlType::F32, vec![q]));
             tensors.push((n("attn_k.bias"), GgmlType::F32, vec![kv]));
             tensors.push((n("attn_v.bias"), GgmlType::F32, vec![kv]));
         }
-        tensors.push((n("attn_output.weight"), ty, vec![d, d]));
+        if shape.arch == "qwen3" {
+            tensors.push((n("attn_q_norm.weight"), GgmlType::F32, vec![hd]));
+            tensors.push((n("attn_k_norm.weight"), GgmlType::F32, vec![hd]));
+        }
+        tensors.push((n("attn_output.weight"), ty, vec![q, d]));
         tensors.push((n("ffn_norm.weight"), GgmlType::F32, vec![d]));
         tensors.push((n("ffn_gate.weight"), ty, vec![d, shape.ff]));
         tensors.push((n("ffn_up.weight"), ty, vec![d, shape.ff]));
@@ -129,10 +170,14 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ a.seed);
     for (name, t, dims) in &tensors {
         let n: u64 = dims.iter().product();
-        // norm weights are ones; biases small and varied (so that a bias added to the wrong
+        // other norm weights are ones; biases small and varied (so that a bias added to the wrong
         // column shows)
         let bytes = match dims.len() {
             1 if name.ends_with(".bias") => (0..n).flat_map(|i| (0.25 * ((i % 7) as f32 - 3.0)).to_le_bytes()).collect(),
+            // q/k norm weights varied too (a norm whose weights were ignored would show)
+            1 if name.ends_with("_q_norm.weight") || name.ends_with("_k_norm.weight") => {
+                (0..n).flat_map(|i| (1.0 + 0.125 * ((i % 5) as f32 - 2.0)).to_le_bytes()).collect()
+            }
             1 => (0..n).flat_map(|_| 1f32.to_le_bytes()).collect(),
             _ => random_blocks(*t, n, &mut rng),
         };

@@ -154,6 +154,23 @@ fn fused_rope_attention_step_agrees_with_the_two_launches() {
         let st = inputs.step_at(dev, pos0, 1).unwrap();
         let mut a_cache = LayerCache { shape, k: ka, v: va };
         a_cache.rope_store(&st, &rope, &mut q1, &mut k1, &v).unwrap();
+        // the rotation itself against f64
+        let rotated = dev.download(&q1).unwrap();
+        let half = hd / 2;
+        for h in 0..n_head {
+            for i in 0..half {
+                let (a, b) = match pairs {
+                    RopePairs::Adjacent => (2 * i, 2 * i + 1),
+                    RopePairs::HalfSplit => (i, i + half),
+                };
+                let t = pos0 as f64 * 10000f64.powf(-2.0 * i as f64 / hd as f64);
+                let (x, y) = (qh[h * hd + a] as f64, qh[h * hd + b] as f64);
+                for (j, w) in [(a, x * t.cos() - y * t.sin()), (b, x * t.sin() + y * t.cos())] {
+                    let g = rotated[h * hd + j] as f64;
+                    assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "head_dim {hd} {pairs:?}: head {h} value {j}: {g} vs {w}");
+                }
+            }
+        }
         a_cache.attend(&st, &q1, (scale, f16), &mut out_a).unwrap();
         let (q2, k2) = (dev.upload(&qh).unwrap(), dev.upload(&kh).unwrap());
         let mut scratch = DecodeScratch::new(dev, n_head, hd).unwrap();
@@ -187,9 +204,9 @@ fn fused_rope_attention_step_agrees_with_the_two_launches() {
     }
 }
 
-/// A prompt's flash attention on the tensor cores against f64 softmax attention over the same
-/// f16 caches: causal rows at an offset, grouped-query heads, both head sizes, row counts that
-/// are not block multiples, output rows past `m` untouched.
+/// A prompt's flash attention on the tensor cores, and the rows kernel, against f64 softmax
+/// attention over the same f16 caches: causal rows at an offset, grouped-query heads, both head
+/// sizes, row counts that are not block multiples, output rows past `m` untouched.
 #[test]
 fn flash_attention_matches_f64() {
     use half::f16;
@@ -232,6 +249,18 @@ fn flash_attention_matches_f64() {
         // f16 query and weights: ~2⁻¹¹ relative on terms of size ≤ 2
         close(&format!("flash attention {n_head}/{n_head_kv} heads hd {hd} pos0 {pos0} m {m}"), &got[..want.len()], &want, 2e-3, 4e-3);
         assert!(got[want.len()].is_nan(), "wrote past m rows");
+        // the rows kernel (short prompts and the unfused decoding step) on the same inputs:
+        // an f32 query (nearer), then one rounded to f16 as the CPU engine rounds it
+        for round_q in [false, true] {
+            let mut out = poisoned(dev, m * n_head * hd + 1);
+            let cache = LayerCache { shape, k: &mut kc, v: &mut vc };
+            cache.attend(&inputs.step_at(dev, pos0, m).unwrap(), &qb, (scale, round_q), &mut out).unwrap();
+            let got = dev.download(&out).unwrap();
+            let what = format!("row attention {n_head}/{n_head_kv} heads hd {hd} pos0 {pos0} m {m} f16 query {round_q}");
+            close(&what, &got[..want.len()], &want, 2e-3, 4e-3);
+            assert!(got[want.len()].is_nan(), "{what}: wrote past m rows");
+        }
+        let cache = LayerCache { shape, k: &mut kc, v: &mut vc };
         // positions past the cache (written, or that the inputs could name) and an f32 cache
         // are errors before any launch
         assert!(inputs.write(dev, &vec![0; m], pos0 + 4).is_err());
