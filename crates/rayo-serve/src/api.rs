@@ -158,9 +158,10 @@ impl<'a> Fields<'a> {
     pub fn int(&self, name: &str, lo: i64, hi: i64) -> Result<Option<i64>, ApiError> {
         let Some(v) = self.get(name) else { return Ok(None) };
         let x = match v {
-            Value::Number(n) => n.as_i64().or_else(|| n.as_u64().map(|u| u.min(i64::MAX as u64) as i64)).or_else(|| {
-                n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64)
-            }),
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| n.as_u64().map(|u| u.min(i64::MAX as u64) as i64))
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64)),
             _ => None,
         };
         let x = x.ok_or_else(|| match v {
@@ -251,9 +252,10 @@ pub fn parse_generate(endpoint: Endpoint, body: &[u8]) -> Result<GenerateRequest
     let stream = f.bool("stream")?.unwrap_or(false);
     let include_usage = match f.get("stream_options") {
         None => false,
-        Some(Value::Object(o)) => Fields(o).bool("include_usage").map_err(|_| {
-            ApiError::field("stream_options", "'stream_options.include_usage' must be a boolean")
-        })?.unwrap_or(false),
+        Some(Value::Object(o)) => Fields(o)
+            .bool("include_usage")
+            .map_err(|_| ApiError::field("stream_options", "'stream_options.include_usage' must be a boolean"))?
+            .unwrap_or(false),
         Some(v) => return Err(Fields::wrong("stream_options", "an object", v)),
     };
     Ok(GenerateRequest {
@@ -283,7 +285,9 @@ fn messages(v: &Value) -> Result<Vec<Message>, ApiError> {
         let Value::Object(o) = m else { return Err(Fields::wrong(&here, "an object", m)) };
         let role = match o.get("role") {
             Some(Value::String(r)) if !r.is_empty() => r.clone(),
-            Some(Value::String(_)) | None | Some(Value::Null) => return Err(ApiError::field(&format!("{here}.role"), format!("'{here}.role' is required"))),
+            Some(Value::String(_)) | None | Some(Value::Null) => {
+                return Err(ApiError::field(&format!("{here}.role"), format!("'{here}.role' is required")))
+            }
             Some(v) => return Err(Fields::wrong(&format!("{here}.role"), "a string", v)),
         };
         let content = match o.get("content") {
@@ -316,7 +320,9 @@ fn prompt(v: &Value) -> Result<Input, ApiError> {
         Value::String(s) => Ok(Input::Text(s.clone())),
         Value::Array(a) if a.len() == 1 && a[0].is_string() => Ok(Input::Text(a[0].as_str().unwrap_or_default().to_string())),
         Value::Array(a) if a.iter().all(Value::is_number) => Ok(Input::Tokens(token_ids("prompt", a)?)),
-        Value::Array(_) => Err(ApiError::field("prompt", "'prompt' must be a string, an array of one string, or an array of token ids (one prompt per request)")),
+        Value::Array(_) => {
+            Err(ApiError::field("prompt", "'prompt' must be a string, an array of one string, or an array of token ids (one prompt per request)"))
+        }
         v => Err(Fields::wrong("prompt", "a string or an array of token ids", v)),
     }
 }
@@ -346,6 +352,12 @@ pub fn parse_tokenize(body: &[u8]) -> Result<TokenizeRequest, ApiError> {
         add_special: f.bool("add_special")?.unwrap_or(false),
         with_pieces: f.bool("with_pieces")?.unwrap_or(false),
     })
+}
+
+/// `POST /apply-template`: `{"messages": [...]}` (as a chat request's).
+pub fn parse_apply_template(body: &[u8]) -> Result<Vec<Message>, ApiError> {
+    let obj = object(body)?;
+    messages(obj.get("messages").filter(|v| !v.is_null()).ok_or_else(|| ApiError::field("messages", "'messages' is required"))?)
 }
 
 /// `POST /detokenize`: `{"tokens": [ids]}`.

@@ -123,7 +123,12 @@ impl Metrics {
         gauge(&mut out, "rayo_queue_length", "Requests waiting for a slot.", g(&self.queued));
         gauge(&mut out, "rayo_active_slots", "Slots running a request.", g(&self.active_slots));
         gauge(&mut out, "rayo_slots", "Slots (--parallel).", g(&self.slots));
-        gauge(&mut out, "rayo_kv_cache_used_positions", "KV-cache positions holding tokens (running requests and cached prefixes).", g(&self.kv_used));
+        gauge(
+            &mut out,
+            "rayo_kv_cache_used_positions",
+            "KV-cache positions holding tokens (running requests and cached prefixes).",
+            g(&self.kv_used),
+        );
         gauge(&mut out, "rayo_kv_cache_capacity_positions", "KV-cache positions in all slots.", g(&self.kv_capacity));
         let cap = g(&self.kv_capacity);
         let _ = writeln!(

@@ -49,6 +49,7 @@ pub fn router(app: App) -> Router {
         .route("/metrics", get(metrics))
         .route("/tokenize", post(tokenize))
         .route("/detokenize", post(detokenize))
+        .route("/apply-template", post(apply_template))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
         .fallback(|req: Request| async move { ApiError::not_found(req.uri().path()) })
@@ -65,6 +66,7 @@ fn route_label(path: &str) -> &'static str {
         "/metrics" => "/metrics",
         "/tokenize" => "/tokenize",
         "/detokenize" => "/detokenize",
+        "/apply-template" => "/apply-template",
         "/v1/chat/completions" => "/v1/chat/completions",
         "/v1/completions" => "/v1/completions",
         _ => "other",
@@ -74,7 +76,8 @@ fn route_label(path: &str) -> &'static str {
 /// Whether `headers` carry `key` (Authorization: Bearer, or X-Api-Key).
 fn authorized(headers: &HeaderMap, key: &str) -> bool {
     let eq = |given: &str| given.len() == key.len() && given.bytes().zip(key.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
-    let bearer = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|k| eq(k.trim()));
+    let bearer =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|k| eq(k.trim()));
     let x_key = headers.get("x-api-key").and_then(|v| v.to_str().ok()).is_some_and(|k| eq(k.trim()));
     bearer || x_key
 }
@@ -171,6 +174,14 @@ async fn detokenize(State(app): State<App>, b: Result<Bytes, BytesRejection>) ->
     Ok(axum::Json(json!({"content": text})).into_response())
 }
 
+/// The prompt text a chat request's messages render to (llama-server's `/apply-template`).
+async fn apply_template(State(app): State<App>, b: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
+    let messages = api::parse_apply_template(&body(b, app.opts.body_limit)?)?;
+    let t = app.template.as_ref().ok_or_else(|| ApiError::field("messages", "this model has no chat template (tokenizer.chat_template)"))?;
+    let text = t.render(&messages, true).map_err(|e| ApiError::field("messages", e.to_string()))?;
+    Ok(axum::Json(json!({"prompt": text})).into_response())
+}
+
 async fn chat(State(app): State<App>, b: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
     let b = body(b, app.opts.body_limit)?;
     generate(app, Endpoint::Chat, b).await
@@ -198,9 +209,10 @@ fn prompt_ids(app: &App, req: &GenerateRequest) -> Result<Vec<u32>, ApiError> {
     let tok = app.model.tokenizer();
     let (ids, param) = match &req.input {
         Input::Messages(m) => {
-            let t = app.template.as_ref().ok_or_else(|| {
-                ApiError::field("messages", "this model has no chat template (tokenizer.chat_template): use /v1/completions")
-            })?;
+            let t = app
+                .template
+                .as_ref()
+                .ok_or_else(|| ApiError::field("messages", "this model has no chat template (tokenizer.chat_template): use /v1/completions"))?;
             let text = t.render(m, true).map_err(|e| ApiError::field("messages", e.to_string()))?;
             (tok.encode(&text, true, true).map_err(|e| ApiError::field("messages", e.to_string()))?, "messages")
         }
@@ -269,7 +281,8 @@ async fn generate(app: App, endpoint: Endpoint, body: Bytes) -> Result<Response,
         }
     }
     let chunks = Chunks { endpoint, id, created: now_s(), model: app.opts.model_id.clone(), include_usage: req.include_usage };
-    let mut resp = if req.stream { stream(chunks, rx, req.logprobs.is_some(), app.opts.keep_alive) } else { whole(chunks, rx, req.logprobs.is_some()).await? };
+    let mut resp =
+        if req.stream { stream(chunks, rx, req.logprobs.is_some(), app.opts.keep_alive) } else { whole(chunks, rx, req.logprobs.is_some()).await? };
     resp.extensions_mut().insert(LoggedByScheduler);
     Ok(resp)
 }

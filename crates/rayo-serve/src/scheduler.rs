@@ -243,7 +243,8 @@ impl Scheduler {
 
     /// Puts `job` in the free slot with the longest common prefix (the lowest index among equals).
     fn start(&mut self, job: Job, free: &[usize]) {
-        let (slot, common) = free.iter().map(|&s| (s, common_prefix(&self.cache[s], &job.prompt))).fold((free[0], 0), |best, c| if c.1 > best.1 { c } else { best });
+        let (slot, common) =
+            free.iter().map(|&s| (s, common_prefix(&self.cache[s], &job.prompt))).fold((free[0], 0), |best, c| if c.1 > best.1 { c } else { best });
         // At least the prompt's last two tokens run (the last one's logits give the first
         // token; see [`prefill_chunk`] for why never a 1-token chunk).
         let cached = common.min(job.prompt.len().saturating_sub(2));
@@ -291,7 +292,7 @@ impl Scheduler {
         for slot in 0..self.seqs.len() {
             let Some(seq) = &self.seqs[slot] else { continue };
             if seq.job.events.is_closed() {
-                let seq = self.seqs[slot].take().expect("checked above");
+                let seq = self.release(slot).expect("checked above");
                 self.shared.metrics.cancelled.fetch_add(1, Ordering::Relaxed);
                 // What ran is in the cache; a prompt cut off mid-way is kept as far as it ran.
                 log::info!(
@@ -306,6 +307,13 @@ impl Scheduler {
                 self.finish(slot, crate::scheduler::Finish::Length);
             }
         }
+    }
+
+    /// Takes the request out of `slot` (the gauges count it gone before its client hears).
+    fn release(&mut self, slot: usize) -> Option<Seq> {
+        let seq = self.seqs[slot].take();
+        self.gauges();
+        seq
     }
 
     fn gauges(&self) {
@@ -348,7 +356,7 @@ impl Scheduler {
                 for (slot, _) in &items {
                     self.engine.rewind(*slot, 0);
                     self.cache[*slot].clear();
-                    if let Some(seq) = self.seqs[*slot].take() {
+                    if let Some(seq) = self.release(*slot) {
                         let _ = seq.job.events.send(Event::Error(format!("the engine failed: {e}")));
                     }
                 }
@@ -377,7 +385,7 @@ impl Scheduler {
         let id = match seq.sampler.next(logits, &seq.history) {
             Ok(id) => id,
             Err(e) => {
-                let seq = self.seqs[slot].take().expect("checked");
+                let seq = self.release(slot).expect("checked");
                 log::error!("{}: sampling failed: {e}", seq.job.id);
                 let _ = seq.job.events.send(Event::Error(format!("sampling failed: {e}")));
                 return;
@@ -411,7 +419,12 @@ impl Scheduler {
                 let (s, b) = piece(i);
                 (s, b, l)
             });
-            seq.held_logprobs.push(TokenLogprob { token: String::from_utf8_lossy(bytes).into_owned(), bytes: bytes.to_vec(), logprob: lp, top: top.collect() });
+            seq.held_logprobs.push(TokenLogprob {
+                token: String::from_utf8_lossy(bytes).into_owned(),
+                bytes: bytes.to_vec(),
+                logprob: lp,
+                top: top.collect(),
+            });
         }
         let text = seq.utf8.push(bytes);
         let text = seq.stop.push(&text);
@@ -430,7 +443,7 @@ impl Scheduler {
 
     /// Ends the request in `slot`: the held-back text, then `Done`; the slot's cache stays.
     fn finish(&mut self, slot: usize, finish: Finish) {
-        let Some(mut seq) = self.seqs[slot].take() else { return };
+        let Some(mut seq) = self.release(slot) else { return };
         if !seq.stop.stopped() {
             let rest = seq.utf8.finish();
             let mut text = seq.stop.push(&rest);
@@ -464,7 +477,7 @@ impl Scheduler {
     /// Ends every running request with an error (shutdown).
     fn abort_all(&mut self, why: &str) {
         for slot in 0..self.seqs.len() {
-            if let Some(seq) = self.seqs[slot].take() {
+            if let Some(seq) = self.release(slot) {
                 log::warn!("{} {} ended: {why}", seq.job.id, seq.job.endpoint.path());
                 let _ = seq.job.events.send(Event::Error(why.to_string()));
             }

@@ -141,7 +141,9 @@ impl Response {
     pub fn body(&self, text: &str, lps: Option<&[TokenLogprob]>, finish: Finish, usage: &Usage) -> Value {
         let lp = lps.map_or(Value::Null, |l| logprobs_json(self.endpoint, l, 0));
         let choice = match self.endpoint {
-            Endpoint::Chat => json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": lp, "finish_reason": finish.as_str()}),
+            Endpoint::Chat => {
+                json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": lp, "finish_reason": finish.as_str()})
+            }
             Endpoint::Completion => json!({"index": 0, "text": text, "logprobs": lp, "finish_reason": finish.as_str()}),
         };
         let object = match self.endpoint {
@@ -196,7 +198,10 @@ mod tests {
         assert_eq!(ev[2]["choices"][0]["delta"], json!({}));
         assert_eq!(ev[2]["choices"][0]["finish_reason"], "length");
         assert_eq!(ev[3]["choices"], json!([]));
-        assert_eq!(ev[3]["usage"], json!({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 1}}));
+        assert_eq!(
+            ev[3]["usage"],
+            json!({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 1}})
+        );
         assert_eq!(ev[4], "[DONE]");
     }
 
@@ -204,7 +209,8 @@ mod tests {
     fn a_completion_stream_without_usage() {
         let r = resp(Endpoint::Completion, false);
         assert!(r.start().is_none());
-        let lp = TokenLogprob { token: "a".into(), bytes: vec![97], logprob: -0.5, top: vec![("a".into(), vec![97], -0.5), ("b".into(), vec![98], -1.0)] };
+        let lp =
+            TokenLogprob { token: "a".into(), bytes: vec![97], logprob: -0.5, top: vec![("a".into(), vec![97], -0.5), ("b".into(), vec![98], -1.0)] };
         let ev = parse(&(r.delta("a", &[lp.clone(), lp], true, 4) + &r.end(Finish::Stop, &Usage::default())));
         assert_eq!(ev.len(), 3);
         assert_eq!(ev[0]["object"], "text_completion");
