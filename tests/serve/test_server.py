@@ -368,7 +368,7 @@ def _(srv):
     assert r.usage.prompt_tokens + r.usage.completion_tokens <= CTX + 1, r.usage
 
 
-@check("401 without the key (Bearer or X-Api-Key work), /health open; 404 JSON; 413 over the body limit")
+@check("401 without the key (Bearer or X-Api-Key work), /health open; 404 and 405 JSON; 413 over the body limit")
 def _(srv):
     body = json.dumps({"prompt": "x", "max_tokens": 1})
     status, raw = srv.raw("POST", "/v1/completions", body, auth=False)
@@ -382,6 +382,8 @@ def _(srv):
     assert srv.raw("GET", "/health", None, auth=False)[0] == 200
     status, raw = srv.raw("GET", "/nowhere", None)
     assert status == 404 and "error" in json.loads(raw)
+    status, raw = srv.raw("GET", "/v1/completions", None)
+    assert status == 405 and "error" in json.loads(raw), (status, raw)
     status, raw = srv.raw("POST", "/v1/completions", b'{"prompt": "' + b"a" * (5 << 20) + b'"}')
     assert status == 413, status
 

@@ -161,7 +161,8 @@ pub struct ChatArgs {
 
 const SERVE_AFTER_HELP: &str = "Endpoints: POST /v1/chat/completions, POST /v1/completions (streamed as server-sent events
 with \"stream\": true), GET /v1/models, GET /health (200 ready, 503 loading or draining),
-GET /metrics (Prometheus text), POST /tokenize, POST /detokenize. With --api-key every route
+GET /metrics (Prometheus text), POST /tokenize, POST /detokenize, POST /apply-template (the
+prompt text a chat request's messages render to). With --api-key every route
 but /health needs `Authorization: Bearer KEY` or `X-Api-Key: KEY`. The bound address is printed
 on stderr (--port 0 picks a free port); one log line per request on stderr (RUST_LOG).
 SIGINT/SIGTERM: no new requests, running ones get --grace seconds, then exit 0.

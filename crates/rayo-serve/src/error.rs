@@ -52,6 +52,11 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found_error", format!("no route {path}"))
     }
 
+    /// 405: the route exists, not with this method.
+    pub fn method_not_allowed(method: &str, path: &str) -> ApiError {
+        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "invalid_request_error", format!("{path} does not take {method}"))
+    }
+
     /// 413: the body is over the limit.
     pub fn too_large(limit: usize) -> ApiError {
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request_error", format!("the request body is over the limit of {limit} bytes"))

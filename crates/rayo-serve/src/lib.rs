@@ -166,7 +166,14 @@ async fn run(opts: ServeOptions, model: Arc<Model>, factory: EngineFactory) -> R
         let sopts = scheduler::SchedulerOptions { step_tokens: opts.step_tokens.max(2) };
         std::thread::Builder::new()
             .name("rayo-scheduler".into())
-            .spawn(move || scheduler::run(factory, model, rx, shared, sopts))
+            .spawn(move || {
+                // A bug in the scheduler must not leave a server that answers 200 to /health
+                // and 503 to everything else: it stops the server (exit 1).
+                let s = Arc::clone(&shared);
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scheduler::run(factory, model, rx, s, sopts))).is_err() {
+                    shared.fail("the scheduler panicked (see above); stopping".into());
+                }
+            })
             .map_err(|e| format!("cannot start the scheduler thread: {e}"))?
     };
     let grace = opts.grace;

@@ -53,6 +53,7 @@ pub fn router(app: App) -> Router {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
         .fallback(|req: Request| async move { ApiError::not_found(req.uri().path()) })
+        .method_not_allowed_fallback(|req: Request| async move { ApiError::method_not_allowed(req.method().as_str(), req.uri().path()) })
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(app.clone(), around))
         .with_state(app)
@@ -146,6 +147,10 @@ async fn metrics(State(app): State<App>) -> Response {
 
 async fn tokenize(State(app): State<App>, b: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
     let req = api::parse_tokenize(&body(b, app.opts.body_limit)?)?;
+    tokio::task::spawn_blocking(move || tokenize_now(&app, &req)).await.map_err(|e| ApiError::internal(format!("tokenizing: {e}")))?
+}
+
+fn tokenize_now(app: &App, req: &api::TokenizeRequest) -> Result<Response, ApiError> {
     let tok = app.model.tokenizer();
     let ids = tok.encode(&req.content, req.add_special, true).map_err(|e| ApiError::field("content", e.to_string()))?;
     if !req.with_pieces {
@@ -251,7 +256,11 @@ async fn generate(app: App, endpoint: Endpoint, body: Bytes) -> Result<Response,
             });
         }
     }
-    let prompt = prompt_ids(&app, &req)?;
+    // Rendering and tokenizing a long prompt takes a while: off the async workers.
+    let prompt = {
+        let (app, req) = (app.clone(), req.clone());
+        tokio::task::spawn_blocking(move || prompt_ids(&app, &req)).await.map_err(|e| ApiError::internal(format!("tokenizing: {e}")))??
+    };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let id = request_id(endpoint);
     let job = Job {
