@@ -130,6 +130,12 @@ impl Shared {
         }
     }
 
+    /// Tells the scheduler to end every request and return (the server does this after the
+    /// grace period).
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
@@ -201,7 +207,7 @@ async fn run(opts: ServeOptions, model: Arc<Model>, factory: EngineFactory) -> R
         r = server => r.map_err(|e| format!("the server: {e}"))?,
         _ = deadline => log::warn!("the grace period is over: ending the requests still running"),
     }
-    shared.stop.store(true, Ordering::SeqCst);
+    shared.request_stop();
     let _ = tokio::task::spawn_blocking(move || sched.join()).await;
     // The streams just ended by the scheduler get a moment to send their last event.
     tokio::time::sleep(Duration::from_millis(200)).await;
