@@ -58,7 +58,7 @@ class Server:
 
     def __init__(self, *extra):
         cmd = [RAYO, "serve", "--model", MODEL, "--port", "0", "--ctx", str(CTX), "--parallel", str(PARALLEL),
-               "--queue", str(QUEUE), "--threads", THREADS, "--api-key", KEY, "--grace", "20", *extra]
+               "--queue", str(QUEUE), "--threads", THREADS, "--api-key", KEY, "--grace", "20", "--keep-alive", "1", *extra]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         self.log = []
         self.addr = None
@@ -403,6 +403,30 @@ def _(srv):
     assert srv.metric("rayo_active_slots") == 0 and srv.metric("rayo_requests_cancelled_total") > before
     # 400 tokens were asked for: far fewer ran
     assert greedy(srv, PROMPTS[0]).choices[0].text
+
+
+@check("a streamed request waiting for a slot gets keep-alive comments, then its answer")
+def _(srv):
+    busy = json.dumps({"model": MODEL_ID, "prompt": "Tell me a story.", "max_tokens": 120, "temperature": 0, "ignore_eos": True})
+    with cf.ThreadPoolExecutor(PARALLEL) as ex:
+        hogs = [ex.submit(srv.raw, "POST", "/v1/completions", busy) for _ in range(PARALLEL)]
+        time.sleep(0.3)
+        c = http.client.HTTPConnection(srv.host, int(srv.port), timeout=60)
+        c.request("POST", "/v1/completions", body=json.dumps({"model": MODEL_ID, "prompt": "Hi", "max_tokens": 3, "stream": True}),
+                  headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"})
+        r = c.getresponse()
+        assert r.status == 200, r.status
+        lines = []
+        while True:
+            line = r.readline().decode()
+            if not line:
+                break
+            lines.append(line.strip())
+        c.close()
+        assert all(h.result()[0] == 200 for h in hogs)
+    first_data = next(i for i, line in enumerate(lines) if line.startswith("data: "))
+    assert ": keep-alive" in lines[:first_data], lines[:5]
+    assert lines[-2:] == ["data: [DONE]", ""] or lines[-1] == "data: [DONE]", lines[-3:]
 
 
 @check("a slow reader gets the whole stream")

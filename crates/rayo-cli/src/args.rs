@@ -202,6 +202,9 @@ pub struct ServeArgs {
     /// Seconds running requests get to finish after SIGINT/SIGTERM.
     #[arg(long, value_name = "S", default_value_t = 30, allow_negative_numbers = true)]
     pub grace: u64,
+    /// Seconds between SSE keep-alive comments while a streamed request has nothing to send.
+    #[arg(long, value_name = "S", default_value_t = 10, value_parser = parse_parallel, allow_negative_numbers = true)]
+    pub keep_alive: usize,
     /// The most tokens one engine step runs: every running request's next token, then chunks
     /// of waiting prompts.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = parse_parallel, allow_negative_numbers = true)]

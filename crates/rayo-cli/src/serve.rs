@@ -35,6 +35,7 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         queue: a.queue,
         timeout: Duration::from_secs(a.timeout),
         grace: Duration::from_secs(a.grace),
+        keep_alive: Duration::from_secs(a.keep_alive as u64),
         step_tokens: a.step_tokens,
         ..ServeOptions::default()
     };

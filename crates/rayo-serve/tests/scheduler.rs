@@ -130,6 +130,17 @@ impl Harness {
 
     /// Queues a greedy request; returns its event channel.
     fn send(&self, prompt: Vec<u32>, max_tokens: Option<usize>, stop: &[&str]) -> tokio::sync::mpsc::UnboundedReceiver<Event> {
+        self.send_within(prompt, max_tokens, stop, Duration::from_secs(60))
+    }
+
+    /// [`Harness::send`] with a time limit.
+    fn send_within(
+        &self,
+        prompt: Vec<u32>,
+        max_tokens: Option<usize>,
+        stop: &[&str],
+        limit: Duration,
+    ) -> tokio::sync::mpsc::UnboundedReceiver<Event> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let now = Instant::now();
         let job = Job {
@@ -142,7 +153,7 @@ impl Harness {
             logprobs: None,
             ignore_eos: false,
             received: now,
-            deadline: now + Duration::from_secs(60),
+            deadline: now + limit,
             events: tx,
         };
         self.shared.metrics.queued.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -268,4 +279,18 @@ fn stop_strings_end_of_generation_and_a_full_context() {
     let (_, d) = collect(h.send((300..320).collect(), None, &[]));
     let d = d.unwrap();
     assert_eq!((d.finish, d.usage.completion_tokens), (Finish::Length, 13));
+}
+
+#[test]
+fn a_request_past_its_time_limit_ends_with_length() {
+    let Some(path) = smollm2("rayo-serve scheduler: time limit") else { return };
+    let h = Harness::new(&path, 1, 256, 64, Duration::from_millis(10));
+    let (t, d) = collect(h.send_within(vec![1, 2, 3], Some(200), &[], Duration::from_millis(100)));
+    let d = d.unwrap();
+    assert_eq!(d.finish, Finish::Length);
+    assert!(d.usage.completion_tokens > 0 && d.usage.completion_tokens < 50, "{d:?}");
+    assert_eq!(t, h.script_text(3, d.usage.completion_tokens));
+    // the slot is free again
+    let (_, d) = collect(h.send(vec![4, 5], Some(2), &[]));
+    assert_eq!(d.unwrap().usage.completion_tokens, 2);
 }
