@@ -56,9 +56,9 @@ PROMPTS = [
 class Server:
     """A `rayo serve` process on a free loopback port; its stderr is kept in `log`."""
 
-    def __init__(self, *extra):
+    def __init__(self, grace=20):
         cmd = [RAYO, "serve", "--model", MODEL, "--port", "0", "--ctx", str(CTX), "--parallel", str(PARALLEL),
-               "--queue", str(QUEUE), "--threads", THREADS, "--api-key", KEY, "--grace", "20", "--keep-alive", "1", *extra]
+               "--queue", str(QUEUE), "--threads", THREADS, "--api-key", KEY, "--grace", str(grace), "--keep-alive", "1"]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         self.log = []
         self.addr = None
@@ -161,9 +161,9 @@ def _(srv):
     assert ids == [MODEL_ID], ids
 
 
-@check("completions: greedy text equals rayo generate's")
+@check("completions: greedy text equals rayo generate's (multi-byte text too)")
 def _(srv):
-    for p in PROMPTS[:3]:
+    for p in PROMPTS[:3] + ["日本の首都は"]:
         want = generate(p, 24)
         r = greedy(srv, p)
         assert r.choices[0].text == want, (p, r.choices[0].text, want)
@@ -491,6 +491,29 @@ def sigterm_check():
             srv.proc.kill()
 
 
+def grace_check():
+    """SIGTERM with a stream longer than the grace period: it ends with an error event, exit 0."""
+    srv = Server(grace=1)
+    try:
+        s = srv.client.completions.create(model=MODEL_ID, prompt=PROMPTS[10], max_tokens=400, temperature=0, stream=True,
+                                          extra_body={"ignore_eos": True})
+        t0, n = time.time(), 0
+        try:
+            for _ in s:
+                if n == 2:
+                    srv.proc.send_signal(signal.SIGTERM)
+                n += 1
+            raise AssertionError(f"the stream ran to its end ({n} chunks) past a 1 s grace period")
+        except openai.APIError as e:
+            assert "shutting down" in str(e), e
+        assert n < 300, n
+        rc = srv.proc.wait(30)
+        assert rc == 0 and time.time() - t0 < 20, (rc, time.time() - t0)
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+
+
 def main():
     global MODEL_ID
     MODEL_ID = os.path.basename(MODEL).removesuffix(".gguf")
@@ -525,6 +548,13 @@ def main():
     except Exception as e:  # noqa: BLE001
         failed += 1
         print(f"FAIL SIGTERM during a stream: {e!r}", flush=True)
+    try:
+        grace_check()
+        passed += 1
+        print("ok   SIGTERM with a stream past the grace period: it ends with an error event, exit 0", flush=True)
+    except Exception as e:  # noqa: BLE001
+        failed += 1
+        print(f"FAIL SIGTERM past the grace period: {e!r}", flush=True)
     print(f"serve tests took {time.time() - t0:.0f} s")
     print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {passed} passed; {failed} failed")
     sys.exit(1 if failed else 0)
