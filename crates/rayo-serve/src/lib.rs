@@ -124,7 +124,8 @@ impl Shared {
         self.fatal.notify_one();
     }
 
-    fn drain(&self) {
+    /// Draining for shutdown: new requests get 503.
+    pub fn drain(&self) {
         if self.status() != FAILED {
             self.status.store(DRAINING, Ordering::SeqCst);
         }
