@@ -9,6 +9,7 @@
 //! request (closed: the request is cancelled and its slot freed).
 
 pub mod api;
+pub mod chunks;
 pub mod error;
 pub mod metrics;
 pub mod router;
@@ -170,7 +171,7 @@ async fn run(opts: ServeOptions, model: Arc<Model>, factory: EngineFactory) -> R
     let (jobs, rx) = std::sync::mpsc::sync_channel(opts.queue.max(1));
     let sched = {
         let (model, shared) = (Arc::clone(&model), Arc::clone(&shared));
-        let sopts = scheduler::SchedulerOptions { step_tokens: opts.step_tokens.max(2) };
+        let sopts = scheduler::SchedulerOptions { step_tokens: opts.step_tokens.max(2), ..Default::default() };
         std::thread::Builder::new()
             .name("rayo-scheduler".into())
             .spawn(move || {

@@ -11,6 +11,7 @@
 //! it to that prefix and runs only the rest (`usage.prompt_tokens_details.cached_tokens`).
 
 use crate::api::{Endpoint, Sampling};
+use crate::chunks::{ChunkRule, Class};
 use crate::sampling::{logprobs, SeqSampler};
 use crate::stop::StopMatcher;
 use crate::Shared;
@@ -94,8 +95,17 @@ pub struct Done {
 /// How the scheduler runs.
 #[derive(Clone, Copy, Debug)]
 pub struct SchedulerOptions {
-    /// The most tokens one step runs (decode tokens first, then prompt chunks).
+    /// The most tokens one step runs (decode tokens first, then prompt chunks; a chunk may go
+    /// over it rather than take a size of another class, see [`ChunkRule`]).
     pub step_tokens: usize,
+    /// How prompts are cut (the session's batch is capped at the engine's context).
+    pub chunks: ChunkRule,
+}
+
+impl Default for SchedulerOptions {
+    fn default() -> SchedulerOptions {
+        SchedulerOptions { step_tokens: 256, chunks: ChunkRule::default() }
+    }
 }
 
 /// Builds the engine on the scheduler's thread (an engine need not be `Send`).
@@ -135,6 +145,8 @@ struct Scheduler {
     seqs: Vec<Option<Seq>>,
     /// The tokens each slot's KV cache holds (kept after a request ends, for prefix reuse).
     cache: Vec<Vec<u32>>,
+    /// The class of the chunk each of those tokens ran in.
+    classes: Vec<Vec<Class>>,
     admitted: u64,
 }
 
@@ -149,9 +161,19 @@ pub fn run(factory: EngineFactory, model: Arc<Model>, jobs: Receiver<Job>, share
         }
     };
     let slots = engine.slots();
+    let opts = SchedulerOptions { chunks: ChunkRule { batch: opts.chunks.batch.min(engine.context()).max(1), ..opts.chunks }, ..opts };
     shared.ready(engine.context(), slots);
     log::info!("engine ready: {} slots of {} positions on {}", slots, engine.context(), engine.backend_name());
-    let mut s = Scheduler { engine, model, shared, opts, seqs: (0..slots).map(|_| None).collect(), cache: vec![Vec::new(); slots], admitted: 0 };
+    let mut s = Scheduler {
+        engine,
+        model,
+        shared,
+        opts,
+        seqs: (0..slots).map(|_| None).collect(),
+        cache: vec![Vec::new(); slots],
+        classes: vec![Vec::new(); slots],
+        admitted: 0,
+    };
     loop {
         if s.shared.stopping() {
             s.abort_all("the server is shutting down");
@@ -172,36 +194,6 @@ pub fn run(factory: EngineFactory, model: Arc<Model>, jobs: Receiver<Job>, share
             s.step();
         }
     }
-}
-
-/// How many of a prompt's `remaining` tokens to run in a step with `budget` tokens left.
-///
-/// Never a chunk of exactly one token while more than one remains (it may go a token over the
-/// budget instead): on the CPU engine a 1-token step takes the decode path, whose attention
-/// rounds the query to f16 for an f16 KV cache (as llama.cpp's one-row kernel), while a batch
-/// of 2 or more does not, so a prompt token run alone changes every later logit (by up to 0.5 on
-/// SmolLM2). Prompts cut into chunks of 2 or more give logits bit-identical to one pass
-/// (`tests/chunking.rs`), so greedy output equals `rayo generate`'s.
-pub fn prefill_chunk(remaining: usize, budget: usize) -> usize {
-    if remaining <= budget.max(2) {
-        return remaining;
-    }
-    let n = budget.max(2);
-    if remaining - n == 1 {
-        // leave two for the next step, or take all three
-        if n > 2 {
-            n - 1
-        } else {
-            remaining
-        }
-    } else {
-        n
-    }
-}
-
-/// Tokens `a` and `b` have in common at their start.
-fn common_prefix(a: &[u32], b: &[u32]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl Scheduler {
@@ -241,15 +233,21 @@ impl Scheduler {
         }
     }
 
-    /// Puts `job` in the free slot with the longest common prefix (the lowest index among equals).
+    /// Puts `job` in the free slot with the longest usable prefix (the lowest index among
+    /// equals): tokens equal to the prompt's that ran in the chunk class this prompt wants
+    /// ([`ChunkRule`]: so its logits equal `rayo generate`'s).
     fn start(&mut self, job: Job, free: &[usize]) {
-        let (slot, common) =
-            free.iter().map(|&s| (s, common_prefix(&self.cache[s], &job.prompt))).fold((free[0], 0), |best, c| if c.1 > best.1 { c } else { best });
-        // At least the prompt's last two tokens run (the last one's logits give the first
-        // token; see [`prefill_chunk`] for why never a 1-token chunk).
-        let cached = common.min(job.prompt.len().saturating_sub(2));
+        let want = self.opts.chunks.classes(job.prompt.len());
+        let usable = |s: usize| {
+            let (cache, classes) = (&self.cache[s], &self.classes[s]);
+            cache.iter().zip(classes).zip(job.prompt.iter().zip(&want)).take_while(|((t, c), (u, w))| t == u && c == w).count()
+        };
+        let (slot, common) = free.iter().map(|&s| (s, usable(s))).fold((free[0], 0), |best, c| if c.1 > best.1 { c } else { best });
+        // At least the last token runs (its logits give the first token), in a legal chunk.
+        let cached = self.opts.chunks.start(common, job.prompt.len());
         self.engine.rewind(slot, cached);
         self.cache[slot].truncate(cached);
+        self.classes[slot].truncate(cached);
         let context = self.engine.context();
         // The k-th generated token runs at position prompt + k - 1: at most context - prompt + 1.
         let room = (context + 1).saturating_sub(job.prompt.len());
@@ -340,7 +338,7 @@ impl Scheduler {
                 break;
             }
             let seq = self.seqs[slot].as_ref().expect("waiting slots hold a request");
-            let n = prefill_chunk(seq.job.prompt.len() - seq.prompt_at, budget);
+            let n = self.opts.chunks.chunk(seq.prompt_at, seq.job.prompt.len(), budget);
             budget = budget.saturating_sub(n);
             items.push((slot, seq.job.prompt[seq.prompt_at..seq.prompt_at + n].to_vec()));
         }
@@ -356,6 +354,7 @@ impl Scheduler {
                 for (slot, _) in &items {
                     self.engine.rewind(*slot, 0);
                     self.cache[*slot].clear();
+                    self.classes[*slot].clear();
                     if let Some(seq) = self.release(*slot) {
                         let _ = seq.job.events.send(Event::Error(format!("the engine failed: {e}")));
                     }
@@ -365,6 +364,8 @@ impl Scheduler {
         };
         for ((slot, tokens), logits) in items.into_iter().zip(out) {
             self.cache[slot].extend_from_slice(&tokens);
+            let class = self.opts.chunks.class(tokens.len());
+            self.classes[slot].extend(std::iter::repeat_n(class, tokens.len()));
             let seq = self.seqs[slot].as_mut().expect("a slot in the step holds a request");
             if seq.next.take().is_none() {
                 seq.prompt_at += tokens.len();
@@ -483,32 +484,5 @@ impl Scheduler {
             }
         }
         self.gauges();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_prompt_is_never_cut_into_a_one_token_chunk() {
-        assert_eq!(prefill_chunk(1, 256), 1, "a 1-token prompt runs as it is");
-        assert_eq!(prefill_chunk(10, 256), 10);
-        assert_eq!(prefill_chunk(10, 4), 4);
-        assert_eq!(prefill_chunk(5, 4), 3, "not 4 and then 1");
-        assert_eq!(prefill_chunk(3, 2), 3, "not 2 and then 1");
-        assert_eq!(prefill_chunk(2, 1), 2, "over the budget rather than 1");
-        assert_eq!(prefill_chunk(7, 0), 2);
-        for remaining in 2..40 {
-            for budget in 0..12 {
-                let mut left = remaining;
-                while left > 0 {
-                    let n = prefill_chunk(left, budget);
-                    assert!(n >= 2 && n <= left, "{remaining} tokens, budget {budget}: a chunk of {n} with {left} left");
-                    left -= n;
-                }
-            }
-        }
-        assert_eq!(common_prefix(&[1, 2, 3], &[1, 2, 4, 5]), 2);
     }
 }

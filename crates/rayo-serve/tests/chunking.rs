@@ -1,11 +1,14 @@
 //! The server runs a prompt in chunks of whatever size a step's token budget leaves, and a
 //! request that shares a prefix with a slot's history runs only the rest: greedy output equals
-//! `rayo generate`'s only if the CPU engine's logits do not depend on how a prompt is cut. This
-//! checks that, bit for bit, on SmolLM2 (skips with a `SKIP` line when the file is absent;
-//! `RAYO_REQUIRE_SMOLLM2=1` makes that a failure).
+//! `rayo generate`'s only where the CPU engine's logits do not depend on the cut. They do, by
+//! the class of a chunk's row count (1; 2 to 63; 64 or more: `rayo_serve::chunks`), and not
+//! otherwise. This checks both, bit for bit, on SmolLM2, and that the scheduler's cuts give
+//! one pass's logits (skips with a `SKIP` line when the file is absent; `RAYO_REQUIRE_SMOLLM2=1`
+//! makes that a failure).
 
 use rayo_llm::cpu::Cpu;
 use rayo_llm::{BatchForward, Logits, Model, Session, SessionOptions, SessionPool, SlotWork};
+use rayo_serve::chunks::ChunkRule;
 use std::path::{Path, PathBuf};
 
 fn smollm2(test: &str) -> Option<PathBuf> {
@@ -40,7 +43,7 @@ fn cpu_logits_do_not_depend_on_how_the_prompt_is_cut() {
     assert!(ids.len() > 40, "{}", ids.len());
     let mut whole = session(&m, 2);
     let want = whole.forward(&ids, Logits::Last).unwrap();
-    // Chunks of 2 or more tokens (the scheduler never runs a prompt chunk of 1: see below).
+    // A 42-token prompt (one pass: 2 to 63 rows) cut in chunks of 2 to 63 rows.
     let cuts: &[&[usize]] = &[&[2], &[7], &[13, 2], &[ids.len() - 2], &[32], &[5, 17, 3], &[3, 2, 2, 2, 2]];
     for cut in cuts {
         let mut s = session(&m, 2);
@@ -60,7 +63,8 @@ fn cpu_logits_do_not_depend_on_how_the_prompt_is_cut() {
     }
     // A prompt whose last chunk is 1 token takes the decode path (`one_token_step`) for it, and
     // its logits differ from one pass (by about 0.4 here): recorded, not hidden, and the reason
-    // `rayo_serve::scheduler::prefill_chunk` never cuts a 1-token chunk.
+    // `rayo_serve::chunks::ChunkRule` never cuts a prompt token into a class `rayo generate`
+    // does not run it in.
     let mut s = session(&m, 2);
     s.forward(&ids[..ids.len() - 1], Logits::Last).unwrap();
     let got = s.forward(&ids[ids.len() - 1..], Logits::Last).unwrap();
@@ -75,5 +79,46 @@ fn cpu_logits_do_not_depend_on_how_the_prompt_is_cut() {
     let got = session(&m, 1).forward(&ids, Logits::Last).unwrap();
     if let Some((i, x, y)) = first_diff(&want, &got) {
         panic!("1 thread against 2: logit {i} is {y} against {x}");
+    }
+}
+
+/// The scheduler's cut ([`ChunkRule`]) of prompts of both classes, from the start and after a
+/// reused prefix, under many step budgets: the last logits bit-identical to one pass (as
+/// `rayo generate` runs a prompt of up to 256 tokens).
+#[test]
+fn the_schedulers_cuts_give_one_passs_logits() {
+    let Some(path) = smollm2("rayo-serve chunking: the scheduler's cuts") else { return };
+    let m = Model::open(&path).unwrap();
+    let rule = ChunkRule::default();
+    let text = "The quick brown fox jumps over the lazy dog. Once upon a time, in a land far away, there lived a \
+                king who had three daughters, each more curious than the last, and a garden full of roses.";
+    for reps in [1, 3] {
+        let ids = m.tokenizer().encode(&vec![text; reps].join(" "), true, true).unwrap();
+        let p = ids.len();
+        let want = session(&m, 2).forward(&ids, Logits::Last).unwrap();
+        for budget in [2, 7, 63, 64, 100] {
+            for usable in [0, p / 3, p - 1] {
+                let mut s = session(&m, 2);
+                let start = rule.start(usable, p);
+                // an earlier request with this prompt ran it all; this one keeps `start` tokens
+                let mut at = 0;
+                while at < p {
+                    let n = rule.chunk(at, p, budget);
+                    s.forward(&ids[at..at + n], Logits::Last).unwrap();
+                    at += n;
+                }
+                s.rewind(start);
+                at = start;
+                let mut got = Vec::new();
+                while at < p {
+                    let n = rule.chunk(at, p, budget);
+                    got = s.forward(&ids[at..at + n], Logits::Last).unwrap();
+                    at += n;
+                }
+                if let Some((i, x, y)) = first_diff(&want, &got) {
+                    panic!("{p} tokens, budget {budget}, from {start}: logit {i} is {y} against {x} in one pass");
+                }
+            }
+        }
     }
 }

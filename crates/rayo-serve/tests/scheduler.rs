@@ -123,7 +123,7 @@ impl Harness {
         let thread = {
             let (model, shared) = (Arc::clone(&model), Arc::clone(&shared));
             let factory: scheduler::EngineFactory = Box::new(move || Ok(Box::new(fake) as Box<dyn BatchForward>));
-            std::thread::spawn(move || scheduler::run(factory, model, rx, shared, SchedulerOptions { step_tokens }))
+            std::thread::spawn(move || scheduler::run(factory, model, rx, shared, SchedulerOptions { step_tokens, ..Default::default() }))
         };
         Harness { model, shared, jobs, record, thread: Some(thread), script }
     }
