@@ -318,6 +318,21 @@ def _(srv):
     assert srv.metric("rayo_active_slots") == 0
 
 
+@check("a long prompt (64+ tokens) beside running streams, then from the cache: rayo generate's text")
+def _(srv):
+    long = " ".join(PROMPTS[:10])
+    want = generate(long, 16)
+    with cf.ThreadPoolExecutor(4) as ex:
+        others = [ex.submit(stream_text, srv, prompt=p, max_tokens=40, temperature=0) for p in PROMPTS[10:13]]
+        time.sleep(0.2)
+        first = ex.submit(greedy, srv, long, 16).result()
+        [o.result() for o in others]
+    again = greedy(srv, long, 16)
+    assert first.usage.prompt_tokens >= 64, first.usage
+    assert first.choices[0].text == want and again.choices[0].text == want, (first.choices[0].text, again.choices[0].text, want)
+    assert again.usage.prompt_tokens_details.cached_tokens > 0, again.usage
+
+
 # ---------------------------------------------------------------- faults
 
 @check("malformed, truncated and wrongly typed JSON: 400 in OpenAI's shape")
