@@ -194,6 +194,16 @@ pub fn parse_generate(endpoint: Endpoint, body: &[u8]) -> Result<GenerateRequest
             return Err(ApiError::field("n", format!("'n' is {n}; this server makes one choice per request (n = 1)")));
         }
     }
+    // Known features this server does not have: a 400 that says so, not a silent ignore.
+    if matches!(f.get("tools"), Some(Value::Array(t)) if !t.is_empty()) {
+        return Err(ApiError::field("tools", "this server does not call tools ('tools' must be absent or empty)"));
+    }
+    if let Some(rf) = f.get("response_format") {
+        let ty = rf.get("type").and_then(Value::as_str);
+        if ty != Some("text") {
+            return Err(ApiError::field("response_format", "only {\"type\": \"text\"} is supported (no JSON mode or schema)"));
+        }
+    }
     let max = |name| f.int(name, 1, i64::MAX).map(|o| o.map(|n| n as usize));
     let max_tokens = match endpoint {
         Endpoint::Chat => max("max_completion_tokens")?.or(max("max_tokens")?),

@@ -24,7 +24,8 @@ fn a_full_chat_request_is_read() {
             "max_completion_tokens": 7, "max_tokens": 9, "temperature": 0, "top_p": 0.5, "top_k": 3, "min_p": 0.1,
             "seed": -1, "stop": ["a", "bc"], "frequency_penalty": 0.5, "presence_penalty": -1, "repetition_penalty": 1.1,
             "logprobs": true, "top_logprobs": 2, "ignore_eos": true, "n": 1, "stream": true,
-            "stream_options": {"include_usage": true}, "unknown_field": {"x": [1]}, "user": null}"#,
+            "stream_options": {"include_usage": true}, "unknown_field": {"x": [1]}, "user": null,
+            "tools": [], "response_format": {"type": "text"}}"#,
     )
     .unwrap();
     assert_eq!(r.model.as_deref(), Some("m"));
@@ -116,6 +117,8 @@ fn wrong_types_and_ranges_name_the_field() {
         (r#""stream_options": {"include_usage": 1}"#, "stream_options", "include_usage"),
         (r#""ignore_eos": 1"#, "ignore_eos", "a boolean"),
         (r#""model": 5"#, "model", "a string"),
+        (r#""tools": [{"type": "function", "function": {"name": "f"}}]"#, "tools", "does not call tools"),
+        (r#""response_format": {"type": "json_object"}"#, "response_format", "only"),
     ];
     for (field, param, says) in bad {
         fails(chat(&format!("{{{m}, {field}}}")), Some(param), says);
