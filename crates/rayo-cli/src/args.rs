@@ -86,7 +86,7 @@ Example:
 /// The model and where it runs.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// The GGUF model file (llama-family: llama, qwen2).
+    /// The GGUF model file (architectures: llama, qwen2, qwen3).
     #[arg(long, value_name = "FILE")]
     pub model: PathBuf,
     /// Where the model runs: cpu|cuda|wgpu (cuda: an NVIDIA GPU, rayo's PTX; wgpu: any GPU

@@ -41,6 +41,12 @@ pub trait Backend {
         Ok(())
     }
 
+    /// KV caches this backend can hold at once, so sequences one step can run: a backend whose
+    /// kernels read the step's tokens and position from its own memory (CUDA) runs one.
+    fn max_sequences(&self) -> usize {
+        usize::MAX
+    }
+
     /// Makes a weight matrix of `file` usable by this backend.
     fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Self::Weight>;
     /// Makes a vector usable by this backend.
@@ -80,8 +86,9 @@ pub trait Backend {
         pos0: usize,
         out: &mut Self::Buf,
     ) -> Result<()>;
-    /// Copies row `row` of `x` (rows of `width` values) to row 0 of `out`.
-    fn copy_row(&mut self, x: &Self::Buf, row: usize, width: usize, out: &mut Self::Buf) -> Result<()>;
+    /// Copies rows `from..from + rows` of `x` to rows `to..to + rows` of `out` (rows of
+    /// `width` values).
+    fn copy_rows(&mut self, x: &Self::Buf, from: usize, out: &mut Self::Buf, to: usize, rows: usize, width: usize) -> Result<()>;
     /// Copies the first `out.len()` values of `x` to the host.
     fn read(&mut self, x: &Self::Buf, out: &mut [f32]) -> Result<()>;
     /// Greedy sampling of the first `n` values of `x` (logits): the first maximum, with the

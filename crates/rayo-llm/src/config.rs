@@ -1,20 +1,9 @@
 //! A model's hyperparameters, read from a GGUF file's `{arch}.*` metadata keys.
 
+use crate::arch::Architecture;
+pub use crate::arch::RopeStyle;
 use crate::{Error, Result};
 use rayo::gguf::Metadata;
-
-/// How RoPE pairs a head's values (llama.cpp's `llama_model_rope_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RopeStyle {
-    /// Adjacent pairs `(2i, 2i+1)` ("NORM"): GGUF `llama`, whose converter permutes the Q/K rows
-    /// so that this equals HF's rotate-half on the original weights.
-    Adjacent,
-    /// Pairs `(i, i + n_rot/2)` ("NEOX"): `qwen2` and others converted without the permutation.
-    HalfSplit,
-}
-
-/// The architectures this engine runs: `(general.architecture, rope style, q/k/v biases)`.
-const ARCHITECTURES: &[(&str, RopeStyle, bool)] = &[("llama", RopeStyle::Adjacent, false), ("qwen2", RopeStyle::HalfSplit, true)];
 
 /// The largest value a count or width of the metadata may have: the GPU kernels take sizes as
 /// `u32`, and no real model comes near it.
@@ -23,8 +12,8 @@ pub const MAX_DIM: usize = u32::MAX as usize;
 /// A llama-family model's shape and constants.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    /// `general.architecture`.
-    pub arch: String,
+    /// The block's declaration, by `general.architecture`.
+    pub arch: &'static Architecture,
     /// Transformer blocks.
     pub n_layer: usize,
     /// Width of the residual stream.
@@ -41,16 +30,12 @@ pub struct Config {
     pub n_rot: usize,
     /// RoPE's frequency base.
     pub rope_base: f32,
-    /// How RoPE pairs values.
-    pub rope_style: RopeStyle,
     /// RMSNorm's epsilon.
     pub eps: f32,
     /// The context length the model was trained for (the most positions a session holds).
     pub context_length: usize,
     /// Tokens in the vocabulary (rows of the embedding table).
     pub vocab_size: usize,
-    /// Whether the attention projections have biases (`attn_q.bias`, ... as in `qwen2`).
-    pub qkv_bias: bool,
 }
 
 impl Config {
@@ -62,11 +47,8 @@ impl Config {
             .and_then(|v| v.as_str())
             .ok_or_else(|| Error::Metadata { key: "general.architecture".into(), problem: "is missing or not a string".into() })?
             .to_string();
-        let Some(&(_, rope_style, qkv_bias)) = ARCHITECTURES.iter().find(|a| a.0 == arch) else {
-            let known: Vec<&str> = ARCHITECTURES.iter().map(|a| a.0).collect();
-            return Err(Error::UnsupportedArchitecture { arch, known });
-        };
-        let key = |k: &str| format!("{arch}.{k}");
+        let arch = crate::arch::find(&arch)?;
+        let key = |k: &str| format!("{}.{k}", arch.name);
         let int = |k: &str| -> Result<Option<usize>> {
             match meta.get(&key(k)) {
                 None => Ok(None),
@@ -118,11 +100,9 @@ impl Config {
             head_dim,
             n_rot,
             rope_base: float("rope.freq_base", 10_000.0)?,
-            rope_style,
             eps: float("attention.layer_norm_rms_epsilon", 1e-5)?,
             context_length: need("context_length")?,
             vocab_size: int("vocab_size")?.unwrap_or(vocab_rows),
-            qkv_bias,
             arch,
         };
         cfg.validate()?;
@@ -134,7 +114,7 @@ impl Config {
     /// every size computed from the counts (the widths, each weight matrix's values, a row of
     /// each as f32 bytes) within `usize`. Errors name the metadata keys and their values.
     pub fn validate(&self) -> Result<()> {
-        let key = |k: &str| format!("{}.{k}", self.arch);
+        let key = |k: &str| format!("{}.{k}", self.arch.name);
         let counts = [
             ("block_count", self.n_layer),
             ("embedding_length", self.n_embd),

@@ -5,8 +5,10 @@
 //! Weights stay quantized in place (the file's memory map); nothing is dequantized to f32 in
 //! bulk.
 
+pub mod arch;
 pub mod backend;
 pub mod batch;
+pub mod batch_session;
 pub mod chat;
 pub mod config;
 pub mod cpu;
@@ -15,6 +17,7 @@ pub mod cuda;
 mod error;
 pub mod generate;
 pub mod model;
+mod pass;
 pub mod sample;
 pub mod session;
 pub mod tokenizer;
@@ -25,6 +28,7 @@ pub mod wgpu;
 
 pub use backend::{Backend, KvType};
 pub use batch::{BatchForward, SessionPool, SlotWork};
+pub use batch_session::{BatchOptions, BatchSession};
 pub use config::{Config, RopeStyle};
 pub use error::{Error, Result};
 pub use generate::{generate, Stats, Stop};

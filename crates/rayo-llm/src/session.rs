@@ -5,7 +5,7 @@
 use crate::backend::{Backend, KvType};
 use crate::config::{product, Config};
 use crate::model::Model;
-use crate::weights::WeightRef;
+use crate::pass::{layers_pass, logits_pass, Buffers, Segment, Weights};
 use crate::{Error, Result};
 
 /// The positions a session holds when [`SessionOptions::context`] is 0 and the model was trained
@@ -40,41 +40,6 @@ pub enum Logits {
     All,
 }
 
-struct Layer<B: Backend> {
-    attn_norm: B::Vector,
-    wq: B::Weight,
-    wk: B::Weight,
-    wv: B::Weight,
-    bias: Option<[B::Vector; 3]>,
-    wo: B::Weight,
-    ffn_norm: B::Vector,
-    gate: B::Weight,
-    up: B::Weight,
-    down: B::Weight,
-}
-
-/// Activation buffers, each with room for `batch` rows.
-struct Buffers<B: Backend> {
-    x: B::Buf,
-    xn: B::Buf,
-    q: B::Buf,
-    k: B::Buf,
-    v: B::Buf,
-    att: B::Buf,
-    gate: B::Buf,
-    up: B::Buf,
-    last: B::Buf,
-    logits: B::Buf,
-}
-
-/// A model's weights as a backend holds them.
-struct Weights<B: Backend> {
-    token_embd: B::Weight,
-    layers: Vec<Layer<B>>,
-    output_norm: B::Vector,
-    output: B::Weight,
-}
-
 /// A model running on a backend, with its KV cache.
 pub struct Session<B: Backend> {
     backend: B,
@@ -105,54 +70,16 @@ impl<B: Backend> Session<B> {
             return Err(rayo::Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" }.into());
         }
         let batch = opts.batch.min(context);
-        let (d, qw, kvw, ff) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff);
-        // Every size below, in f32 bytes, known to fit before anything is allocated.
-        let widest = d.max(qw).max(ff);
-        product(&[("batch", batch), ("widest activation row", widest), ("bytes per f32", 4)])?;
-        product(&[("vocab_size", cfg.vocab_size), ("bytes per f32", 4)])?;
-        product(&[("context", context), ("key/value width", kvw), ("block_count", cfg.n_layer), ("keys and values", 2), ("bytes per f32", 4)])?;
-        let file = model.file();
-        let w = model.weights();
-        let token_embd = backend.weight(file, &w.token_embd)?;
-        let output = backend.weight(file, &w.output)?;
-        let mut layers = Vec::with_capacity(w.layers.len());
-        for l in &w.layers {
-            let mut weight = |r: &WeightRef| backend.weight(file, r);
-            let (wq, wk, wv, wo) = (weight(&l.wq)?, weight(&l.wk)?, weight(&l.wv)?, weight(&l.wo)?);
-            let (gate, up, down) = (weight(&l.gate)?, weight(&l.up)?, weight(&l.down)?);
-            let bias = match &l.bias {
-                Some([a, b, c]) => Some([backend.vector(a)?, backend.vector(b)?, backend.vector(c)?]),
-                None => None,
-            };
-            layers.push(Layer {
-                attn_norm: backend.vector(&l.attn_norm)?,
-                wq,
-                wk,
-                wv,
-                bias,
-                wo,
-                ffn_norm: backend.vector(&l.ffn_norm)?,
-                gate,
-                up,
-                down,
-            });
-        }
-        let output_norm = backend.vector(&w.output_norm)?;
+        product(&[
+            ("context", context),
+            ("key/value width", cfg.kv_width()),
+            ("block_count", cfg.n_layer),
+            ("keys and values", 2),
+            ("bytes per f32", 4),
+        ])?;
+        let weights = Weights::upload(model, &mut backend)?;
         let kv = backend.kv_cache(&cfg, context, opts.kv_type)?;
-        let mut buf = |n: usize| backend.buffer(batch * n);
-        let bufs = Buffers {
-            x: buf(d)?,
-            xn: buf(d.max(qw))?,
-            q: buf(qw)?,
-            k: buf(kvw)?,
-            v: buf(kvw)?,
-            att: buf(qw)?,
-            gate: buf(ff)?,
-            up: buf(ff)?,
-            last: backend.buffer(d)?,
-            logits: backend.buffer(cfg.vocab_size)?,
-        };
-        let weights = Weights { token_embd, layers, output_norm, output };
+        let bufs = Buffers::new(&mut backend, &cfg, batch, 1, false)?;
         Ok(Session { backend, cfg, weights, kv, bufs, context, batch, pos: 0 })
     }
 
@@ -273,10 +200,10 @@ impl<B: Backend> Session<B> {
     /// [`Backend::one_token_step`] (which may record it once and replay it).
     fn one_token_step(&mut self, tokens: &[u32]) -> Result<()> {
         let Session { backend, cfg, weights, kv, bufs, pos, .. } = self;
-        let at = *pos;
+        let at = [Segment { kv: 0, pos0: *pos, rows: 1 }];
         backend.one_token_step(&mut |b| {
-            layers_pass(b, cfg, weights, kv, bufs, tokens, at)?;
-            logits_pass(b, cfg, weights, bufs, 0)
+            layers_pass(b, cfg, weights, std::slice::from_mut(kv), bufs, tokens, &at)?;
+            logits_pass(b, cfg, weights, bufs, &[0])
         })?;
         *pos += 1;
         Ok(())
@@ -284,7 +211,8 @@ impl<B: Backend> Session<B> {
 
     /// One batch through every layer; leaves the final hidden states in `bufs.x`.
     fn step(&mut self, tokens: &[u32]) -> Result<()> {
-        layers_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.kv, &mut self.bufs, tokens, self.pos)?;
+        let at = [Segment { kv: 0, pos0: self.pos, rows: tokens.len() }];
+        layers_pass(&mut self.backend, &self.cfg, &self.weights, std::slice::from_mut(&mut self.kv), &mut self.bufs, tokens, &at)?;
         self.pos += tokens.len();
         Ok(())
     }
@@ -299,36 +227,8 @@ impl<B: Backend> Session<B> {
 
     /// The logits of row `r` of the last batch into `bufs.logits`.
     fn logits_ops(&mut self, r: usize) -> Result<()> {
-        logits_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.bufs, r)
+        logits_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.bufs, &[r])
     }
-}
-
-/// `tokens` at positions `pos..` through every layer; leaves the final hidden states in `f.x`.
-fn layers_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, kv: &mut B::Kv, f: &mut Buffers<B>, tokens: &[u32], pos: usize) -> Result<()> {
-    let m = tokens.len();
-    b.embed(&w.token_embd, tokens, &mut f.x)?;
-    for (i, l) in w.layers.iter().enumerate() {
-        b.norm_matmuls(&f.x, &l.attn_norm, c.eps, m, &[&l.wq, &l.wk, &l.wv], &mut f.xn, &mut [&mut f.q, &mut f.k, &mut f.v])?;
-        if let Some([bq, bk, bv]) = &l.bias {
-            b.add_bias(&mut f.q, bq, m)?;
-            b.add_bias(&mut f.k, bk, m)?;
-            b.add_bias(&mut f.v, bv, m)?;
-        }
-        b.rope_attention(c, kv, i, (&mut f.q, &mut f.k, &f.v), m, pos, &mut f.att)?;
-        b.matmul_add(&l.wo, &f.att, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
-        b.norm_swiglu(&f.x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), &mut f.xn, &mut f.gate, &mut f.up, m * c.n_ff)?;
-        b.matmul_add(&l.down, &f.gate, m, &mut f.xn, &mut f.x, m * c.n_embd)?;
-    }
-    Ok(())
-}
-
-/// The logits of row `r` of `f.x` into `f.logits`.
-fn logits_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, f: &mut Buffers<B>, r: usize) -> Result<()> {
-    if r == 0 {
-        return b.norm_matmuls(&f.x, &w.output_norm, c.eps, 1, &[&w.output], &mut f.last, &mut [&mut f.logits]);
-    }
-    b.copy_row(&f.x, r, c.n_embd, &mut f.xn)?;
-    b.norm_matmuls(&f.xn, &w.output_norm, c.eps, 1, &[&w.output], &mut f.last, &mut [&mut f.logits])
 }
 
 /// A session with its backend type erased, for code that picks the backend at run time

@@ -33,8 +33,11 @@ pub struct LayerWeights {
     pub wq: WeightRef,
     pub wk: WeightRef,
     pub wv: WeightRef,
-    /// Biases of the q/k/v projections (`qwen2`), else `None`.
+    /// Biases of the q/k/v projections ([`crate::arch::Architecture::qkv_bias`]), else `None`.
     pub bias: Option<[Vec<f32>; 3]>,
+    /// Per-head RMSNorm weights of the queries and keys (`head_dim` values each;
+    /// [`crate::arch::Architecture::qk_norm`]), else `None`.
+    pub qk_norm: Option<[Vec<f32>; 2]>,
     pub wo: WeightRef,
     pub ffn_norm: Vec<f32>,
     pub gate: WeightRef,
@@ -53,38 +56,49 @@ pub struct Weights {
 }
 
 impl Weights {
-    /// Finds and checks every tensor the model needs. A missing tensor or a shape that
-    /// contradicts `cfg` is an [`Error::Tensor`] naming the tensor and both shapes.
+    /// Finds and checks every tensor `cfg.arch` declares. A missing tensor, a shape that
+    /// contradicts `cfg`, or a tensor in the file that the architecture does not use (its
+    /// computation would be silently left out) is an [`Error::Tensor`] naming the tensor.
     pub fn from_gguf(file: &GgufFile, cfg: &Config) -> Result<Weights> {
-        let (d, q, kv, ff) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff);
-        let token_embd = matrix(file, "token_embd.weight", cfg.vocab_size, d)?;
+        let mut t = Tensors { file, used: Vec::new() };
+        let (d, q, kv, ff, hd) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff, cfg.head_dim);
+        let arch = cfg.arch;
+        let token_embd = t.matrix("token_embd.weight", cfg.vocab_size, d)?;
         let output = match file.tensor("output.weight") {
-            Some(_) => matrix(file, "output.weight", cfg.vocab_size, d)?,
+            Some(_) => t.matrix("output.weight", cfg.vocab_size, d)?,
             None => token_embd.clone(),
         };
-        let layers = (0..cfg.n_layer)
-            .map(|i| {
-                let name = |t: &str| format!("blk.{i}.{t}");
-                let bias = if cfg.qkv_bias {
-                    Some([vector(file, &name("attn_q.bias"), q)?, vector(file, &name("attn_k.bias"), kv)?, vector(file, &name("attn_v.bias"), kv)?])
-                } else {
-                    None
-                };
-                Ok(LayerWeights {
-                    attn_norm: vector(file, &name("attn_norm.weight"), d)?,
-                    wq: matrix(file, &name("attn_q.weight"), q, d)?,
-                    wk: matrix(file, &name("attn_k.weight"), kv, d)?,
-                    wv: matrix(file, &name("attn_v.weight"), kv, d)?,
-                    bias,
-                    wo: matrix(file, &name("attn_output.weight"), d, q)?,
-                    ffn_norm: vector(file, &name("ffn_norm.weight"), d)?,
-                    gate: matrix(file, &name("ffn_gate.weight"), ff, d)?,
-                    up: matrix(file, &name("ffn_up.weight"), ff, d)?,
-                    down: matrix(file, &name("ffn_down.weight"), d, ff)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Weights { token_embd, layers, output_norm: vector(file, "output_norm.weight", d)?, output })
+        // grown as tensors are found: a hostile block_count must not reserve memory up front
+        let mut layers = Vec::new();
+        for i in 0..cfg.n_layer {
+            let name = |n: &str| format!("blk.{i}.{n}");
+            let bias = match arch.qkv_bias {
+                true => Some([t.vector(&name("attn_q.bias"), q)?, t.vector(&name("attn_k.bias"), kv)?, t.vector(&name("attn_v.bias"), kv)?]),
+                false => None,
+            };
+            let qk_norm = match arch.qk_norm {
+                true => Some([t.vector(&name("attn_q_norm.weight"), hd)?, t.vector(&name("attn_k_norm.weight"), hd)?]),
+                false => None,
+            };
+            layers.push(LayerWeights {
+                attn_norm: t.vector(&name("attn_norm.weight"), d)?,
+                wq: t.matrix(&name("attn_q.weight"), q, d)?,
+                wk: t.matrix(&name("attn_k.weight"), kv, d)?,
+                wv: t.matrix(&name("attn_v.weight"), kv, d)?,
+                bias,
+                qk_norm,
+                wo: t.matrix(&name("attn_output.weight"), d, q)?,
+                ffn_norm: t.vector(&name("ffn_norm.weight"), d)?,
+                gate: t.matrix(&name("ffn_gate.weight"), ff, d)?,
+                up: t.matrix(&name("ffn_up.weight"), ff, d)?,
+                down: t.matrix(&name("ffn_down.weight"), d, ff)?,
+            });
+        }
+        let output_norm = t.vector("output_norm.weight", d)?;
+        if let Some(extra) = file.tensors().iter().find(|x| !t.used.contains(&x.name)) {
+            return Err(Error::tensor(&extra.name, format!("is in the file, but the `{}` block this engine runs does not use it", arch.name)));
+        }
+        Ok(Weights { token_embd, layers, output_norm, output })
     }
 
     /// The bytes of every matrix the forward pass reads once per token.
@@ -96,6 +110,23 @@ impl Weights {
 
 fn find<'f>(file: &'f GgufFile, name: &str) -> Result<&'f TensorInfo> {
     file.tensor(name).ok_or_else(|| Error::tensor(name, "is missing"))
+}
+
+/// The file's tensors, and the names taken so far.
+struct Tensors<'f> {
+    file: &'f GgufFile,
+    used: Vec<String>,
+}
+
+impl Tensors<'_> {
+    fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<WeightRef> {
+        self.used.push(name.to_string());
+        matrix(self.file, name, rows, cols)
+    }
+    fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>> {
+        self.used.push(name.to_string());
+        vector(self.file, name, len)
+    }
 }
 
 fn shape_error(t: &TensorInfo, want: &[usize]) -> Error {

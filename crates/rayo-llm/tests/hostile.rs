@@ -245,7 +245,7 @@ fn mutated_files_are_errors_not_panics() {
 
 fn tiny_config() -> Config {
     Config {
-        arch: "llama".into(),
+        arch: &rayo_llm::arch::LLAMA,
         n_layer: 2,
         n_embd: 64,
         n_ff: 128,
@@ -254,11 +254,9 @@ fn tiny_config() -> Config {
         head_dim: 16,
         n_rot: 16,
         rope_base: 10000.0,
-        rope_style: rayo_llm::RopeStyle::Adjacent,
         eps: 1e-5,
         context_length: 8192,
         vocab_size: 49152,
-        qkv_bias: false,
     }
 }
 

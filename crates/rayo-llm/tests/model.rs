@@ -1,7 +1,9 @@
 //! The forward pass against an f64 reference written here from the definitions (RMSNorm, RoPE,
 //! grouped-query causal attention, SwiGLU, tied LM head), on small random models written with
-//! `GgufWriter`: `llama` (RoPE on adjacent pairs) and `qwen2` (RoPE on pairs (i, i + n_rot/2),
-//! biases on the q/k/v projections); and bad models and inputs as errors naming what is wrong.
+//! `GgufWriter`: `llama` (RoPE on adjacent pairs), `qwen2` (RoPE on pairs (i, i + n_rot/2),
+//! biases on the q/k/v projections) and `qwen3` (half-split pairs, a per-head RMSNorm of queries
+//! and keys, a head size unrelated to the width); and bad models and inputs as errors naming
+//! what is wrong.
 //! Runs without any downloaded file.
 
 use rayo::gguf::{GgufArray, GgufFile, GgufValue, GgufWriter};
@@ -14,7 +16,6 @@ const D: usize = 32;
 const FF: usize = 64;
 const HEADS: usize = 4;
 const KV_HEADS: usize = 2;
-const HD: usize = D / HEADS;
 const VOCAB: usize = 257;
 const CTX: usize = 24;
 const BASE: f64 = 10000.0;
@@ -50,6 +51,9 @@ enum Arch {
     Llama,
     /// RoPE on pairs (j, j + HD/2) (GGUF's NEOX), biases on the q/k/v projections.
     Qwen2,
+    /// RoPE on pairs (j, j + HD/2), RMSNorm over each query and key head, heads of 16 values
+    /// (queries 64 wide in a 32-wide model).
+    Qwen3,
 }
 
 impl Arch {
@@ -57,6 +61,15 @@ impl Arch {
         match self {
             Arch::Llama => "llama",
             Arch::Qwen2 => "qwen2",
+            Arch::Qwen3 => "qwen3",
+        }
+    }
+
+    /// Values per head.
+    fn hd(self) -> usize {
+        match self {
+            Arch::Qwen3 => 16,
+            _ => D / HEADS,
         }
     }
 }
@@ -77,20 +90,28 @@ impl Weights {
         let norm = |seed| values(D, seed).iter().map(|v| 1.0 + 0.2 * v).collect::<Vec<_>>();
         t.push(("output_norm.weight".into(), 1, D, norm(2)));
         let scale = |v: Vec<f32>, k: f32| v.into_iter().map(|x| x * k).collect::<Vec<_>>();
+        let (hd, q) = (arch.hd(), HEADS * arch.hd());
+        let kv = KV_HEADS * hd;
         for l in 0..LAYERS {
             let s = 100 * (l as u64 + 1);
             let b = |n: &str| format!("blk.{l}.{n}");
             t.push((b("attn_norm.weight"), 1, D, norm(s)));
-            t.push((b("attn_q.weight"), D, D, scale(values(D * D, s + 1), 0.3)));
-            t.push((b("attn_k.weight"), KV_HEADS * HD, D, scale(values(KV_HEADS * HD * D, s + 2), 0.3)));
-            t.push((b("attn_v.weight"), KV_HEADS * HD, D, scale(values(KV_HEADS * HD * D, s + 3), 0.3)));
+            t.push((b("attn_q.weight"), q, D, scale(values(q * D, s + 1), 0.3)));
+            t.push((b("attn_k.weight"), kv, D, scale(values(kv * D, s + 2), 0.3)));
+            t.push((b("attn_v.weight"), kv, D, scale(values(kv * D, s + 3), 0.3)));
             if arch == Arch::Qwen2 {
                 // Large enough to matter next to the products (as Qwen2's k biases are).
-                t.push((b("attn_q.bias"), 1, D, scale(values(D, s + 10), 0.5)));
-                t.push((b("attn_k.bias"), 1, KV_HEADS * HD, scale(values(KV_HEADS * HD, s + 11), 2.0)));
-                t.push((b("attn_v.bias"), 1, KV_HEADS * HD, scale(values(KV_HEADS * HD, s + 12), 0.5)));
+                t.push((b("attn_q.bias"), 1, q, scale(values(q, s + 10), 0.5)));
+                t.push((b("attn_k.bias"), 1, kv, scale(values(kv, s + 11), 2.0)));
+                t.push((b("attn_v.bias"), 1, kv, scale(values(kv, s + 12), 0.5)));
             }
-            t.push((b("attn_output.weight"), D, D, scale(values(D * D, s + 4), 0.3)));
+            if arch == Arch::Qwen3 {
+                // Far from 1, so that leaving the norm out shows.
+                let spread = |seed| values(hd, seed).iter().map(|v| 1.0 + 0.8 * v).collect::<Vec<_>>();
+                t.push((b("attn_q_norm.weight"), 1, hd, spread(s + 13)));
+                t.push((b("attn_k_norm.weight"), 1, hd, spread(s + 14)));
+            }
+            t.push((b("attn_output.weight"), D, q, scale(values(D * q, s + 4), 0.3)));
             t.push((b("ffn_norm.weight"), 1, D, norm(s + 5)));
             t.push((b("ffn_gate.weight"), FF, D, scale(values(FF * D, s + 6), 0.3)));
             t.push((b("ffn_up.weight"), FF, D, scale(values(FF * D, s + 7), 0.3)));
@@ -135,7 +156,9 @@ fn gguf(w: &Weights, ty: GgmlType, edit: impl FnOnce(&mut GgufWriter, &mut Vec<(
         ("attention.head_count", HEADS),
         ("attention.head_count_kv", KV_HEADS),
         ("context_length", CTX),
-        ("rope.dimension_count", HD),
+        ("rope.dimension_count", w.arch.hd()),
+        ("attention.key_length", w.arch.hd()),
+        ("attention.value_length", w.arch.hd()),
     ] {
         g.set(format!("{arch}.{k}"), v as u32);
     }
@@ -182,14 +205,15 @@ fn rms_norm(x: &[f64], g: &[f32]) -> Vec<f64> {
 }
 
 /// Pair j of each head turns by pos·BASE^(−2j/HD): pairs (2j, 2j+1) in `llama`, (j, j + HD/2)
-/// in `qwen2`.
+/// in `qwen2` and `qwen3`.
 fn rope(arch: Arch, x: &mut [f64], pos: usize) {
-    for head in x.chunks_exact_mut(HD) {
-        for j in 0..HD / 2 {
-            let th = pos as f64 * BASE.powf(-2.0 * j as f64 / HD as f64);
+    let hd = arch.hd();
+    for head in x.chunks_exact_mut(hd) {
+        for j in 0..hd / 2 {
+            let th = pos as f64 * BASE.powf(-2.0 * j as f64 / hd as f64);
             let (i0, i1) = match arch {
                 Arch::Llama => (2 * j, 2 * j + 1),
-                Arch::Qwen2 => (j, j + HD / 2),
+                Arch::Qwen2 | Arch::Qwen3 => (j, j + hd / 2),
             };
             let (a, b) = (head[i0], head[i1]);
             head[i0] = a * th.cos() - b * th.sin();
@@ -209,6 +233,7 @@ fn project(w: &Weights, layer: usize, name: &str, x: &[f64]) -> Vec<f64> {
 
 /// The f64 logits of every position of `tokens`.
 fn reference(w: &Weights, tokens: &[u32]) -> Vec<Vec<f64>> {
+    let hd = w.arch.hd();
     let mut keys: Vec<Vec<Vec<f64>>> = vec![vec![]; LAYERS];
     let mut vals: Vec<Vec<Vec<f64>>> = vec![vec![]; LAYERS];
     let embd = w.get("token_embd.weight");
@@ -219,22 +244,27 @@ fn reference(w: &Weights, tokens: &[u32]) -> Vec<Vec<f64>> {
             let g = |n: &str| w.get(&format!("blk.{l}.{n}"));
             let xn = rms_norm(&x, g("attn_norm.weight"));
             let (mut q, mut k, v) = (project(w, l, "attn_q", &xn), project(w, l, "attn_k", &xn), project(w, l, "attn_v", &xn));
+            if w.arch == Arch::Qwen3 {
+                let per_head = |x: &[f64], g: &[f32]| x.chunks_exact(hd).flat_map(|h| rms_norm(h, g)).collect::<Vec<f64>>();
+                q = per_head(&q, g("attn_q_norm.weight"));
+                k = per_head(&k, g("attn_k_norm.weight"));
+            }
             rope(w.arch, &mut q, pos);
             rope(w.arch, &mut k, pos);
             keys[l].push(k);
             vals[l].push(v);
-            let mut att = vec![0f64; D];
+            let mut att = vec![0f64; HEADS * hd];
             for h in 0..HEADS {
                 let kv = h / (HEADS / KV_HEADS);
-                let qh = &q[h * HD..][..HD];
+                let qh = &q[h * hd..][..hd];
                 let s: Vec<f64> =
-                    keys[l].iter().map(|k| qh.iter().zip(&k[kv * HD..][..HD]).map(|(a, b)| a * b).sum::<f64>() / (HD as f64).sqrt()).collect();
+                    keys[l].iter().map(|k| qh.iter().zip(&k[kv * hd..][..hd]).map(|(a, b)| a * b).sum::<f64>() / (hd as f64).sqrt()).collect();
                 let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let e: Vec<f64> = s.iter().map(|v| (v - m).exp()).collect();
                 let z: f64 = e.iter().sum();
                 for (p, v) in e.iter().zip(&vals[l]) {
-                    for d in 0..HD {
-                        att[h * HD + d] += p / z * v[kv * HD + d];
+                    for d in 0..hd {
+                        att[h * hd + d] += p / z * v[kv * hd + d];
                     }
                 }
             }
@@ -262,10 +292,10 @@ fn max_rel_diff(got: &[f32], want: &[Vec<f64>]) -> f64 {
 
 #[test]
 fn f32_weights_match_the_f64_definition_batched_and_one_token_at_a_time() {
-    for arch in [Arch::Llama, Arch::Qwen2] {
+    for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3] {
         let w = Weights::random_of(arch);
         let m = model_of(arch, GgmlType::F32);
-        assert_eq!(m.config().arch, arch.name());
+        assert_eq!(m.config().arch.name, arch.name());
         let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
         let want = reference(&w, &tokens);
         for (threads, batch) in [(1, 256), (2, 256), (2, 5)] {
@@ -309,10 +339,38 @@ fn qwen2_s_rope_pairs_and_biases_change_the_logits() {
     }
 }
 
+/// Likewise `qwen3`: computed with the per-head norms' weights set to 1, the logits are far from
+/// the engine's (so the test above fails if the engine ignored those weights).
+#[test]
+fn qwen3_s_qk_norm_weights_change_the_logits() {
+    let w = Weights::random_of(Arch::Qwen3);
+    let m = model_of(Arch::Qwen3, GgmlType::F32);
+    let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
+    let got = session(&m, Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
+    let flat = Weights {
+        arch: Arch::Qwen3,
+        tensors: w
+            .tensors
+            .iter()
+            .map(|(n, r, c, v)| {
+                (
+                    n.clone(),
+                    *r,
+                    *c,
+                    if n.contains("_norm.weight") && n.contains("attn_") && !n.contains("attn_norm") { vec![1.0; v.len()] } else { v.clone() },
+                )
+            })
+            .collect(),
+    };
+    let e = max_rel_diff(&got, &reference(&flat, &tokens));
+    assert!(e > 1e-2, "qwen3 computed with unit QK-norm weights is only {e} from the engine");
+}
+
 #[test]
 fn quantized_weights_match_the_definition_on_their_dequantized_values() {
-    for (arch, ty) in
-        [Arch::Llama, Arch::Qwen2].into_iter().flat_map(|a| [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16].map(|t| (a, t)))
+    for (arch, ty) in [Arch::Llama, Arch::Qwen2, Arch::Qwen3]
+        .into_iter()
+        .flat_map(|a| [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16].map(|t| (a, t)))
     {
         let w = Weights::random_of(arch);
         let tokens: Vec<u32> = (0..12u32).map(|i| (i * 91 + 3) % 256).collect();
@@ -344,6 +402,10 @@ fn bad_models_are_errors_naming_what_is_wrong() {
     assert!(e.contains("architecture `rwkv6` is not supported") && e.contains("llama"), "{e}");
     let e = model_error(|_, t| t.retain(|t| t.0 != "blk.1.ffn_up.weight"));
     assert!(e.contains("tensor blk.1.ffn_up.weight is missing"), "{e}");
+    // A tensor the llama block does not use (qwen3's QK-norm): computing without it would be a
+    // wrong answer, so the file is refused.
+    let e = model_error(|_, t| t.push(("blk.0.attn_q_norm.weight".into(), 1, 8, vec![1.0; 8])));
+    assert!(e.contains("tensor blk.0.attn_q_norm.weight is in the file") && e.contains("`llama` block"), "{e}");
     let e = model_error(|_, t| {
         let q = t.iter_mut().find(|t| t.0 == "blk.0.attn_k.weight").unwrap();
         q.1 = D; // 32 rows where 2 kv heads of 8 make 16

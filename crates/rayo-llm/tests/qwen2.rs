@@ -21,7 +21,7 @@ fn model(test: &str) -> Option<Model> {
     let m = Model::open(&path).unwrap();
     let c = m.config();
     // What makes it a qwen2 test: the half-split RoPE and the biases.
-    assert_eq!((c.arch.as_str(), c.rope_style, c.qkv_bias), ("qwen2", RopeStyle::HalfSplit, true));
+    assert_eq!((c.arch.name, c.arch.rope, c.arch.qkv_bias), ("qwen2", RopeStyle::HalfSplit, true));
     assert_eq!((c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.vocab_size), (24, 896, 14, 2, 64, 4864, QWEN2_VOCAB));
     Some(m)
 }

@@ -156,7 +156,7 @@ fn quantized_products_match_f64() {
 
 fn tiny_config(style: RopeStyle, n_head: usize, n_head_kv: usize, head_dim: usize, n_rot: usize) -> Config {
     Config {
-        arch: "llama".into(),
+        arch: rayo_llm::arch::with_rope(style),
         n_layer: 2,
         n_embd: n_head * head_dim,
         n_ff: 8,
@@ -165,11 +165,9 @@ fn tiny_config(style: RopeStyle, n_head: usize, n_head_kv: usize, head_dim: usiz
         head_dim,
         n_rot,
         rope_base: 10000.0,
-        rope_style: style,
         eps: 1e-5,
         context_length: 160,
         vocab_size: 4,
-        qkv_bias: false,
     }
 }
 
@@ -581,7 +579,7 @@ fn rope_ref(x: &[f32], heads: usize, cfg: &Config, pos0: usize) -> Vec<f64> {
     for (r, row) in out.chunks_mut(heads * hd).enumerate() {
         for head in row.chunks_mut(hd) {
             for j in 0..nr / 2 {
-                let (a, b) = match cfg.rope_style {
+                let (a, b) = match cfg.arch.rope {
                     RopeStyle::Adjacent => (2 * j, 2 * j + 1),
                     RopeStyle::HalfSplit => (j, j + nr / 2),
                 };

@@ -1,6 +1,7 @@
 //! The CUDA runtime. Without a driver: every entry point is an error value (never a panic).
 //! With a device: every kernel against an f64 CPU reference on awkward shapes, outputs poisoned
-//! with NaN before each launch (the LLM engine's kernels are tested in `cuda_llm.rs`).
+//! with NaN before each launch (the row ops an engine builds on are tested in `cuda_llm.rs`, the
+//! LLM's own ops in rayo-llm's `cuda_ops.rs`).
 //! `RAYO_REQUIRE_CUDA=1` turns "no device" into a failure; without it each GPU test prints one
 //! `SKIP cuda: <test> (no device)` line (count them with grep).
 #![cfg(feature = "cuda")]
@@ -732,4 +733,59 @@ fn wgmma_attention_matches_f64() {
     );
     assert!(dev.attention_wgmma(WgmmaType::BF16, &x, &x, &x, FlashShape { n: 9, ..tiny }, false, 0.1, &mut o).is_err(), "inputs too short");
     assert!(dev.attention_wgmma(WgmmaType::BF16, &x, &x, &x, tiny, false, f32::NAN, &mut o).is_err(), "scale NaN");
+}
+
+/// A kernel's parameter list as a type outside the crate's ops: [`AddRowsKernel`]'s, for the
+/// typed launch's tests. `claim` rows are claimed for `x`; `drop_last` leaves the last
+/// parameter out.
+struct AddRows<'a> {
+    x: &'a mut DeviceBuffer,
+    b: &'a DeviceBuffer,
+    claim: usize,
+    drop_last: bool,
+}
+
+// SAFETY: AddRowsKernel (a thread per i < total, the grid `launch(total)`) reads `b[i % cols]`
+// and adds it to `x[i]`: extents `total` and `cols`, with `total = claim · cols`, the values
+// the kernel is given.
+unsafe impl rayo::cuda::KernelArgs for AddRows<'_> {
+    type Kernel = rayo::cuda::kernels::AddRowsKernel;
+
+    fn bind(&mut self, k: &Self::Kernel) -> rayo::Result<Option<rayo::cuda::Bound<'_>>> {
+        use rayo::cuda::Param;
+        let cols = self.b.len();
+        let total = self.claim * cols;
+        let mut params = vec![Param::Out(self.x, total), Param::In(self.b, cols), Param::U32(cols as u32), Param::U32(total as u32)];
+        if self.drop_last {
+            params.pop();
+        }
+        Ok(Some(rayo::cuda::Bound { config: k.launch(total as u32), params }))
+    }
+}
+
+/// The typed launch (`CudaDevice::launch`, what code outside rayo launches a kernel with):
+/// the kernel runs when the arguments fit; a buffer shorter than its stated extent, a
+/// parameter list that is not the PTX's and a buffer of another device are errors before
+/// anything reaches the driver.
+#[test]
+fn typed_launch_checks_extents_devices_and_the_parameter_list() {
+    use rayo::cuda::kernels::AddRowsKernel;
+    let Some(dev) = fresh_device("typed_launch_checks_extents_devices_and_the_parameter_list") else { return };
+    let b = dev.upload(&[1.0, 2.0, 3.0]).unwrap();
+    let mut x = dev.upload(&[10.0; 7]).unwrap();
+    dev.launch(&AddRowsKernel, &mut AddRows { x: &mut x, b: &b, claim: 2, drop_last: false }).unwrap();
+    assert_eq!(dev.download(&x).unwrap(), vec![11.0, 12.0, 13.0, 11.0, 12.0, 13.0, 10.0]);
+    // three rows claimed of a buffer that holds two (and a bit)
+    let e = dev.launch(&AddRowsKernel, &mut AddRows { x: &mut x, b: &b, claim: 3, drop_last: false }).unwrap_err();
+    assert_eq!(e, Error::LengthMismatch { op: "cuda launch", expected: 9, actual: 7 });
+    // one parameter short of what the PTX declares
+    let e = dev.launch(&AddRowsKernel, &mut AddRows { x: &mut x, b: &b, claim: 1, drop_last: true }).unwrap_err();
+    assert_eq!(e, Error::LengthMismatch { op: "cuda launch (kernel parameters)", expected: 4, actual: 3 });
+    // a bias on another device value
+    let other = CudaDevice::new().unwrap();
+    let foreign = other.upload(&[1.0, 2.0, 3.0]).unwrap();
+    let e = dev.launch(&AddRowsKernel, &mut AddRows { x: &mut x, b: &foreign, claim: 1, drop_last: false }).unwrap_err();
+    assert!(matches!(e, Error::ForeignBuffer { .. }), "{e}");
+    // nothing of the refused launches ran
+    assert_eq!(dev.download(&x).unwrap(), vec![11.0, 12.0, 13.0, 11.0, 12.0, 13.0, 10.0]);
 }

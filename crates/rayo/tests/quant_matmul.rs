@@ -263,3 +263,36 @@ fn prepared_activations_in_row_ranges_equal_the_whole_product() {
     ));
     assert!(matches!(quant::PreparedActs::new(Backend::selected(), Activations::Quantized, GgmlType::Q4_K, &x, 0), Err(Error::EmptyInput { .. })));
 }
+
+/// Batch invariance, what a server needs to give a request the same tokens alone or beside
+/// others: an activation row's products are the same bits whether it is multiplied alone or
+/// in a batch of any size, at any place in it (inside an 8-row tile or among the rows left over).
+#[test]
+fn a_rows_products_do_not_depend_on_its_batch() {
+    let mut rng = Rng::new(13);
+    let mut failures = Vec::new();
+    for backend in backends("quant_matmul batch invariance") {
+        for ty in GgmlType::ALL {
+            let cols = cols_for(ty, true);
+            let rows = 21;
+            let (buf, _) = weights(&mut rng, ty, rows, cols);
+            let w = QuantMatrix::new(ty, rows, cols, &buf[1..]).unwrap();
+            for act in [Activations::Quantized, Activations::F32] {
+                let m = 19;
+                let x = rng.data(m * cols, -2.0, 2.0);
+                let mut batch = vec![0f32; m * rows];
+                quant::matmul_with(backend, act, &w, &x, &mut batch, Par::Seq).unwrap();
+                for i in 0..m {
+                    let mut alone = vec![0f32; rows];
+                    quant::matmul_with(backend, act, &w, &x[i * cols..(i + 1) * cols], &mut alone, Par::Seq).unwrap();
+                    let same = alone.iter().zip(&batch[i * rows..(i + 1) * rows]).all(|(a, b)| a.to_bits() == b.to_bits());
+                    if !same {
+                        failures.push(format!("{backend} {ty} {act:?} row {i} of {m}"));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
+}

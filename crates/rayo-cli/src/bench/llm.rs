@@ -28,7 +28,7 @@ pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result
     if !json {
         outln!(
             "model {name} ({}): {:.1} MB file, {:.1} MB of matrices read per token",
-            m.config().arch,
+            m.config().arch.name,
             size as f64 / 1e6,
             m.weights().bytes_per_token() as f64 / 1e6
         );

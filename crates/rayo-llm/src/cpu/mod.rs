@@ -206,10 +206,11 @@ impl Backend for Cpu {
         self.attend(cfg, kv, layer, &q[..m * cfg.q_width()], m, pos0, &mut out[..m * cfg.q_width()])
     }
 
-    fn copy_row(&mut self, x: &Vec<f32>, row: usize, width: usize, out: &mut Vec<f32>) -> Result<()> {
-        check_len("copy_row", x.len(), (row + 1) * width)?;
-        check_len("copy_row", out.len(), width)?;
-        out[..width].copy_from_slice(&x[row * width..][..width]);
+    fn copy_rows(&mut self, x: &Vec<f32>, from: usize, out: &mut Vec<f32>, to: usize, rows: usize, width: usize) -> Result<()> {
+        let (src, dst) = (row_range("copy_rows", from, rows, width)?, row_range("copy_rows", to, rows, width)?);
+        check_len("copy_rows", x.len(), src.end)?;
+        check_len("copy_rows", out.len(), dst.end)?;
+        out[dst].copy_from_slice(&x[src]);
         Ok(())
     }
 
@@ -264,5 +265,14 @@ impl Backend for Cpu {
         products::run(&self.file, &self.workers, self.simd, self.act, Products::SwiGlu(gate, up), tmp, m, |_, r0, r1, y| {
             products::put(out, gate.rows, r0, r1, y)
         })
+    }
+}
+
+/// The values of rows `row..row + rows` of `width` values, or an error when that overflows.
+fn row_range(op: &'static str, row: usize, rows: usize, width: usize) -> Result<std::ops::Range<usize>> {
+    let at = |r: usize| r.checked_mul(width);
+    match (at(row), row.checked_add(rows).and_then(at)) {
+        (Some(a), Some(b)) => Ok(a..b),
+        _ => Err(rayo::Error::SizeOverflow { op, dims: vec![row, rows, width] }.into()),
     }
 }

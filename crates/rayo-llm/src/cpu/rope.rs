@@ -11,7 +11,7 @@ pub fn rope(cfg: &Config, q: &mut [f32], k: &mut [f32], pos0: usize) {
     for (i, (qr, kr)) in q.chunks_exact_mut(cfg.q_width()).zip(k.chunks_exact_mut(cfg.kv_width())).enumerate() {
         angles(cfg, pos0 + i, &mut cs);
         for head in qr.chunks_exact_mut(cfg.head_dim).chain(kr.chunks_exact_mut(cfg.head_dim)) {
-            rotate(cfg.rope_style, &mut head[..cfg.n_rot], &cs);
+            rotate(cfg.arch.rope, &mut head[..cfg.n_rot], &cs);
         }
     }
 }
@@ -58,7 +58,7 @@ mod tests {
 
     fn cfg(style: RopeStyle) -> Config {
         Config {
-            arch: "llama".into(),
+            arch: crate::arch::with_rope(style),
             n_layer: 1,
             n_embd: 8,
             n_ff: 8,
@@ -67,11 +67,9 @@ mod tests {
             head_dim: 4,
             n_rot: 4,
             rope_base: 10000.0,
-            rope_style: style,
             eps: 1e-5,
             context_length: 16,
             vocab_size: 4,
-            qkv_bias: false,
         }
     }
 

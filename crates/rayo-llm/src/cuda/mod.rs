@@ -23,6 +23,7 @@
 //! than both, kept for the comparison).
 
 mod memory;
+pub mod ops;
 mod products;
 
 pub use memory::CudaBuf;
@@ -32,10 +33,9 @@ use crate::config::{Config, RopeStyle};
 use crate::weights::WeightRef;
 use crate::{Error, Result};
 use memory::{Arena, Held};
+use ops::{AttentionShape, DecodeScratch, LayerCache, Rope, RopePairs, StepInputs};
 use products::attend;
-use rayo::cuda::{
-    ActFormat, AttentionShape, CudaDevice, DecodeScratch, DeviceBuffer, DeviceBytes, Expr, NarrowActivations, QFormat, Replay, RopePairs, StepInputs,
-};
+use rayo::cuda::{ActFormat, CudaDevice, DeviceBuffer, DeviceBytes, Expr, NarrowActivations, QFormat, Replay};
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, GgmlType};
@@ -79,11 +79,10 @@ struct Context {
     narrow: Option<NarrowActivations>,
 }
 
-/// What a layer's attention uses of a [`Context`].
-struct LayerCache<'a> {
-    shape: AttentionShape,
-    kc: &'a mut DeviceBytes,
-    vc: &'a mut DeviceBytes,
+/// What a layer's attention uses of a [`Context`]: its caches, RoPE's table, the pass's inputs
+/// and the decoding step's scratch.
+struct Layer<'a> {
+    cache: LayerCache<'a>,
     rope: &'a DeviceBuffer,
     inputs: &'a StepInputs,
     scratch: &'a mut DecodeScratch,
@@ -91,10 +90,12 @@ struct LayerCache<'a> {
 
 impl Context {
     /// Layer `layer`'s caches, with the pass's inputs and scratch.
-    fn layer(&mut self, layer: usize) -> Result<LayerCache<'_>> {
+    fn layer(&mut self, layer: usize) -> Result<Layer<'_>> {
         let layers = self.k.len();
         match (self.k.get_mut(layer), self.v.get_mut(layer)) {
-            (Some(kc), Some(vc)) => Ok(LayerCache { shape: self.shape, kc, vc, rope: &self.rope, inputs: &self.inputs, scratch: &mut self.scratch }),
+            (Some(k), Some(v)) => {
+                Ok(Layer { cache: LayerCache { shape: self.shape, k, v }, rope: &self.rope, inputs: &self.inputs, scratch: &mut self.scratch })
+            }
             _ => Err(Error::backend("cuda", format!("layer {layer} is past the cache's {layers} layers"))),
         }
     }
@@ -337,7 +338,7 @@ impl Cuda {
 
 /// The rotated pairs of the model's RoPE.
 fn pairs(cfg: &Config) -> RopePairs {
-    match cfg.rope_style {
+    match cfg.arch.rope {
         RopeStyle::Adjacent => RopePairs::Adjacent,
         RopeStyle::HalfSplit => RopePairs::HalfSplit,
     }
@@ -358,6 +359,11 @@ impl Backend for Cuda {
         "cuda"
     }
 
+    fn max_sequences(&self) -> usize {
+        // one KV cache (a new one replaces it), and the step's ids and position in StepInputs
+        1
+    }
+
     fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {
         let refuse = |what: String| Err(Error::backend("cuda", format!("{what}: the CUDA backend cannot run this model (--backend cpu can)")));
         // every matrix's rows: the kernels read blocks of 32 values
@@ -370,8 +376,7 @@ impl Backend for Cuda {
         }
         let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions: context, f16: true };
         let fused = (cfg.n_rot == cfg.head_dim && self.fused_rope).then(|| pairs(cfg));
-        CudaDevice::check_attention(&shape, fused)
-            .or_else(|e| refuse(format!("{} heads of {} values over {context} positions ({e})", cfg.n_head, cfg.head_dim)))
+        shape.check(fused).or_else(|e| refuse(format!("{} heads of {} values over {context} positions ({e})", cfg.n_head, cfg.head_dim)))
     }
 
     fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<Arc<CudaWeight>> {
@@ -439,7 +444,7 @@ impl Backend for Cuda {
             v,
             rope: self.dev.upload(&crate::cpu::rope::table(cfg, positions))?,
             inputs: StepInputs::new(&self.dev, positions, positions, cfg.vocab_size)?,
-            scratch: self.dev.decode_attention_scratch(cfg.n_head, cfg.head_dim)?,
+            scratch: DecodeScratch::new(&self.dev, cfg.n_head, cfg.head_dim)?,
             narrow,
         });
         Ok(CudaKv { owner: self.id, generation: self.generations })
@@ -450,8 +455,11 @@ impl Backend for Cuda {
         self.owns(&[table])?;
         self.count(1);
         self.with(&[], &[x], |s, _, outs| {
-            let inputs = &s.context()?.inputs;
-            Ok(s.dev.embed_rows(table.fmt, &table.bytes, table.rows, table.cols, inputs, tokens.len(), outs[0])?)
+            let st = s.context()?.inputs.step(&s.dev)?;
+            if st.m() != tokens.len() {
+                return Err(rayo::Error::LengthMismatch { op: "cuda embed_rows", expected: st.m(), actual: tokens.len() }.into());
+            }
+            Ok(st.embed(table.fmt, &table.bytes, (table.rows, table.cols), outs[0])?)
         })
     }
 
@@ -483,7 +491,8 @@ impl Backend for Cuda {
         self.with(&[], &[q, k], |s, _, outs| {
             let c = s.context()?;
             let [q, k] = outs else { unreachable!("two outputs") };
-            Ok(s.dev.rope_rows(pairs(cfg), q, k, &c.rope, &c.inputs, m, (cfg.n_head, cfg.n_head_kv), cfg.head_dim, cfg.n_rot, pos0)?)
+            let rope = Rope { pairs: pairs(cfg), table: &c.rope, n_rot: cfg.n_rot };
+            Ok(c.inputs.step_at(&s.dev, pos0, m)?.rope(&rope, &c.shape, q, k)?)
         })
     }
 
@@ -503,16 +512,22 @@ impl Backend for Cuda {
         self.count(2);
         self.with(&[q, k, v], &[out], |s, ins, outs| {
             let tensor_cores = s.tensor_cores;
-            let p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
-            s.dev.kv_store(&p.shape, ins[1], ins[2], m, p.inputs, pos0, p.kc, p.vc)?;
-            attend(&s.dev, tensor_cores, cfg, p.inputs, &p.shape, ins[0], (p.kc, p.vc), m, pos0, outs[0])
+            let mut p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
+            let st = p.inputs.step_at(&s.dev, pos0, m)?;
+            p.cache.store(&st, ins[1], ins[2])?;
+            attend(tensor_cores, cfg, &st, &p.cache, ins[0], outs[0])
         })
     }
 
-    fn copy_row(&mut self, x: &CudaBuf, row: usize, width: usize, out: &mut CudaBuf) -> Result<()> {
+    fn copy_rows(&mut self, x: &CudaBuf, from: usize, out: &mut CudaBuf, to: usize, rows: usize, width: usize) -> Result<()> {
         self.count(1);
-        let at = row.checked_mul(width).ok_or(rayo::Error::SizeOverflow { op: "cuda copy_row", dims: vec![row, width] })?;
-        self.with(&[x], &[out], |s, ins, outs| Ok(s.dev.copy_within_device(ins[0], at, outs[0], 0, width)?))
+        let overflow = || rayo::Error::SizeOverflow { op: "cuda copy_rows", dims: vec![from, to, rows, width] };
+        let (src, dst, len) = (
+            from.checked_mul(width).ok_or_else(overflow)?,
+            to.checked_mul(width).ok_or_else(overflow)?,
+            rows.checked_mul(width).ok_or_else(overflow)?,
+        );
+        self.with(&[x], &[out], |s, ins, outs| Ok(s.dev.copy_within_device(ins[0], src, outs[0], dst, len)?))
     }
 
     fn read(&mut self, x: &CudaBuf, out: &mut [f32]) -> Result<()> {
@@ -524,7 +539,7 @@ impl Backend for Cuda {
             self.sample_out = Some(self.dev.zeros(3)?);
         }
         let (logits, sample) = (self.arena.get(x)?, self.sample_out.as_mut().expect("made above"));
-        let r = self.dev.argmax(logits, n, sample)?;
+        let r = ops::argmax(&self.dev, logits, n, sample)?;
         let bad = r.first_bad.map(|(i, v)| (i as usize, v));
         crate::sample::greedy_verdict(n, r.index.unwrap_or(0) as usize, r.max, bad)
     }
@@ -537,7 +552,7 @@ impl Backend for Cuda {
             self.sample_out = Some(grown);
         }
         let (logits, sample) = (self.arena.get(x)?, self.sample_out.as_mut().expect("made above"));
-        let r = self.dev.top_k(logits, n, k, sample)?;
+        let r = ops::top_k(&self.dev, logits, n, k, sample)?;
         let bad = r.first_bad.map(|(i, v)| (i as usize, v));
         // the greedy checks: no NaN or +inf, a finite best
         let (id, best) = r.best.first().copied().unwrap_or((0, f32::NEG_INFINITY));
@@ -629,27 +644,17 @@ impl Backend for Cuda {
         self.with(&[v], &[q, k, out], |s, ins, outs| {
             let [q, k, out] = outs else { unreachable!("three outputs") };
             let tensor_cores = s.tensor_cores;
-            let p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
+            let mut p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
+            let st = p.inputs.step_at(&s.dev, pos0, m)?;
+            let rope = Rope { pairs: pairs(cfg), table: p.rope, n_rot: cfg.n_rot };
             if fused {
                 let scale = 1.0 / (cfg.head_dim as f32).sqrt();
-                let step = (p.rope, cfg.n_rot);
-                let f16 = p.shape.f16;
-                return Ok(s.dev.rope_attention_step(
-                    pairs(cfg),
-                    &p.shape,
-                    (q, k, ins[0]),
-                    (p.kc, p.vc),
-                    step,
-                    p.inputs,
-                    pos0,
-                    (scale, f16),
-                    p.scratch,
-                    out,
-                )?);
+                let round_q = p.cache.shape.f16;
+                return Ok(p.cache.decode(&st, &rope, (q, k, ins[0]), (scale, round_q), p.scratch, out)?);
             }
             // one launch rotates Q and K and stores K and V; a second attends
-            s.dev.rope_store_rows(pairs(cfg), q, k, ins[0], (&p.shape, &mut *p.kc, &mut *p.vc), p.rope, p.inputs, m, cfg.n_rot, pos0)?;
-            attend(&s.dev, tensor_cores, cfg, p.inputs, &p.shape, q, (p.kc, p.vc), m, pos0, out)
+            p.cache.rope_store(&st, &rope, q, k, ins[0])?;
+            attend(tensor_cores, cfg, &st, &p.cache, q, out)
         })
     }
 
@@ -659,8 +664,12 @@ impl Backend for Cuda {
             // (kept by name while it lives), arena buffers (never freed while it lives), its
             // spares (never freed), and its context and scratch, whose replacement drops the
             // recording first (`drop_recording`). Nothing was allocated while it recorded (the
-            // device refuses to). The positions and ids it reads were bounded by
-            // `StepInputs::write` against the cache and the embedding table.
+            // device refuses to). The positions and ids it reads are what `StepInputs::write`
+            // last wrote, bounded there: ids below the vocabulary (checked against the
+            // embedding table's rows when recorded), a position below the inputs' positions
+            // even for an empty write; the recorded step is one row, and its launches checked
+            // that the cache and RoPE's table hold every position the inputs can name
+            // (`cuda/ops/args.rs`).
             return unsafe { g.replay().map_err(crate::Error::from) };
         }
         if !self.graphs || !self.stepped_once {

@@ -2,10 +2,11 @@
 //! products on narrower activations, a prompt's GEMMs (fp32, `mma.sync` or Hopper's `wgmma`
 //! over f16 copies of the weights), and attention over a layer's caches.
 
+use super::ops::{LayerCache, StepCtx};
 use super::{Cuda, CudaWeight, GEMM_ROWS};
 use crate::config::Config;
 use crate::Result;
-use rayo::cuda::{ActFormat, AttentionShape, CudaDevice, DeviceBuffer, DeviceBytes, Epilogue, NarrowActivations, QMatvecKernel, Replay, StepInputs};
+use rayo::cuda::{ActFormat, CudaDevice, DeviceBuffer, DeviceBytes, Epilogue, NarrowActivations, QMatvecKernel, Replay};
 use std::sync::Arc;
 
 impl Cuda {
@@ -198,28 +199,17 @@ impl Cuda {
     }
 }
 
-/// Attention of `m` rows of `q` over a layer's caches (the new rows already stored): flash
-/// attention on the tensor cores for a prompt's rows where it fits, else one block per row.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn attend(
-    dev: &CudaDevice,
-    tensor_cores: bool,
-    cfg: &Config,
-    inputs: &StepInputs,
-    shape: &AttentionShape,
-    q: &DeviceBuffer,
-    (kc, vc): (&DeviceBytes, &DeviceBytes),
-    m: usize,
-    pos0: usize,
-    out: &mut DeviceBuffer,
-) -> Result<()> {
+/// Attention of the pass's rows of `q` over a layer's caches (the new rows already stored):
+/// flash attention on the tensor cores for a prompt's rows where it fits, else one block per
+/// row.
+pub(super) fn attend(tensor_cores: bool, cfg: &Config, st: &StepCtx, cache: &LayerCache, q: &DeviceBuffer, out: &mut DeviceBuffer) -> Result<()> {
     let scale = 1.0 / (cfg.head_dim as f32).sqrt();
-    if tensor_cores && m >= GEMM_ROWS && CudaDevice::flash_attention_fits(shape) {
-        return dev.flash_attention_rows(shape, q, (kc, vc), m, inputs, pos0, scale, out).map_err(crate::Error::from);
+    if tensor_cores && st.m() >= GEMM_ROWS && cache.shape.flash_fits() {
+        return cache.flash_attend(st, q, scale, out).map_err(crate::Error::from);
     }
     // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
-    let round_q = shape.f16 && m < 64;
-    dev.attention_rows(shape, q, kc, vc, m, inputs, pos0, scale, round_q, out).map_err(crate::Error::from)
+    let round_q = cache.shape.f16 && st.m() < 64;
+    cache.attend(st, q, (scale, round_q), out).map_err(crate::Error::from)
 }
 
 /// `w` as f16 for a prompt's tensor-core products: its copy, made on first use and kept while

@@ -466,10 +466,13 @@ impl Backend for Wgpu {
         self.attend(cfg, kv.f16, &kc, &vc, q, m, pos0, out)
     }
 
-    fn copy_row(&mut self, x: &WgpuBuf, row: usize, width: usize, out: &mut WgpuBuf) -> Result<()> {
-        check_len("copy_row", x.len, (row + 1) * width)?;
-        check_len("copy_row", out.len, width)?;
-        self.rec.copy(&x.buf, (row * width * 4) as u64, &out.buf, 0, (width * 4) as u64);
+    fn copy_rows(&mut self, x: &WgpuBuf, from: usize, out: &mut WgpuBuf, to: usize, rows: usize, width: usize) -> Result<()> {
+        let overflow = || crate::Error::from(rayo::Error::SizeOverflow { op: "wgpu copy_rows", dims: vec![from, to, rows, width] });
+        let end = |r: usize| r.checked_add(rows).and_then(|e| e.checked_mul(width)).ok_or_else(overflow);
+        check_len("copy_rows", x.len, end(from)?)?;
+        check_len("copy_rows", out.len, end(to)?)?;
+        // (within the lengths checked above, which are f32 counts of real buffers)
+        self.rec.copy(&x.buf, (from * width * 4) as u64, &out.buf, (to * width * 4) as u64, (rows * width * 4) as u64);
         Ok(())
     }
 
@@ -614,7 +617,7 @@ impl Backend for Wgpu {
 }
 
 fn rope_style(cfg: &Config) -> u32 {
-    match cfg.rope_style {
+    match cfg.arch.rope {
         RopeStyle::Adjacent => 0,
         RopeStyle::HalfSplit => 1,
     }

@@ -162,6 +162,22 @@ impl CudaDevice {
         Ok(DeviceBytes { slice, len, device: self.id() })
     }
 
+    /// Writes `data` into `buf` from byte `at` on (`at + data.len() ≤ buf.len()`), queued on
+    /// the device's stream (before the work queued after it).
+    pub fn write_bytes_at(&self, buf: &mut DeviceBytes, at: usize, data: &[u8]) -> Result<()> {
+        const OP: &str = "cuda write_bytes_at";
+        self.owns_bytes(OP, &[buf])?;
+        let end = at.checked_add(data.len()).filter(|&e| e <= buf.len).ok_or(Error::LengthMismatch {
+            op: OP,
+            expected: buf.len,
+            actual: at.saturating_add(data.len()),
+        })?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.stream.memcpy_htod(data, &mut buf.slice.slice_mut(at..end)).map_err(drv)
+    }
+
     /// Writes `data` into `buf` from element `at` on (`at + data.len() ≤ buf.len()`).
     pub fn write_at(&self, buf: &mut DeviceBuffer, at: usize, data: &[f32]) -> Result<()> {
         const OP: &str = "cuda write_at";

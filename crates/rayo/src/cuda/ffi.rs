@@ -128,8 +128,10 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
         };
     }
     // SAFETY: the arguments match the kernel's declared parameter list in number and type
-    // (checked above against the PTX it was loaded from); the callers in ops.rs check every
-    // buffer's length (and device) against the sizes the kernel indexes before they get here.
+    // (checked above against the PTX it was loaded from); every caller checks each buffer's
+    // length (and device) against the sizes the kernel indexes before it gets here: the ops of
+    // this crate themselves, a typed launch (`CudaDevice::launch`) against the extents its
+    // `KernelArgs` implementation vouches for.
     unsafe { b.launch(cfg) }.map_err(drv)?;
     Ok(())
 }

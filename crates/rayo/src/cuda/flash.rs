@@ -4,7 +4,7 @@
 use super::buffer::DeviceBytes;
 use super::device::CudaDevice;
 use super::ffi::{allow_dynamic_shared, device_address, launch, tensor_map_3d, Arg};
-use super::llm::{prod, room, u32_of};
+use super::rows::{prod, room, u32_of};
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::WgmmaAttentionKernel;
 use rayo_ptx::ptx::WgmmaType;

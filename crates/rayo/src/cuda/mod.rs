@@ -5,6 +5,10 @@
 //! toolkit, and on a machine with no driver every entry point returns
 //! [`Error::NoDevice`](crate::Error::NoDevice) instead of panicking.
 //!
+//! Code outside this crate launches a `rayo-ptx` kernel through [`CudaDevice::launch`]: the
+//! kernel's parameter list is a type implementing [`KernelArgs`] (tied to the kernel type),
+//! and the launch checks every buffer's device and length and the list against the PTX.
+//!
 //! ```no_run
 //! use rayo::cuda::{CudaDevice, Expr};
 //! let dev = CudaDevice::new()?;                     // Err(NoDevice) without a driver
@@ -18,29 +22,32 @@
 //! ```
 
 mod buffer;
+mod capture;
 mod device;
 pub mod dispatch;
 mod elementwise;
 mod ffi;
 mod flash;
 mod graph;
-mod llm;
+mod launch;
 mod narrow;
 mod ops;
 mod pinned;
 mod prompt;
-mod sample;
+mod rows;
 mod wgmma;
 
 pub use crate::ops::ReduceOp;
 pub use buffer::{DeviceBuffer, DeviceBytes};
+pub use capture::Replay;
 pub use device::{is_available, CudaDevice, DeviceInfo};
 pub use elementwise::{variants as elementwise_variants, Expr, FusedKernel, MAX_INPUTS, MAX_SCALARS};
 pub use flash::FlashShape;
 pub use graph::{BufId, CudaGraph, GraphBuilder};
-pub use llm::{ActFormat, AttentionShape, DecodeScratch, Epilogue, QFormat, QMatvecKernel, Replay, RopePairs, StepInputs};
+pub use launch::{Bound, KernelArgs, Param};
 pub use narrow::NarrowActivations;
 pub use pinned::PinnedBuffer;
+pub use rayo_ptx::kernels;
 pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel, WgmmaAttentionKernel, WgmmaGemmKernel};
 pub use rayo_ptx::ptx::WgmmaType;
-pub use sample::{Argmax, TopK};
+pub use rows::{ActFormat, Epilogue, QFormat, QMatvecKernel};

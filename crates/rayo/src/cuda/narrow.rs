@@ -6,7 +6,7 @@
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
 use super::ffi::{launch, Arg};
-use super::llm::{prod, room, u32_of};
+use super::rows::{prod, room, u32_of};
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::{ActFormat, NarrowKernel, QMatvecKernel};
 

@@ -1,17 +1,14 @@
-//! A prompt's work on the tensor cores (f16 operands, f32 accumulation, `mma.sync`):
-//!
-//! - products: the weights dequantized to f16, then one GEMM ([`HalfGemmKernel`]) over the
-//!   prompt's rows — the same two steps as llama.cpp's f16 path for batches. The activations
-//!   are rounded to f16 on their way in, so the result differs from the f32 path by about
-//!   2⁻¹¹ of Σ|x·w|;
-//! - attention: flash attention over the f16 KV cache ([`FlashAttentionKernel`]).
+//! Products on the tensor cores (f16 operands, f32 accumulation, `mma.sync`): the weights
+//! dequantized to f16, then one GEMM ([`HalfGemmKernel`]) over the input's rows — the same two
+//! steps as llama.cpp's f16 path for batches. The activations are rounded to f16 on their way
+//! in, so the result differs from the f32 path by about 2⁻¹¹ of Σ|x·w|.
 
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
 use super::ffi::{launch, Arg};
-use super::llm::{check_heads, prod, room, u32_of, AttentionShape, StepInputs};
+use super::rows::{prod, room, u32_of};
 use crate::error::{Error, Result};
-use rayo_ptx::kernels::{DequantF16Kernel, FlashAttentionKernel, HalfEpilogue, HalfGemmKernel, QFormat};
+use rayo_ptx::kernels::{DequantF16Kernel, HalfEpilogue, HalfGemmKernel, QFormat};
 
 impl CudaDevice {
     /// Whether [`qmatmul_half`](Self::qmatmul_half) takes a `rows × cols` matrix (`cols` a
@@ -94,58 +91,6 @@ impl CudaDevice {
         let u = |v: usize| Arg::U32(v as u32);
         let mut args = [Arg::In(&x.slice), Arg::BytesIn(&wh.slice), Arg::Out(&mut y.slice), u(m), u(cols), u(rows)];
         launch(&self.stream, &f, g.launch(m as u32, rows as u32), &mut args)
-    }
-
-    /// Whether [`flash_attention_rows`](Self::flash_attention_rows) takes this shape (an f16
-    /// cache, heads of 64 or 128).
-    pub fn flash_attention_fits(shape: &AttentionShape) -> bool {
-        shape.f16 && FlashAttentionKernel::new(shape.head_dim as u32).is_some()
-    }
-
-    /// What [`attention_rows`](Self::attention_rows) computes, on the tensor cores: causal
-    /// attention of the first `m` rows of `q` (row `i` at position `pos0 + i`) over one
-    /// layer's f16 caches, the query and the weights rounded to f16 (f32 accumulation).
-    #[allow(clippy::too_many_arguments)]
-    pub fn flash_attention_rows(
-        &self,
-        shape: &AttentionShape,
-        q: &DeviceBuffer,
-        (k_cache, v_cache): (&DeviceBytes, &DeviceBytes),
-        m: usize,
-        pos: &StepInputs,
-        pos0: usize,
-        scale: f32,
-        out: &mut DeviceBuffer,
-    ) -> Result<()> {
-        const OP: &str = "cuda flash_attention_rows";
-        let Some(kern) = FlashAttentionKernel::new(shape.head_dim as u32).filter(|_| shape.f16) else {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                name: "head_dim",
-                value: shape.head_dim.into(),
-                reason: "flash attention takes an f16 cache and heads of 64 or 128",
-            });
-        };
-        check_heads(OP, shape)?;
-        self.check_attention_rows(OP, shape, (q, &*out), (k_cache, v_cache), m, (pos, pos0))?;
-        let AttentionShape { n_head, n_head_kv, .. } = *shape;
-        if m == 0 {
-            return Ok(());
-        }
-        let f = self.loaded(&kern)?;
-        let u = |v: usize| Arg::U32(v as u32);
-        let mut args = [
-            Arg::In(&q.slice),
-            Arg::BytesIn(&k_cache.slice),
-            Arg::BytesIn(&v_cache.slice),
-            Arg::Out(&mut out.slice),
-            Arg::BytesIn(&pos.pos.slice),
-            u(n_head),
-            u(n_head_kv),
-            u(m),
-            Arg::F32(scale),
-        ];
-        launch(&self.stream, &f, kern.launch(n_head as u32, m as u32), &mut args)
     }
 }
 

@@ -5,8 +5,8 @@
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
 use super::ffi::{allow_dynamic_shared, device_address, launch, max_active_clusters, tensor_map_2d, Arg};
-use super::llm::{prod, room, u32_of};
 use super::narrow::NarrowActivations;
+use super::rows::{prod, room, u32_of};
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::{ActFormat, WgmmaGemmKernel};
 use rayo_ptx::ptx::WgmmaType;

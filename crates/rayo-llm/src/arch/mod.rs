@@ -1,0 +1,73 @@
+//! Architectures as data. Each is a short declaration, one file, of how its transformer block
+//! differs from llama's: RoPE pairing, biases, QK-norm. [`crate::Config::from_gguf`] picks one
+//! by `general.architecture`, [`crate::weights::Weights::from_gguf`] finds the tensors it
+//! declares (and refuses a file with tensors it does not use), and one
+//! [`crate::Session`] walks it on every backend, fused where a backend can.
+//!
+//! The block, with the declared parts in brackets:
+//!
+//! ```text
+//! x = embed(tokens)
+//! per layer:
+//!   n = rms_norm(x, attn_norm)
+//!   q, k, v = n·Wq [+ bq], n·Wk [+ bk], n·Wv [+ bv]
+//!   [q, k = rms_norm per head (attn_q_norm, attn_k_norm)]
+//!   x += attention(rope(q), rope(k), v)·Wo
+//!   x += down(silu(rms_norm(x, ffn_norm)·Wgate) · (rms_norm(x, ffn_norm)·Wup))
+//! logits = rms_norm(x, output_norm)·Woutput
+//! ```
+//!
+//! Adding an architecture made of these parts is one file here and one line in
+//! [`ARCHITECTURES`].
+
+mod llama;
+mod qwen2;
+mod qwen3;
+
+pub use llama::LLAMA;
+pub use qwen2::QWEN2;
+pub use qwen3::QWEN3;
+
+/// How RoPE pairs a head's values (llama.cpp's `llama_model_rope_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// Adjacent pairs `(2i, 2i+1)` ("NORM"): GGUF `llama`, whose converter permutes the Q/K rows
+    /// so that this equals HF's rotate-half on the original weights.
+    Adjacent,
+    /// Pairs `(i, i + n_rot/2)` ("NEOX"): `qwen2` and others converted without the permutation.
+    HalfSplit,
+}
+
+/// How one architecture's block is built (see the module's diagram).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Architecture {
+    /// `general.architecture`, and the prefix of its metadata keys.
+    pub name: &'static str,
+    /// How RoPE pairs values.
+    pub rope: RopeStyle,
+    /// Biases on the q/k/v projections (`blk.N.attn_{q,k,v}.bias`).
+    pub qkv_bias: bool,
+    /// An RMSNorm over each query and key head before RoPE (`blk.N.attn_{q,k}_norm.weight`,
+    /// `head_dim` values each, with the model's epsilon).
+    pub qk_norm: bool,
+}
+
+/// Every architecture this engine runs.
+pub const ARCHITECTURES: &[&Architecture] = &[&LLAMA, &QWEN2, &QWEN3];
+
+/// The architecture named `name`, or an error naming it and the known ones.
+pub fn find(name: &str) -> crate::Result<&'static Architecture> {
+    ARCHITECTURES
+        .iter()
+        .find(|a| a.name == name)
+        .copied()
+        .ok_or_else(|| crate::Error::UnsupportedArchitecture { arch: name.to_string(), known: ARCHITECTURES.iter().map(|a| a.name).collect() })
+}
+
+/// A plain block (llama's) with RoPE on `style`'s pairs: what a test of RoPE alone configures.
+pub fn with_rope(style: RopeStyle) -> &'static Architecture {
+    match style {
+        RopeStyle::Adjacent => &LLAMA,
+        RopeStyle::HalfSplit => &QWEN2,
+    }
+}

@@ -1,0 +1,214 @@
+//! The forward pass, written once over [`Backend`]: a model's weights as a backend holds them,
+//! the activation buffers of a step, and the walk over the block its architecture declares
+//! ([`crate::arch`]). A step's rows may belong to several sequences ([`Segment`]s, each with
+//! its own KV cache and position): the products run over all rows at once (the weights are read
+//! once per step), attention per sequence. [`crate::Session`] runs one sequence,
+//! [`crate::batch::BatchSession`] many.
+
+use crate::backend::Backend;
+use crate::config::{product, Config};
+use crate::model::Model;
+use crate::weights::WeightRef;
+use crate::{Error, Result};
+
+pub(crate) struct Layer<B: Backend> {
+    attn_norm: B::Vector,
+    wq: B::Weight,
+    wk: B::Weight,
+    wv: B::Weight,
+    bias: Option<[B::Vector; 3]>,
+    qk_norm: Option<[B::Vector; 2]>,
+    wo: B::Weight,
+    ffn_norm: B::Vector,
+    gate: B::Weight,
+    up: B::Weight,
+    down: B::Weight,
+}
+
+/// A model's weights as a backend holds them.
+pub(crate) struct Weights<B: Backend> {
+    token_embd: B::Weight,
+    layers: Vec<Layer<B>>,
+    output_norm: B::Vector,
+    output: B::Weight,
+}
+
+impl<B: Backend> Weights<B> {
+    /// Makes every tensor of `model` usable by `backend`.
+    pub(crate) fn upload(model: &Model, backend: &mut B) -> Result<Weights<B>> {
+        let file = model.file();
+        let w = model.weights();
+        let token_embd = backend.weight(file, &w.token_embd)?;
+        let output = backend.weight(file, &w.output)?;
+        let mut layers = Vec::with_capacity(w.layers.len());
+        for l in &w.layers {
+            let mut weight = |r: &WeightRef| backend.weight(file, r);
+            let (wq, wk, wv, wo) = (weight(&l.wq)?, weight(&l.wk)?, weight(&l.wv)?, weight(&l.wo)?);
+            let (gate, up, down) = (weight(&l.gate)?, weight(&l.up)?, weight(&l.down)?);
+            let bias = match &l.bias {
+                Some([a, b, c]) => Some([backend.vector(a)?, backend.vector(b)?, backend.vector(c)?]),
+                None => None,
+            };
+            let qk_norm = match &l.qk_norm {
+                Some([q, k]) => Some([backend.vector(q)?, backend.vector(k)?]),
+                None => None,
+            };
+            layers.push(Layer {
+                attn_norm: backend.vector(&l.attn_norm)?,
+                wq,
+                wk,
+                wv,
+                bias,
+                qk_norm,
+                wo,
+                ffn_norm: backend.vector(&l.ffn_norm)?,
+                gate,
+                up,
+                down,
+            });
+        }
+        let output_norm = backend.vector(&w.output_norm)?;
+        Ok(Weights { token_embd, layers, output_norm, output })
+    }
+}
+
+/// The per-sequence buffers of a step whose rows hold several sequences: a sequence whose rows
+/// do not start at row 0 is copied here for its attention.
+pub(crate) struct SegmentBufs<B: Backend> {
+    q: B::Buf,
+    k: B::Buf,
+    v: B::Buf,
+    att: B::Buf,
+}
+
+/// Activation buffers, each with room for `rows` rows.
+pub(crate) struct Buffers<B: Backend> {
+    x: B::Buf,
+    xn: B::Buf,
+    q: B::Buf,
+    k: B::Buf,
+    v: B::Buf,
+    /// The queries and keys after their per-head norm, for an architecture with QK-norm.
+    qk_normed: Option<(B::Buf, B::Buf)>,
+    att: B::Buf,
+    gate: B::Buf,
+    up: B::Buf,
+    /// For steps of several sequences, else `None`.
+    segment: Option<SegmentBufs<B>>,
+    /// The final norm of up to `logit_rows` rows, and their logits.
+    last: B::Buf,
+    pub(crate) logits: B::Buf,
+}
+
+impl<B: Backend> Buffers<B> {
+    /// Buffers for steps of up to `rows` rows, logits for up to `logit_rows` of them at once,
+    /// and room to copy a sequence out when `segments`. Errors: a size past `usize`.
+    pub(crate) fn new(backend: &mut B, cfg: &Config, rows: usize, logit_rows: usize, segments: bool) -> Result<Buffers<B>> {
+        let (d, qw, kvw, ff) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff);
+        // Every size below, in f32 bytes, known to fit before anything is allocated.
+        let widest = d.max(qw).max(ff);
+        product(&[("batch", rows), ("widest activation row", widest), ("bytes per f32", 4)])?;
+        product(&[("logit rows", logit_rows), ("vocab_size", cfg.vocab_size), ("bytes per f32", 4)])?;
+        let mut buf = |n: usize| backend.buffer(rows * n);
+        Ok(Buffers {
+            x: buf(d)?,
+            xn: buf(d.max(qw))?,
+            q: buf(qw)?,
+            k: buf(kvw)?,
+            v: buf(kvw)?,
+            qk_normed: match cfg.arch.qk_norm {
+                true => Some((buf(qw)?, buf(kvw)?)),
+                false => None,
+            },
+            att: buf(qw)?,
+            gate: buf(ff)?,
+            up: buf(ff)?,
+            segment: match segments {
+                true => Some(SegmentBufs { q: buf(qw)?, k: buf(kvw)?, v: buf(kvw)?, att: buf(qw)? }),
+                false => None,
+            },
+            last: backend.buffer(logit_rows * d.max(qw))?,
+            logits: backend.buffer(logit_rows * cfg.vocab_size)?,
+        })
+    }
+}
+
+/// Rows of a step that belong to one sequence: the next `rows` rows run at positions
+/// `pos0..pos0 + rows` of KV cache `kv`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Segment {
+    pub kv: usize,
+    pub pos0: usize,
+    pub rows: usize,
+}
+
+/// `tokens` through every layer (the block `c.arch` declares), their rows cut into `segments`
+/// in order (`kvs[s.kv]` holds segment `s`'s cache); leaves the final hidden states in `f.x`.
+pub(crate) fn layers_pass<B: Backend>(
+    b: &mut B,
+    c: &Config,
+    w: &Weights<B>,
+    kvs: &mut [B::Kv],
+    f: &mut Buffers<B>,
+    tokens: &[u32],
+    segments: &[Segment],
+) -> Result<()> {
+    let m = tokens.len();
+    if segments.iter().map(|s| s.rows).sum::<usize>() != m {
+        return Err(Error::Batch(format!("segments of {} rows for {m} tokens", segments.iter().map(|s| s.rows).sum::<usize>())));
+    }
+    let (qw, kvw) = (c.q_width(), c.kv_width());
+    let Buffers { x, xn, q, k, v, qk_normed, att, gate, up, segment, .. } = f;
+    b.embed(&w.token_embd, tokens, x)?;
+    for (i, l) in w.layers.iter().enumerate() {
+        b.norm_matmuls(x, &l.attn_norm, c.eps, m, &[&l.wq, &l.wk, &l.wv], xn, &mut [&mut *q, &mut *k, &mut *v])?;
+        if let Some([bq, bk, bv]) = &l.bias {
+            b.add_bias(q, bq, m)?;
+            b.add_bias(k, bk, m)?;
+            b.add_bias(v, bv, m)?;
+        }
+        let (q, k) = match (&l.qk_norm, &mut *qk_normed) {
+            (Some([nq, nk]), Some((qn, kn))) => {
+                // each head is a row of `head_dim` values
+                b.rms_norm(q, nq, c.eps, m * c.n_head, qn)?;
+                b.rms_norm(k, nk, c.eps, m * c.n_head_kv, kn)?;
+                (qn, kn)
+            }
+            _ => (&mut *q, &mut *k),
+        };
+        let mut r0 = 0;
+        for s in segments {
+            let n = kvs.len();
+            let kv = kvs.get_mut(s.kv).ok_or_else(|| Error::Batch(format!("KV cache {} of {n}", s.kv)))?;
+            if r0 == 0 {
+                b.rope_attention(c, kv, i, (&mut *q, &mut *k, &*v), s.rows, s.pos0, att)?;
+            } else {
+                let t = segment.as_mut().ok_or_else(|| Error::Batch("a second sequence in a one-sequence step".into()))?;
+                b.copy_rows(q, r0, &mut t.q, 0, s.rows, qw)?;
+                b.copy_rows(k, r0, &mut t.k, 0, s.rows, kvw)?;
+                b.copy_rows(v, r0, &mut t.v, 0, s.rows, kvw)?;
+                b.rope_attention(c, kv, i, (&mut t.q, &mut t.k, &t.v), s.rows, s.pos0, &mut t.att)?;
+                b.copy_rows(&t.att, 0, att, r0, s.rows, qw)?;
+            }
+            r0 += s.rows;
+        }
+        b.matmul_add(&l.wo, att, m, xn, x, m * c.n_embd)?;
+        b.norm_swiglu(x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), xn, gate, up, m * c.n_ff)?;
+        b.matmul_add(&l.down, gate, m, xn, x, m * c.n_embd)?;
+    }
+    Ok(())
+}
+
+/// The logits of rows `rows` of `f.x` into `f.logits` (one row of `vocab` values each, in
+/// order; at most the buffers' `logit_rows`).
+pub(crate) fn logits_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, f: &mut Buffers<B>, rows: &[usize]) -> Result<()> {
+    let n = rows.len();
+    if rows == [0] {
+        return b.norm_matmuls(&f.x, &w.output_norm, c.eps, 1, &[&w.output], &mut f.last, &mut [&mut f.logits]);
+    }
+    // gathered into `xn` (rows of `n_embd`), then normed into `last`
+    for (i, &r) in rows.iter().enumerate() {
+        b.copy_rows(&f.x, r, &mut f.xn, i, 1, c.n_embd)?;
+    }
+    b.norm_matmuls(&f.xn, &w.output_norm, c.eps, n, &[&w.output], &mut f.last, &mut [&mut f.logits])
+}
