@@ -56,9 +56,10 @@ PROMPTS = [
 class Server:
     """A `rayo serve` process on a free loopback port; its stderr is kept in `log`."""
 
-    def __init__(self, grace=20):
+    def __init__(self, grace=20, engine="batch"):
         cmd = [RAYO, "serve", "--model", MODEL, "--port", "0", "--ctx", str(CTX), "--parallel", str(PARALLEL),
-               "--queue", str(QUEUE), "--threads", THREADS, "--api-key", KEY, "--grace", str(grace), "--keep-alive", "1"]
+               "--queue", str(QUEUE), "--threads", THREADS, "--api-key", KEY, "--grace", str(grace), "--keep-alive", "1",
+               "--engine", engine]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         self.log = []
         self.addr = None
@@ -483,9 +484,14 @@ def _(srv):
 
 
 def sigterm_check():
-    """SIGTERM during a stream: the stream finishes, new requests are refused, exit 0."""
-    srv = Server()
+    """SIGTERM during a stream: the stream finishes, new requests are refused, exit 0. This
+    server runs `--engine pool` (one session per slot, what GPU backends use): its greedy text
+    equals rayo generate's too."""
+    srv = Server(engine="pool")
     try:
+        with cf.ThreadPoolExecutor(3) as ex:
+            got = list(ex.map(lambda p: greedy(srv, p, 12).choices[0].text, PROMPTS[:3]))
+        assert got == [generate(p, 12) for p in PROMPTS[:3]], got
         s = srv.client.completions.create(model=MODEL_ID, prompt=PROMPTS[9], max_tokens=48, temperature=0, stream=True,
                                           extra_body={"ignore_eos": True})
         text, n, finish = "", 0, None
@@ -559,7 +565,7 @@ def main():
     try:
         sigterm_check()
         passed += 1
-        print("ok   SIGTERM during a stream: it finishes, new requests are refused, exit 0", flush=True)
+        print("ok   --engine pool: greedy text; SIGTERM during a stream: it finishes, new requests are refused, exit 0", flush=True)
     except Exception as e:  # noqa: BLE001
         failed += 1
         print(f"FAIL SIGTERM during a stream: {e!r}", flush=True)

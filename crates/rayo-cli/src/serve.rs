@@ -1,10 +1,13 @@
 //! `rayo serve`: the model behind an OpenAI-compatible HTTP server (crates/rayo-serve). The
-//! engine is a pool of `--parallel` sessions of the chosen backend, built on the server's
-//! scheduler thread (a CUDA session's graphs stay on the thread that recorded them).
+//! engine, built on the server's scheduler thread (a CUDA session's graphs stay on the thread
+//! that recorded them): on the CPU a `BatchSession` of `--parallel` slots (a step's rows of
+//! every slot through each weight matrix at once), elsewhere or with `--engine pool` a
+//! `SessionPool` of `--parallel` sessions run one after another.
 
 use crate::args::ServeArgs;
 use crate::llm::{open_model, Engine};
-use rayo_llm::{KvType, SessionPool};
+use rayo_llm::cpu::Cpu;
+use rayo_llm::{BatchOptions, BatchSession, KvType, SessionPool};
 use rayo_serve::{EngineFactory, ServeOptions};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +22,17 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
     let factory: EngineFactory = {
         let (model, backend, threads, parallel) = (Arc::clone(&model), a.model.backend.clone(), a.model.threads, a.parallel);
         let kv = if a.model.kv_f32 { KvType::F32 } else { KvType::F16 };
+        // A step's chunks may go over --step-tokens (never a prompt chunk of another row class
+        // than `rayo generate` runs it in: rayo_serve::chunks), by at most a chunk of 127 rows.
+        let rows = a.step_tokens + parallel + 128;
+        let batched = a.engine == "batch" && backend == "cpu";
         Box::new(move || {
+            if batched {
+                let cpu = Cpu::new(model.file().clone(), threads);
+                let opts = BatchOptions { slots: parallel, context: ctx, kv_type: kv, rows };
+                let engine = BatchSession::new(&model, cpu, opts).map_err(|e| e.to_string())?;
+                return Ok(Box::new(engine) as Box<dyn rayo_llm::BatchForward>);
+            }
             let sessions = (0..parallel)
                 .map(|_| Engine::with_kv(&model, &backend, threads, ctx, kv).map(Engine::into_forward))
                 .collect::<Result<Vec<_>, String>>()?;
