@@ -122,3 +122,35 @@ fn the_schedulers_cuts_give_one_passs_logits() {
         }
     }
 }
+
+/// The CPU `BatchSession` (the server's default engine) cut as the scheduler cuts, beside
+/// another slot's decode rows in the same steps: the last logits equal one `Session` pass.
+#[test]
+fn a_batch_sessions_slot_beside_others_gives_one_passs_logits() {
+    let Some(path) = smollm2("rayo-serve chunking: BatchSession") else { return };
+    let m = Model::open(&path).unwrap();
+    let rule = ChunkRule::default();
+    let text = "The quick brown fox jumps over the lazy dog. Once upon a time, in a land far away, there lived a \
+                king who had three daughters, each more curious than the last, and a garden full of roses.";
+    for reps in [1, 3] {
+        let ids = m.tokenizer().encode(&vec![text; reps].join(" "), true, true).unwrap();
+        let p = ids.len();
+        let want = session(&m, 2).forward(&ids, Logits::Last).unwrap();
+        for budget in [7, 100] {
+            let opts = rayo_llm::BatchOptions { slots: 2, context: 512, rows: 512, ..rayo_llm::BatchOptions::default() };
+            let mut b = rayo_llm::BatchSession::new(&m, Cpu::new(m.file().clone(), 2), opts).unwrap();
+            b.step(&[SlotWork { slot: 0, tokens: &ids[..5] }]).unwrap();
+            let (mut at, mut got) = (0, Vec::new());
+            while at < p {
+                let n = rule.chunk(at, p, budget);
+                let tok = [ids[at % 7]];
+                let out = b.step(&[SlotWork { slot: 0, tokens: &tok }, SlotWork { slot: 1, tokens: &ids[at..at + n] }]).unwrap();
+                got = out[1].clone();
+                at += n;
+            }
+            if let Some((i, x, y)) = first_diff(&want, &got) {
+                panic!("BatchSession, {p} tokens, budget {budget}: logit {i} is {y} against {x} in one Session pass");
+            }
+        }
+    }
+}
