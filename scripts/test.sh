@@ -15,7 +15,7 @@ export CARGO_TERM_COLOR=never
 if [ -z "${XDG_RUNTIME_DIR:-}" ]; then XDG_RUNTIME_DIR=$(mktemp -d) && export XDG_RUNTIME_DIR; fi
 
 # ---- bookkeeping: sections, their SKIP lines, the summary ----
-ALL_SECTIONS="fmt clippy doc cpu debug readme wgpu main-job wasm-gpu web ptx cuda aarch64 wasm32"
+ALL_SECTIONS="fmt clippy doc cpu debug readme wgpu main-job serve wasm-gpu web ptx cuda aarch64 wasm32"
 LOGDIR=$(mktemp -d)
 SECTIONS=()   # "name|status|skips|tests"
 current=""
@@ -176,6 +176,13 @@ if section main-job; then
     run cargo run --release -p rayo-cli -- generate --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf \
       --prompt "The three most useful things to know about Rust are" --max-tokens 40 --temperature 0
   )
+fi
+
+if section serve; then
+  # `rayo serve` on loopback with SmolLM2 through the official OpenAI client (pinned, in
+  # .venv-serve): both endpoints, streaming, greedy text against `rayo generate`, 16 concurrent
+  # clients, faults (disconnects, bad JSON, 401/413/429, a burst of 200), SIGTERM draining.
+  run ./scripts/serve-test.sh
 fi
 
 if section wasm-gpu; then

@@ -39,6 +39,9 @@ pub enum Command {
     Chat(ChatArgs),
     /// The token ids of a text, as one JSON array (the model's own tokenizer).
     Tokenize(TokenizeArgs),
+    /// An OpenAI-compatible HTTP server: many requests at once, batched a step at a time.
+    #[command(after_help = SERVE_AFTER_HELP)]
+    Serve(ServeArgs),
     /// Writes a GGUF of a known model's dimensions with random weights, for speed runs.
     #[command(after_help = SYNTH_AFTER_HELP)]
     Synth(SynthArgs),
@@ -155,6 +158,73 @@ pub struct ChatArgs {
     pub verbose: bool,
     #[command(flatten)]
     pub sample: SampleArgs,
+}
+
+const SERVE_AFTER_HELP: &str = "Endpoints: POST /v1/chat/completions, POST /v1/completions (streamed as server-sent events
+with \"stream\": true), GET /v1/models, GET /health (200 ready, 503 loading or draining),
+GET /metrics (Prometheus text), POST /tokenize, POST /detokenize, POST /apply-template (the
+prompt text a chat request's messages render to). With --api-key every route
+but /health needs `Authorization: Bearer KEY` or `X-Api-Key: KEY`. The bound address is printed
+on stderr (--port 0 picks a free port); one log line per request on stderr (RUST_LOG).
+SIGINT/SIGTERM: no new requests, running ones get --grace seconds, then exit 0.
+Sampling fields left out of a request follow llama-server (temperature 0.8, top_k 40, top_p 0.95,
+min_p 0.05); temperature 0 is greedy and gives `rayo generate --temperature 0`'s text.
+
+Example:
+  rayo serve --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf --parallel 4 --ctx 2048
+  curl -s localhost:8080/v1/chat/completions -H 'Content-Type: application/json' \\
+    -d '{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 32}'";
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port (0: any free one; the address is printed on stderr).
+    #[arg(long, value_name = "N", default_value_t = 8080)]
+    pub port: u16,
+    /// Requests run at once (slots, each with its own KV cache of --ctx positions).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = parse_parallel, allow_negative_numbers = true)]
+    pub parallel: usize,
+    /// Require this key (Authorization: Bearer KEY or X-Api-Key: KEY) on every route but /health.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// The model's name in /v1/models and requests (default: the file name without .gguf).
+    #[arg(long, value_name = "NAME")]
+    pub alias: Option<String>,
+    /// Requests that may wait for a slot; more are answered 429.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = parse_parallel, allow_negative_numbers = true)]
+    pub queue: usize,
+    /// A request's time limit in seconds (then it ends with finish_reason "length").
+    #[arg(long, value_name = "S", default_value_t = 600, allow_negative_numbers = true)]
+    pub timeout: u64,
+    /// Seconds running requests get to finish after SIGINT/SIGTERM.
+    #[arg(long, value_name = "S", default_value_t = 30, allow_negative_numbers = true)]
+    pub grace: u64,
+    /// The engine behind the slots: batch (one step's rows of every slot through each weight
+    /// matrix at once; the CPU backend) or pool (one session per slot, run one after another;
+    /// the backend's default where batch is not available).
+    #[arg(long, value_name = "NAME", default_value = "batch", value_parser = ["batch", "pool"])]
+    pub engine: String,
+    /// Seconds between SSE keep-alive comments while a streamed request has nothing to send.
+    #[arg(long, value_name = "S", default_value_t = 10, value_parser = parse_parallel, allow_negative_numbers = true)]
+    pub keep_alive: usize,
+    /// The most tokens one engine step runs: every running request's next token, then chunks
+    /// of waiting prompts.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = parse_parallel, allow_negative_numbers = true)]
+    pub step_tokens: usize,
+}
+
+/// 1 ..= 1024 (slots, queue places, step tokens).
+pub fn parse_parallel(s: &str) -> Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| "not a whole number".to_string())?;
+    if (1..=1 << 16).contains(&n) {
+        Ok(n)
+    } else {
+        Err("from 1 to 65536".into())
+    }
 }
 
 #[derive(Debug, Args)]

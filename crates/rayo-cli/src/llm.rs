@@ -66,6 +66,11 @@ impl Engine {
     pub fn forward(&mut self) -> &mut dyn Forward {
         &mut *self.run
     }
+
+    /// The session itself (`rayo serve` pools several).
+    pub fn into_forward(self) -> Box<dyn Forward> {
+        self.run
+    }
 }
 
 /// Resident memory of this process in kB (Linux), for the stats lines.

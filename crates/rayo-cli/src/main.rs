@@ -1,7 +1,8 @@
 //! `rayo`: what this machine has (`rayo info`), how fast each backend is (`rayo bench`), the
 //! PTX rayo generates (`rayo ptx`), what a GGUF model file holds (`rayo gguf`), and a model
 //! rewritten in another format (`rayo quantize`), and a language model run on rayo's kernels
-//! (`rayo generate`, `rayo chat`, `rayo tokenize`, `rayo bench --model`). `rayo --help`, `rayo <command> --help` for the flags.
+//! (`rayo generate`, `rayo chat`, `rayo tokenize`, `rayo bench --model`), served over HTTP
+//! (`rayo serve`). `rayo --help`, `rayo <command> --help` for the flags.
 
 mod args;
 mod bench;
@@ -13,6 +14,7 @@ mod llm;
 mod out;
 mod ptx;
 mod quantize;
+mod serve;
 mod synth;
 
 use args::{Cli, Command};
@@ -21,8 +23,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     // The library's `log::warn!`/`log::info!` (a fallback taken, a setting ignored) on stderr;
-    // RUST_LOG picks the level (`RUST_LOG=info`, `RUST_LOG=rayo_llm=debug`), warn by default.
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // RUST_LOG picks the level (`RUST_LOG=info`, `RUST_LOG=rayo_llm=debug`), warn by default
+    // (and info for the server's one line per request).
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,rayo_serve=info")).init();
     // Before any thread starts (setting the environment is only sound while there is one).
     private_runtime_dir();
     // Usage errors (a bad flag or value) print clap's message and exit with status 2;
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Command::Generate(a) => llm::generate(&a),
         Command::Chat(a) => llm::chat(&a),
         Command::Tokenize(a) => llm::tokenize(&a),
+        Command::Serve(a) => serve::run(&a),
         Command::Synth(a) => synth::run(&a),
     };
     match result {

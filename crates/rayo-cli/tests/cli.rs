@@ -38,7 +38,7 @@ fn an_unknown_op_lists_the_known_ones() {
 
 #[test]
 fn help_per_subcommand_and_version() {
-    for sub in ["info", "bench", "ptx", "gguf"] {
+    for sub in ["info", "bench", "ptx", "gguf", "serve"] {
         let o = rayo(&[sub, "--help"]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success() && out.contains(&format!("Usage: rayo {sub}")), "{sub}: {out}");
@@ -104,6 +104,7 @@ fn file_commands(f: &str, out: &str) -> Vec<Vec<String>> {
         v(&["chat", "--model", f]),
         v(&["bench", "--model", f]),
         v(&["tokenize", "--model", f, "--text", "hi"]),
+        v(&["serve", "--model", f, "--port", "0"]),
         v(&["gguf", f]),
         v(&["gguf", f, "--json"]),
         v(&["quantize", f, out, "Q8_0"]),

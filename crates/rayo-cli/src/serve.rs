@@ -1,0 +1,56 @@
+//! `rayo serve`: the model behind an OpenAI-compatible HTTP server (crates/rayo-serve). The
+//! engine, built on the server's scheduler thread (a CUDA session's graphs stay on the thread
+//! that recorded them): on the CPU a `BatchSession` of `--parallel` slots (a step's rows of
+//! every slot through each weight matrix at once), elsewhere or with `--engine pool` a
+//! `SessionPool` of `--parallel` sessions run one after another.
+
+use crate::args::ServeArgs;
+use crate::llm::{open_model, Engine};
+use rayo_llm::cpu::Cpu;
+use rayo_llm::{BatchOptions, BatchSession, KvType, SessionPool};
+use rayo_serve::{EngineFactory, ServeOptions};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub fn run(a: &ServeArgs) -> Result<(), String> {
+    let model = Arc::new(open_model(&a.model.model)?);
+    let ctx = a.model.ctx.unwrap_or(model.config().context_length.min(4096));
+    let model_id = a.alias.clone().unwrap_or_else(|| {
+        let name = a.model.model.file_name().map_or_else(|| a.model.model.display().to_string(), |n| n.to_string_lossy().into_owned());
+        name.strip_suffix(".gguf").map(str::to_string).unwrap_or(name)
+    });
+    let factory: EngineFactory = {
+        let (model, backend, threads, parallel) = (Arc::clone(&model), a.model.backend.clone(), a.model.threads, a.parallel);
+        let kv = if a.model.kv_f32 { KvType::F32 } else { KvType::F16 };
+        // A step's chunks may go over --step-tokens (never a prompt chunk of another row class
+        // than `rayo generate` runs it in: rayo_serve::chunks), by at most a chunk of 127 rows.
+        let rows = a.step_tokens + parallel + 128;
+        let batched = a.engine == "batch" && backend == "cpu";
+        Box::new(move || {
+            if batched {
+                let cpu = Cpu::new(model.file().clone(), threads);
+                let opts = BatchOptions { slots: parallel, context: ctx, kv_type: kv, rows };
+                let engine = BatchSession::new(&model, cpu, opts).map_err(|e| e.to_string())?;
+                return Ok(Box::new(engine) as Box<dyn rayo_llm::BatchForward>);
+            }
+            let sessions = (0..parallel)
+                .map(|_| Engine::with_kv(&model, &backend, threads, ctx, kv).map(Engine::into_forward))
+                .collect::<Result<Vec<_>, String>>()?;
+            let pool = SessionPool::new(sessions).map_err(|e| e.to_string())?;
+            Ok(Box::new(pool) as Box<dyn rayo_llm::BatchForward>)
+        })
+    };
+    let opts = ServeOptions {
+        host: a.host.clone(),
+        port: a.port,
+        model_id,
+        api_key: a.api_key.clone(),
+        queue: a.queue,
+        timeout: Duration::from_secs(a.timeout),
+        grace: Duration::from_secs(a.grace),
+        keep_alive: Duration::from_secs(a.keep_alive as u64),
+        step_tokens: a.step_tokens,
+        ..ServeOptions::default()
+    };
+    rayo_serve::serve(opts, model, factory)
+}
