@@ -104,7 +104,19 @@ pub const SHAPES: &[Shape] = &[
         head_dim: Some(128),
     },
     // a small model for tests
-    Shape { name: "tiny", layers: 2, embd: 256, ff: 512, heads: 4, kv_heads: 2, vocab: 49_152, context: 512, rope_base: 10_000.0, arch: "llama", head_dim: None },
+    Shape {
+        name: "tiny",
+        layers: 2,
+        embd: 256,
+        ff: 512,
+        heads: 4,
+        kv_heads: 2,
+        vocab: 49_152,
+        context: 512,
+        rope_base: 10_000.0,
+        arch: "llama",
+        head_dim: None,
+    },
 ];
 
 pub fn run(a: &SynthArgs) -> Result<(), String> {

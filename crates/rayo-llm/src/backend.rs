@@ -107,6 +107,14 @@ pub trait Backend {
         self.read(x, &mut v)?;
         crate::sample::top_k_of(&v, k)
     }
+    /// Says that the first `n` rows of the products that follow are one-token rows (each a
+    /// decoding sequence's next token) and the rest prompt rows. A backend whose arithmetic for
+    /// a row differs between the kinds (the CPU's: a row alone, or in tiles of eight) keeps each
+    /// row's, so that a row's result does not depend on the rows beside it: a batch of many
+    /// sequences gives each the bits it gets alone. By default ignored.
+    fn one_token_rows(&mut self, n: usize) {
+        let _ = n;
+    }
     /// Starts the work recorded so far (a backend that records a pass submits it here; the
     /// others run ops as they come). [`crate::Session::forward_queued`] ends with it.
     fn flush(&mut self) -> Result<()> {

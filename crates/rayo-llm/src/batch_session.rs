@@ -3,11 +3,11 @@
 //! step, not once per sequence; attention runs per sequence over its own KV cache. The logits
 //! of every slot's last row come from one product with the output head.
 //!
-//! A row's result does not depend on its neighbours: the CPU's products compute each row with
-//! the same arithmetic whatever the batch (`rayo::quant`'s batch-invariance test), attention,
-//! norms and RoPE are per row or per sequence. So a slot's logits are the same bits whether
-//! it runs alone or beside others, and equal a [`crate::Session`]'s for the same tokens fed
-//! in the same pieces.
+//! A row's result does not depend on its neighbours: the one-token items' rows go first and
+//! take a decoding row's arithmetic ([`Backend::one_token_rows`]), a prompt's rows that of a
+//! prompt row in any tile (`rayo::quant`'s batch-invariance test); attention, norms and RoPE
+//! are per row or per sequence. So a slot's logits are the same bits whether it runs alone or
+//! beside others, and equal a [`crate::Session`]'s for the same tokens fed in the same pieces.
 
 use crate::backend::{Backend, KvType};
 use crate::batch::{check_work, BatchForward, SlotWork};
@@ -115,12 +115,16 @@ impl<B: Backend> BatchForward for BatchSession<B> {
         if work.is_empty() {
             return Ok(Vec::new());
         }
-        let tokens: Vec<u32> = work.iter().flat_map(|w| w.tokens.iter().copied()).collect();
-        let segments: Vec<Segment> = work.iter().map(|w| Segment { kv: w.slot, pos0: self.pos[w.slot], rows: w.tokens.len() }).collect();
+        // one-token items first (their rows take a decoding row's arithmetic), then prompts
+        let mut order: Vec<usize> = (0..work.len()).collect();
+        order.sort_by_key(|&i| work[i].tokens.len() > 1);
+        let tokens: Vec<u32> = order.iter().flat_map(|&i| work[i].tokens.iter().copied()).collect();
+        let segments: Vec<Segment> =
+            order.iter().map(|&i| Segment { kv: work[i].slot, pos0: self.pos[work[i].slot], rows: work[i].tokens.len() }).collect();
         let mut last = Vec::with_capacity(work.len());
         let mut end = 0;
-        for w in work {
-            end += w.tokens.len();
+        for s in &segments {
+            end += s.rows;
             last.push(end - 1);
         }
         let b = &mut self.backend;
@@ -132,7 +136,11 @@ impl<B: Backend> BatchForward for BatchSession<B> {
         for w in work {
             self.pos[w.slot] += w.tokens.len();
         }
-        Ok(all.chunks_exact(vocab).map(<[f32]>::to_vec).collect())
+        let mut out = vec![Vec::new(); work.len()];
+        for (k, &i) in order.iter().enumerate() {
+            out[i] = all[k * vocab..(k + 1) * vocab].to_vec();
+        }
+        Ok(out)
     }
     fn backend_name(&self) -> &'static str {
         self.backend.name()

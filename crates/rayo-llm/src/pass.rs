@@ -158,6 +158,8 @@ pub(crate) fn layers_pass<B: Backend>(
         return Err(Error::Batch(format!("segments of {} rows for {m} tokens", segments.iter().map(|s| s.rows).sum::<usize>())));
     }
     let (qw, kvw) = (c.q_width(), c.kv_width());
+    // the leading one-row segments are decoding sequences' tokens (BatchSession puts them first)
+    b.one_token_rows(segments.iter().take_while(|s| s.rows == 1).count());
     let Buffers { x, xn, q, k, v, qk_normed, att, gate, up, segment, .. } = f;
     b.embed(&w.token_embd, tokens, x)?;
     for (i, l) in w.layers.iter().enumerate() {
@@ -203,6 +205,8 @@ pub(crate) fn layers_pass<B: Backend>(
 /// order; at most the buffers' `logit_rows`).
 pub(crate) fn logits_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, f: &mut Buffers<B>, rows: &[usize]) -> Result<()> {
     let n = rows.len();
+    // every row's logits as a row alone gets them (as a one-sequence session computes them)
+    b.one_token_rows(n);
     if rows == [0] {
         return b.norm_matmuls(&f.x, &w.output_norm, c.eps, 1, &[&w.output], &mut f.last, &mut [&mut f.logits]);
     }

@@ -30,6 +30,9 @@ pub struct Cpu {
     act: Activations,
     simd: rayo::Backend,
     scratch: Vec<f32>,
+    /// [`Backend::one_token_rows`]: the leading rows of the products that take a row's
+    /// one-token arithmetic (`None`: one row alone does, rows of a batch do not).
+    one_token: Option<usize>,
 }
 
 impl Cpu {
@@ -37,13 +40,25 @@ impl Cpu {
     /// quantized to 8 bits as llama.cpp does ([`Activations::Quantized`]).
     pub fn new(file: Arc<GgufFile>, threads: usize) -> Cpu {
         let threads = if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
-        Cpu { file, workers: Workers::new(threads - 1), act: Activations::Quantized, simd: rayo::Backend::selected(), scratch: Vec::new() }
+        Cpu {
+            file,
+            workers: Workers::new(threads - 1),
+            act: Activations::Quantized,
+            simd: rayo::Backend::selected(),
+            scratch: Vec::new(),
+            one_token: None,
+        }
     }
 
     /// The same with the given kind of activations for the quantized products.
     pub fn with_activations(mut self, act: Activations) -> Cpu {
         self.act = act;
         self
+    }
+
+    /// The activations and the one-token rows of a product of `m` rows.
+    fn kind(&self, m: usize) -> (Activations, usize) {
+        (self.act, self.one_token.map_or(usize::from(m == 1), |n| n.min(m)))
     }
 
     /// The threads the products use.
@@ -103,6 +118,10 @@ impl Backend for Cpu {
         "cpu"
     }
 
+    fn one_token_rows(&mut self, n: usize) {
+        self.one_token = Some(n);
+    }
+
     fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<WeightRef> {
         if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
             return Err(Error::backend("cpu", format!("tensor {} comes from another file than this backend's", w.name)));
@@ -155,7 +174,7 @@ impl Backend for Cpu {
     fn matmul(&mut self, w: &WeightRef, x: &Vec<f32>, m: usize, out: &mut Vec<f32>) -> Result<()> {
         check_len("matmul", out.len(), m * w.rows)?;
         let out = &mut out[..m * w.rows];
-        products::run(&self.file, &self.workers, self.simd, self.act, Products::Each(&[w]), x, m, |_, r0, r1, y| {
+        products::run(&self.file, &self.workers, self.simd, self.kind(m), Products::Each(&[w]), x, m, |_, r0, r1, y| {
             products::put(out, w.rows, r0, r1, y)
         })
     }
@@ -234,7 +253,7 @@ impl Backend for Cpu {
         for (w, out) in ws.iter().zip(outs.iter()) {
             check_len("norm_matmuls", out.len(), m * w.rows)?;
         }
-        products::run(&self.file, &self.workers, self.simd, self.act, Products::Each(ws), tmp, m, |k, r0, r1, y| {
+        products::run(&self.file, &self.workers, self.simd, self.kind(m), Products::Each(ws), tmp, m, |k, r0, r1, y| {
             products::put(outs[k], ws[k].rows, r0, r1, y)
         })
     }
@@ -242,7 +261,7 @@ impl Backend for Cpu {
     fn matmul_add(&mut self, w: &WeightRef, x: &Vec<f32>, m: usize, _tmp: &mut Vec<f32>, acc: &mut Vec<f32>, len: usize) -> Result<()> {
         check_len("matmul_add", acc.len().min(len), m * w.rows)?;
         let acc = &mut acc[..m * w.rows];
-        products::run(&self.file, &self.workers, self.simd, self.act, Products::Each(&[w]), x, m, |_, r0, r1, y| {
+        products::run(&self.file, &self.workers, self.simd, self.kind(m), Products::Each(&[w]), x, m, |_, r0, r1, y| {
             products::add(acc, w.rows, r0, r1, y)
         })
     }
@@ -262,7 +281,7 @@ impl Backend for Cpu {
         self.rms_norm(x, norm, eps, m, tmp)?;
         check_len("norm_swiglu", out.len().min(len), m * gate.rows)?;
         let out = &mut out[..m * gate.rows];
-        products::run(&self.file, &self.workers, self.simd, self.act, Products::SwiGlu(gate, up), tmp, m, |_, r0, r1, y| {
+        products::run(&self.file, &self.workers, self.simd, self.kind(m), Products::SwiGlu(gate, up), tmp, m, |_, r0, r1, y| {
             products::put(out, gate.rows, r0, r1, y)
         })
     }

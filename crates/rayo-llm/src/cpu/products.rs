@@ -78,7 +78,8 @@ impl Job {
     }
 }
 
-/// Runs `products` of the `m` rows of `x` on the calling thread and `workers`, then hands each
+/// Runs `products` of the `m` rows of `x` (the first `one_token` of them one-token rows:
+/// [`PreparedActs::with_single_rows`]) on the calling thread and `workers`, then hands each
 /// chunk's result to `place(output, r0, r1, values)` (`values`: `m × (r1 − r0)`, columns
 /// `r0..r1` of output `output`), in order.
 #[allow(clippy::too_many_arguments)]
@@ -86,7 +87,7 @@ pub fn run(
     file: &Arc<GgufFile>,
     workers: &Workers,
     simd: rayo::Backend,
-    act: Activations,
+    (act, one_token): (Activations, usize),
     products: Products<'_>,
     x: &[f32],
     m: usize,
@@ -111,7 +112,7 @@ pub fn run(
         let shared = acts.iter().find(|a| a.serves(w.ty) && a.cols() == w.cols).cloned();
         acts.push(match shared {
             Some(a) => a,
-            None => Arc::new(PreparedActs::new(simd, act, w.ty, x, w.cols)?),
+            None => Arc::new(PreparedActs::new(simd, act, w.ty, x, w.cols)?.with_single_rows(one_token.min(m))?),
         });
     }
     // Chunks of whole 16-row blocks, never across two matrices (a SwiGLU pair's rows go

@@ -224,22 +224,25 @@ impl Job<'_, '_> {
     }
 
     /// The integer path: blocks of [`ROW_BLOCK`] weight rows, each against every tile of
-    /// [`TILE`] activation rows (then the rows left over), the format matched and the
-    /// activation rows cut into blocks once per block of weight rows, not once per weight row.
+    /// [`TILE`] prompt rows (the last tile padded with its last row), then each one-token row
+    /// alone ([`PreparedActs::with_single_rows`]), the format matched and the activation rows
+    /// cut into blocks once per block of weight rows, not once per weight row. A row's result
+    /// depends only on its values and its kind: a prompt row gets the same bits in any tile, a
+    /// one-token row those of the decoding path.
     #[inline(always)]
     fn quantized_rows<S: crate::cpu::simd::Simd>(&self, s: S, a: &QActs, r0: usize, r1: usize, row_len: usize, out: &mut [f32]) {
-        let (m, ty, width) = (self.p.rows(), self.w.ty, r1 - r0);
-        if m == 1 {
+        let (m, ty, width, single) = (self.p.rows(), self.w.ty, r1 - r0, self.p.single_rows());
+        if m == 1 && single == 1 {
             // Decoding: every weight row in one call.
             let w = &self.w.bytes[r0 * row_len..r1 * row_len];
             return dot::dot_matrix(s, ty, w, &[a.row(0)], out.as_chunks_mut::<1>().0);
         }
-        let tiles: Vec<[ActRow<'_>; TILE]> = (0..m / TILE).map(|t| core::array::from_fn(|k| a.row(t * TILE + k))).collect();
+        let tiles: Vec<[ActRow<'_>; TILE]> = (single..m).step_by(TILE).map(|t0| core::array::from_fn(|k| a.row((t0 + k).min(m - 1)))).collect();
         // Formats that unpack to 32-value blocks: each block of weight rows is unpacked once for
         // all tiles, and a tile's eight products are scaled as one vector (block-major scales).
         let tiles8 = self.p.tiles8(ty).unwrap_or(&[]);
         let mut unpacked = Vec::new();
-        let rest: Vec<ActRow<'_>> = (m / TILE * TILE..m).map(|i| a.row(i)).collect();
+        let singles: Vec<ActRow<'_>> = (0..single).map(|i| a.row(i)).collect();
         let (mut tile_out, mut row_out) = ([[0f32; TILE]; ROW_BLOCK], [[0f32; 1]; ROW_BLOCK]);
         for j0 in (r0..r1).step_by(ROW_BLOCK) {
             let n = ROW_BLOCK.min(r1 - j0);
@@ -254,15 +257,16 @@ impl Job<'_, '_> {
                     Some(t8) => tile8::dot_tile8(s, ty, &unpacked, t8, &mut tile_out[..n]),
                     None => dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]),
                 }
-                for r in 0..TILE {
-                    for (o, v) in out[(t * TILE + r) * width + c..][..n].iter_mut().zip(&tile_out[..n]) {
+                let t0 = single + t * TILE;
+                for r in 0..TILE.min(m - t0) {
+                    for (o, v) in out[(t0 + r) * width + c..][..n].iter_mut().zip(&tile_out[..n]) {
                         *o = v[r];
                     }
                 }
             }
-            for (i, row) in rest.iter().enumerate() {
+            for (i, row) in singles.iter().enumerate() {
                 dot::dot_matrix(s, ty, w, &[*row], &mut row_out[..n]);
-                for (o, v) in out[(m / TILE * TILE + i) * width + c..][..n].iter_mut().zip(&row_out[..n]) {
+                for (o, v) in out[i * width + c..][..n].iter_mut().zip(&row_out[..n]) {
                     *o = v[0];
                 }
             }

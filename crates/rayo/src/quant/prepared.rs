@@ -23,8 +23,11 @@ pub struct PreparedActs {
     /// The rows in f32 (the f32 path only).
     x: Vec<f32>,
     q: Option<QActs>,
-    /// Tiles of eight quantized rows, block-major, made the first time a weight format that
-    /// takes them asks.
+    /// The first `single` rows are one-token rows (a decoding sequence's, computed as a row
+    /// alone is); the rest are prompt rows (computed in tiles of eight).
+    single: usize,
+    /// Tiles of eight quantized prompt rows, block-major (the last one padded with its last
+    /// row), made the first time a weight format that takes them asks.
     tiles8: OnceLock<Vec<Tile8>>,
 }
 
@@ -48,7 +51,28 @@ impl PreparedActs {
             }
             None => (x.to_vec(), None),
         };
-        Ok(PreparedActs { act, ty, m: x.len() / cols, cols, x: xs, q, tiles8: OnceLock::new() })
+        let m = x.len() / cols;
+        Ok(PreparedActs { act, ty, m, cols, x: xs, q, single: usize::from(m == 1), tiles8: OnceLock::new() })
+    }
+
+    /// Marks the first `n` rows as one-token rows and the rest as prompt rows (by default one
+    /// row is a one-token row, and every row of several is a prompt row). Each kind has its own
+    /// arithmetic for a row — a one-token row's is that of a row alone, a prompt row's that of a
+    /// tile of eight — and a row's result depends only on its values and its kind, never on
+    /// the other rows or its place among them: a batch of many sequences gives each the bits it
+    /// would get alone. Errors: `n` past the rows (`InvalidArgument`).
+    pub fn with_single_rows(mut self, n: usize) -> Result<PreparedActs> {
+        if n > self.m {
+            let reason = "more one-token rows than rows";
+            return Err(Error::InvalidArgument { op: "quant::PreparedActs::with_single_rows", name: "n", value: n.into(), reason });
+        }
+        self.single = n;
+        Ok(self)
+    }
+
+    /// The one-token rows (the first ones; the rest are prompt rows).
+    pub fn single_rows(&self) -> usize {
+        self.single
     }
 
     /// The activation format a product of `act` activations with `weight` weights reads.
@@ -83,16 +107,18 @@ impl PreparedActs {
         self.q.as_ref()
     }
 
-    /// The tiles for weights of `weight`, if that format takes them and there are eight rows.
+    /// The tiles of the prompt rows for weights of `weight`, if that format takes them: rows
+    /// `single..m` eight at a time, the last tile padded with its last row.
     pub(crate) fn tiles8(&self, weight: GgmlType) -> Option<&[Tile8]> {
         let q = self.q.as_ref()?;
-        if !tile8::unpacks(weight) || self.m < 8 {
+        if !tile8::unpacks(weight) || self.single == self.m {
             return None;
         }
         let tiles = self.tiles8.get_or_init(|| {
-            (0..self.m / 8)
-                .map(|t| {
-                    let rows: [ActRow<'_>; 8] = core::array::from_fn(|k| q.row(t * 8 + k));
+            (self.single..self.m)
+                .step_by(8)
+                .map(|r0| {
+                    let rows: [ActRow<'_>; 8] = core::array::from_fn(|k| q.row((r0 + k).min(self.m - 1)));
                     Tile8::new(q.ty, &rows, self.cols)
                 })
                 .collect()

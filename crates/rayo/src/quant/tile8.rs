@@ -4,26 +4,23 @@
 //! dots are summed horizontally together ([`Simd::dsum8`]) and scaled as one vector.
 //!
 //! Unpacking once per block of rows, not once per tile, takes the format's bit work (nibbles,
-//! fifth bits, f16 scales) out of the loop that runs once per tile:
+//! fifth bits, f16 scales, the k-quants' 6-bit scales) out of the loop that runs once per tile:
 //! at 64 activation rows it ran eight times per weight block.
 
 use super::activation::ActRow;
-use super::dot::{dec_q4_0, dec_q4_1, dec_q5_0, dec_q5_1, dec_q8_0, dec_q8_1};
+use super::dot::{dec_q4_0, dec_q4_1, dec_q5_0, dec_q5_1, dec_q8_0, dec_q8_1, f16_at};
+use super::search::scales_mins_k4;
 use super::GgmlType;
 use crate::cpu::simd::Simd;
 
 /// An unpacked block: 32 value bytes, then `d` and `m` as f32 (value = `d·q + m`).
 pub(crate) type Unpacked = [u8; 40];
 
-/// Whether the tiled path takes weights of `ty`: the 32-value formats, whose rows it computes
-/// with the same arithmetic, in the same order, as [`super::dot`]'s one-row path, so a row's
-/// result does not depend on the batch it is in (a server's requests get the same logits alone
-/// or beside others). The k-quants stay on [`super::dot`] (eight rows per weight block there):
-/// the tiled form of Q4_K/Q5_K scaled each 32-value sub-block in f32, where the one-row path
-/// keeps integer scales, and the two gave different bits.
+/// Whether the tiled path takes weights of `ty`: the 32-value formats, and the k-quants whose
+/// sub-blocks are 32 values with one scale and one min (Q4_K, Q5_K).
 pub(crate) fn unpacks(ty: GgmlType) -> bool {
     use GgmlType::*;
-    matches!(ty, Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 | Q8_1)
+    matches!(ty, Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 | Q8_1 | Q4_K | Q5_K)
 }
 
 /// Signed value bytes and no min (the 8-bit formats); the others unpack to unsigned bytes.
@@ -73,6 +70,21 @@ pub(crate) fn unpack_rows<S: Simd>(s: S, ty: GgmlType, w: &[u8], out: &mut Vec<U
         Q5_1 => unpack_legacy::<S, { Q5_1.type_size() }>(s, w, out, dec_q5_1::<S>),
         Q8_0 => unpack_legacy::<S, { Q8_0.type_size() }>(s, w, out, dec_q8_0::<S>),
         Q8_1 => unpack_legacy::<S, { Q8_1.type_size() }>(s, w, out, dec_q8_1::<S>),
+        Q4_K => unpack_k::<S, { Q4_K.type_size() }>(s, w, out, |s, b, j| {
+            let x = s.bload(&b[16 + 32 * (j / 2)..]);
+            if j % 2 == 0 {
+                s.band(x, s.bsplat(15))
+            } else {
+                s.bshr(x, 4)
+            }
+        }),
+        // Q4_K's nibbles at 48.., with bit `j` of `qh[l]` as the fifth bit of vector `j`.
+        Q5_K => unpack_k::<S, { Q5_K.type_size() }>(s, w, out, |s, b, j| {
+            let x = s.bload(&b[48 + 32 * (j / 2)..]);
+            let low = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
+            let high = s.band(s.bshr(s.bload(&b[16..]), j as u32), s.bsplat(1));
+            s.bor(low, s.bshl(high, 4))
+        }),
         _ => unreachable!("unpack_rows: {ty:?} does not unpack (see `unpacks`)"),
     }
 }
@@ -89,6 +101,20 @@ fn unpack_legacy<S: Simd, const SIZE: usize>(s: S, w: &[u8], out: &mut [Unpacked
         let (q, d, m) = decode(s, b);
         s.bstore(q, o);
         put(o, d, m);
+    }
+}
+
+/// Q4_K/Q5_K: super-blocks of 8 × 32 values, `d·sc·q − dmin·mn` with 6-bit `sc`, `mn`;
+/// `values(s, block, j)` gives vector `j`'s bytes.
+#[inline(always)]
+fn unpack_k<S: Simd, const SIZE: usize>(s: S, w: &[u8], out: &mut [Unpacked], values: impl Fn(S, &[u8; SIZE], usize) -> S::B) {
+    for (b, o8) in w.as_chunks::<SIZE>().0.iter().zip(out.as_chunks_mut::<8>().0) {
+        let (d, dmin) = (f16_at(s, b, 0), f16_at(s, b, 2));
+        let (sc, mn) = scales_mins_k4(b[4..16].try_into().unwrap());
+        for (j, o) in o8.iter_mut().enumerate() {
+            s.bstore(values(s, b, j), o);
+            put(o, d * sc[j] as f32, -dmin * mn[j] as f32);
+        }
     }
 }
 
