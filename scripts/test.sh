@@ -175,6 +175,8 @@ if section main-job; then
     # ... and a sentence from SmolLM2 on rayo's own kernels (greedy: the same text every run).
     run cargo run --release -p rayo-cli -- generate --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf \
       --prompt "The three most useful things to know about Rust are" --max-tokens 40 --temperature 0
+    # ... and one served request
+    run ./scripts/serve-once.sh
   )
 fi
 
