@@ -49,7 +49,7 @@ impl Model {
                 let w = i.session.backend().weight_bytes();
                 format!(
                     "{}: {} layers, width {}, {} heads ({} KV), vocab {}, {:.1} MB of weights on the device",
-                    c.arch,
+                    c.arch.name,
                     c.n_layer,
                     c.n_embd,
                     c.n_head,
