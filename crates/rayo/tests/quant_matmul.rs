@@ -280,7 +280,8 @@ fn a_rows_products_do_not_depend_on_its_batch() {
             let (buf, _) = weights(&mut rng, ty, rows, cols);
             let w = QuantMatrix::new(ty, rows, cols, &buf[1..]).unwrap();
             for act in [Activations::Quantized, Activations::F32] {
-                let (m, single) = (19, 5);
+                // 15 one-token rows: groups of 8, 4, 2 and 1
+                let (m, single) = (19, 15);
                 let x = rng.data(m * cols, -2.0, 2.0);
                 let product = |x: &[f32], single: usize| {
                     let p = quant::PreparedActs::new(backend, act, ty, x, cols).unwrap().with_single_rows(single).unwrap();

@@ -223,6 +223,17 @@ impl Job<'_, '_> {
         }
     }
 
+    /// Writes `v` (per weight row `c + j`, the products of activation rows `i0..i0 + R`) into
+    /// `out` (rows of `width` columns).
+    #[inline(always)]
+    fn place<const R: usize>(&self, out: &mut [f32], width: usize, c: usize, i0: usize, v: &[[f32; R]]) {
+        for r in 0..R {
+            for (o, x) in out[(i0 + r) * width + c..][..v.len()].iter_mut().zip(v) {
+                *o = x[r];
+            }
+        }
+    }
+
     /// The integer path: blocks of [`ROW_BLOCK`] weight rows, each against every tile of
     /// [`TILE`] prompt rows (the last tile padded with its last row), then each one-token row
     /// alone ([`PreparedActs::with_single_rows`]), the format matched and the activation rows
@@ -231,7 +242,9 @@ impl Job<'_, '_> {
     /// one-token row those of the decoding path.
     #[inline(always)]
     fn quantized_rows<S: crate::cpu::simd::Simd>(&self, s: S, a: &QActs, r0: usize, r1: usize, row_len: usize, out: &mut [f32]) {
-        let (m, ty, width, single) = (self.p.rows(), self.w.ty, r1 - r0, self.p.single_rows());
+        let (m, ty, width) = (self.p.rows(), self.w.ty, r1 - r0);
+        // rows before `single` take the one-row arithmetic, the rest tiles
+        let single = self.p.first_tiled(ty);
         if m == 1 && single == 1 {
             // Decoding: every weight row in one call.
             let w = &self.w.bytes[r0 * row_len..r1 * row_len];
@@ -264,10 +277,35 @@ impl Job<'_, '_> {
                     }
                 }
             }
-            for (i, row) in singles.iter().enumerate() {
-                dot::dot_matrix(s, ty, w, &[*row], &mut row_out[..n]);
-                for (o, v) in out[i * width + c..][..n].iter_mut().zip(&row_out[..n]) {
-                    *o = v[0];
+            // one-token rows in groups of 8, 4, 2 and 1: each weight block unpacked once per
+            // group, every row's arithmetic that of the row alone
+            let mut i = 0;
+            while i < single {
+                let left = single - i;
+                if left >= 8 {
+                    dot::dot_matrix(
+                        s,
+                        ty,
+                        w,
+                        &[singles[i], singles[i + 1], singles[i + 2], singles[i + 3], singles[i + 4], singles[i + 5], singles[i + 6], singles[i + 7]],
+                        &mut tile_out[..n],
+                    );
+                    self.place(out, width, c, i, &tile_out[..n]);
+                    i += 8;
+                } else if left >= 4 {
+                    let mut o4 = [[0f32; 4]; ROW_BLOCK];
+                    dot::dot_matrix(s, ty, w, &[singles[i], singles[i + 1], singles[i + 2], singles[i + 3]], &mut o4[..n]);
+                    self.place(out, width, c, i, &o4[..n]);
+                    i += 4;
+                } else if left >= 2 {
+                    let mut o2 = [[0f32; 2]; ROW_BLOCK];
+                    dot::dot_matrix(s, ty, w, &[singles[i], singles[i + 1]], &mut o2[..n]);
+                    self.place(out, width, c, i, &o2[..n]);
+                    i += 2;
+                } else {
+                    dot::dot_matrix(s, ty, w, &[singles[i]], &mut row_out[..n]);
+                    self.place(out, width, c, i, &row_out[..n]);
+                    i += 1;
                 }
             }
         }

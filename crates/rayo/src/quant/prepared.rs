@@ -75,6 +75,17 @@ impl PreparedActs {
         self.single
     }
 
+    /// The first row a product with `weight` computes in tiles: the first prompt row, or row 0
+    /// where a tile computes a row as the one-row path does ([`tile8::same_as_one_row`]; one
+    /// row alone stays on the one-row path).
+    pub(crate) fn first_tiled(&self, weight: GgmlType) -> usize {
+        if tile8::same_as_one_row(weight) && self.m > 1 {
+            0
+        } else {
+            self.single
+        }
+    }
+
     /// The activation format a product of `act` activations with `weight` weights reads.
     fn format(act: Activations, weight: GgmlType) -> Option<GgmlType> {
         match act {
@@ -107,15 +118,16 @@ impl PreparedActs {
         self.q.as_ref()
     }
 
-    /// The tiles of the prompt rows for weights of `weight`, if that format takes them: rows
-    /// `single..m` eight at a time, the last tile padded with its last row.
+    /// The tiles for weights of `weight`, if that format takes them, eight rows at a time from
+    /// [`PreparedActs::first_tiled`], the last tile padded with its last row.
     pub(crate) fn tiles8(&self, weight: GgmlType) -> Option<&[Tile8]> {
         let q = self.q.as_ref()?;
-        if !tile8::unpacks(weight) || self.single == self.m {
+        let first = self.first_tiled(weight);
+        if !tile8::unpacks(weight) || first == self.m {
             return None;
         }
         let tiles = self.tiles8.get_or_init(|| {
-            (self.single..self.m)
+            (first..self.m)
                 .step_by(8)
                 .map(|r0| {
                     let rows: [ActRow<'_>; 8] = core::array::from_fn(|k| q.row((r0 + k).min(self.m - 1)));

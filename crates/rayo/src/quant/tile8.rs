@@ -16,6 +16,16 @@ use crate::cpu::simd::Simd;
 /// An unpacked block: 32 value bytes, then `d` and `m` as f32 (value = `d·q + m`).
 pub(crate) type Unpacked = [u8; 40];
 
+/// Whether the tiled path computes a row of `ty` as the one-row (decoding) path does, bit for
+/// bit: the 32-value formats (the same integer sums, scaled and added in the same order). The
+/// k-quants' tiles scale each 32-value sub-block in f32 where the one-row path keeps integer
+/// scales, so their one-token rows stay off the tiles
+/// ([`super::PreparedActs::with_single_rows`]).
+pub(crate) fn same_as_one_row(ty: GgmlType) -> bool {
+    use GgmlType::*;
+    matches!(ty, Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 | Q8_1)
+}
+
 /// Whether the tiled path takes weights of `ty`: the 32-value formats, and the k-quants whose
 /// sub-blocks are 32 values with one scale and one min (Q4_K, Q5_K).
 pub(crate) fn unpacks(ty: GgmlType) -> bool {
