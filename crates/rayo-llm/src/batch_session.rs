@@ -14,7 +14,7 @@ use crate::batch::{check_work, BatchForward, SlotWork};
 use crate::config::{product, Config};
 use crate::model::Model;
 use crate::pass::{layers_pass, logits_pass, Buffers, Segment, Weights};
-use crate::session::DEFAULT_CONTEXT;
+use crate::session::checked_config;
 use crate::{Error, Result};
 
 /// How a batched session is sized.
@@ -23,7 +23,7 @@ pub struct BatchOptions {
     /// Sequences in flight at once, each with its own KV cache.
     pub slots: usize,
     /// Positions each slot's KV cache holds: 0 = the model's context length, at most
-    /// [`DEFAULT_CONTEXT`].
+    /// [`DEFAULT_CONTEXT`](crate::DEFAULT_CONTEXT).
     pub context: usize,
     pub kv_type: KvType,
     /// The most rows (tokens of all slots together) one step runs.
@@ -53,13 +53,7 @@ impl<B: Backend> BatchSession<B> {
     /// uploaded: 0 slots or rows, more slots than the backend holds caches
     /// ([`Backend::max_sequences`]), a context past the model's, a size past `usize`.
     pub fn new(model: &Model, mut backend: B, opts: BatchOptions) -> Result<BatchSession<B>> {
-        let cfg = model.config().clone();
-        cfg.validate()?;
-        let context = match opts.context {
-            0 => cfg.context_length.min(DEFAULT_CONTEXT),
-            n if n > cfg.context_length => return Err(Error::ContextTooLong { asked: n, max: cfg.context_length }),
-            n => n,
-        };
+        let (cfg, context) = checked_config(model, opts.context)?;
         if opts.slots == 0 || opts.rows == 0 {
             return Err(Error::Batch(format!("{} slots and {} rows per step: both must be at least 1", opts.slots, opts.rows)));
         }

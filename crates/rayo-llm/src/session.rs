@@ -13,6 +13,20 @@ use crate::{Error, Result};
 /// that a GPU backend allocates up front.
 pub const DEFAULT_CONTEXT: usize = 4096;
 
+/// `model`'s configuration, checked ([`Config::validate`]), and the positions a KV cache of
+/// `asked` positions holds: 0 = the model's context length, at most [`DEFAULT_CONTEXT`]; more
+/// than the model's context length is an error.
+pub(crate) fn checked_config(model: &Model, asked: usize) -> Result<(Config, usize)> {
+    let cfg = model.config().clone();
+    cfg.validate()?;
+    let context = match asked {
+        0 => cfg.context_length.min(DEFAULT_CONTEXT),
+        n if n > cfg.context_length => return Err(Error::ContextTooLong { asked: n, max: cfg.context_length }),
+        n => n,
+    };
+    Ok((cfg, context))
+}
+
 /// How a session is sized.
 #[derive(Clone, Copy, Debug)]
 pub struct SessionOptions {
@@ -58,13 +72,7 @@ impl<B: Backend> Session<B> {
     /// a context past the model's `context_length`, a batch of 0, a buffer or KV cache whose
     /// size does not fit in `usize`.
     pub fn new(model: &Model, mut backend: B, opts: SessionOptions) -> Result<Session<B>> {
-        let cfg = model.config().clone();
-        cfg.validate()?;
-        let context = match opts.context {
-            0 => cfg.context_length.min(DEFAULT_CONTEXT),
-            n if n > cfg.context_length => return Err(Error::ContextTooLong { asked: n, max: cfg.context_length }),
-            n => n,
-        };
+        let (cfg, context) = checked_config(model, opts.context)?;
         backend.check_config(&cfg, context)?;
         if opts.batch == 0 {
             return Err(rayo::Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" }.into());

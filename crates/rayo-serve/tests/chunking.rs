@@ -6,24 +6,12 @@
 //! one pass's logits (skips with a `SKIP` line when the file is absent; `RAYO_REQUIRE_SMOLLM2=1`
 //! makes that a failure).
 
+mod common;
+
+use common::smollm2;
 use rayo_llm::cpu::Cpu;
 use rayo_llm::{BatchForward, Logits, Model, Session, SessionOptions, SessionPool, SlotWork};
 use rayo_serve::chunks::ChunkRule;
-use std::path::{Path, PathBuf};
-
-fn smollm2(test: &str) -> Option<PathBuf> {
-    let path = match std::env::var_os("RAYO_SMOLLM2") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-    };
-    if path.exists() {
-        return Some(path);
-    }
-    let required = std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_some_and(|v| v != "0");
-    assert!(!required, "RAYO_REQUIRE_SMOLLM2 is set but {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
-    println!("SKIP {test}: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
-    None
-}
 
 fn session(m: &Model, threads: usize) -> Session<Cpu> {
     Session::new(m, Cpu::new(m.file().clone(), threads), SessionOptions { context: 512, ..SessionOptions::default() }).unwrap()

@@ -3,29 +3,17 @@
 //! 429 when the queue is full. SmolLM2's tokenizer and template (skips with a `SKIP` line when
 //! the file is absent; `RAYO_REQUIRE_SMOLLM2=1` fails instead).
 
+mod common;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use common::smollm2;
 use rayo_llm::chat::ChatTemplate;
 use rayo_llm::Model;
 use rayo_serve::router::{router, App};
 use rayo_serve::{ServeOptions, Shared};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tower::ServiceExt;
-
-fn smollm2(test: &str) -> Option<PathBuf> {
-    let path = match std::env::var_os("RAYO_SMOLLM2") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-    };
-    if path.exists() {
-        return Some(path);
-    }
-    let required = std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_some_and(|v| v != "0");
-    assert!(!required, "RAYO_REQUIRE_SMOLLM2 is set but {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
-    println!("SKIP {test}: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
-    None
-}
 
 /// (status, JSON body or text) of one request.
 async fn call(r: &axum::Router, method: &str, path: &str, body: &str, key: Option<&str>) -> (StatusCode, serde_json::Value) {

@@ -4,28 +4,17 @@
 //! function of the slot's position, so the text is known. SmolLM2's tokenizer gives the text
 //! (skips with a `SKIP` line when the file is absent; `RAYO_REQUIRE_SMOLLM2=1` fails instead).
 
+mod common;
+
+use common::smollm2;
 use rayo_llm::batch::check_work;
 use rayo_llm::{BatchForward, Model, SlotWork};
 use rayo_serve::api::Sampling;
 use rayo_serve::scheduler::{self, Event, Finish, Job, SchedulerOptions};
 use rayo_serve::Shared;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn smollm2(test: &str) -> Option<PathBuf> {
-    let path = match std::env::var_os("RAYO_SMOLLM2") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"),
-    };
-    if path.exists() {
-        return Some(path);
-    }
-    let required = std::env::var_os("RAYO_REQUIRE_SMOLLM2").is_some_and(|v| v != "0");
-    assert!(!required, "RAYO_REQUIRE_SMOLLM2 is set but {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
-    println!("SKIP {test}: {} is absent (scripts/fetch-smollm2.sh fetches it)", path.display());
-    None
-}
 
 /// What the fake saw: each step's (slot, tokens) and each rewind (slot, position).
 #[derive(Default)]
