@@ -11,7 +11,7 @@
 
 use crate::backend::{Backend, KvType};
 use crate::batch::{check_work, BatchForward, SlotWork};
-use crate::config::{product, Config};
+use crate::config::Config;
 use crate::model::Model;
 use crate::pass::{layers_pass, logits_pass, Buffers, Segment, Weights};
 use crate::session::checked_config;
@@ -53,7 +53,7 @@ impl<B: Backend> BatchSession<B> {
     /// uploaded: 0 slots or rows, more slots than the backend holds caches
     /// ([`Backend::max_sequences`]), a context past the model's, a size past `usize`.
     pub fn new(model: &Model, mut backend: B, opts: BatchOptions) -> Result<BatchSession<B>> {
-        let (cfg, context) = checked_config(model, opts.context)?;
+        let (cfg, context) = checked_config(model, opts.context, opts.slots)?;
         if opts.slots == 0 || opts.rows == 0 {
             return Err(Error::Batch(format!("{} slots and {} rows per step: both must be at least 1", opts.slots, opts.rows)));
         }
@@ -62,14 +62,6 @@ impl<B: Backend> BatchSession<B> {
             return Err(Error::Batch(format!("the {name} backend holds {n} sequence(s) per session, {} slots asked", opts.slots)));
         }
         backend.check_config(&cfg, context)?;
-        product(&[
-            ("slots", opts.slots),
-            ("context", context),
-            ("key/value width", cfg.kv_width()),
-            ("block_count", cfg.n_layer),
-            ("keys and values", 2),
-            ("bytes per f32", 4),
-        ])?;
         let weights = Weights::upload(model, &mut backend)?;
         let kvs = (0..opts.slots).map(|_| backend.kv_cache(&cfg, context, opts.kv_type)).collect::<Result<Vec<_>>>()?;
         let bufs = Buffers::new(&mut backend, &cfg, opts.rows, opts.slots.min(opts.rows), opts.slots > 1)?;

@@ -15,8 +15,9 @@ pub const DEFAULT_CONTEXT: usize = 4096;
 
 /// `model`'s configuration, checked ([`Config::validate`]), and the positions a KV cache of
 /// `asked` positions holds: 0 = the model's context length, at most [`DEFAULT_CONTEXT`]; more
-/// than the model's context length is an error.
-pub(crate) fn checked_config(model: &Model, asked: usize) -> Result<(Config, usize)> {
+/// than the model's context length is an error, and so is a size of `sequences` such caches
+/// past `usize`.
+pub(crate) fn checked_config(model: &Model, asked: usize, sequences: usize) -> Result<(Config, usize)> {
     let cfg = model.config().clone();
     cfg.validate()?;
     let context = match asked {
@@ -24,6 +25,14 @@ pub(crate) fn checked_config(model: &Model, asked: usize) -> Result<(Config, usi
         n if n > cfg.context_length => return Err(Error::ContextTooLong { asked: n, max: cfg.context_length }),
         n => n,
     };
+    product(&[
+        ("sequences", sequences),
+        ("context", context),
+        ("key/value width", cfg.kv_width()),
+        ("block_count", cfg.n_layer),
+        ("keys and values", 2),
+        ("bytes per f32", 4),
+    ])?;
     Ok((cfg, context))
 }
 
@@ -72,19 +81,12 @@ impl<B: Backend> Session<B> {
     /// a context past the model's `context_length`, a batch of 0, a buffer or KV cache whose
     /// size does not fit in `usize`.
     pub fn new(model: &Model, mut backend: B, opts: SessionOptions) -> Result<Session<B>> {
-        let (cfg, context) = checked_config(model, opts.context)?;
+        let (cfg, context) = checked_config(model, opts.context, 1)?;
         backend.check_config(&cfg, context)?;
         if opts.batch == 0 {
             return Err(rayo::Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" }.into());
         }
         let batch = opts.batch.min(context);
-        product(&[
-            ("context", context),
-            ("key/value width", cfg.kv_width()),
-            ("block_count", cfg.n_layer),
-            ("keys and values", 2),
-            ("bytes per f32", 4),
-        ])?;
         let weights = Weights::upload(model, &mut backend)?;
         let kv = backend.kv_cache(&cfg, context, opts.kv_type)?;
         let bufs = Buffers::new(&mut backend, &cfg, batch, 1, false)?;
