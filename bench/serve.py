@@ -4,7 +4,8 @@ inter-token latency (p50, p99). Standard library only (asyncio, raw HTTP/1.1 on 
 
 Usage: python bench/serve.py --url http://127.0.0.1:8080 --concurrency 8 --requests 32 --max-tokens 128
 Each request is a streamed /v1/completions with temperature 0 and ignore_eos (every request
-makes exactly --max-tokens tokens). A benchmark, not a test: it only reports.
+makes exactly --max-tokens tokens), counted by the usage chunk (stream_options.include_usage). A
+benchmark, not a test: it only reports.
 """
 
 import argparse
@@ -23,7 +24,9 @@ PROMPTS = [
 
 
 async def one(host, port, path, body, key):
-    """(time to first token, inter-token gaps, tokens) of one streamed request."""
+    """(time to first token, inter-token gaps, tokens) of one streamed request, or None when it
+    failed. Tokens are the usage's completion_tokens (stream_options.include_usage); the times
+    are those of the chunks with text (a token whose text is empty, or held back, sends none)."""
     reader, writer = await asyncio.open_connection(host, port)
     data = json.dumps(body).encode()
     auth = f"Authorization: Bearer {key}\r\n" if key else ""
@@ -34,7 +37,7 @@ async def one(host, port, path, body, key):
     status = await reader.readline()
     if b" 200 " not in status:
         raise RuntimeError(status.decode().strip())
-    times = []
+    times, tokens, failed = [], None, False
     while True:
         line = await reader.readline()
         if not line:
@@ -45,12 +48,17 @@ async def one(host, port, path, body, key):
         if line == b"data: [DONE]":
             break
         ev = json.loads(line[6:])
+        if "error" in ev:
+            failed = True
+        if ev.get("usage"):
+            tokens = ev["usage"].get("completion_tokens")
         if ev.get("choices") and ev["choices"][0].get("text"):
             times.append(time.perf_counter())
     writer.close()
-    if not times:
+    if failed or tokens is None:
         return None
-    return times[0] - t0, [b - a for a, b in zip(times, times[1:])], len(times)
+    ttft = times[0] - t0 if times else float("nan")
+    return ttft, [b - a for a, b in zip(times, times[1:])], tokens
 
 
 def pct(xs, p):
@@ -73,7 +81,7 @@ async def main():
 
     async def run(i):
         body = {"prompt": PROMPTS[i % len(PROMPTS)], "max_tokens": a.max_tokens, "temperature": 0, "stream": True,
-                "ignore_eos": True}
+                "stream_options": {"include_usage": True}, "ignore_eos": True}
         if a.model:
             body["model"] = a.model
         async with sem:
@@ -83,7 +91,7 @@ async def main():
     results = [r for r in await asyncio.gather(*(run(i) for i in range(a.requests))) if r]
     wall = time.perf_counter() - t0
     tokens = sum(r[2] for r in results)
-    ttft = [r[0] for r in results]
+    ttft = [r[0] for r in results if r[0] == r[0]]
     itl = [g for r in results for g in r[1]]
     print(f"{len(results)}/{a.requests} requests, concurrency {a.concurrency}, {a.max_tokens} tokens each")
     print(f"aggregate output: {tokens / wall:.1f} tokens/s ({tokens} tokens in {wall:.2f} s)")

@@ -219,7 +219,7 @@ if section cuda; then
   echo "rayo::cuda (no-driver path here; every kernel against f64 where a GPU exists); every op's fused kernel through ptxas"
   run cargo test -p rayo --features cuda --release --test cuda --test cuda_llm --test parity -- --nocapture
   # The CUDA LLM engine against the CPU engine on SmolLM2 (skips without a device).
-  run cargo test -p rayo-llm --features cuda --release --test cuda --test cuda_misuse --test cuda_ops -- --nocapture
+  run cargo test -p rayo-llm --features cuda --release --test cuda --test cuda_misuse --test cuda_ops --test cuda_batch -- --nocapture
 fi
 
 # ---- aarch64 NEON under qemu ----

@@ -204,7 +204,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "S", default_value_t = 30, allow_negative_numbers = true)]
     pub grace: u64,
     /// The engine behind the slots: batch (one step's rows of every slot through each weight
-    /// matrix at once; the CPU backend) or pool (one session per slot, run one after another;
+    /// matrix at once; the CPU and CUDA backends) or pool (one session per slot, run one after another;
     /// the backend's default where batch is not available).
     #[arg(long, value_name = "NAME", default_value = "batch", value_parser = ["batch", "pool"])]
     pub engine: String,

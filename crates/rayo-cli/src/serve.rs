@@ -1,7 +1,7 @@
 //! `rayo serve`: the model behind an OpenAI-compatible HTTP server (crates/rayo-serve). The
 //! engine, built on the server's scheduler thread (a CUDA session's graphs stay on the thread
-//! that recorded them): on the CPU a `BatchSession` of `--parallel` slots (a step's rows of
-//! every slot through each weight matrix at once), elsewhere or with `--engine pool` a
+//! that recorded them): on the CPU and CUDA a `BatchSession` of `--parallel` slots (a step's
+//! rows of every slot through each weight matrix at once), on wgpu or with `--engine pool` a
 //! `SessionPool` of `--parallel` sessions run one after another.
 
 use crate::args::ServeArgs;
@@ -25,13 +25,20 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         // A step's chunks may go over --step-tokens (never a prompt chunk of another row class
         // than `rayo generate` runs it in: rayo_serve::chunks), by at most a chunk of 127 rows.
         let rows = a.step_tokens + parallel + 128;
-        let batched = a.engine == "batch" && backend == "cpu";
+        let batched = a.engine == "batch" && matches!(backend.as_str(), "cpu" | "cuda");
         Box::new(move || {
             if batched {
-                let cpu = Cpu::new(model.file().clone(), threads);
                 let opts = BatchOptions { slots: parallel, context: ctx, kv_type: kv, rows };
-                let engine = BatchSession::new(&model, cpu, opts).map_err(|e| e.to_string())?;
-                return Ok(Box::new(engine) as Box<dyn rayo_llm::BatchForward>);
+                let engine: Box<dyn rayo_llm::BatchForward> = match backend.as_str() {
+                    #[cfg(feature = "cuda")]
+                    "cuda" => {
+                        let cuda = rayo_llm::cuda::Cuda::new(model.file().clone()).map_err(|e| e.to_string())?;
+                        Box::new(BatchSession::new(&model, cuda, opts).map_err(|e| e.to_string())?)
+                    }
+                    "cpu" => Box::new(BatchSession::new(&model, Cpu::new(model.file().clone(), threads), opts).map_err(|e| e.to_string())?),
+                    other => return Err(format!("backend {other:?} cannot run a model (available: {})", crate::llm::LLM_BACKENDS.join(", "))),
+                };
+                return Ok(engine);
             }
             let sessions = (0..parallel)
                 .map(|_| Engine::with_kv(&model, &backend, threads, ctx, kv).map(Engine::into_forward))

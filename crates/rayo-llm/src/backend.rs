@@ -19,6 +19,10 @@ pub enum KvType {
     F32,
 }
 
+/// A row's `k` largest logits as (id, logit), largest first, the lower id first among equals;
+/// or the sampler's error for that row (a NaN or +inf).
+pub type RowBest = Result<Vec<(u32, f32)>>;
+
 /// The ops of a llama-family forward pass on one device.
 pub trait Backend {
     /// A weight matrix as this backend holds it (in place in the file on the CPU).
@@ -41,8 +45,7 @@ pub trait Backend {
         Ok(())
     }
 
-    /// KV caches this backend can hold at once, so sequences one step can run: a backend whose
-    /// kernels read the step's tokens and position from its own memory (CUDA) runs one.
+    /// KV caches this backend can hold at once, so sequences one step can run.
     fn max_sequences(&self) -> usize {
         usize::MAX
     }
@@ -55,6 +58,12 @@ pub trait Backend {
     fn buffer(&mut self, len: usize) -> Result<Self::Buf>;
     /// A KV cache for `positions` positions of every layer of `cfg`.
     fn kv_cache(&mut self, cfg: &Config, positions: usize, ty: KvType) -> Result<Self::Kv>;
+    /// `n` KV caches as [`Backend::kv_cache`] makes them, one per sequence of a batch. By
+    /// default `n` calls of it; a backend whose kernels reach many sequences' caches in one
+    /// launch (CUDA) keeps them together, and may replace caches it made before.
+    fn kv_caches(&mut self, cfg: &Config, positions: usize, ty: KvType, n: usize) -> Result<Vec<Self::Kv>> {
+        (0..n).map(|_| self.kv_cache(cfg, positions, ty)).collect()
+    }
 
     /// `x[i] = table[tokens[i]]` (rows of `width` values).
     fn embed(&mut self, table: &Self::Weight, tokens: &[u32], x: &mut Self::Buf) -> Result<()>;
@@ -106,6 +115,15 @@ pub trait Backend {
         let mut v = vec![0.0; n];
         self.read(x, &mut v)?;
         crate::sample::top_k_of(&v, k)
+    }
+    /// [`Backend::top_k`] of each of the first `rows` rows of `x` (rows of `n` logits), each
+    /// row's checks its own: what greedy sampling of many sequences needs, without moving
+    /// their logits to the host. By default read, then scanned here.
+    fn top_k_rows(&mut self, x: &Self::Buf, n: usize, rows: usize, k: usize) -> Result<Vec<RowBest>> {
+        let len = rows.checked_mul(n).ok_or(rayo::Error::SizeOverflow { op: "top_k_rows", dims: vec![rows, n] })?;
+        let mut v = vec![0.0; len];
+        self.read(x, &mut v)?;
+        Ok(v.chunks_exact(n.max(1)).take(rows).map(|row| crate::sample::top_k_of(row, k)).collect())
     }
     /// Says that the first `n` rows of the products that follow are one-token rows (each a
     /// decoding sequence's next token) and the rest prompt rows. A backend whose arithmetic for
@@ -194,6 +212,31 @@ pub trait Backend {
         Ok(())
     }
 
+    /// [`Backend::step_inputs`] for a pass of several sequences: `segments` as (cache, first
+    /// position, rows), in row order, their rows adding up to `tokens.len()`.
+    fn batch_inputs(&mut self, tokens: &[u32], segments: &[(&Self::Kv, usize, usize)]) -> Result<()> {
+        let _ = (tokens, segments);
+        Ok(())
+    }
+
+    /// [`Backend::rope_attention`] for each of the first `n` rows of `q`, `k`, `v` into the
+    /// same rows of `out`, each row a sequence's one token (the first `n` segments of the last
+    /// [`Backend::batch_inputs`]), in fewer launches than one per row; each row's result the
+    /// bits it gets alone. `Ok(false)`, with nothing done, where the backend has no such op:
+    /// the pass then runs the rows one by one.
+    #[allow(clippy::too_many_arguments)]
+    fn rope_attention_one_token_rows(
+        &mut self,
+        cfg: &Config,
+        layer: usize,
+        (q, k, v): (&mut Self::Buf, &mut Self::Buf, &Self::Buf),
+        n: usize,
+        out: &mut Self::Buf,
+    ) -> Result<bool> {
+        let _ = (cfg, layer, q, k, v, n, out);
+        Ok(false)
+    }
+
     /// Runs a one-token step: `ops` queues its ops on this backend, reading the inputs of the
     /// last [`Backend::step_inputs`]. A backend that records (CUDA graphs) may record what
     /// `ops` queues and, on later calls, replay the recording instead of calling `ops`: the
@@ -201,6 +244,14 @@ pub trait Backend {
     /// references only memory the backend owns, so no order of calls can replay it over freed
     /// or foreign memory.
     fn one_token_step(&mut self, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        ops(self)
+    }
+    /// [`Backend::one_token_step`] for a step of `rows` one-token rows, each its own sequence's
+    /// (the last [`Backend::batch_inputs`] wrote `rows` segments of one row): a backend that
+    /// records may keep a recording per `rows` and replay it. The caller passes the same ops for
+    /// the same `rows` every time (as [`crate::BatchSession`] does).
+    fn one_token_rows_step(&mut self, rows: usize, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        let _ = rows;
         ops(self)
     }
     /// Device operations (kernel launches and copies) one replay of the recorded step queues;

@@ -12,6 +12,15 @@ pub struct SlotWork<'a> {
     pub tokens: &'a [u32],
 }
 
+/// What a step gives back for one item ([`BatchForward::step_best`]).
+#[derive(Debug)]
+pub enum StepOut {
+    /// The logits after the item's last token.
+    Logits(Vec<f32>),
+    /// The `k` largest of them (what greedy sampling needs), or the sampler's error for them.
+    Best(crate::backend::RowBest),
+}
+
 /// A model that runs many sequences (slots) a step at a time.
 ///
 /// Not `Send`: a CUDA session's recorded graphs stay on the thread that made them, so a server
@@ -33,6 +42,20 @@ pub trait BatchForward {
     /// runs: a slot out of range or named twice, an item without tokens, tokens past a slot's
     /// context or past the vocabulary.
     fn step(&mut self, work: &[SlotWork]) -> Result<Vec<Vec<f32>>>;
+    /// [`BatchForward::step`], where item `i` gets its `k` best logits instead of all of them
+    /// when `best[i]` is `Some(k)` (`best` as long as `work`). By default all the logits come
+    /// back and are scanned here; a device backend finds the best where the logits are.
+    fn step_best(&mut self, work: &[SlotWork], best: &[Option<usize>]) -> Result<Vec<StepOut>> {
+        let all = self.step(work)?;
+        Ok(all
+            .into_iter()
+            .zip(best)
+            .map(|(l, b)| match b {
+                Some(k) => StepOut::Best(crate::sample::top_k_of(&l, *k)),
+                None => StepOut::Logits(l),
+            })
+            .collect())
+    }
     /// The backend's name.
     fn backend_name(&self) -> &'static str;
 }

@@ -10,7 +10,7 @@
 //! beside others, and equal a [`crate::Session`]'s for the same tokens fed in the same pieces.
 
 use crate::backend::{Backend, KvType};
-use crate::batch::{check_work, BatchForward, SlotWork};
+use crate::batch::{check_work, BatchForward, SlotWork, StepOut};
 use crate::config::Config;
 use crate::model::Model;
 use crate::pass::{layers_pass, logits_pass, Buffers, Segment, Weights};
@@ -63,7 +63,7 @@ impl<B: Backend> BatchSession<B> {
         }
         backend.check_config(&cfg, context)?;
         let weights = Weights::upload(model, &mut backend)?;
-        let kvs = (0..opts.slots).map(|_| backend.kv_cache(&cfg, context, opts.kv_type)).collect::<Result<Vec<_>>>()?;
+        let kvs = backend.kv_caches(&cfg, context, opts.kv_type, opts.slots)?;
         let bufs = Buffers::new(&mut backend, &cfg, opts.rows, opts.slots.min(opts.rows), opts.slots > 1)?;
         Ok(BatchSession { backend, cfg, weights, kvs, pos: vec![0; opts.slots], bufs, context, rows: opts.rows })
     }
@@ -93,10 +93,17 @@ impl<B: Backend> BatchForward for BatchSession<B> {
         }
     }
     fn step(&mut self, work: &[SlotWork]) -> Result<Vec<Vec<f32>>> {
+        let out = self.step_best(work, &vec![None; work.len()])?;
+        Ok(out.into_iter().map(|o| if let StepOut::Logits(l) = o { l } else { unreachable!("no item asked for its best") }).collect())
+    }
+    fn step_best(&mut self, work: &[SlotWork], best: &[Option<usize>]) -> Result<Vec<StepOut>> {
         check_work(work, self.kvs.len(), self.context, self.cfg.vocab_size, |s| self.pos[s])?;
         let total: usize = work.iter().map(|w| w.tokens.len()).sum();
         if total > self.rows {
             return Err(Error::Batch(format!("a step of {total} tokens, past the {} a step runs", self.rows)));
+        }
+        if best.len() != work.len() {
+            return Err(Error::Batch(format!("{} wishes for {} items", best.len(), work.len())));
         }
         if work.is_empty() {
             return Ok(Vec::new());
@@ -114,19 +121,49 @@ impl<B: Backend> BatchForward for BatchSession<B> {
             last.push(end - 1);
         }
         let b = &mut self.backend;
-        layers_pass(b, &self.cfg, &self.weights, &mut self.kvs, &mut self.bufs, &tokens, &segments)?;
-        logits_pass(b, &self.cfg, &self.weights, &mut self.bufs, &last)?;
+        let inputs: Vec<_> = segments.iter().map(|s| (&self.kvs[s.kv], s.pos0, s.rows)).collect();
+        b.batch_inputs(&tokens, &inputs)?;
+        let (cfg, weights, kvs, bufs) = (&self.cfg, &self.weights, &mut self.kvs, &mut self.bufs);
+        let mut pass = |b: &mut B| {
+            layers_pass(b, cfg, weights, kvs, bufs, &tokens, &segments)?;
+            logits_pass(b, cfg, weights, bufs, &last)
+        };
+        if tokens.len() == work.len() {
+            // every item one token: the same ops for every such step of this many rows
+            b.one_token_rows_step(tokens.len(), &mut pass)?;
+        } else {
+            pass(b)?;
+        }
         let vocab = self.cfg.vocab_size;
-        let mut all = vec![0.0; last.len() * vocab];
-        b.read(&self.bufs.logits, &mut all)?;
+        let mut out: Vec<Option<StepOut>> = (0..work.len()).map(|_| None).collect();
+        match best.iter().map(|b| b.unwrap_or(0)).max().filter(|_| best.iter().all(Option::is_some)) {
+            // every item wants only its best: found where the logits are
+            Some(k) => {
+                for (j, r) in b.top_k_rows(&self.bufs.logits, vocab, last.len(), k)?.into_iter().enumerate() {
+                    let i = order[j];
+                    let want = best[i].unwrap_or(k);
+                    out[i] = Some(StepOut::Best(r.map(|mut v| {
+                        v.truncate(want);
+                        v
+                    })));
+                }
+            }
+            None => {
+                let mut all = vec![0.0; last.len() * vocab];
+                b.read(&self.bufs.logits, &mut all)?;
+                for (j, &i) in order.iter().enumerate() {
+                    let row = &all[j * vocab..(j + 1) * vocab];
+                    out[i] = Some(match best[i] {
+                        Some(k) => StepOut::Best(crate::sample::top_k_of(row, k)),
+                        None => StepOut::Logits(row.to_vec()),
+                    });
+                }
+            }
+        }
         for w in work {
             self.pos[w.slot] += w.tokens.len();
         }
-        let mut out = vec![Vec::new(); work.len()];
-        for (k, &i) in order.iter().enumerate() {
-            out[i] = all[k * vocab..(k + 1) * vocab].to_vec();
-        }
-        Ok(out)
+        Ok(out.into_iter().map(|o| o.expect("every item filled")).collect())
     }
     fn backend_name(&self) -> &'static str {
         self.backend.name()

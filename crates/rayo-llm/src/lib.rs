@@ -26,8 +26,8 @@ pub mod weights;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
-pub use backend::{Backend, KvType};
-pub use batch::{BatchForward, SessionPool, SlotWork};
+pub use backend::{Backend, KvType, RowBest};
+pub use batch::{BatchForward, SessionPool, SlotWork, StepOut};
 pub use batch_session::{BatchOptions, BatchSession};
 pub use config::{Config, RopeStyle};
 pub use error::{Error, Result};

@@ -127,7 +127,8 @@ impl<B: Backend> Buffers<B> {
                 true => Some(SegmentBufs { q: buf(qw)?, k: buf(kvw)?, v: buf(kvw)?, att: buf(qw)? }),
                 false => None,
             },
-            last: backend.buffer(logit_rows * d.max(qw))?,
+            // (rows past `logit_rows` to a multiple of 128: a device's GEMM takes padded inputs)
+            last: backend.buffer(if logit_rows > 1 { logit_rows.next_multiple_of(128) } else { 1 } * d.max(qw))?,
             logits: backend.buffer(logit_rows * cfg.vocab_size)?,
         })
     }
@@ -178,8 +179,12 @@ pub(crate) fn layers_pass<B: Backend>(
             }
             _ => (&mut *q, &mut *k),
         };
-        let mut r0 = 0;
-        for s in segments {
+        // the leading one-token rows in one op, where the backend has it (else one by one)
+        let ones = segments.iter().take_while(|s| s.rows == 1).count();
+        let batched = ones > 1 && b.rope_attention_one_token_rows(c, i, (&mut *q, &mut *k, &*v), ones, att)?;
+        let skip = if batched { ones } else { 0 };
+        let mut r0 = skip;
+        for s in &segments[skip..] {
             let n = kvs.len();
             let kv = kvs.get_mut(s.kv).ok_or_else(|| Error::Batch(format!("KV cache {} of {n}", s.kv)))?;
             if r0 == 0 {
@@ -207,8 +212,9 @@ pub(crate) fn logits_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, f: 
     let n = rows.len();
     // every row's logits as a row alone gets them (as a one-sequence session computes them)
     b.one_token_rows(n);
-    if rows == [0] {
-        return b.norm_matmuls(&f.x, &w.output_norm, c.eps, 1, &[&w.output], &mut f.last, &mut [&mut f.logits]);
+    // rows 0..n (a step of one-token rows): in place
+    if rows.iter().enumerate().all(|(i, &r)| i == r) {
+        return b.norm_matmuls(&f.x, &w.output_norm, c.eps, n, &[&w.output], &mut f.last, &mut [&mut f.logits]);
     }
     // gathered into `xn` (rows of `n_embd`), then normed into `last`
     for (i, &r) in rows.iter().enumerate() {

@@ -204,6 +204,101 @@ fn fused_rope_attention_step_agrees_with_the_two_launches() {
     }
 }
 
+/// The decoding step of several sequences in one launch (`decode_rows`: each row its own slot
+/// of a cache of slots, at its own position) gives each row the bits of the one-row kernel on
+/// that slot, stores the same cache rows, and touches no other slot; a prompt's rows stored
+/// and attended in slot 2 through the segment of a pass of several sequences read what they
+/// wrote there.
+#[test]
+fn decoding_rows_of_many_sequences_equal_one_row_launches() {
+    let Some(dev) = device("decoding_rows_of_many_sequences_equal_one_row_launches") else { return };
+    let mut rng = Rng(0xba7c_4ed5);
+    for (hd, pairs, f16) in [(64, RopePairs::Adjacent, true), (128, RopePairs::HalfSplit, true), (64, RopePairs::HalfSplit, false)] {
+        let (n_head, n_head_kv, positions, slots) = (6, 2, 96, 5);
+        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16 };
+        let width = n_head_kv * hd;
+        let esz = if f16 { 2 } else { 4 };
+        let pool = slots * positions * width * esz;
+        let table: Vec<f32> = (0..positions)
+            .flat_map(|p| {
+                (0..hd / 2).flat_map(move |i| {
+                    let t = p as f64 * 10000f64.powf(-2.0 * i as f64 / hd as f64);
+                    [t.cos() as f32, t.sin() as f32]
+                })
+            })
+            .collect();
+        let table = dev.upload(&table).unwrap();
+        let rope = Rope { pairs, table: &table, n_rot: hd };
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut inputs = StepInputs::with_slots(dev, slots * positions, positions, slots, 1).unwrap();
+        // rows in slots 3, 0, 4 and 1 at positions 40, 0, 95 (the last) and 7; the earlier
+        // positions of each filled in one pass of four segments
+        let rows = [(3usize, 40usize), (0, 0), (4, 95), (1, 7)];
+        let (mut ka, mut va) = (dev.zero_bytes(pool).unwrap(), dev.zero_bytes(pool).unwrap());
+        let (mut kb, mut vb) = (dev.zero_bytes(pool).unwrap(), dev.zero_bytes(pool).unwrap());
+        let earlier: usize = rows.iter().map(|r| r.1).sum();
+        let segs: Vec<_> = rows.iter().filter(|r| r.1 > 0).map(|&(slot, pos)| (slot, 0, pos)).collect();
+        inputs.write_segments(dev, &vec![0; earlier], &segs).unwrap();
+        for &(slot, _, n) in &segs {
+            let (kp, vp) = (dev.upload(&rng.vec(n * width, -2.0, 2.0)).unwrap(), dev.upload(&rng.vec(n * width, -2.0, 2.0)).unwrap());
+            let st = inputs.segment(dev, slot, 0, n).unwrap();
+            LayerCache { shape, k: &mut ka, v: &mut va }.store(&st, &kp, &vp).unwrap();
+            LayerCache { shape, k: &mut kb, v: &mut vb }.store(&st, &kp, &vp).unwrap();
+        }
+        let n = rows.len();
+        let (q, k, v) = (rng.vec(n * n_head * hd, -2.0, 2.0), rng.vec(n * width, -2.0, 2.0), rng.vec(n * width, -2.0, 2.0));
+        let segs: Vec<_> = rows.iter().map(|&(slot, pos)| (slot, pos, 1)).collect();
+        inputs.write_segments(dev, &vec![0; n], &segs).unwrap();
+        // all rows in one launch
+        let (qd, kd, vd) = (dev.upload(&q).unwrap(), dev.upload(&k).unwrap(), dev.upload(&v).unwrap());
+        let mut out = poisoned(dev, n * n_head * hd);
+        let mut scratch = DecodeScratch::rows(dev, n, n_head, hd).unwrap();
+        let one_token = inputs.one_token_rows(dev, n).unwrap();
+        LayerCache { shape, k: &mut ka, v: &mut va }.decode_rows(&one_token, &rope, (&qd, &kd, &vd), (scale, f16), &mut scratch, &mut out).unwrap();
+        let got = dev.download(&out).unwrap();
+        // each row alone, through its segment of the same write
+        let mut one = DecodeScratch::new(dev, n_head, hd).unwrap();
+        for (r, &(slot, pos)) in rows.iter().enumerate() {
+            let (qr, kr, vr) = (
+                dev.upload(&q[r * n_head * hd..][..n_head * hd]).unwrap(),
+                dev.upload(&k[r * width..][..width]).unwrap(),
+                dev.upload(&v[r * width..][..width]).unwrap(),
+            );
+            let mut o = poisoned(dev, n_head * hd);
+            let st = inputs.segment(dev, slot, pos, 1).unwrap();
+            LayerCache { shape, k: &mut kb, v: &mut vb }.decode(&st, &rope, (&qr, &kr, &vr), (scale, f16), &mut one, &mut o).unwrap();
+            let want = dev.download(&o).unwrap();
+            let what = format!("head_dim {hd} {pairs:?} f16 {f16}: row {r} (slot {slot}, position {pos})");
+            assert!(want.iter().all(|x| x.is_finite()), "{what}");
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got[r * n_head * hd..][..n_head * hd]), bits(&want), "{what}");
+        }
+        assert_eq!(dev.download_bytes(&ka).unwrap(), dev.download_bytes(&kb).unwrap(), "head_dim {hd}: the K caches");
+        assert_eq!(dev.download_bytes(&va).unwrap(), dev.download_bytes(&vb).unwrap(), "head_dim {hd}: the V caches");
+        // slot 2 was never named: still zeros
+        let slot_bytes = positions * width * esz;
+        assert!(dev.download_bytes(&ka).unwrap()[2 * slot_bytes..3 * slot_bytes].iter().all(|&b| b == 0), "head_dim {hd}: slot 2 untouched");
+        // a prompt of 5 rows in slot 2 beside a one-token row: rows 1..6 of the pass
+        inputs.write_segments(dev, &[0; 6], &[(0, 1, 1), (2, 0, 5)]).unwrap();
+        let st = inputs.segment(dev, 2, 0, 5).unwrap();
+        let (kp, vp) = (dev.upload(&rng.vec(5 * width, -2.0, 2.0)).unwrap(), dev.upload(&rng.vec(5 * width, -2.0, 2.0)).unwrap());
+        let mut cache = LayerCache { shape, k: &mut ka, v: &mut va };
+        cache.store(&st, &kp, &vp).unwrap();
+        let stored = dev.download_bytes(cache.k).unwrap();
+        assert!(stored[2 * slot_bytes..2 * slot_bytes + 5 * width * esz].iter().any(|&b| b != 0), "head_dim {hd}: the prompt in slot 2");
+        assert!(stored[2 * slot_bytes + 5 * width * esz..3 * slot_bytes].iter().all(|&b| b == 0), "head_dim {hd}: slot 2 past the prompt");
+        println!("ok head_dim {hd} {pairs:?} f16 {f16}: {n} rows in one launch, bit-identical to one-row launches");
+    }
+    // a slot past the cache's, and one-token rows the write did not make, are refused
+    let mut inputs = StepInputs::with_slots(dev, 8, 16, 2, 1).unwrap();
+    let e = inputs.write_segments(dev, &[0], &[(2, 0, 1)]);
+    assert!(matches!(e, Err(Error::InvalidArgument { name: "slot", .. })), "{e:?}");
+    inputs.write_segments(dev, &[0; 3], &[(0, 0, 1), (1, 0, 2)]).unwrap();
+    assert!(inputs.one_token_rows(dev, 2).is_err());
+    assert!(inputs.one_token_rows(dev, 1).is_ok());
+    assert!(inputs.segment(dev, 1, 0, 1).is_err());
+}
+
 /// A prompt's flash attention on the tensor cores, and the rows kernel, against f64 softmax
 /// attention over the same f16 caches: causal rows at an offset, grouped-query heads, both head
 /// sizes, row counts that are not block multiples, output rows past `m` untouched.

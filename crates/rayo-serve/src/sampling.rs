@@ -64,6 +64,24 @@ impl SeqSampler {
         self.sampler.sample(&self.scratch, history).map_err(|e| e.to_string())
     }
 
+    /// How many of a step's largest logits decide the next token, when they do: greedy without
+    /// penalties takes the first of them that is not banned, so one more than the banned ids.
+    /// `None`: the draw needs every logit.
+    pub fn best_needed(&self) -> Option<usize> {
+        let penalized = self.frequency != 0.0 || self.presence != 0.0;
+        (self.sampler.is_plain_greedy() && !penalized).then_some(self.banned.len() + 1)
+    }
+
+    /// The next token from a step's largest logits (at least [`SeqSampler::best_needed`] of
+    /// them, largest first, the lower id first among equals): the first not banned, as
+    /// [`SeqSampler::next`] picks from all of them.
+    pub fn next_from_best(&self, best: &[(u32, f32)]) -> Result<u32, String> {
+        match best.iter().find(|(id, _)| !self.banned.contains(id)) {
+            Some(&(id, logit)) if logit > f32::NEG_INFINITY => Ok(id),
+            _ => Err("no finite logit outside the banned tokens".to_string()),
+        }
+    }
+
     /// Records a generated token (the OpenAI penalties count them).
     pub fn accept(&mut self, id: u32) {
         if self.frequency != 0.0 || self.presence != 0.0 {
@@ -114,6 +132,29 @@ mod tests {
     fn greedy_is_the_first_maximum() {
         let mut s = SeqSampler::new(&greedy(), vec![]).unwrap();
         assert_eq!(s.next(&[0.0, 3.0, 1.0, 3.0], &[]).unwrap(), 1);
+    }
+
+    #[test]
+    fn the_best_logits_pick_what_all_of_them_pick() {
+        let logits = [0.5, 3.0, 1.0, 3.0, 2.5];
+        let best = |k: usize| {
+            rayo_llm::sample::Sampler::new(rayo_llm::sample::SamplerConfig::greedy()).map(|_| {
+                let mut v: Vec<(u32, f32)> = logits.iter().enumerate().map(|(i, &l)| (i as u32, l)).collect();
+                v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                v.truncate(k);
+                v
+            })
+        };
+        for banned in [vec![], vec![1], vec![1, 3]] {
+            let mut s = SeqSampler::new(&greedy(), banned.clone()).unwrap();
+            let k = s.best_needed().unwrap();
+            assert_eq!(k, banned.len() + 1);
+            assert_eq!(s.next_from_best(&best(k).unwrap()).unwrap(), s.next(&logits, &[]).unwrap(), "banned {banned:?}");
+        }
+        // a draw, or a penalty, needs every logit
+        assert_eq!(SeqSampler::new(&Sampling::default(), vec![]).unwrap().best_needed(), None);
+        assert_eq!(SeqSampler::new(&Sampling { presence_penalty: 0.5, ..greedy() }, vec![]).unwrap().best_needed(), None);
+        assert_eq!(SeqSampler::new(&Sampling { repetition_penalty: 1.1, ..greedy() }, vec![]).unwrap().best_needed(), None);
     }
 
     #[test]

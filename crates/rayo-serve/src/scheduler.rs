@@ -15,7 +15,7 @@ use crate::chunks::{ChunkRule, Class};
 use crate::sampling::{logprobs, SeqSampler};
 use crate::stop::StopMatcher;
 use crate::Shared;
-use rayo_llm::{BatchForward, Model, SlotWork, Utf8Stream};
+use rayo_llm::{BatchForward, Model, SlotWork, StepOut, Utf8Stream};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
@@ -343,7 +343,21 @@ impl Scheduler {
             items.push((slot, seq.job.prompt[seq.prompt_at..seq.prompt_at + n].to_vec()));
         }
         let work: Vec<SlotWork> = items.iter().map(|(slot, tokens)| SlotWork { slot: *slot, tokens }).collect();
-        let out = self.engine.step(&work);
+        // a request whose next token its best logits decide (greedy) gets only those
+        let best: Vec<Option<usize>> = items
+            .iter()
+            .map(|(slot, tokens)| {
+                let seq = self.seqs[*slot].as_ref().expect("a slot in the step holds a request");
+                let last = seq.next.is_some() || seq.prompt_at + tokens.len() >= seq.job.prompt.len();
+                match (last, seq.job.logprobs) {
+                    // a prompt chunk before the last: its logits go unused
+                    (false, _) => Some(1),
+                    (true, Some(_)) => None,
+                    (true, None) => seq.sampler.best_needed(),
+                }
+            })
+            .collect();
+        let out = self.engine.step_best(&work, &best);
         self.shared.metrics.steps.fetch_add(1, Ordering::Relaxed);
         let out = match out {
             Ok(o) => o,
@@ -373,17 +387,22 @@ impl Scheduler {
                     continue;
                 }
             }
-            self.on_logits(slot, &logits);
+            self.on_logits(slot, logits);
         }
     }
 
     /// Draws the next token of the request in `slot` and sends its text.
-    fn on_logits(&mut self, slot: usize, logits: &[f32]) {
+    fn on_logits(&mut self, slot: usize, out: StepOut) {
         let tok = self.model.tokenizer();
         let position = self.engine.position(slot);
         let context = self.engine.context();
         let seq = self.seqs[slot].as_mut().expect("on_logits for a running slot");
-        let id = match seq.sampler.next(logits, &seq.history) {
+        let drawn = match &out {
+            StepOut::Logits(logits) => seq.sampler.next(logits, &seq.history),
+            StepOut::Best(Ok(best)) => seq.sampler.next_from_best(best),
+            StepOut::Best(Err(e)) => Err(e.to_string()),
+        };
+        let id = match drawn {
             Ok(id) => id,
             Err(e) => {
                 let seq = self.release(slot).expect("checked");
@@ -410,7 +429,7 @@ impl Scheduler {
         seq.sampler.accept(id);
         self.shared.metrics.completion_tokens.fetch_add(1, Ordering::Relaxed);
         let bytes = tok.token_bytes(id).unwrap_or_default();
-        if let Some(top) = seq.job.logprobs {
+        if let (Some(top), StepOut::Logits(logits)) = (seq.job.logprobs, &out) {
             let (lp, alts) = logprobs(logits, id, top);
             let piece = |id: u32| {
                 let b = tok.token_bytes(id).unwrap_or_default().to_vec();

@@ -55,25 +55,29 @@ pub struct CudaWeight {
     f16: OnceLock<DeviceBytes>,
 }
 
-/// A handle to the backend's KV cache (the caches of every layer live in the backend). A
-/// later [`Backend::kv_cache`] replaces the cache: the older handle is then refused.
+/// A handle to one of the backend's KV caches (the caches of every layer live in the backend,
+/// one slot per sequence). A later [`Backend::kv_cache`] or [`Backend::kv_caches`] replaces
+/// them: the older handles are then refused.
 #[derive(Debug)]
 pub struct CudaKv {
     owner: u64,
     generation: u64,
+    slot: usize,
 }
 
-/// The device state of the passes over one KV cache: the cache, and what its passes use.
+/// The device state of the passes over the KV caches: the caches (a slot per sequence, each of
+/// `shape.positions` positions), and what their passes use.
 struct Context {
     generation: u64,
     shape: AttentionShape,
+    /// Every slot's cache of a layer, one after another.
     k: Vec<DeviceBytes>,
     v: Vec<DeviceBytes>,
     /// RoPE's `(cos, sin)` table for the cache's positions.
     rope: DeviceBuffer,
     /// The pass's token ids and first position.
     inputs: StepInputs,
-    /// Scratch of a decoding step's attention (split over the positions).
+    /// Scratch of a decoding step's attention (split over the positions), for a row per slot.
     scratch: DecodeScratch,
     /// A product input in 8 bits or f16, when the decoding products take them.
     narrow: Option<NarrowActivations>,
@@ -101,6 +105,21 @@ impl Context {
     }
 }
 
+/// The recorded steps: the one-token step ([`Backend::one_token_step`]) and the steps of `n`
+/// one-token rows by `n` ([`Backend::one_token_rows_step`]).
+#[derive(Default)]
+struct Recordings {
+    one: Option<Replay>,
+    rows: HashMap<usize, Replay>,
+}
+
+impl Recordings {
+    fn clear(&mut self) {
+        self.one = None;
+        self.rows.clear();
+    }
+}
+
 fn no_context() -> Error {
     Error::backend("cuda", "a pass before the KV cache was made")
 }
@@ -125,12 +144,14 @@ pub struct Cuda {
     /// Spare buffers by length: an op writing `x` from `x` computes into a spare and swaps it
     /// into `x`'s slot (never freed: a recording may hold either address).
     spare: HashMap<usize, Vec<DeviceBuffer>>,
-    /// The recorded one-token step, and whether recording is on (`RAYO_CUDA_GRAPHS=0`: off).
-    graph: Option<Replay>,
+    /// The recorded steps, and whether recording is on (`RAYO_CUDA_GRAPHS=0`: off).
+    graph: Recordings,
     graphs: bool,
     /// Whether a one-token step has run (the next may be recorded: the first loads the kernels
-    /// and makes the scratch, which a recording cannot).
+    /// and makes the scratch, which a recording cannot); the same for steps of that many
+    /// one-token rows.
     stepped_once: bool,
+    rows_stepped: std::collections::HashSet<usize>,
     /// Device operations (kernels and copies) queued since the recording began: after it, the
     /// recorded step's count.
     ops: usize,
@@ -208,9 +229,10 @@ impl Cuda {
             context: None,
             generations: 0,
             spare: HashMap::new(),
-            graph: None,
+            graph: Recordings::default(),
             graphs: knobs.cuda_graphs,
             stepped_once: false,
+            rows_stepped: Default::default(),
             ops: 0,
             capturing: false,
             gemm: None,
@@ -305,7 +327,7 @@ impl Cuda {
 
     /// Drops the recorded step: memory it may reference is about to be replaced.
     fn drop_recording(&mut self) {
-        self.graph = None;
+        self.graph.clear();
     }
 
     /// Counts `n` device operations of the step being recorded.
@@ -357,11 +379,6 @@ impl Backend for Cuda {
 
     fn name(&self) -> &'static str {
         "cuda"
-    }
-
-    fn max_sequences(&self) -> usize {
-        // one KV cache (a new one replaces it), and the step's ids and position in StepInputs
-        1
     }
 
     fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {
@@ -417,8 +434,15 @@ impl Backend for Cuda {
     }
 
     fn kv_cache(&mut self, cfg: &Config, positions: usize, ty: KvType) -> Result<CudaKv> {
+        let mut one = self.kv_caches(cfg, positions, ty, 1)?;
+        Ok(one.pop().expect("one cache made"))
+    }
+
+    fn kv_caches(&mut self, cfg: &Config, positions: usize, ty: KvType, slots: usize) -> Result<Vec<CudaKv>> {
         let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions, f16: ty == KvType::F16 };
-        let bytes = shape.layer_bytes().ok_or(rayo::Error::SizeOverflow { op: "cuda kv_cache", dims: vec![positions, cfg.kv_width()] })?;
+        let overflow = || rayo::Error::SizeOverflow { op: "cuda kv_cache", dims: vec![slots, positions, cfg.kv_width()] };
+        let bytes = shape.layer_bytes().and_then(|b| b.checked_mul(slots)).ok_or_else(overflow)?;
+        let rows = positions.checked_mul(slots).ok_or_else(overflow)?;
         // the recording and the old cache go first (it may hold their addresses; and the
         // memory is needed for the new one)
         self.drop_recording();
@@ -443,11 +467,11 @@ impl Backend for Cuda {
             k,
             v,
             rope: self.dev.upload(&crate::cpu::rope::table(cfg, positions))?,
-            inputs: StepInputs::new(&self.dev, positions, positions, cfg.vocab_size)?,
-            scratch: DecodeScratch::new(&self.dev, cfg.n_head, cfg.head_dim)?,
+            inputs: StepInputs::with_slots(&self.dev, rows, positions, slots, cfg.vocab_size)?,
+            scratch: DecodeScratch::rows(&self.dev, slots, cfg.n_head, cfg.head_dim)?,
             narrow,
         });
-        Ok(CudaKv { owner: self.id, generation: self.generations })
+        Ok((0..slots).map(|slot| CudaKv { owner: self.id, generation: self.generations, slot }).collect())
     }
 
     fn embed(&mut self, table: &Arc<CudaWeight>, tokens: &[u32], x: &mut CudaBuf) -> Result<()> {
@@ -510,10 +534,11 @@ impl Backend for Cuda {
     ) -> Result<()> {
         self.context_of(kv)?;
         self.count(2);
+        let slot = kv.slot;
         self.with(&[q, k, v], &[out], |s, ins, outs| {
             let tensor_cores = s.tensor_cores;
             let mut p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
-            let st = p.inputs.step_at(&s.dev, pos0, m)?;
+            let st = p.inputs.segment(&s.dev, slot, pos0, m)?;
             p.cache.store(&st, ins[1], ins[2])?;
             attend(tensor_cores, cfg, &st, &p.cache, ins[0], outs[0])
         })
@@ -560,9 +585,64 @@ impl Backend for Cuda {
         Ok(r.best)
     }
 
+    fn top_k_rows(&mut self, x: &CudaBuf, n: usize, rows: usize, k: usize) -> Result<Vec<crate::backend::RowBest>> {
+        let need = k.checked_mul(2).and_then(|v| v.checked_add(1)).and_then(|v| v.checked_mul(rows));
+        let need = need.ok_or(rayo::Error::SizeOverflow { op: "cuda top_k_rows", dims: vec![k, rows] })?;
+        if self.sample_out.as_ref().is_none_or(|b| b.len() < need) {
+            let grown = self.dev.zeros(need.max(3))?;
+            self.drop_recording();
+            self.sample_out = Some(grown);
+        }
+        let (logits, sample) = (self.arena.get(x)?, self.sample_out.as_mut().expect("made above"));
+        let all = ops::top_k_rows(&self.dev, logits, n, rows, k, sample)?;
+        Ok(all
+            .into_iter()
+            .map(|r| {
+                // the greedy checks: no NaN or +inf, a finite best
+                let bad = r.first_bad.map(|(i, v)| (i as usize, v));
+                let (id, best) = r.best.first().copied().unwrap_or((0, f32::NEG_INFINITY));
+                crate::sample::greedy_verdict(n, id as usize, best, bad).map(|_| r.best)
+            })
+            .collect())
+    }
+
     fn step_inputs(&mut self, tokens: &[u32], pos0: usize) -> Result<()> {
         let c = self.context.as_mut().ok_or_else(no_context)?;
         c.inputs.write(&self.dev, tokens, pos0).map_err(crate::Error::from)
+    }
+
+    fn batch_inputs(&mut self, tokens: &[u32], segments: &[(&CudaKv, usize, usize)]) -> Result<()> {
+        let mut segs = Vec::with_capacity(segments.len());
+        for &(kv, pos0, rows) in segments {
+            self.context_of(kv)?;
+            segs.push((kv.slot, pos0, rows));
+        }
+        let c = self.context.as_mut().ok_or_else(no_context)?;
+        c.inputs.write_segments(&self.dev, tokens, &segs).map_err(crate::Error::from)
+    }
+
+    fn rope_attention_one_token_rows(
+        &mut self,
+        cfg: &Config,
+        layer: usize,
+        (q, k, v): (&mut CudaBuf, &mut CudaBuf, &CudaBuf),
+        n: usize,
+        out: &mut CudaBuf,
+    ) -> Result<bool> {
+        // the one-launch step rotates whole heads; other models run the rows one by one
+        if cfg.n_rot != cfg.head_dim || !self.fused_rope {
+            return Ok(false);
+        }
+        self.count(1);
+        self.with(&[q, k, v], &[out], |s, ins, outs| {
+            let mut p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
+            let round_q = p.cache.shape.f16;
+            let rows = p.inputs.one_token_rows(&s.dev, n)?;
+            let rope = Rope { pairs: pairs(cfg), table: p.rope, n_rot: cfg.n_rot };
+            let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+            p.cache.decode_rows(&rows, &rope, (ins[0], ins[1], ins[2]), (scale, round_q), p.scratch, outs[0])?;
+            Ok(true)
+        })
     }
 
     fn norm_matmuls(
@@ -641,11 +721,12 @@ impl Backend for Cuda {
         // launch (`RAYO_CUDA_FUSED_ROPE=0`: the two launches of a prompt's rows)
         let fused = m == 1 && cfg.n_rot == cfg.head_dim && self.fused_rope;
         self.count(if fused { 1 } else { 2 });
+        let slot = kv.slot;
         self.with(&[v], &[q, k, out], |s, ins, outs| {
             let [q, k, out] = outs else { unreachable!("three outputs") };
             let tensor_cores = s.tensor_cores;
             let mut p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
-            let st = p.inputs.step_at(&s.dev, pos0, m)?;
+            let st = p.inputs.segment(&s.dev, slot, pos0, m)?;
             let rope = Rope { pairs: pairs(cfg), table: p.rope, n_rot: cfg.n_rot };
             if fused {
                 let scale = 1.0 / (cfg.head_dim as f32).sqrt();
@@ -659,7 +740,7 @@ impl Backend for Cuda {
     }
 
     fn one_token_step(&mut self, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<()> {
-        if let Some(g) = &self.graph {
+        if let Some(g) = &self.graph.one {
             // SAFETY: the recording references only memory this backend owns: its weights
             // (kept by name while it lives), arena buffers (never freed while it lives), its
             // spares (never freed), and its context and scratch, whose replacement drops the
@@ -682,13 +763,55 @@ impl Backend for Cuda {
         self.capturing = false;
         let ended = self.dev.end_capture();
         recorded?;
-        let g = self.graph.insert(ended?);
+        let g = self.graph.one.insert(ended?);
         // SAFETY: as above: the recording was just made over this backend's memory.
         unsafe { g.replay().map_err(crate::Error::from) }
     }
 
+    fn one_token_rows_step(&mut self, rows: usize, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        // a recording per row count, of a pass whose every row is its own sequence's one token
+        // (it reads each row's slot and position from the inputs; one row would be baked in)
+        let c = self.context.as_ref().ok_or_else(no_context)?;
+        if rows < 2 || c.inputs.one_token_rows(&self.dev, rows).is_err() || c.inputs.rows() != rows {
+            return ops(self);
+        }
+        if let Some(g) = self.graph.rows.get(&rows) {
+            // SAFETY: as `one_token_step`'s: the recording references only this backend's
+            // memory, dropped with it (`drop_recording` clears every recording). The ids,
+            // positions and slots it reads are the `rows` rows `StepInputs::write_segments`
+            // last wrote (checked just above: one-token rows, exactly `rows` of them), each id
+            // below the vocabulary, each position below the inputs' positions and each slot
+            // below the cache's slots, bounded there; its launches checked that the caches hold
+            // every slot and position the inputs can name (`cuda/ops/args.rs`).
+            return unsafe { g.replay().map_err(crate::Error::from) };
+        }
+        if !self.graphs || self.rows_stepped.insert(rows) {
+            return ops(self);
+        }
+        self.dev.begin_capture()?;
+        self.capturing = true;
+        let recorded = ops(self);
+        self.capturing = false;
+        let ended = self.dev.end_capture();
+        match (recorded, ended) {
+            (Ok(()), Ok(g)) => {
+                let g = self.graph.rows.entry(rows).or_insert(g);
+                // SAFETY: as above: the recording was just made over this backend's memory,
+                // for the inputs checked above.
+                unsafe { g.replay().map_err(crate::Error::from) }
+            }
+            (r, e) => {
+                // (something of the pass still had to grow): this time without a recording
+                let why = r.err().map(|e| e.to_string()).or(e.err().map(|e| e.to_string())).unwrap_or_default();
+                log::warn!("cuda: a step of {rows} rows was not recorded ({why}); run as it comes");
+                self.rows_stepped.remove(&rows);
+                ops(self)
+            }
+        }
+    }
+
     fn step_ops(&self) -> usize {
-        if self.graph.is_some() {
+        if self.graph.one.is_some() {
             self.ops
         } else {
             0

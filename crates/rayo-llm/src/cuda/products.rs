@@ -6,7 +6,7 @@ use super::ops::{LayerCache, StepCtx};
 use super::{Cuda, CudaWeight, GEMM_ROWS};
 use crate::config::Config;
 use crate::Result;
-use rayo::cuda::{ActFormat, CudaDevice, DeviceBuffer, DeviceBytes, Epilogue, NarrowActivations, QMatvecKernel, Replay};
+use rayo::cuda::{ActFormat, CudaDevice, DeviceBuffer, DeviceBytes, Epilogue, NarrowActivations, QMatvecKernel};
 use std::sync::Arc;
 
 impl Cuda {
@@ -219,7 +219,7 @@ fn f16_weights<'a>(
     dev: &CudaDevice,
     w: &'a CudaWeight,
     (kept, budget): (&mut usize, usize),
-    (scratch, recording): (&'a mut Option<DeviceBytes>, &mut Option<Replay>),
+    (scratch, recording): (&'a mut Option<DeviceBytes>, &mut super::Recordings),
 ) -> Result<&'a DeviceBytes> {
     let shape = (w.rows, w.cols);
     let need = w.rows * w.cols * 2;
@@ -234,7 +234,7 @@ fn f16_weights<'a>(
     }
     if scratch.as_ref().is_none_or(|h| h.len() < need) {
         let grown = dev.zero_bytes(need)?;
-        *recording = None;
+        recording.clear();
         *scratch = Some(grown);
     }
     let wh = scratch.as_mut().expect("made above");

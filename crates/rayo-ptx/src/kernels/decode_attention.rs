@@ -27,12 +27,20 @@ use crate::ptx::*;
 /// (head_dim + 2) f32 scratch), `done` (n_head u32, zero before the first launch) (u64);
 /// `n_head`, `n_head_kv` (u32), `scale` (f32), `round_q` (u32: nonzero rounds the rotated query
 /// to f16, as llama.cpp's one-row kernel). The grid's y is the number of splits.
+///
+/// The batched variant ([`DecodeAttentionKernel::batched`]) runs one decoding row of each of
+/// many sequences, grid z = the rows: row `r`'s `q`, `k`, `v`, `out`, `part` and `done` come
+/// `r` rows on (of the widths above); `pos` holds a position per row, and two more parameters
+/// say where each row's cache is: `slots` (u64, one u32 per row, after `done`) and
+/// `slot_positions` (u32, last): the caches hold slots of `slot_positions` positions one after
+/// another, row `r`'s is slot `slots[r]`. Each row's arithmetic is the one-row kernel's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DecodeAttentionKernel {
     head_dim: u32,
     max_chunk: u32,
     f16: bool,
     pairs: RopePairs,
+    batched: bool,
 }
 
 impl DecodeAttentionKernel {
@@ -52,7 +60,22 @@ impl DecodeAttentionKernel {
         }
         // kernels for 256, 512, ... positions per split: a context of any length shares one
         let max_chunk = chunk.next_power_of_two().max(256);
-        Some(DecodeAttentionKernel { head_dim, max_chunk, f16, pairs })
+        Some(DecodeAttentionKernel { head_dim, max_chunk, f16, pairs, batched: false })
+    }
+
+    /// The variant for one decoding row of each of many sequences (see the type).
+    pub fn batched(self) -> DecodeAttentionKernel {
+        DecodeAttentionKernel { batched: true, ..self }
+    }
+
+    /// Whether this is the many-sequence variant.
+    pub fn is_batched(&self) -> bool {
+        self.batched
+    }
+
+    /// The head size it takes.
+    pub fn head_dim(&self) -> u32 {
+        self.head_dim
     }
 
     /// Scratch floats `part` must hold for `n_head` heads.
@@ -61,7 +84,12 @@ impl DecodeAttentionKernel {
     }
 
     pub fn launch(&self, n_head: u32) -> LaunchConfig {
-        LaunchConfig { grid: (n_head.max(1), Self::SPLITS, 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
+        self.launch_rows(n_head, 1)
+    }
+
+    /// The batched variant's launch for `rows` rows.
+    pub fn launch_rows(&self, n_head: u32, rows: u32) -> LaunchConfig {
+        LaunchConfig { grid: (n_head.max(1), Self::SPLITS, rows.max(1)), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
     }
 }
 
@@ -149,7 +177,8 @@ impl Kernel for DecodeAttentionKernel {
             RopePairs::Adjacent => "adjacent",
             RopePairs::HalfSplit => "halfsplit",
         };
-        format!("decode_attention_{}_hd{}_c{}_{pairs}", if self.f16 { "f16" } else { "f32" }, self.head_dim, self.max_chunk)
+        let rows = if self.batched { "_rows" } else { "" };
+        format!("decode_attention{rows}_{}_hd{}_c{}_{pairs}", if self.f16 { "f16" } else { "f32" }, self.head_dim, self.max_chunk)
     }
 
     fn build(&self, sm: u32) -> PtxKernel {
@@ -158,11 +187,17 @@ impl Kernel for DecodeAttentionKernel {
         for p in ["q", "k", "v", "table", "k_cache", "v_cache", "out", "pos", "part", "done"] {
             k.add_param(p, PtxType::U64);
         }
+        if self.batched {
+            k.add_param("slots", PtxType::U64);
+        }
         for p in ["n_head", "n_head_kv"] {
             k.add_param(p, U);
         }
         k.add_param("scale", F);
         k.add_param("round_q", U);
+        if self.batched {
+            k.add_param("slot_positions", U);
+        }
         k.launch_bounds((threads, 1, 1), None);
         // Hopper: may start while the previous kernel finishes; waits for its writes here.
         k.grid_dep_sync(sm);
@@ -178,6 +213,36 @@ impl Kernel for DecodeAttentionKernel {
         let n_head_kv = k.ld_param("n_head_kv");
         let scale = k.ld_param("scale");
         let round_q = k.ld_param("round_q");
+        // the batched variant: row r's inputs, outputs, scratch and cache slot (the rest of the
+        // kernel is the one-row kernel's, on these)
+        let (q, kr, vr, kc, vc, out, pos_ptr, part, done) = if self.batched {
+            let r = k.special(Special::CtaidZ);
+            let slots = k.ld_param_ptr("slots");
+            let slot_positions = k.ld_param("slot_positions");
+            let qw = k.mul(U, n_head, hd);
+            let kvw = k.mul(U, n_head_kv, hd);
+            let (qi, kvi) = (k.mul(U, r, qw), k.mul(U, r, kvw));
+            let pi = k.mul(U, r, n_head);
+            let parts = k.mul(U, pi, Self::SPLITS * (hd + 2));
+            let sa = k.elem_addr(slots, r, 4);
+            let slot = k.ld(Space::Global, U, Addr::reg(sa));
+            let s0 = k.mul(U, slot, slot_positions);
+            let s0 = k.mul(U, s0, kvw);
+            let esz = if f16 { 2 } else { 4 };
+            (
+                k.elem_addr(q, qi, 4),
+                k.elem_addr(kr, kvi, 4),
+                k.elem_addr(vr, kvi, 4),
+                k.elem_addr(kc, s0, esz),
+                k.elem_addr(vc, s0, esz),
+                k.elem_addr(out, qi, 4),
+                k.elem_addr(pos_ptr, r, 4),
+                k.elem_addr(part, parts, 4),
+                k.elem_addr(done, pi, 4),
+            )
+        } else {
+            (q, kr, vr, kc, vc, out, pos_ptr, part, done)
+        };
         let p = k.ld(Space::Global, U, Addr::reg(pos_ptr));
         let h = k.special(Special::CtaidX);
         let split = k.special(Special::CtaidY);

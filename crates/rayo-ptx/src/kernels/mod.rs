@@ -39,7 +39,7 @@ pub use qmatvec::{Epilogue, QFormat, QMatvecKernel};
 pub use reduce::{ReduceCombine, ReduceKernel, ReduceLoad};
 pub use rope::{RopeKernel, RopePairs};
 pub use softmax::SoftmaxKernel;
-pub use top_k::TopKKernel;
+pub use top_k::{TopKKernel, TopKRowsKernel};
 pub use wgmma_attention::WgmmaAttentionKernel;
 pub use wgmma_gemm::WgmmaGemmKernel;
 
@@ -132,6 +132,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.push(Box::new(AddRowsKernel));
     v.push(Box::new(ArgmaxKernel));
     v.push(Box::new(TopKKernel));
+    v.push(Box::new(TopKRowsKernel));
     for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {
         v.extend(QMatvecKernel::fused(QFormat::Q4_1, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
         v.extend(QMatvecKernel::fused(QFormat::Q8_0, norm, mats, epi).map(|k| Box::new(k.per_block(true)) as Box<dyn Kernel>));
@@ -161,6 +162,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
         // (32), across halves (128)
         for (hd, pairs) in [(64, RopePairs::Adjacent), (32, RopePairs::Adjacent), (128, RopePairs::HalfSplit)] {
             v.extend(DecodeAttentionKernel::new(hd, 8192, f16, pairs).map(|a| Box::new(a) as Box<dyn Kernel>));
+            v.extend(DecodeAttentionKernel::new(hd, 8192, f16, pairs).map(|a| Box::new(a.batched()) as Box<dyn Kernel>));
         }
     }
     // GEMM: one kernel per variant (the shape is a parameter)

@@ -71,6 +71,10 @@ pub(crate) enum Arg<'a> {
     BytesIn(&'a CudaSlice<u8>),
     /// Bytes written.
     BytesOut(&'a mut CudaSlice<u8>),
+    /// Bytes read, from a byte offset into the buffer (the kernel gets that address).
+    BytesInAt(&'a CudaSlice<u8>, usize),
+    /// Bytes written, from a byte offset into the buffer.
+    BytesOutAt(&'a mut CudaSlice<u8>, usize),
     U32(u32),
     F32(f32),
     Map(&'a TensorMap),
@@ -79,7 +83,7 @@ pub(crate) enum Arg<'a> {
 impl Arg<'_> {
     fn slot(&self) -> Slot {
         match self {
-            Arg::In(_) | Arg::Out(_) | Arg::BytesIn(_) | Arg::BytesOut(_) => Slot::Scalar(PtxType::U64),
+            Arg::In(_) | Arg::Out(_) | Arg::BytesIn(_) | Arg::BytesOut(_) | Arg::BytesInAt(..) | Arg::BytesOutAt(..) => Slot::Scalar(PtxType::U64),
             Arg::U32(_) => Slot::Scalar(PtxType::U32),
             Arg::F32(_) => Slot::Scalar(PtxType::F32),
             Arg::Map(_) => Slot::Bytes(std::mem::size_of::<TensorMap>() as u32),
@@ -111,8 +115,9 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
             message: format!("{}: parameter {i} is declared {:?}, the launch passes {:?}", k.name, k.params[i], args[i].slot()),
         });
     }
-    if k.pdl {
-        return launch_overlapping(stream, k, cfg, args);
+    // an address inside a buffer is passed as a raw value, which only that path does
+    if k.pdl || args.iter().any(|a| matches!(a, Arg::BytesInAt(..) | Arg::BytesOutAt(..))) {
+        return launch_ex(stream, k, cfg, args);
     }
     let cfg = LaunchConfig { grid_dim: cfg.grid, block_dim: cfg.block, shared_mem_bytes: cfg.shared_bytes };
     let mut b = stream.launch_builder(&k.func);
@@ -122,6 +127,7 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
             Arg::Out(o) => b.arg(&mut **o),
             Arg::BytesIn(x) => b.arg(*x),
             Arg::BytesOut(o) => b.arg(&mut **o),
+            Arg::BytesInAt(..) | Arg::BytesOutAt(..) => unreachable!("launched by launch_ex"),
             Arg::U32(v) => b.arg(&*v),
             Arg::F32(v) => b.arg(&*v),
             Arg::Map(m) => b.arg(*m),
@@ -136,11 +142,12 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
     Ok(())
 }
 
-/// [`launch`] (arguments already checked) through `cuLaunchKernelEx` with programmatic stream
+/// [`launch`] (arguments already checked) through `cuLaunchKernelEx`: for a kernel that waits
+/// for its dependencies before reading them ([`Loaded::pdl`]), with programmatic stream
 /// serialization allowed: the grid may be scheduled before the previous one on the stream has
 /// finished (Hopper's programmatic dependent launch; inside a graph capture, a programmatic
-/// edge). Only for kernels that wait for their dependencies before reading them ([`Loaded::pdl`]).
-fn launch_overlapping(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::LaunchConfig, args: &mut [Arg]) -> Result<()> {
+/// edge). Also the path of arguments that are addresses inside a buffer.
+fn launch_ex(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::LaunchConfig, args: &mut [Arg]) -> Result<()> {
     use cudarc::driver::{DevicePtr, DevicePtrMut};
     stream.context().bind_to_thread().map_err(drv)?;
     // Each parameter's value in a slot of its own (pointers as u64, u32/f32 in the low bytes:
@@ -172,6 +179,17 @@ fn launch_overlapping(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kerne
                 _keep.push(g);
                 p
             }
+            // (the callers checked the offset and the extent past it against the length)
+            Arg::BytesInAt(x, off) => {
+                let (p, g) = x.device_ptr(stream);
+                _keep.push(g);
+                p + *off as u64
+            }
+            Arg::BytesOutAt(o, off) => {
+                let (p, g) = o.device_ptr_mut(stream);
+                _keep.push(g);
+                p + *off as u64
+            }
             Arg::U32(v) => *v as u64,
             Arg::F32(v) => v.to_bits() as u64,
             Arg::Map(m) => {
@@ -199,13 +217,14 @@ fn launch_overlapping(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kerne
         sharedMemBytes: cfg.shared_bytes,
         hStream: stream.cu_stream(),
         attrs: &mut attr,
-        numAttrs: 1,
+        numAttrs: u32::from(k.pdl),
     };
     // SAFETY: the arguments match the kernel's declared parameters in number and type (checked
     // by `launch`), each `params[i]` points to a live value of at least the parameter's size
-    // (`values`, or a tensor map borrowed by `args`: alive until after the call), `config` and `attr` outlive the call, and the
-    // callers checked every buffer's length against what the kernel indexes. The kernel waits
-    // for the previous grid before reading anything it wrote (`Loaded::pdl`).
+    // (`values`, or a tensor map borrowed by `args`: alive until after the call), `config` and
+    // `attr` outlive the call, and the callers checked every buffer's length (past an offset,
+    // the extent from there) against what the kernel indexes. With the attribute on
+    // (`Loaded::pdl`), the kernel waits for the previous grid before reading what it wrote.
     unsafe { sys::cuLaunchKernelEx(&config, k.func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(drv)?;
     Ok(())
 }

@@ -39,6 +39,11 @@ pub enum Param<'a> {
     BytesIn(&'a DeviceBytes, usize),
     /// Bytes the kernel writes (and may read).
     BytesOut(&'a mut DeviceBytes, usize),
+    /// Bytes the kernel reads from a byte offset on: the kernel gets the address at that offset
+    /// and may read the extent's bytes from there.
+    BytesInAt(&'a DeviceBytes, usize, usize),
+    /// Bytes the kernel writes (and may read) from a byte offset on, within the extent.
+    BytesOutAt(&'a mut DeviceBytes, usize, usize),
     /// A `.u32` parameter.
     U32(u32),
     /// A `.f32` parameter.
@@ -89,6 +94,12 @@ impl CudaDevice {
                 Param::Out(b, n) => (b.device_id(), b.len(), *n),
                 Param::BytesIn(b, n) => (b.device_id(), b.len(), *n),
                 Param::BytesOut(b, n) => (b.device_id(), b.len(), *n),
+                Param::BytesInAt(b, at, n) => {
+                    (b.device_id(), b.len(), at.checked_add(*n).ok_or(Error::SizeOverflow { op: OP, dims: vec![*at, *n] })?)
+                }
+                Param::BytesOutAt(b, at, n) => {
+                    (b.device_id(), b.len(), at.checked_add(*n).ok_or(Error::SizeOverflow { op: OP, dims: vec![*at, *n] })?)
+                }
                 Param::U32(_) | Param::F32(_) => continue,
             };
             self.check_owner(OP, owner)?;
@@ -104,6 +115,8 @@ impl CudaDevice {
                 Param::Out(b, _) => Arg::Out(&mut b.slice),
                 Param::BytesIn(b, _) => Arg::BytesIn(&b.slice),
                 Param::BytesOut(b, _) => Arg::BytesOut(&mut b.slice),
+                Param::BytesInAt(b, at, _) => Arg::BytesInAt(&b.slice, at),
+                Param::BytesOutAt(b, at, _) => Arg::BytesOutAt(&mut b.slice, at),
                 Param::U32(v) => Arg::U32(v),
                 Param::F32(v) => Arg::F32(v),
             })

@@ -5,18 +5,24 @@
 //! PTX; what each `unsafe impl` vouches for is that the kernel indexes nothing past them.
 //!
 //! Positions and ids the kernels read from device memory come from a [`StepInputs`](super::StepInputs):
-//! its device copy is written only by [`StepInputs::write`](super::StepInputs::write), which
-//! bounds it (every id below the vocabulary, `pos0 + rows` — at least one row — within its
-//! positions), and an op's [`StepCtx`] says which write it runs over. A launch queued after
+//! its device copy is written only by [`StepInputs::write_segments`](super::StepInputs::write_segments),
+//! which bounds it (every id below the vocabulary, each segment's `pos0 + rows` — at least one
+//! row — within its positions, each slot below its cache's slots), and an op's [`StepCtx`] says which write it runs over. A launch queued after
 //! that write (stream order) reads exactly what it wrote; a recorded launch replayed later
 //! reads a later write, which is why each bind also checks that the cache (and RoPE's table)
 //! hold every position the inputs can name.
+//!
+//! A pass may hold several sequences ([`StepInputs::write_segments`](super::StepInputs::write_segments)),
+//! each in its own slot of a cache of slots. An op over one sequence's rows passes the address
+//! of its first row's position (the "position `pos`" below) and of its slot's layer (the
+//! "cache" below: `SlotLayer`'s bytes, checked inside the buffer): each kernel indexes from
+//! them exactly as in a pass of one sequence.
 
 use super::attention::{AttentionShape, DecodeScratch};
-use super::step::{Rope, StepCtx};
+use super::step::{OneTokenRows, Rope, StepCtx};
 use super::{prod, room, u32_of};
 use rayo::cuda::kernels::{
-    ArgmaxKernel, AttentionKernel, DecodeAttentionKernel, EmbedKernel, FlashAttentionKernel, KvStoreKernel, RopeKernel, TopKKernel,
+    ArgmaxKernel, AttentionKernel, DecodeAttentionKernel, EmbedKernel, FlashAttentionKernel, KvStoreKernel, RopeKernel, TopKKernel, TopKRowsKernel,
 };
 use rayo::cuda::{Bound, DeviceBuffer, DeviceBytes, KernelArgs, Param, QFormat};
 use rayo::{Error, Result};
@@ -30,11 +36,31 @@ fn same<K: PartialEq>(op: &'static str, kernel: &K, want: Option<K>) -> Result<(
     }
 }
 
-/// An error unless the cache (`shape`) holds every position `st`'s inputs can name, and
-/// positions `pos0..pos0 + m`. The values per position.
-fn check_positions(op: &'static str, st: &StepCtx, shape: &AttentionShape, k_cache: &DeviceBytes, v_cache: &DeviceBytes) -> Result<usize> {
+/// Where one sequence's layer is in a cache of slots: the values per position, and the byte
+/// offset and length of slot `st.slot`'s layer.
+struct SlotLayer {
+    width: usize,
+    at: usize,
+    bytes: usize,
+}
+
+/// An error unless the cache (`shape`, slots of `shape.positions`) holds every position `st`'s
+/// inputs can name, and positions `pos0..pos0 + m` of slot `st.slot`. Where that slot's layer
+/// is.
+fn check_positions(op: &'static str, st: &StepCtx, shape: &AttentionShape, k_cache: &DeviceBytes, v_cache: &DeviceBytes) -> Result<SlotLayer> {
     room(op, shape.positions, st.inputs.positions)?;
-    shape.check_cache(op, (st.pos0, st.m), k_cache, v_cache)
+    let width = shape.check_cache(op, (st.pos0, st.m), k_cache, v_cache)?;
+    let bytes = shape.layer_bytes().ok_or(Error::SizeOverflow { op, dims: vec![shape.positions, width] })?;
+    let at = prod(op, &[st.slot, bytes])?;
+    let end = at.checked_add(bytes).ok_or(Error::SizeOverflow { op, dims: vec![at, bytes] })?;
+    room(op, k_cache.len(), end)?;
+    room(op, v_cache.len(), end)?;
+    Ok(SlotLayer { width, at, bytes })
+}
+
+/// The position parameter of `st`'s rows: its first row's position (the kernels add the row).
+fn first_position<'a>(st: &'a StepCtx) -> Param<'a> {
+    Param::BytesInAt(&st.inputs.pos, 4 * st.row0, 4)
 }
 
 /// [`EmbedKernel`]: rows `tokens[r]` of a table into the first `m` rows of `out`.
@@ -128,19 +154,21 @@ unsafe impl KernelArgs for RopeArgs<'_> {
         u32_of(OP, "q", prod(OP, &[q_len, 4])?)?;
         u32_of(OP, "k", prod(OP, &[k_len, 4])?)?;
         u32_of(OP, "table", prod(OP, &[table_len, 4])?)?;
-        if let Some((shape, _, kc, vc)) = &self.cache {
+        if let Some((shape, ..)) = &self.cache {
             if (shape.n_head, shape.n_head_kv, shape.head_dim) != (n_head, n_head_kv, head_dim) {
                 return Err(Error::InvalidArgument { op: OP, name: "heads", value: n_head.into(), reason: "not the cache's heads" });
             }
-            check_positions(OP, st, shape, kc, vc)?;
         }
+        let slot = match &self.cache {
+            Some((shape, _, kc, vc)) => Some(check_positions(OP, st, shape, kc, vc)?),
+            None => None,
+        };
         if m == 0 {
             return Ok(None);
         }
-        let mut params = vec![Param::Out(self.q, q_len), Param::Out(self.k, k_len), Param::In(table, table_len), Param::BytesIn(&st.inputs.pos, 4)];
-        if let Some((shape, v, kc, vc)) = &mut self.cache {
-            let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, k_len] })?;
-            params.extend([Param::In(v, k_len), Param::BytesOut(kc, layer), Param::BytesOut(vc, layer)]);
+        let mut params = vec![Param::Out(self.q, q_len), Param::Out(self.k, k_len), Param::In(table, table_len), first_position(st)];
+        if let (Some((_, v, kc, vc)), Some(l)) = (&mut self.cache, slot) {
+            params.extend([Param::In(v, k_len), Param::BytesOutAt(kc, l.at, l.bytes), Param::BytesOutAt(vc, l.at, l.bytes)]);
         }
         let u = |v: usize| Param::U32(v as u32);
         params.extend([u(n_head), u(n_head_kv), u(head_dim), u(n_rot)]);
@@ -169,9 +197,9 @@ unsafe impl KernelArgs for KvStoreArgs<'_> {
     fn bind(&mut self, kernel: &KvStoreKernel) -> Result<Option<Bound<'_>>> {
         const OP: &str = "cuda kv_store";
         same(OP, kernel, Some(KvStoreKernel::new(self.shape.f16)))?;
-        let width = check_positions(OP, self.st, &self.shape, self.k_cache, self.v_cache)?;
+        let l = check_positions(OP, self.st, &self.shape, self.k_cache, self.v_cache)?;
+        let width = l.width;
         let n = prod(OP, &[self.st.m, width])?;
-        let layer = self.shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![self.shape.positions, width] })?;
         let n32 = u32_of(OP, "n", n)?;
         if n == 0 {
             return Ok(None);
@@ -181,9 +209,9 @@ unsafe impl KernelArgs for KvStoreArgs<'_> {
             params: vec![
                 Param::In(self.k, n),
                 Param::In(self.v, n),
-                Param::BytesOut(self.k_cache, layer),
-                Param::BytesOut(self.v_cache, layer),
-                Param::BytesIn(&self.st.inputs.pos, 4),
+                Param::BytesOutAt(self.k_cache, l.at, l.bytes),
+                Param::BytesOutAt(self.v_cache, l.at, l.bytes),
+                first_position(self.st),
                 Param::U32(width as u32),
                 Param::U32(n32),
             ],
@@ -193,12 +221,18 @@ unsafe impl KernelArgs for KvStoreArgs<'_> {
 
 /// What both attention kernels check: the cache holds the pass's positions (and every one its
 /// inputs can name), `q` and `out` hold `m` rows of `n_head · head_dim` values. Those values.
-fn check_attention_rows(op: &'static str, st: &StepCtx, shape: &AttentionShape, k_cache: &DeviceBytes, v_cache: &DeviceBytes) -> Result<usize> {
+fn check_attention_rows(
+    op: &'static str,
+    st: &StepCtx,
+    shape: &AttentionShape,
+    k_cache: &DeviceBytes,
+    v_cache: &DeviceBytes,
+) -> Result<(usize, SlotLayer)> {
     shape.check_heads(op)?;
-    check_positions(op, st, shape, k_cache, v_cache)?;
+    let l = check_positions(op, st, shape, k_cache, v_cache)?;
     let n = prod(op, &[st.m, shape.n_head, shape.head_dim])?;
     u32_of(op, "q", prod(op, &[n, 4])?)?;
-    Ok(n)
+    Ok((n, l))
 }
 
 /// [`AttentionKernel`]: causal attention of the first `m` rows of `q` over one layer's caches.
@@ -225,8 +259,7 @@ unsafe impl KernelArgs for AttentionArgs<'_> {
     fn bind(&mut self, kernel: &AttentionKernel) -> Result<Option<Bound<'_>>> {
         const OP: &str = "cuda attention_rows";
         same(OP, kernel, Some(self.shape.kernel(OP)?))?;
-        let n = check_attention_rows(OP, self.st, &self.shape, self.k_cache, self.v_cache)?;
-        let layer = self.shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![self.shape.positions, n] })?;
+        let (n, l) = check_attention_rows(OP, self.st, &self.shape, self.k_cache, self.v_cache)?;
         let (m, n_head) = (self.st.m, self.shape.n_head);
         if m == 0 {
             return Ok(None);
@@ -236,10 +269,10 @@ unsafe impl KernelArgs for AttentionArgs<'_> {
             config: kernel.launch(n_head as u32, m as u32),
             params: vec![
                 Param::In(self.q, n),
-                Param::BytesIn(self.k_cache, layer),
-                Param::BytesIn(self.v_cache, layer),
+                Param::BytesInAt(self.k_cache, l.at, l.bytes),
+                Param::BytesInAt(self.v_cache, l.at, l.bytes),
                 Param::Out(self.out, n),
-                Param::BytesIn(&self.st.inputs.pos, 4),
+                first_position(self.st),
                 u(n_head),
                 u(self.shape.n_head_kv),
                 Param::F32(self.scale),
@@ -270,8 +303,7 @@ unsafe impl KernelArgs for FlashArgs<'_> {
     fn bind(&mut self, kernel: &FlashAttentionKernel) -> Result<Option<Bound<'_>>> {
         const OP: &str = "cuda flash_attention_rows";
         same(OP, kernel, self.shape.flash_kernel())?;
-        let n = check_attention_rows(OP, self.st, &self.shape, self.k_cache, self.v_cache)?;
-        let layer = self.shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![self.shape.positions, n] })?;
+        let (n, l) = check_attention_rows(OP, self.st, &self.shape, self.k_cache, self.v_cache)?;
         let (m, n_head) = (self.st.m, self.shape.n_head);
         if m == 0 {
             return Ok(None);
@@ -281,10 +313,10 @@ unsafe impl KernelArgs for FlashArgs<'_> {
             config: kernel.launch(n_head as u32, m as u32),
             params: vec![
                 Param::In(self.q, n),
-                Param::BytesIn(self.k_cache, layer),
-                Param::BytesIn(self.v_cache, layer),
+                Param::BytesInAt(self.k_cache, l.at, l.bytes),
+                Param::BytesInAt(self.v_cache, l.at, l.bytes),
                 Param::Out(self.out, n),
-                Param::BytesIn(&self.st.inputs.pos, 4),
+                first_position(self.st),
                 u(n_head),
                 u(self.shape.n_head_kv),
                 u(m),
@@ -337,8 +369,8 @@ unsafe impl KernelArgs for DecodeArgs<'_> {
                 reason: "the fused kernel rotates every dimension of a head",
             });
         }
-        let width = check_positions(OP, self.st, &shape, self.k_cache, self.v_cache)?;
-        let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
+        let l = check_positions(OP, self.st, &shape, self.k_cache, self.v_cache)?;
+        let width = l.width;
         let n = prod(OP, &[shape.n_head, shape.head_dim])?;
         let part = kernel.part_len(shape.n_head);
         let table_len = prod(OP, &[self.st.inputs.positions, n_rot])?;
@@ -355,16 +387,103 @@ unsafe impl KernelArgs for DecodeArgs<'_> {
                 Param::In(self.k, width),
                 Param::In(self.v, width),
                 Param::In(table, table_len),
-                Param::BytesOut(self.k_cache, layer),
-                Param::BytesOut(self.v_cache, layer),
+                Param::BytesOutAt(self.k_cache, l.at, l.bytes),
+                Param::BytesOutAt(self.v_cache, l.at, l.bytes),
                 Param::Out(self.out, n),
-                Param::BytesIn(&self.st.inputs.pos, 4),
+                first_position(self.st),
                 Param::Out(&mut self.scratch.part, part),
                 Param::BytesOut(&mut self.scratch.done, done),
                 u(shape.n_head),
                 u(shape.n_head_kv),
                 Param::F32(self.scale),
                 Param::U32(self.round_q as u32),
+            ],
+        }))
+    }
+}
+
+/// [`DecodeAttentionKernel::batched`]: [`DecodeArgs`]' step for each of the first `n` rows of
+/// a pass, each a sequence of its own (slot and position from the inputs).
+pub(super) struct DecodeRowsArgs<'a> {
+    pub(super) rows: &'a OneTokenRows<'a>,
+    pub(super) shape: AttentionShape,
+    pub(super) rope: Rope<'a>,
+    pub(super) q: &'a DeviceBuffer,
+    pub(super) k: &'a DeviceBuffer,
+    pub(super) v: &'a DeviceBuffer,
+    pub(super) k_cache: &'a mut DeviceBytes,
+    pub(super) v_cache: &'a mut DeviceBytes,
+    pub(super) scale: f32,
+    pub(super) round_q: bool,
+    pub(super) scratch: &'a mut DecodeScratch,
+    pub(super) out: &'a mut DeviceBuffer,
+}
+
+// SAFETY: block (h, s, r) does what [`DecodeArgs`]' kernel does for one row, on row r < n of
+// `q`, `k`, `v`, `out` (n rows of the widths there), its own `part` and `done` rows (n of
+// each), at position `pos[r]` of slot `slots[r]`'s layer (`slots[r] · positions · width`
+// values into each cache). Every position and slot the inputs hold was checked below the
+// inputs' positions and cache slots when written; the cache holds that many slots of
+// `shape.positions ≥ positions` positions (checked), every cache index is below 2³²
+// (checked), so the caches are touched below `cache_slots · layer_bytes`, `pos` and `slots`
+// below `4n` bytes (the first n rows, written by the same write).
+unsafe impl KernelArgs for DecodeRowsArgs<'_> {
+    type Kernel = DecodeAttentionKernel;
+
+    fn bind(&mut self, kernel: &DecodeAttentionKernel) -> Result<Option<Bound<'_>>> {
+        const OP: &str = "cuda rope_attention_rows_step";
+        let shape = self.shape;
+        let Rope { pairs, table, n_rot } = self.rope;
+        same(OP, kernel, Some(shape.decode_kernel(OP, pairs)?.batched()))?;
+        if n_rot != shape.head_dim {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                name: "n_rot",
+                value: n_rot.into(),
+                reason: "the fused kernel rotates every dimension of a head",
+            });
+        }
+        let (inputs, n) = (self.rows.inputs, self.rows.n);
+        room(OP, shape.positions, inputs.positions)?;
+        let width = prod(OP, &[shape.n_head_kv, shape.head_dim])?;
+        let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
+        let caches = prod(OP, &[inputs.cache_slots, layer])?;
+        room(OP, self.k_cache.len(), caches)?;
+        room(OP, self.v_cache.len(), caches)?;
+        u32_of(OP, "cache", prod(OP, &[inputs.cache_slots, shape.positions, width])?)?;
+        let qw = prod(OP, &[shape.n_head, shape.head_dim])?;
+        let (q_len, kv_len) = (prod(OP, &[n, qw])?, prod(OP, &[n, width])?);
+        let part = prod(OP, &[n, kernel.part_len(shape.n_head)])?;
+        let table_len = prod(OP, &[inputs.positions, n_rot])?;
+        room(OP, table.len(), table_len)?;
+        u32_of(OP, "table", prod(OP, &[table_len, 4])?)?;
+        u32_of(OP, "q", prod(OP, &[q_len, 4])?)?;
+        u32_of(OP, "part", prod(OP, &[part, 4])?)?;
+        let done = prod(OP, &[n, shape.n_head, 4])?;
+        let rows = u32_of(OP, "rows", n)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let u = |v: usize| Param::U32(v as u32);
+        Ok(Some(Bound {
+            config: kernel.launch_rows(shape.n_head as u32, rows),
+            params: vec![
+                Param::In(self.q, q_len),
+                Param::In(self.k, kv_len),
+                Param::In(self.v, kv_len),
+                Param::In(table, table_len),
+                Param::BytesOut(self.k_cache, caches),
+                Param::BytesOut(self.v_cache, caches),
+                Param::Out(self.out, q_len),
+                Param::BytesIn(&inputs.pos, 4 * n),
+                Param::Out(&mut self.scratch.part, part),
+                Param::BytesOut(&mut self.scratch.done, done),
+                Param::BytesIn(&inputs.slots, 4 * n),
+                u(shape.n_head),
+                u(shape.n_head_kv),
+                Param::F32(self.scale),
+                Param::U32(self.round_q as u32),
+                u(shape.positions),
             ],
         }))
     }
@@ -416,6 +535,42 @@ unsafe impl KernelArgs for TopKArgs<'_> {
         Ok(Some(Bound {
             config: kernel.launch(),
             params: vec![Param::In(self.x, n), Param::Out(self.out, 2 * k + 1), Param::U32(n32), Param::U32(k as u32)],
+        }))
+    }
+}
+
+/// [`TopKRowsKernel`]: [`TopKArgs`] for each of the first `rows` rows of `x` (rows of `n`
+/// values), row `r`'s `2k + 1` words from word `r·(2k + 1)` of `out`.
+pub(super) struct TopKRowsArgs<'a> {
+    pub(super) x: &'a DeviceBuffer,
+    pub(super) n: usize,
+    pub(super) rows: usize,
+    pub(super) k: usize,
+    pub(super) out: &'a mut DeviceBuffer,
+}
+
+// SAFETY: block r < rows (the grid `launch(rows)`) does what [`TopKArgs`]' kernel does on the
+// row of `n` values from `x[r·n]`, writing `2k + 1` words from `out[r·(2k + 1)]`: `x` is read
+// below `rows · n` values, `out` written below `rows · (2k + 1)`, both below 2³² (checked), with
+// the kernel's `1 ≤ k ≤ MAX_K`, `k < n` (checked).
+unsafe impl KernelArgs for TopKRowsArgs<'_> {
+    type Kernel = TopKRowsKernel;
+
+    fn bind(&mut self, kernel: &TopKRowsKernel) -> Result<Option<Bound<'_>>> {
+        const OP: &str = "cuda top_k_rows";
+        let (n, k, rows) = (self.n, self.k, self.rows);
+        if k == 0 || k > TopKKernel::MAX_K as usize || k >= n {
+            return Err(Error::InvalidArgument { op: OP, name: "k", value: k.into(), reason: "must be in 1..=128 and below the row's length" });
+        }
+        let (x_len, out_len) = (prod(OP, &[rows, n])?, prod(OP, &[rows, 2 * k + 1])?);
+        u32_of(OP, "x", prod(OP, &[x_len, 4])?)?;
+        u32_of(OP, "out", prod(OP, &[out_len, 4])?)?;
+        if rows == 0 {
+            return Ok(None);
+        }
+        Ok(Some(Bound {
+            config: kernel.launch(rows as u32),
+            params: vec![Param::In(self.x, x_len), Param::Out(self.out, out_len), Param::U32(n as u32), Param::U32(k as u32)],
         }))
     }
 }

@@ -2,8 +2,8 @@
 //! in one launch), causal attention (one block per row, or flash attention on the tensor
 //! cores), and a decoding step's RoPE + store + attention in one launch.
 
-use super::args::{AttentionArgs, DecodeArgs, FlashArgs, KvStoreArgs, RopeArgs};
-use super::step::{Rope, StepCtx};
+use super::args::{AttentionArgs, DecodeArgs, DecodeRowsArgs, FlashArgs, KvStoreArgs, RopeArgs};
+use super::step::{OneTokenRows, Rope, StepCtx};
 use super::{prod, room, u32_of};
 use rayo::cuda::kernels::{AttentionKernel, DecodeAttentionKernel, FlashAttentionKernel, KvStoreKernel, RopeKernel, RopePairs};
 use rayo::cuda::{CudaDevice, DeviceBuffer, DeviceBytes};
@@ -105,7 +105,8 @@ impl AttentionShape {
 }
 
 /// One layer's K and V caches (`shape.positions × n_head_kv × head_dim` values each, f16 or
-/// f32 as `shape` says).
+/// f32 as `shape` says), or of several sequences: slots of that many values one after another
+/// (an op over one sequence's rows takes its [`StepCtx`]'s slot).
 pub struct LayerCache<'a> {
     pub shape: AttentionShape,
     pub k: &'a mut DeviceBytes,
@@ -180,20 +181,45 @@ impl LayerCache<'_> {
         let args = &mut DecodeArgs { st, shape: self.shape, rope: *rope, q, k, v, k_cache: self.k, v_cache: self.v, scale, round_q, scratch, out };
         st.dev.launch(&kern, args)
     }
+
+    /// [`LayerCache::decode`] for each of a pass's first `rows.n` rows, each a sequence of its
+    /// own (its slot and position as the inputs say), in one launch: row `r` of `q`, `k`, `v`
+    /// into row `r` of `out`, each with the bits a pass of that row alone gives.
+    pub fn decode_rows(
+        &mut self,
+        rows: &OneTokenRows,
+        rope: &Rope,
+        (q, k, v): (&DeviceBuffer, &DeviceBuffer, &DeviceBuffer),
+        (scale, round_q): (f32, bool),
+        scratch: &mut DecodeScratch,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        const OP: &str = "cuda rope_attention_rows_step";
+        let kern = self.shape.decode_kernel(OP, rope.pairs)?.batched();
+        let args =
+            &mut DecodeRowsArgs { rows, shape: self.shape, rope: *rope, q, k, v, k_cache: self.k, v_cache: self.v, scale, round_q, scratch, out };
+        rows.dev.launch(&kern, args)
+    }
 }
 
-/// Scratch of a decoding step's split attention ([`LayerCache::decode`]): the per-split
-/// partial results, and a per-head count the kernel keeps at 0 between launches.
+/// Scratch of a decoding step's split attention ([`LayerCache::decode`],
+/// [`LayerCache::decode_rows`]): the per-split partial results, and a per-head count the
+/// kernel keeps at 0 between launches, for each row.
 pub struct DecodeScratch {
     pub(super) part: DeviceBuffer,
     pub(super) done: DeviceBytes,
 }
 
 impl DecodeScratch {
-    /// Room for `n_head` query heads of `head_dim`.
+    /// Room for one row of `n_head` query heads of `head_dim`.
     pub fn new(dev: &CudaDevice, n_head: usize, head_dim: usize) -> Result<DecodeScratch> {
+        DecodeScratch::rows(dev, 1, n_head, head_dim)
+    }
+
+    /// Room for `rows` rows of `n_head` query heads of `head_dim`.
+    pub fn rows(dev: &CudaDevice, rows: usize, n_head: usize, head_dim: usize) -> Result<DecodeScratch> {
         const OP: &str = "cuda decode_attention_scratch";
-        let len = prod(OP, &[n_head, DecodeAttentionKernel::SPLITS as usize, head_dim.saturating_add(2)])?;
-        Ok(DecodeScratch { part: dev.zeros(len)?, done: dev.zero_bytes(prod(OP, &[n_head, 4])?)? })
+        let len = prod(OP, &[rows, n_head, DecodeAttentionKernel::SPLITS as usize, head_dim.saturating_add(2)])?;
+        Ok(DecodeScratch { part: dev.zeros(len)?, done: dev.zero_bytes(prod(OP, &[rows, n_head, 4])?)? })
     }
 }

@@ -16,8 +16,8 @@ mod step;
 
 pub use attention::{AttentionShape, DecodeScratch, LayerCache};
 pub use rayo::cuda::kernels::RopePairs;
-pub use sample::{argmax, top_k, Argmax, TopK};
-pub use step::{Rope, StepCtx, StepInputs};
+pub use sample::{argmax, top_k, top_k_rows, Argmax, TopK};
+pub use step::{OneTokenRows, Rope, Segment, StepCtx, StepInputs};
 
 use rayo::{Error, Result};
 

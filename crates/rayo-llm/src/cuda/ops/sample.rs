@@ -2,8 +2,8 @@
 //! words of checks) and top-k ([`top_k`]: the host reads k (id, logit) pairs) instead of the
 //! vocabulary's logits.
 
-use super::args::{ArgmaxArgs, TopKArgs};
-use rayo::cuda::kernels::{ArgmaxKernel, TopKKernel};
+use super::args::{ArgmaxArgs, TopKArgs, TopKRowsArgs};
+use rayo::cuda::kernels::{ArgmaxKernel, TopKKernel, TopKRowsKernel};
 use rayo::cuda::{CudaDevice, DeviceBuffer};
 use rayo::{Error, Result};
 
@@ -41,6 +41,34 @@ pub fn top_k(dev: &CudaDevice, x: &DeviceBuffer, n: usize, k: usize, scratch: &m
     let mut best: Vec<(u32, f32)> = (0..k).map(|i| (r[i].to_bits(), r[k + i])).collect();
     best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     Ok(TopK { best, first_bad })
+}
+
+/// [`top_k`] of each of the first `rows` rows of `x` (rows of `n` values), in one launch;
+/// `scratch` (at least `rows · (2k + 1)` values) takes them, and the host reads
+/// `rows · (8k + 4)` bytes.
+pub fn top_k_rows(dev: &CudaDevice, x: &DeviceBuffer, n: usize, rows: usize, k: usize, scratch: &mut DeviceBuffer) -> Result<Vec<TopK>> {
+    dev.launch(&TopKRowsKernel, &mut TopKRowsArgs { x, n, rows, k, out: scratch })?;
+    let w = 2 * k + 1;
+    let mut r = vec![0f32; rows * w];
+    dev.download_prefix(scratch, &mut r)?;
+    let mut all = Vec::with_capacity(rows);
+    for (i, r) in r.chunks_exact(w).enumerate() {
+        let bad = r[2 * k].to_bits();
+        // (the index is the row's: the value is read from the row)
+        let first_bad = match bad {
+            u32::MAX => None,
+            b => {
+                let mut v = [0f32];
+                dev.copy_within_device(x, i * n + b as usize, scratch, 0, 1)?;
+                dev.download_prefix(scratch, &mut v)?;
+                Some((b, v[0]))
+            }
+        };
+        let mut best: Vec<(u32, f32)> = (0..k).map(|j| (r[j].to_bits(), r[k + j])).collect();
+        best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        all.push(TopK { best, first_bad });
+    }
+    Ok(all)
 }
 
 /// The first maximum of the first `n` values of `x`, in one launch; `scratch` (at least 3
