@@ -38,6 +38,18 @@ impl Rng {
     }
 }
 
+/// RoPE's `(cos, sin)` table: position × pair, θ = p · 10000^(−2i/hd).
+fn rope_table(positions: usize, hd: usize) -> Vec<f32> {
+    (0..positions)
+        .flat_map(|p| {
+            (0..hd / 2).flat_map(move |i| {
+                let t = p as f64 * 10000f64.powf(-2.0 * i as f64 / hd as f64);
+                [t.cos() as f32, t.sin() as f32]
+            })
+        })
+        .collect()
+}
+
 fn poisoned(dev: &CudaDevice, n: usize) -> DeviceBuffer {
     dev.upload(&vec![f32::NAN; n]).unwrap()
 }
@@ -117,15 +129,7 @@ fn fused_rope_attention_step_agrees_with_the_two_launches() {
         let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16 };
         let width = n_head_kv * hd;
         let bytes = positions * width * if f16 { 2 } else { 4 };
-        // the (cos, sin) table: position × pair, θ = p · 10000^(−2i/hd)
-        let table: Vec<f32> = (0..positions)
-            .flat_map(|p| {
-                (0..hd / 2).flat_map(move |i| {
-                    let t = p as f64 * 10000f64.powf(-2.0 * i as f64 / hd as f64);
-                    [t.cos() as f32, t.sin() as f32]
-                })
-            })
-            .collect();
+        let table = rope_table(positions, hd);
         let table = dev.upload(&table).unwrap();
         let mut inputs = StepInputs::new(dev, positions, positions, 1).unwrap();
         let (mut kc, mut vc) =
@@ -219,14 +223,7 @@ fn decoding_rows_of_many_sequences_equal_one_row_launches() {
         let width = n_head_kv * hd;
         let esz = if f16 { 2 } else { 4 };
         let pool = slots * positions * width * esz;
-        let table: Vec<f32> = (0..positions)
-            .flat_map(|p| {
-                (0..hd / 2).flat_map(move |i| {
-                    let t = p as f64 * 10000f64.powf(-2.0 * i as f64 / hd as f64);
-                    [t.cos() as f32, t.sin() as f32]
-                })
-            })
-            .collect();
+        let table = rope_table(positions, hd);
         let table = dev.upload(&table).unwrap();
         let rope = Rope { pairs, table: &table, n_rot: hd };
         let scale = 1.0 / (hd as f32).sqrt();

@@ -326,9 +326,16 @@ unsafe impl KernelArgs for FlashArgs<'_> {
     }
 }
 
-/// [`DecodeAttentionKernel`]: one decoding row's RoPE, KV store and attention.
+/// Which decoding rows a [`DecodeArgs`] launch runs: one row of a pass ([`DecodeAttentionKernel`]),
+/// or the first `n` rows of a pass, each its own sequence's token ([`DecodeAttentionKernel::batched`]).
+pub(super) enum DecodeRows<'a> {
+    One(&'a StepCtx<'a>),
+    Many(&'a OneTokenRows<'a>),
+}
+
+/// [`DecodeAttentionKernel`]: decoding rows' RoPE, KV store and attention.
 pub(super) struct DecodeArgs<'a> {
-    pub(super) st: &'a StepCtx<'a>,
+    pub(super) rows: DecodeRows<'a>,
     pub(super) shape: AttentionShape,
     pub(super) rope: Rope<'a>,
     pub(super) q: &'a DeviceBuffer,
@@ -342,14 +349,24 @@ pub(super) struct DecodeArgs<'a> {
     pub(super) out: &'a mut DeviceBuffer,
 }
 
-// SAFETY: the kernel (a block per head and split of the positions) reads the position `pos`,
-// `q` (`n_head · head_dim`), `k` and `v` (`n_head_kv · head_dim`), table row `pos` (`head_dim`
-// values: `n_rot` is the head size, checked), writes the rotated K and V row at cache position
-// `pos`, reads cache positions `0..=pos`, and writes its partial results (`part_len(n_head)`
-// values), a count per head (`4 · n_head` bytes) and `out` (`n_head · head_dim`). The pass is
-// one row (checked) at a position within the cache and the table (`check_positions`, the
-// table's `positions · n_rot` values checked); the variant is the one built for the shape's
-// head size, positions, cache type and pairing (checked equal to `shape.decode_kernel`).
+// SAFETY: one row (`DecodeRows::One`): the kernel (a block per head and split of the positions)
+// reads the position `pos`, `q` (`n_head · head_dim`), `k` and `v` (`n_head_kv · head_dim`),
+// table row `pos` (`head_dim` values: `n_rot` is the head size, checked), writes the rotated K
+// and V row at cache position `pos`, reads cache positions `0..=pos`, and writes its partial
+// results (`part_len(n_head)` values), a count per head (`4 · n_head` bytes) and `out`
+// (`n_head · head_dim`). The pass is one row (checked) at a position within the cache and the
+// table (`check_positions`, the table's `positions · n_rot` values checked); the variant is the
+// one built for the shape's head size, positions, cache type and pairing (checked equal to
+// `shape.decode_kernel`).
+//
+// Many rows (`DecodeRows::Many`, the batched variant): block (h, s, r) does the above for row
+// r < n of `q`, `k`, `v`, `out` (n rows of those widths), its own `part` and `done` rows (n of
+// each), at position `pos[r]` of slot `slots[r]`'s layer (`slots[r] · positions · width` values
+// into each cache). Every position and slot the inputs hold was checked below the inputs'
+// positions and cache slots when written; the caches hold that many slots of
+// `shape.positions ≥ positions` positions (checked), every cache index is below 2³² (checked),
+// so the caches are touched below `cache_slots · layer_bytes`, `pos` and `slots` below `4n`
+// bytes (the first n rows, written by the same write).
 unsafe impl KernelArgs for DecodeArgs<'_> {
     type Kernel = DecodeAttentionKernel;
 
@@ -357,10 +374,8 @@ unsafe impl KernelArgs for DecodeArgs<'_> {
         const OP: &str = "cuda rope_attention_step";
         let shape = self.shape;
         let Rope { pairs, table, n_rot } = self.rope;
-        same(OP, kernel, Some(shape.decode_kernel(OP, pairs)?))?;
-        if self.st.m != 1 {
-            return Err(Error::LengthMismatch { op: OP, expected: 1, actual: self.st.m });
-        }
+        let want = shape.decode_kernel(OP, pairs)?;
+        same(OP, kernel, Some(if matches!(self.rows, DecodeRows::Many(_)) { want.batched() } else { want }))?;
         if n_rot != shape.head_dim {
             return Err(Error::InvalidArgument {
                 op: OP,
@@ -369,123 +384,65 @@ unsafe impl KernelArgs for DecodeArgs<'_> {
                 reason: "the fused kernel rotates every dimension of a head",
             });
         }
-        let l = check_positions(OP, self.st, &shape, self.k_cache, self.v_cache)?;
-        let width = l.width;
-        let n = prod(OP, &[shape.n_head, shape.head_dim])?;
-        let part = kernel.part_len(shape.n_head);
-        let table_len = prod(OP, &[self.st.inputs.positions, n_rot])?;
-        room(OP, table.len(), table_len)?;
-        u32_of(OP, "table", prod(OP, &[table_len, 4])?)?;
-        u32_of(OP, "q", prod(OP, &[n, 4])?)?;
-        u32_of(OP, "part", prod(OP, &[part, 4])?)?;
-        let done = prod(OP, &[shape.n_head, 4])?;
-        let u = |v: usize| Param::U32(v as u32);
-        Ok(Some(Bound {
-            config: kernel.launch(shape.n_head as u32),
-            params: vec![
-                Param::In(self.q, n),
-                Param::In(self.k, width),
-                Param::In(self.v, width),
-                Param::In(table, table_len),
-                Param::BytesOutAt(self.k_cache, l.at, l.bytes),
-                Param::BytesOutAt(self.v_cache, l.at, l.bytes),
-                Param::Out(self.out, n),
-                first_position(self.st),
-                Param::Out(&mut self.scratch.part, part),
-                Param::BytesOut(&mut self.scratch.done, done),
-                u(shape.n_head),
-                u(shape.n_head_kv),
-                Param::F32(self.scale),
-                Param::U32(self.round_q as u32),
-            ],
-        }))
-    }
-}
-
-/// [`DecodeAttentionKernel::batched`]: [`DecodeArgs`]' step for each of the first `n` rows of
-/// a pass, each a sequence of its own (slot and position from the inputs).
-pub(super) struct DecodeRowsArgs<'a> {
-    pub(super) rows: &'a OneTokenRows<'a>,
-    pub(super) shape: AttentionShape,
-    pub(super) rope: Rope<'a>,
-    pub(super) q: &'a DeviceBuffer,
-    pub(super) k: &'a DeviceBuffer,
-    pub(super) v: &'a DeviceBuffer,
-    pub(super) k_cache: &'a mut DeviceBytes,
-    pub(super) v_cache: &'a mut DeviceBytes,
-    pub(super) scale: f32,
-    pub(super) round_q: bool,
-    pub(super) scratch: &'a mut DecodeScratch,
-    pub(super) out: &'a mut DeviceBuffer,
-}
-
-// SAFETY: block (h, s, r) does what [`DecodeArgs`]' kernel does for one row, on row r < n of
-// `q`, `k`, `v`, `out` (n rows of the widths there), its own `part` and `done` rows (n of
-// each), at position `pos[r]` of slot `slots[r]`'s layer (`slots[r] · positions · width`
-// values into each cache). Every position and slot the inputs hold was checked below the
-// inputs' positions and cache slots when written; the cache holds that many slots of
-// `shape.positions ≥ positions` positions (checked), every cache index is below 2³²
-// (checked), so the caches are touched below `cache_slots · layer_bytes`, `pos` and `slots`
-// below `4n` bytes (the first n rows, written by the same write).
-unsafe impl KernelArgs for DecodeRowsArgs<'_> {
-    type Kernel = DecodeAttentionKernel;
-
-    fn bind(&mut self, kernel: &DecodeAttentionKernel) -> Result<Option<Bound<'_>>> {
-        const OP: &str = "cuda rope_attention_rows_step";
-        let shape = self.shape;
-        let Rope { pairs, table, n_rot } = self.rope;
-        same(OP, kernel, Some(shape.decode_kernel(OP, pairs)?.batched()))?;
-        if n_rot != shape.head_dim {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                name: "n_rot",
-                value: n_rot.into(),
-                reason: "the fused kernel rotates every dimension of a head",
-            });
-        }
-        let (inputs, n) = (self.rows.inputs, self.rows.n);
-        room(OP, shape.positions, inputs.positions)?;
+        let (inputs, n) = match &self.rows {
+            DecodeRows::One(st) => (st.inputs, st.m),
+            DecodeRows::Many(r) => (r.inputs, r.n),
+        };
         let width = prod(OP, &[shape.n_head_kv, shape.head_dim])?;
-        let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
-        let caches = prod(OP, &[inputs.cache_slots, layer])?;
-        room(OP, self.k_cache.len(), caches)?;
-        room(OP, self.v_cache.len(), caches)?;
-        u32_of(OP, "cache", prod(OP, &[inputs.cache_slots, shape.positions, width])?)?;
         let qw = prod(OP, &[shape.n_head, shape.head_dim])?;
         let (q_len, kv_len) = (prod(OP, &[n, qw])?, prod(OP, &[n, width])?);
         let part = prod(OP, &[n, kernel.part_len(shape.n_head)])?;
+        let done = prod(OP, &[n, shape.n_head, 4])?;
         let table_len = prod(OP, &[inputs.positions, n_rot])?;
         room(OP, table.len(), table_len)?;
         u32_of(OP, "table", prod(OP, &[table_len, 4])?)?;
         u32_of(OP, "q", prod(OP, &[q_len, 4])?)?;
         u32_of(OP, "part", prod(OP, &[part, 4])?)?;
-        let done = prod(OP, &[n, shape.n_head, 4])?;
-        let rows = u32_of(OP, "rows", n)?;
-        if n == 0 {
-            return Ok(None);
-        }
         let u = |v: usize| Param::U32(v as u32);
-        Ok(Some(Bound {
-            config: kernel.launch_rows(shape.n_head as u32, rows),
-            params: vec![
-                Param::In(self.q, q_len),
-                Param::In(self.k, kv_len),
-                Param::In(self.v, kv_len),
-                Param::In(table, table_len),
-                Param::BytesOut(self.k_cache, caches),
-                Param::BytesOut(self.v_cache, caches),
-                Param::Out(self.out, q_len),
-                Param::BytesIn(&inputs.pos, 4 * n),
-                Param::Out(&mut self.scratch.part, part),
-                Param::BytesOut(&mut self.scratch.done, done),
-                Param::BytesIn(&inputs.slots, 4 * n),
-                u(shape.n_head),
-                u(shape.n_head_kv),
-                Param::F32(self.scale),
-                Param::U32(self.round_q as u32),
-                u(shape.positions),
-            ],
-        }))
+        let (k_cache, v_cache) = (&mut *self.k_cache, &mut *self.v_cache);
+        let (caches, position, slots, config) = match &self.rows {
+            DecodeRows::One(st) => {
+                if st.m != 1 {
+                    return Err(Error::LengthMismatch { op: OP, expected: 1, actual: st.m });
+                }
+                let l = check_positions(OP, st, &shape, k_cache, v_cache)?;
+                let caches = [Param::BytesOutAt(k_cache, l.at, l.bytes), Param::BytesOutAt(v_cache, l.at, l.bytes)];
+                (caches, first_position(st), None, kernel.launch(shape.n_head as u32))
+            }
+            DecodeRows::Many(r) => {
+                room(OP, shape.positions, inputs.positions)?;
+                let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
+                let all = prod(OP, &[inputs.cache_slots, layer])?;
+                room(OP, k_cache.len(), all)?;
+                room(OP, v_cache.len(), all)?;
+                u32_of(OP, "cache", prod(OP, &[inputs.cache_slots, shape.positions, width])?)?;
+                if r.n == 0 {
+                    return Ok(None);
+                }
+                let config = kernel.launch_rows(shape.n_head as u32, u32_of(OP, "rows", r.n)?);
+                let slots = Param::BytesIn(&inputs.slots, 4 * r.n);
+                ([Param::BytesOut(k_cache, all), Param::BytesOut(v_cache, all)], Param::BytesIn(&inputs.pos, 4 * r.n), Some(slots), config)
+            }
+        };
+        let [kc, vc] = caches;
+        let mut params = vec![
+            Param::In(self.q, q_len),
+            Param::In(self.k, kv_len),
+            Param::In(self.v, kv_len),
+            Param::In(table, table_len),
+            kc,
+            vc,
+            Param::Out(self.out, q_len),
+            position,
+            Param::Out(&mut self.scratch.part, part),
+            Param::BytesOut(&mut self.scratch.done, done),
+        ];
+        params.extend(slots);
+        params.extend([u(shape.n_head), u(shape.n_head_kv), Param::F32(self.scale), Param::U32(self.round_q as u32)]);
+        if matches!(self.rows, DecodeRows::Many(_)) {
+            params.push(u(shape.positions));
+        }
+        Ok(Some(Bound { config, params }))
     }
 }
 

@@ -2,7 +2,7 @@
 //! in one launch), causal attention (one block per row, or flash attention on the tensor
 //! cores), and a decoding step's RoPE + store + attention in one launch.
 
-use super::args::{AttentionArgs, DecodeArgs, DecodeRowsArgs, FlashArgs, KvStoreArgs, RopeArgs};
+use super::args::{AttentionArgs, DecodeArgs, DecodeRows, FlashArgs, KvStoreArgs, RopeArgs};
 use super::step::{OneTokenRows, Rope, StepCtx};
 use super::{prod, room, u32_of};
 use rayo::cuda::kernels::{AttentionKernel, DecodeAttentionKernel, FlashAttentionKernel, KvStoreKernel, RopeKernel, RopePairs};
@@ -169,16 +169,9 @@ impl LayerCache<'_> {
         out: &mut DeviceBuffer,
     ) -> Result<()> {
         const OP: &str = "cuda rope_attention_step";
-        if rope.n_rot != self.shape.head_dim {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                name: "n_rot",
-                value: rope.n_rot.into(),
-                reason: "the fused kernel rotates every dimension of a head",
-            });
-        }
         let kern = self.shape.decode_kernel(OP, rope.pairs)?;
-        let args = &mut DecodeArgs { st, shape: self.shape, rope: *rope, q, k, v, k_cache: self.k, v_cache: self.v, scale, round_q, scratch, out };
+        let rows = DecodeRows::One(st);
+        let args = &mut DecodeArgs { rows, shape: self.shape, rope: *rope, q, k, v, k_cache: self.k, v_cache: self.v, scale, round_q, scratch, out };
         st.dev.launch(&kern, args)
     }
 
@@ -196,9 +189,10 @@ impl LayerCache<'_> {
     ) -> Result<()> {
         const OP: &str = "cuda rope_attention_rows_step";
         let kern = self.shape.decode_kernel(OP, rope.pairs)?.batched();
-        let args =
-            &mut DecodeRowsArgs { rows, shape: self.shape, rope: *rope, q, k, v, k_cache: self.k, v_cache: self.v, scale, round_q, scratch, out };
-        rows.dev.launch(&kern, args)
+        let dev = rows.dev;
+        let rows = DecodeRows::Many(rows);
+        let args = &mut DecodeArgs { rows, shape: self.shape, rope: *rope, q, k, v, k_cache: self.k, v_cache: self.v, scale, round_q, scratch, out };
+        dev.launch(&kern, args)
     }
 }
 
