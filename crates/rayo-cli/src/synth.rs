@@ -1,8 +1,9 @@
 //! `rayo synth OUT --shape NAME --type TYPE --tokenizer FILE`: a llama-family GGUF of a known
 //! model's dimensions with random weights, for speed runs: a product's time does not depend on
 //! its weights' values, and a model of 1B parameters need not be carried to a machine that can
-//! write it in seconds. Blocks are random bytes with their scales set to small finite values,
-//! so every value is finite and the logits stay finite; norm weights (vectors) are ones. The tokenizer
+//! write it in seconds. Blocks are random bytes with their scales set to small finite values
+//! (and their mins to what makes the weights average zero), so every value is finite and the
+//! activations stay within f16's range; norm weights (vectors) are ones. The tokenizer
 //! (every `tokenizer.*` key) is copied from a real model's file, so `rayo generate` runs too
 //! (the text is noise). Embeddings are tied (no `output.weight`), as in Llama 3.2 1B.
 
@@ -245,13 +246,33 @@ fn random_blocks(ty: GgmlType, n: u64, rng: &mut Rng) -> Vec<u8> {
         Q6_K => &[208],
         F32 | F16 | BF16 | Q8_K => &[],
     };
+    // The mean of a block's quants, where the format subtracts a min (the second field) rather
+    // than an offset: that min is set to cancel it, so that the weights average zero as trained
+    // weights do. (With a positive mean, a product's outputs grow with its width: on the 1B
+    // shape a feed-forward input passed f16's range, and the tensor-core paths gave NaN.)
+    let q_mean = match ty {
+        Q4_1 | Q4_K => Some(7.5),
+        Q5_1 | Q5_K => Some(15.5),
+        Q2_K => Some(1.5),
+        _ => None,
+    };
+    // K-quants multiply `d` by a sub-block scale of up to 63 (Q6_K: ±127) as well: a smaller `d`
+    // keeps their weights near the others' size
+    let k_scale = if matches!(ty, Q3_K | Q4_K | Q5_K | Q6_K) { 1.0 / 16.0 } else { 1.0 };
     let ts = ty.type_size();
     let mut v = vec![0u8; (n / ty.block_size() as u64) as usize * ts];
     rng.fill(&mut v);
     for b in v.chunks_exact_mut(ts) {
-        for &o in at {
-            let d = half::f16::from_f32(0.002 + 0.004 * (rng.next() % 1000) as f32 / 1000.0);
-            b[o..o + 2].copy_from_slice(&d.to_le_bytes());
+        let d = (0.002 + 0.004 * (rng.next() % 1000) as f32 / 1000.0) * k_scale;
+        for (i, &o) in at.iter().enumerate() {
+            let f = match (i, q_mean) {
+                (0, _) | (_, None) => d,
+                // legacy formats add `m` (so it is negative); K-quants subtract `dmin · min`,
+                // whose 6- or 4-bit mins have the scales' distribution
+                (_, Some(q)) if matches!(ty, Q4_1 | Q5_1) => -q * d,
+                (_, Some(q)) => q * d,
+            };
+            b[o..o + 2].copy_from_slice(&half::f16::from_f32(f).to_le_bytes());
         }
     }
     v
