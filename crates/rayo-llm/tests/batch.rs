@@ -83,6 +83,38 @@ fn interleaved_equals_alone(path: &Path, what: &str) {
     println!("{what}: 3 sequences interleaved, {} logit vectors bit-identical to each alone", 3 * (DECODE + 1));
 }
 
+/// Six sequences, each prompt in a step of its own, then decoding together (six one-token rows
+/// a step, in slots of the reverse order): every logit vector equals the one the sequence gets
+/// alone.
+fn decoding_together_equals_alone(path: &Path, what: &str) {
+    const DECODE: usize = 3;
+    let model = Model::open(path).unwrap();
+    let ps: Vec<Vec<u32>> = (0..6u32).map(|s| (0..2 + s * 3).map(|i| (i * 89 + s * 37 + 5) % 1000).collect()).collect();
+    let want: Vec<_> = ps.iter().map(|p| alone(&model, p, DECODE)).collect();
+    let opts = BatchOptions { slots: 6, context: 64, kv_type: KvType::F16, rows: 64 };
+    let mut b = BatchSession::new(&model, Cpu::new(model.file().clone(), 2), opts).unwrap();
+    let mut got: Vec<Vec<Vec<f32>>> = ps.iter().enumerate().map(|(p, t)| b.step(&[SlotWork { slot: 5 - p, tokens: t }]).unwrap()).collect();
+    for d in 0..DECODE {
+        let next: Vec<[u32; 1]> = (0..6).map(|p| [want[p].1[d]]).collect();
+        let work: Vec<SlotWork> = (0..6).map(|p| SlotWork { slot: 5 - p, tokens: &next[p] }).collect();
+        for (p, l) in b.step(&work).unwrap().into_iter().enumerate() {
+            got[p].push(l);
+        }
+    }
+    for p in 0..6 {
+        for (i, (g, w)) in got[p].iter().zip(&want[p].0).enumerate() {
+            assert!(bits(g) == bits(w), "{what}: sequence {p}, logits {i} differ from the sequence alone");
+        }
+    }
+    println!("{what}: 6 sequences decoding together, {} logit vectors bit-identical to each alone", 6 * (DECODE + 1));
+}
+
+#[test]
+fn smollm2_sequences_decoding_together_equal_each_alone() {
+    let Some(path) = llama_ref::smollm2("smollm2_sequences_decoding_together_equal_each_alone") else { return };
+    decoding_together_equals_alone(&path, "SmolLM2 Q4_1");
+}
+
 #[test]
 fn smollm2_sequences_in_one_step_equal_each_alone() {
     let Some(path) = llama_ref::smollm2("smollm2_sequences_in_one_step_equal_each_alone") else { return };
