@@ -22,23 +22,28 @@
 //! (f16: the inputs rounded to f16 by that extra launch, for every format; measured slower
 //! than both, kept for the comparison).
 
+mod context;
 mod memory;
 pub mod ops;
 mod products;
+mod recording;
 
+pub use context::CudaKv;
 pub use memory::CudaBuf;
 
 use crate::backend::{Backend, KvType};
 use crate::config::{Config, RopeStyle};
 use crate::weights::WeightRef;
 use crate::{Error, Result};
+use context::{no_context, Context};
 use memory::{Arena, Held};
-use ops::{AttentionShape, DecodeScratch, LayerCache, Rope, RopePairs, StepInputs};
+use ops::{AttentionShape, Rope, RopePairs};
 use products::attend;
-use rayo::cuda::{ActFormat, CudaDevice, DeviceBuffer, DeviceBytes, Expr, NarrowActivations, QFormat, Replay};
+use rayo::cuda::{ActFormat, CudaDevice, DeviceBuffer, DeviceBytes, Expr, NarrowActivations, QFormat};
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, GgmlType};
+use recording::Recordings;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -53,75 +58,6 @@ pub struct CudaWeight {
     /// The matrix dequantized to f16 for a prompt's products on the tensor cores, made by the
     /// first one (while the copies fit [`Cuda`]'s budget; past it, into a scratch per product).
     f16: OnceLock<DeviceBytes>,
-}
-
-/// A handle to one of the backend's KV caches (the caches of every layer live in the backend,
-/// one slot per sequence). A later [`Backend::kv_cache`] or [`Backend::kv_caches`] replaces
-/// them: the older handles are then refused.
-#[derive(Debug)]
-pub struct CudaKv {
-    owner: u64,
-    generation: u64,
-    slot: usize,
-}
-
-/// The device state of the passes over the KV caches: the caches (a slot per sequence, each of
-/// `shape.positions` positions), and what their passes use.
-struct Context {
-    generation: u64,
-    shape: AttentionShape,
-    /// Every slot's cache of a layer, one after another.
-    k: Vec<DeviceBytes>,
-    v: Vec<DeviceBytes>,
-    /// RoPE's `(cos, sin)` table for the cache's positions.
-    rope: DeviceBuffer,
-    /// The pass's token ids and first position.
-    inputs: StepInputs,
-    /// Scratch of a decoding step's attention (split over the positions), for a row per slot.
-    scratch: DecodeScratch,
-    /// A product input in 8 bits or f16, when the decoding products take them.
-    narrow: Option<NarrowActivations>,
-}
-
-/// What a layer's attention uses of a [`Context`]: its caches, RoPE's table, the pass's inputs
-/// and the decoding step's scratch.
-struct Layer<'a> {
-    cache: LayerCache<'a>,
-    rope: &'a DeviceBuffer,
-    inputs: &'a StepInputs,
-    scratch: &'a mut DecodeScratch,
-}
-
-impl Context {
-    /// Layer `layer`'s caches, with the pass's inputs and scratch.
-    fn layer(&mut self, layer: usize) -> Result<Layer<'_>> {
-        let layers = self.k.len();
-        match (self.k.get_mut(layer), self.v.get_mut(layer)) {
-            (Some(k), Some(v)) => {
-                Ok(Layer { cache: LayerCache { shape: self.shape, k, v }, rope: &self.rope, inputs: &self.inputs, scratch: &mut self.scratch })
-            }
-            _ => Err(Error::backend("cuda", format!("layer {layer} is past the cache's {layers} layers"))),
-        }
-    }
-}
-
-/// The recorded steps: the one-token step ([`Backend::one_token_step`]) and the steps of `n`
-/// one-token rows by `n` ([`Backend::one_token_rows_step`]).
-#[derive(Default)]
-struct Recordings {
-    one: Option<Replay>,
-    rows: HashMap<usize, Replay>,
-}
-
-impl Recordings {
-    fn clear(&mut self) {
-        self.one = None;
-        self.rows.clear();
-    }
-}
-
-fn no_context() -> Error {
-    Error::backend("cuda", "a pass before the KV cache was made")
 }
 
 /// The CUDA backend of one model file.
@@ -439,38 +375,14 @@ impl Backend for Cuda {
     }
 
     fn kv_caches(&mut self, cfg: &Config, positions: usize, ty: KvType, slots: usize) -> Result<Vec<CudaKv>> {
-        let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions, f16: ty == KvType::F16 };
-        let overflow = || rayo::Error::SizeOverflow { op: "cuda kv_cache", dims: vec![slots, positions, cfg.kv_width()] };
-        let bytes = shape.layer_bytes().and_then(|b| b.checked_mul(slots)).ok_or_else(overflow)?;
-        let rows = positions.checked_mul(slots).ok_or_else(overflow)?;
         // the recording and the old cache go first (it may hold their addresses; and the
         // memory is needed for the new one)
         self.drop_recording();
         self.context = None;
-        let mut k = Vec::with_capacity(cfg.n_layer);
-        let mut v = Vec::with_capacity(cfg.n_layer);
-        for _ in 0..cfg.n_layer {
-            k.push(self.dev.zero_bytes(bytes)?);
-            v.push(self.dev.zero_bytes(bytes)?);
-        }
         let act = self.decode_act.unwrap_or(if cfg.n_embd >= Q8_MIN_WIDTH { ActFormat::Q8 } else { ActFormat::F32 });
-        let narrow = match act {
-            ActFormat::F32 => None,
-            // the widest product input: the hidden state, the attention's output, the FFN's
-            _ => Some(NarrowActivations::new(&self.dev, GEMM_ROWS, cfg.n_embd.max(cfg.n_ff).max(cfg.q_width()).next_multiple_of(32))?),
-        };
         self.decode_act = Some(act);
         self.generations += 1;
-        self.context = Some(Context {
-            generation: self.generations,
-            shape,
-            k,
-            v,
-            rope: self.dev.upload(&crate::cpu::rope::table(cfg, positions))?,
-            inputs: StepInputs::with_slots(&self.dev, rows, positions, slots, cfg.vocab_size)?,
-            scratch: DecodeScratch::rows(&self.dev, slots, cfg.n_head, cfg.head_dim)?,
-            narrow,
-        });
+        self.context = Some(Context::new(&self.dev, cfg, (positions, ty, slots), act, self.generations)?);
         Ok((0..slots).map(|slot| CudaKv { owner: self.id, generation: self.generations, slot }).collect())
     }
 
@@ -740,74 +652,11 @@ impl Backend for Cuda {
     }
 
     fn one_token_step(&mut self, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<()> {
-        if let Some(g) = &self.graph.one {
-            // SAFETY: the recording references only memory this backend owns: its weights
-            // (kept by name while it lives), arena buffers (never freed while it lives), its
-            // spares (never freed), and its context and scratch, whose replacement drops the
-            // recording first (`drop_recording`). Nothing was allocated while it recorded (the
-            // device refuses to). The positions and ids it reads are what `StepInputs::write`
-            // last wrote, bounded there: ids below the vocabulary (checked against the
-            // embedding table's rows when recorded), a position below the inputs' positions
-            // even for an empty write; the recorded step is one row, and its launches checked
-            // that the cache and RoPE's table hold every position the inputs can name
-            // (`cuda/ops/args.rs`).
-            return unsafe { g.replay().map_err(crate::Error::from) };
-        }
-        if !self.graphs || !self.stepped_once {
-            self.stepped_once = true;
-            return ops(self);
-        }
-        self.dev.begin_capture()?;
-        (self.ops, self.capturing) = (0, true);
-        let recorded = ops(self);
-        self.capturing = false;
-        let ended = self.dev.end_capture();
-        recorded?;
-        let g = self.graph.one.insert(ended?);
-        // SAFETY: as above: the recording was just made over this backend's memory.
-        unsafe { g.replay().map_err(crate::Error::from) }
+        self.recorded_step(ops)
     }
 
     fn one_token_rows_step(&mut self, rows: usize, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<()> {
-        // a recording per row count, of a pass whose every row is its own sequence's one token
-        // (it reads each row's slot and position from the inputs; one row would be baked in)
-        let c = self.context.as_ref().ok_or_else(no_context)?;
-        if rows < 2 || c.inputs.one_token_rows(&self.dev, rows).is_err() || c.inputs.rows() != rows {
-            return ops(self);
-        }
-        if let Some(g) = self.graph.rows.get(&rows) {
-            // SAFETY: as `one_token_step`'s: the recording references only this backend's
-            // memory, dropped with it (`drop_recording` clears every recording). The ids,
-            // positions and slots it reads are the `rows` rows `StepInputs::write_segments`
-            // last wrote (checked just above: one-token rows, exactly `rows` of them), each id
-            // below the vocabulary, each position below the inputs' positions and each slot
-            // below the cache's slots, bounded there; its launches checked that the caches hold
-            // every slot and position the inputs can name (`cuda/ops/args.rs`).
-            return unsafe { g.replay().map_err(crate::Error::from) };
-        }
-        if !self.graphs || self.rows_stepped.insert(rows) {
-            return ops(self);
-        }
-        self.dev.begin_capture()?;
-        self.capturing = true;
-        let recorded = ops(self);
-        self.capturing = false;
-        let ended = self.dev.end_capture();
-        match (recorded, ended) {
-            (Ok(()), Ok(g)) => {
-                let g = self.graph.rows.entry(rows).or_insert(g);
-                // SAFETY: as above: the recording was just made over this backend's memory,
-                // for the inputs checked above.
-                unsafe { g.replay().map_err(crate::Error::from) }
-            }
-            (r, e) => {
-                // (something of the pass still had to grow): this time without a recording
-                let why = r.err().map(|e| e.to_string()).or(e.err().map(|e| e.to_string())).unwrap_or_default();
-                log::warn!("cuda: a step of {rows} rows was not recorded ({why}); run as it comes");
-                self.rows_stepped.remove(&rows);
-                ops(self)
-            }
-        }
+        self.recorded_rows_step(rows, ops)
     }
 
     fn step_ops(&self) -> usize {

@@ -219,7 +219,7 @@ fn f16_weights<'a>(
     dev: &CudaDevice,
     w: &'a CudaWeight,
     (kept, budget): (&mut usize, usize),
-    (scratch, recording): (&'a mut Option<DeviceBytes>, &mut super::Recordings),
+    (scratch, recording): (&'a mut Option<DeviceBytes>, &mut super::recording::Recordings),
 ) -> Result<&'a DeviceBytes> {
     let shape = (w.rows, w.cols);
     let need = w.rows * w.cols * 2;

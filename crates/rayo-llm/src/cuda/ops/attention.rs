@@ -168,11 +168,7 @@ impl LayerCache<'_> {
         scratch: &mut DecodeScratch,
         out: &mut DeviceBuffer,
     ) -> Result<()> {
-        const OP: &str = "cuda rope_attention_step";
-        let kern = self.shape.decode_kernel(OP, rope.pairs)?;
-        let rows = DecodeRows::One(st);
-        let args = &mut DecodeArgs { rows, shape: self.shape, rope: *rope, q, k, v, k_cache: self.k, v_cache: self.v, scale, round_q, scratch, out };
-        st.dev.launch(&kern, args)
+        self.decode_launch(st.dev, DecodeRows::One(st), rope, (q, k, v), (scale, round_q), scratch, out)
     }
 
     /// [`LayerCache::decode`] for each of a pass's first `rows.n` rows, each a sequence of its
@@ -187,10 +183,24 @@ impl LayerCache<'_> {
         scratch: &mut DecodeScratch,
         out: &mut DeviceBuffer,
     ) -> Result<()> {
-        const OP: &str = "cuda rope_attention_rows_step";
-        let kern = self.shape.decode_kernel(OP, rope.pairs)?.batched();
-        let dev = rows.dev;
-        let rows = DecodeRows::Many(rows);
+        self.decode_launch(rows.dev, DecodeRows::Many(rows), rope, (q, k, v), (scale, round_q), scratch, out)
+    }
+
+    /// The launch of [`LayerCache::decode`] and [`LayerCache::decode_rows`]: the kernel's
+    /// one-row or batched variant, as `rows` says.
+    #[allow(clippy::too_many_arguments)]
+    fn decode_launch(
+        &mut self,
+        dev: &CudaDevice,
+        rows: DecodeRows,
+        rope: &Rope,
+        (q, k, v): (&DeviceBuffer, &DeviceBuffer, &DeviceBuffer),
+        (scale, round_q): (f32, bool),
+        scratch: &mut DecodeScratch,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        let kern = self.shape.decode_kernel("cuda rope_attention_step", rope.pairs)?;
+        let kern = if matches!(rows, DecodeRows::Many(_)) { kern.batched() } else { kern };
         let args = &mut DecodeArgs { rows, shape: self.shape, rope: *rope, q, k, v, k_cache: self.k, v_cache: self.v, scale, round_q, scratch, out };
         dev.launch(&kern, args)
     }

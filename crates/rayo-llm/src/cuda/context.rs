@@ -1,0 +1,100 @@
+//! The CUDA backend's KV caches and what the passes over them use on the device: a buffer per
+//! layer holding every slot's cache (one slot per sequence), RoPE's table, the pass's inputs and
+//! the decoding step's scratch ([`Context`]), and the handles callers hold ([`CudaKv`]).
+
+use super::ops::{AttentionShape, DecodeScratch, LayerCache, StepInputs};
+use super::GEMM_ROWS;
+use crate::backend::KvType;
+use crate::config::Config;
+use crate::{Error, Result};
+use rayo::cuda::{ActFormat, CudaDevice, DeviceBuffer, DeviceBytes, NarrowActivations};
+
+/// A handle to one of the backend's KV caches (the caches of every layer live in the backend,
+/// one slot per sequence). A later [`crate::Backend::kv_cache`] or [`crate::Backend::kv_caches`] replaces
+/// them: the older handles are then refused.
+#[derive(Debug)]
+pub struct CudaKv {
+    pub(super) owner: u64,
+    pub(super) generation: u64,
+    pub(super) slot: usize,
+}
+
+/// The device state of the passes over the KV caches: the caches (a slot per sequence, each of
+/// `shape.positions` positions), and what their passes use.
+pub(super) struct Context {
+    pub(super) generation: u64,
+    pub(super) shape: AttentionShape,
+    /// Every slot's cache of a layer, one after another.
+    pub(super) k: Vec<DeviceBytes>,
+    pub(super) v: Vec<DeviceBytes>,
+    /// RoPE's `(cos, sin)` table for the cache's positions.
+    pub(super) rope: DeviceBuffer,
+    /// The pass's token ids and first position.
+    pub(super) inputs: StepInputs,
+    /// Scratch of a decoding step's attention (split over the positions), for a row per slot.
+    pub(super) scratch: DecodeScratch,
+    /// A product input in 8 bits or f16, when the decoding products take them.
+    pub(super) narrow: Option<NarrowActivations>,
+}
+
+/// What a layer's attention uses of a [`Context`]: its caches, RoPE's table, the pass's inputs
+/// and the decoding step's scratch.
+pub(super) struct Layer<'a> {
+    pub(super) cache: LayerCache<'a>,
+    pub(super) rope: &'a DeviceBuffer,
+    pub(super) inputs: &'a StepInputs,
+    pub(super) scratch: &'a mut DecodeScratch,
+}
+
+impl Context {
+    /// The caches of `slots` sequences of `positions` positions each (`ty` values), for the
+    /// model `cfg` on `dev`, with product inputs of `act` for the decoding steps.
+    pub(super) fn new(
+        dev: &CudaDevice,
+        cfg: &Config,
+        (positions, ty, slots): (usize, KvType, usize),
+        act: ActFormat,
+        generation: u64,
+    ) -> Result<Context> {
+        let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions, f16: ty == KvType::F16 };
+        let overflow = || rayo::Error::SizeOverflow { op: "cuda kv_cache", dims: vec![slots, positions, cfg.kv_width()] };
+        let bytes = shape.layer_bytes().and_then(|b| b.checked_mul(slots)).ok_or_else(overflow)?;
+        let rows = positions.checked_mul(slots).ok_or_else(overflow)?;
+        let mut k = Vec::with_capacity(cfg.n_layer);
+        let mut v = Vec::with_capacity(cfg.n_layer);
+        for _ in 0..cfg.n_layer {
+            k.push(dev.zero_bytes(bytes)?);
+            v.push(dev.zero_bytes(bytes)?);
+        }
+        let narrow = match act {
+            ActFormat::F32 => None,
+            // the widest product input: the hidden state, the attention's output, the FFN's
+            _ => Some(NarrowActivations::new(dev, GEMM_ROWS, cfg.n_embd.max(cfg.n_ff).max(cfg.q_width()).next_multiple_of(32))?),
+        };
+        Ok(Context {
+            generation,
+            shape,
+            k,
+            v,
+            rope: dev.upload(&crate::cpu::rope::table(cfg, positions))?,
+            inputs: StepInputs::with_slots(dev, rows, positions, slots, cfg.vocab_size)?,
+            scratch: DecodeScratch::rows(dev, slots, cfg.n_head, cfg.head_dim)?,
+            narrow,
+        })
+    }
+
+    /// Layer `layer`'s caches, with the pass's inputs and scratch.
+    pub(super) fn layer(&mut self, layer: usize) -> Result<Layer<'_>> {
+        let layers = self.k.len();
+        match (self.k.get_mut(layer), self.v.get_mut(layer)) {
+            (Some(k), Some(v)) => {
+                Ok(Layer { cache: LayerCache { shape: self.shape, k, v }, rope: &self.rope, inputs: &self.inputs, scratch: &mut self.scratch })
+            }
+            _ => Err(Error::backend("cuda", format!("layer {layer} is past the cache's {layers} layers"))),
+        }
+    }
+}
+
+pub(super) fn no_context() -> Error {
+    Error::backend("cuda", "a pass before the KV cache was made")
+}
