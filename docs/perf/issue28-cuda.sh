@@ -15,8 +15,11 @@
 #              dev-bin/t/*.gz (gzipped, to fit one call: test binaries of `cargo test --release
 #              -p rayo-llm --features cuda --no-run`: llm-cuda-ops-test, llm-cuda-batch-test,
 #              llm-cuda-test): the tests
-#     bench    rayo against llama-server at 1, 8, 32 and 64 streams (LEVELS) on SmolLM2 Q4_1
-#              and the Llama-3.2-1B Q4_K shape (`rayo synth`), and the GPU's memory in use
+#     bench    rayo (default and --deterministic) against llama-server at 1, 8, 32 and 64
+#              streams (LEVELS; WHO picks servers) on SmolLM2 Q4_1 and the Llama-3.2-1B Q4_K
+#              shape (`rayo synth`), and the GPU's memory in use
+#     equal    bench/serve_equal.py: 64 concurrent greedy completions through rayo serve, each
+#              against `rayo generate` alone, --deterministic and not, on both models
 # Output in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,7 +27,7 @@ OUT=${OUT:-/tmp/out}
 M=/tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # (on the GPU machine the tests find their reference data under the path they were built in)
-[ "${1:-}" = pack ] || { mkdir -p "$OUT" /tmp/m /tmp/b /work && ln -sfn "$PWD" /work/main; }
+case "${1:-}" in build | tests | bench | equal) mkdir -p "$OUT" /tmp/m /tmp/b /work && { [ "$PWD" = /work/main ] || ln -sfn "$PWD" /work/main; } ;; esac
 case "${1:-}" in
 pack)
   src=.cache/llama.cpp/src/vendor/llama.cpp
@@ -66,9 +69,11 @@ bench)
   nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$OUT/gpu.txt"
   for model in $M /tmp/m/1b.gguf; do
     for n in ${LEVELS:-1 8 32 64}; do
-      for who in rayo llama-server; do
+      for who in ${WHO:-rayo rayo-det llama-server}; do
         if [ $who = rayo ]; then
           $rayo serve --model $model --backend cuda --port $port --parallel $n --ctx 1024 --queue 1024 2>>"$OUT/rayo-serve.log" & pid=$!
+        elif [ $who = rayo-det ]; then
+          $rayo serve --model $model --backend cuda --deterministic --port $port --parallel $n --ctx 1024 --queue 1024 2>>"$OUT/rayo-serve.log" & pid=$!
         else
           $server -m $model --port $port -ngl 99 -np $n -cb -fa on -c $((1024 * n)) >>"$OUT/llama-server.log" 2>&1 & pid=$!
         fi
@@ -80,5 +85,17 @@ bench)
       done
     done
   done 2>&1 | tee "$OUT/bench.txt" ;;
-*) sed -n 2,21p "$0"; exit 2 ;;
+equal)
+  rayo=/tmp/b/rayo port=18080
+  wait_up() { for _ in $(seq 1200); do python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+  for model in $M /tmp/m/1b.gguf; do
+    for det in --deterministic ""; do
+      $rayo serve --model $model --backend cuda $det --port $port --parallel 64 --ctx 1024 2>>"$OUT/rayo-serve.log" & pid=$!
+      wait_up || { echo "rayo did not come up"; kill $pid; continue; }
+      echo "== $(basename $model) ${det:-default}"
+      timeout 300 python3 bench/serve_equal.py --url http://127.0.0.1:$port --rayo $rayo --model $model -- --backend cuda $det 2>&1 | tail -4
+      kill $pid; wait $pid 2>/dev/null
+    done
+  done 2>&1 | tee "$OUT/equal.txt" ;;
+*) sed -n 2,23p "$0"; exit 2 ;;
 esac

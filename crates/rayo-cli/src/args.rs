@@ -103,6 +103,11 @@ pub struct ModelArgs {
     /// Keep the KV cache in f32 instead of f16.
     #[arg(long)]
     pub kv_f32: bool,
+    /// CUDA: every row through the one-row kernels (no tensor cores), so a sequence's logits
+    /// are the same bits alone or batched with any others (`rayo serve`); slower from 16
+    /// rows a step on. The CPU backend always is.
+    #[arg(long)]
+    pub deterministic: bool,
 }
 
 /// How the next token is chosen (llama.cpp's sampler chain: penalties, top-k, top-p, min-p,

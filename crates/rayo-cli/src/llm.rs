@@ -33,18 +33,19 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(model: &Model, backend: &str, threads: usize, context: usize) -> Result<Engine, String> {
-        Engine::with_kv(model, backend, threads, context, KvType::F16)
+        Engine::with_kv(model, backend, threads, context, KvType::F16, false)
     }
 
-    pub fn with_kv(model: &Model, backend: &str, threads: usize, context: usize, kv_type: KvType) -> Result<Engine, String> {
+    /// `deterministic`: [`cuda_backend`]'s.
+    pub fn with_kv(model: &Model, backend: &str, threads: usize, context: usize, kv_type: KvType, deterministic: bool) -> Result<Engine, String> {
         let opts = SessionOptions { context, kv_type, ..SessionOptions::default() };
+        // (the CPU is deterministic always; wgpu runs each sequence in its own session)
+        #[cfg(not(feature = "cuda"))]
+        let _ = deterministic;
         let run: Box<dyn Forward> = match backend {
             "cpu" => Box::new(Session::new(model, Cpu::new(model.file().clone(), threads), opts).map_err(|e| e.to_string())?),
             #[cfg(feature = "cuda")]
-            "cuda" => {
-                let cuda = rayo_llm::cuda::Cuda::new(model.file().clone()).map_err(|e| e.to_string())?;
-                Box::new(Session::new(model, cuda, opts).map_err(|e| e.to_string())?)
-            }
+            "cuda" => Box::new(Session::new(model, cuda_backend(model, deterministic)?, opts).map_err(|e| e.to_string())?),
             #[cfg(feature = "gpu")]
             "wgpu" => {
                 let wgpu = rayo_llm::wgpu::Wgpu::new(model.file().clone()).map_err(|e| e.to_string())?;
@@ -73,6 +74,13 @@ impl Engine {
     }
 }
 
+/// The CUDA backend for `model`; `deterministic`: every row through the one-row kernels
+/// ([`rayo_llm::cuda::Cuda::with_deterministic`]).
+#[cfg(feature = "cuda")]
+pub fn cuda_backend(model: &Model, deterministic: bool) -> Result<rayo_llm::cuda::Cuda, String> {
+    Ok(rayo_llm::cuda::Cuda::new(model.file().clone()).map_err(|e| e.to_string())?.with_deterministic(deterministic))
+}
+
 /// Resident memory of this process in kB (Linux), for the stats lines.
 pub fn resident_kb() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -82,7 +90,7 @@ pub fn resident_kb() -> Option<u64> {
 
 fn engine(m: &Model, a: &ModelArgs) -> Result<Engine, String> {
     let ctx = a.ctx.unwrap_or(m.config().context_length.min(4096));
-    Engine::with_kv(m, &a.backend, a.threads, ctx, if a.kv_f32 { KvType::F32 } else { KvType::F16 })
+    Engine::with_kv(m, &a.backend, a.threads, ctx, if a.kv_f32 { KvType::F32 } else { KvType::F16 }, a.deterministic)
 }
 
 fn sampler(s: &SampleArgs) -> Result<Sampler, String> {

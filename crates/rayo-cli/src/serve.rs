@@ -21,6 +21,7 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
     });
     let factory: EngineFactory = {
         let (model, backend, threads, parallel) = (Arc::clone(&model), a.model.backend.clone(), a.model.threads, a.parallel);
+        let deterministic = a.model.deterministic;
         let kv = if a.model.kv_f32 { KvType::F32 } else { KvType::F16 };
         // A step's chunks may go over --step-tokens (never a prompt chunk of another row class
         // than `rayo generate` runs it in: rayo_serve::chunks), by at most a chunk of 127 rows.
@@ -31,17 +32,14 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
                 let opts = BatchOptions { slots: parallel, context: ctx, kv_type: kv, rows };
                 let engine: Box<dyn rayo_llm::BatchForward> = match backend.as_str() {
                     #[cfg(feature = "cuda")]
-                    "cuda" => {
-                        let cuda = rayo_llm::cuda::Cuda::new(model.file().clone()).map_err(|e| e.to_string())?;
-                        Box::new(BatchSession::new(&model, cuda, opts).map_err(|e| e.to_string())?)
-                    }
+                    "cuda" => Box::new(BatchSession::new(&model, crate::llm::cuda_backend(&model, deterministic)?, opts).map_err(|e| e.to_string())?),
                     "cpu" => Box::new(BatchSession::new(&model, Cpu::new(model.file().clone(), threads), opts).map_err(|e| e.to_string())?),
                     other => return Err(format!("backend {other:?} cannot run a model (available: {})", crate::llm::LLM_BACKENDS.join(", "))),
                 };
                 return Ok(engine);
             }
             let sessions = (0..parallel)
-                .map(|_| Engine::with_kv(&model, &backend, threads, ctx, kv).map(Engine::into_forward))
+                .map(|_| Engine::with_kv(&model, &backend, threads, ctx, kv, deterministic).map(Engine::into_forward))
                 .collect::<Result<Vec<_>, String>>()?;
             let pool = SessionPool::new(sessions).map_err(|e| e.to_string())?;
             Ok(Box::new(pool) as Box<dyn rayo_llm::BatchForward>)

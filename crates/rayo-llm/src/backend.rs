@@ -219,21 +219,22 @@ pub trait Backend {
         Ok(())
     }
 
-    /// [`Backend::rope_attention`] for each of the first `n` rows of `q`, `k`, `v` into the
-    /// same rows of `out`, each row a sequence's one token (the first `n` segments of the last
-    /// [`Backend::batch_inputs`]), in fewer launches than one per row; each row's result the
-    /// bits it gets alone. `Ok(false)`, with nothing done, where the backend has no such op:
-    /// the pass then runs the rows one by one.
+    /// [`Backend::rope_attention`] for each of the first `rows.len()` rows of `q`, `k`, `v`
+    /// into the same rows of `out`, row `i` a sequence's one token: the cache `kvs[rows[i].0]`
+    /// at position `rows[i].1` (the first segments of the last [`Backend::batch_inputs`]), in
+    /// fewer launches than one per row or shared among threads; each row's result the bits it
+    /// gets alone. `Ok(false)`, with nothing done, where the backend has no such op: the pass
+    /// then runs the rows one by one.
     #[allow(clippy::too_many_arguments)]
     fn rope_attention_one_token_rows(
         &mut self,
         cfg: &Config,
         layer: usize,
+        (kvs, rows): (&mut [Self::Kv], &[(usize, usize)]),
         (q, k, v): (&mut Self::Buf, &mut Self::Buf, &Self::Buf),
-        n: usize,
         out: &mut Self::Buf,
     ) -> Result<bool> {
-        let _ = (cfg, layer, q, k, v, n, out);
+        let _ = (cfg, layer, kvs, rows, q, k, v, out);
         Ok(false)
     }
 

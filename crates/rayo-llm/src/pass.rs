@@ -160,7 +160,10 @@ pub(crate) fn layers_pass<B: Backend>(
     }
     let (qw, kvw) = (c.q_width(), c.kv_width());
     // the leading one-row segments are decoding sequences' tokens (BatchSession puts them first)
-    b.one_token_rows(segments.iter().take_while(|s| s.rows == 1).count());
+    let ones = segments.iter().take_while(|s| s.rows == 1).count();
+    b.one_token_rows(ones);
+    // their caches and positions
+    let one_rows: Vec<(usize, usize)> = segments[..ones].iter().map(|s| (s.kv, s.pos0)).collect();
     let Buffers { x, xn, q, k, v, qk_normed, att, gate, up, segment, .. } = f;
     b.embed(&w.token_embd, tokens, x)?;
     for (i, l) in w.layers.iter().enumerate() {
@@ -180,8 +183,7 @@ pub(crate) fn layers_pass<B: Backend>(
             _ => (&mut *q, &mut *k),
         };
         // the leading one-token rows in one op, where the backend has it (else one by one)
-        let ones = segments.iter().take_while(|s| s.rows == 1).count();
-        let batched = ones > 1 && b.rope_attention_one_token_rows(c, i, (&mut *q, &mut *k, &*v), ones, att)?;
+        let batched = ones > 1 && b.rope_attention_one_token_rows(c, i, (&mut *kvs, &one_rows), (&mut *q, &mut *k, &*v), att)?;
         let skip = if batched { ones } else { 0 };
         let mut r0 = skip;
         for s in &segments[skip..] {

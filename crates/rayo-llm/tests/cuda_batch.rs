@@ -3,9 +3,10 @@
 //! and every logit within 0.25 of its logit alone, whether a step's rows are all decoding rows
 //! (their RoPE, KV store and attention in one launch: bit-identical to one-row launches,
 //! `tests/cuda_ops.rs`), prompts beside decoding rows, or 16 rows and more (the products on the
-//! tensor cores). Not bit-identical: the products of a step of several rows round differently
-//! from a row alone (batch invariance holds on the CPU, `tests/batch.rs`, not yet on CUDA). On
-//! SmolLM2 Q4_1 and Qwen2.5-Coder-0.5B. Without a device every test prints a `SKIP` line
+//! tensor cores). Not bit-identical by default: a step of several rows sums a product's row in
+//! another order than a row alone (a warp per row instead of a block), and from 16 rows on the
+//! tensor cores' f16 products round differently. With [`Cuda::with_deterministic`]
+//! bit-identical at any width. On SmolLM2 Q4_1 and Qwen2.5-Coder-0.5B. Without a device every test prints a `SKIP` line
 //! (`RAYO_REQUIRE_CUDA=1` makes that a failure).
 #![cfg(feature = "cuda")]
 
@@ -47,10 +48,15 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
+/// The CUDA backend of a test: deterministic or not.
+fn backend(model: &Model, deterministic: bool) -> Cuda {
+    Cuda::new(Arc::clone(model.file())).unwrap().with_deterministic(deterministic)
+}
+
 /// The logits after `prompt` alone on CUDA, then after each of `decode` greedy tokens.
-fn alone(model: &Model, prompt: &[u32], decode: usize) -> (Vec<Vec<f32>>, Vec<u32>) {
+fn alone(model: &Model, prompt: &[u32], decode: usize, det: bool) -> (Vec<Vec<f32>>, Vec<u32>) {
     let opts = SessionOptions { context: 64, kv_type: KvType::F16, batch: 64 };
-    let mut s = Session::new(model, Cuda::new(Arc::clone(model.file())).unwrap(), opts).unwrap();
+    let mut s = Session::new(model, backend(model, det), opts).unwrap();
     let mut logits = vec![s.forward(prompt, Logits::Last).unwrap()];
     let mut drawn = Vec::new();
     for _ in 0..decode {
@@ -66,11 +72,11 @@ fn alone(model: &Model, prompt: &[u32], decode: usize) -> (Vec<Vec<f32>>, Vec<u3
 /// decoding rows of the earlier ones (newest first on odd steps, last on even). Each
 /// sequence's logits against the same sequence alone: (bit-identical vectors, vectors, largest
 /// difference), after asserting that every greedy token is the one drawn alone.
-fn batched_against_alone(model: &Model, n: usize, decode: usize, together: bool, what: &str) -> (usize, usize, f32) {
+fn batched_against_alone(model: &Model, n: usize, decode: usize, (together, det): (bool, bool), what: &str) -> (usize, usize, f32) {
     let ps = prompts(n);
-    let want: Vec<_> = ps.iter().map(|p| alone(model, p, decode)).collect();
+    let want: Vec<_> = ps.iter().map(|p| alone(model, p, decode, det)).collect();
     let opts = BatchOptions { slots: n, context: 64, kv_type: KvType::F16, rows: 256 };
-    let mut b = BatchSession::new(model, Cuda::new(Arc::clone(model.file())).unwrap(), opts).unwrap();
+    let mut b = BatchSession::new(model, backend(model, det), opts).unwrap();
     let slot = |p: usize| n - 1 - p;
     let mut got: Vec<Vec<Vec<f32>>> = vec![Vec::new(); n];
     if !together {
@@ -127,7 +133,7 @@ fn decoding_rows_of_many_sequences_agree_with_each_alone() {
     let check = |model: &Model, what: &str| {
         // 4 sequences: every step's rows below 16 (the matvec kernels); each prompt alone in
         // its step, so its logits are the bits it gets alone
-        let (same, _, _) = batched_against_alone(model, 4, 6, false, what);
+        let (same, _, _) = batched_against_alone(model, 4, 6, (false, false), what);
         assert!(same >= 4, "{what}: the prompts' logits");
     };
     with_model(t, llama_ref::smollm2(t), |m| check(m, "SmolLM2 Q4_1"));
@@ -138,9 +144,24 @@ fn decoding_rows_of_many_sequences_agree_with_each_alone() {
 fn prompts_beside_decoding_rows_and_wide_steps_pick_the_same_tokens() {
     let t = "prompts_beside_decoding_rows_and_wide_steps_pick_the_same_tokens";
     let check = |model: &Model, what: &str| {
-        batched_against_alone(model, 5, 4, true, &format!("{what}, prompts beside decoding rows"));
+        batched_against_alone(model, 5, 4, (true, false), &format!("{what}, prompts beside decoding rows"));
         // 24 sequences decoding at once: the GEMM's rows
-        batched_against_alone(model, 24, 3, false, &format!("{what}, 24 rows a step"));
+        batched_against_alone(model, 24, 3, (false, false), &format!("{what}, 24 rows a step"));
+    };
+    with_model(t, llama_ref::smollm2(t), |m| check(m, "SmolLM2 Q4_1"));
+    with_model(t, llama_ref::qwen2(t), |m| check(m, "Qwen2.5-Coder-0.5B"));
+}
+
+#[test]
+fn deterministic_rows_are_the_bits_of_each_sequence_alone() {
+    let t = "deterministic_rows_are_the_bits_of_each_sequence_alone";
+    let check = |model: &Model, what: &str| {
+        let cases = [(4, 6, false, "4 rows a step"), (5, 4, true, "prompts beside decoding rows"), (24, 3, false, "24 rows a step")];
+        for (n, decode, together, how) in cases {
+            let what = format!("{what}, deterministic, {how}");
+            let (same, all, _) = batched_against_alone(model, n, decode, (together, true), &what);
+            assert_eq!(same, all, "{what}: logit vectors bit-identical to each alone");
+        }
     };
     with_model(t, llama_ref::smollm2(t), |m| check(m, "SmolLM2 Q4_1"));
     with_model(t, llama_ref::qwen2(t), |m| check(m, "Qwen2.5-Coder-0.5B"));

@@ -476,3 +476,31 @@ fn step_inputs_refuse_positions_past_the_cache_and_ids_past_the_vocabulary() {
     let e = inputs.write(dev, &[100], 0).unwrap_err();
     assert!(e.to_string().contains("100"), "{e}");
 }
+
+#[test]
+fn dequantize_f16_takes_more_rows_than_a_grids_y() {
+    // an output head of more rows than a launch grid's y holds (65,535): Llama 3's has
+    // 128,256, Gemma 3's 262,144; Q8_0, 2 blocks a row, each row's values against the CPU's
+    let Some(dev) = device("dequantize_f16_takes_more_rows_than_a_grids_y") else { return };
+    let (rows, cols) = (70_001usize, 64usize);
+    let mut rng = Rng(0x0d3a_7f16);
+    let scale = half::f16::from_f32(0.01).to_bits().to_le_bytes();
+    let bytes: Vec<u8> = (0..rows * cols / 32)
+        .flat_map(|_| {
+            let mut b = scale.to_vec();
+            b.extend((0..32).map(|_| rng.f(-127.0, 127.0) as i8 as u8));
+            b
+        })
+        .collect();
+    let mut want = vec![0.0f32; rows * cols];
+    rayo::quant::dequantize(rayo::quant::GgmlType::Q8_0, &bytes, &mut want).unwrap();
+    let w = dev.upload_bytes(&bytes).unwrap();
+    let mut wh = dev.zero_bytes(rows * cols * 2).unwrap();
+    dev.dequantize_f16(rayo::cuda::QFormat::Q8_0, &w, (rows, cols), &mut wh).unwrap();
+    let got = dev.download_bytes(&wh).unwrap();
+    for (i, (pair, &x)) in got.chunks_exact(2).zip(&want).enumerate() {
+        let g = half::f16::from_bits(u16::from_le_bytes([pair[0], pair[1]]));
+        assert_eq!(g, half::f16::from_f32(x), "value {i} (row {})", i / cols);
+    }
+    println!("ok dequantize_f16: {rows} rows of {cols}");
+}

@@ -101,6 +101,16 @@ impl Cpu {
     }
 }
 
+/// A sequence's one token in a step: its cache and position, its rows of Q, K, V and output.
+struct OneTokenRow<'a> {
+    kv: &'a mut CpuKv,
+    pos: usize,
+    q: &'a mut [f32],
+    k: &'a mut [f32],
+    v: &'a [f32],
+    out: &'a mut [f32],
+}
+
 fn check_len(op: &'static str, have: usize, need: usize) -> Result<()> {
     if have < need {
         return Err(rayo::Error::LengthMismatch { op, expected: need, actual: have }.into());
@@ -223,6 +233,53 @@ impl Backend for Cpu {
         check_len("attention", k.len().min(v.len()), m * cfg.kv_width())?;
         kv.store(layer, pos0, &k[..m * cfg.kv_width()], &v[..m * cfg.kv_width()])?;
         self.attend(cfg, kv, layer, &q[..m * cfg.q_width()], m, pos0, &mut out[..m * cfg.q_width()])
+    }
+
+    fn rope_attention_one_token_rows(
+        &mut self,
+        cfg: &Config,
+        layer: usize,
+        (kvs, rows): (&mut [CpuKv], &[(usize, usize)]),
+        (q, k, v): (&mut Vec<f32>, &mut Vec<f32>, &Vec<f32>),
+        out: &mut Vec<f32>,
+    ) -> Result<bool> {
+        let (n, qw, kw, simd) = (rows.len(), cfg.q_width(), cfg.kv_width(), self.simd);
+        check_len("rope_attention_one_token_rows", q.len().min(out.len()), n * qw)?;
+        check_len("rope_attention_one_token_rows", k.len().min(v.len()), n * kw)?;
+        // each row with its own cache (one sequence's token each)
+        let count = kvs.len();
+        let mut caches: Vec<Option<&mut CpuKv>> = kvs.iter_mut().map(Some).collect();
+        let mut work = Vec::with_capacity(n);
+        let (qs, ks, outs) = (q[..n * qw].chunks_exact_mut(qw), k[..n * kw].chunks_exact_mut(kw), out[..n * qw].chunks_exact_mut(qw));
+        for ((((&(c, pos), q), k), v), o) in rows.iter().zip(qs).zip(ks).zip(v[..n * kw].chunks_exact(kw)).zip(outs) {
+            let kv = caches.get_mut(c).and_then(Option::take);
+            let kv = kv.ok_or_else(|| Error::Batch(format!("one-token rows name cache {c} twice or past the {count} caches")))?;
+            work.push(OneTokenRow { kv, pos, q, k, v, out: o });
+        }
+        // a row as `rope_attention` runs it alone: RoPE, the store, one-row attention
+        let run = move |rows: Vec<OneTokenRow<'_>>| -> Result<Vec<f32>> {
+            for r in rows {
+                rope::rope(cfg, r.q, r.k, r.pos);
+                r.kv.store(layer, r.pos, r.k, r.v)?;
+                r.kv.attend(simd, cfg, layer, r.q, r.pos, r.out)?;
+            }
+            Ok(Vec::new())
+        };
+        // the rows shared among the threads, in runs (the caller takes the first)
+        let parts = (self.workers.len() + 1).min(n).max(1);
+        let mut shares: Vec<Vec<_>> = (0..parts).map(|_| Vec::new()).collect();
+        for (i, w) in work.into_iter().enumerate() {
+            shares[i * parts / n].push(w);
+        }
+        let mut shares = shares.into_iter();
+        let mine = shares.next().unwrap_or_default();
+        let tasks: Vec<workers::BorrowedTask<'_>> = shares.map(|s| Box::new(move || run(s)) as workers::BorrowedTask<'_>).collect();
+        let (mine, theirs) = self.workers.run_borrowed(tasks, || run(mine))?;
+        mine?;
+        for r in theirs {
+            r?;
+        }
+        Ok(true)
     }
 
     fn copy_rows(&mut self, x: &Vec<f32>, from: usize, out: &mut Vec<f32>, to: usize, rows: usize, width: usize) -> Result<()> {

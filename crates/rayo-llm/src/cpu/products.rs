@@ -115,6 +115,9 @@ pub fn run(
             None => Arc::new(PreparedActs::new(simd, act, w.ty, x, w.cols)?.with_single_rows(one_token.min(m))?),
         });
     }
+    for (a, w) in acts.iter().zip(&weights) {
+        a.prepare_for(w.ty);
+    }
     // Chunks of whole 16-row blocks, never across two matrices (a SwiGLU pair's rows go
     // together: its chunks cover the gate's rows).
     let listed = if swiglu { &weights[..1] } else { &weights[..] };

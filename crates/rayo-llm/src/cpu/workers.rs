@@ -128,6 +128,26 @@ impl Workers {
     }
 }
 
+/// A task that borrows from its caller's stack, for [`Workers::run_borrowed`].
+pub type BorrowedTask<'a> = Box<dyn FnOnce() -> Result<Vec<f32>> + Send + 'a>;
+
+impl Workers {
+    /// [`Workers::run`] for tasks that borrow what outlives this call (a layer's caches and
+    /// rows): as `std::thread::scope`, on the pool's threads.
+    pub fn run_borrowed<'a, R>(&self, tasks: Vec<BorrowedTask<'a>>, main: impl FnOnce() -> R) -> Result<(R, Vec<Result<Vec<f32>>>)> {
+        let tasks = tasks
+            .into_iter()
+            // SAFETY: `run` returns only after every task it was given has run to its end (or
+            // panicked, caught) or was taken back and dropped: `collect` waits for each slot
+            // whatever `main` did, and tasks past the workers are dropped before any runs. So
+            // no task, nor anything it borrows for `'a`, is used after this call returns, and
+            // `'a` outlives the call.
+            .map(|t| unsafe { std::mem::transmute::<BorrowedTask<'a>, Task>(t) })
+            .collect();
+        self.run(tasks, main)
+    }
+}
+
 /// The result of `slot`'s task: run here when its worker has not claimed it, else waited for.
 fn collect(slot: &Arc<Slot>) -> Result<Vec<f32>> {
     if slot.state.compare_exchange(READY, IDLE, Ordering::AcqRel, Ordering::Acquire).is_ok() {

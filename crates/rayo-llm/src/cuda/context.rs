@@ -35,6 +35,9 @@ pub(super) struct Context {
     pub(super) scratch: DecodeScratch,
     /// A product input in 8 bits or f16, when the decoding products take them.
     pub(super) narrow: Option<NarrowActivations>,
+    /// The rows and values a row `narrow` has room for.
+    pub(super) narrow_rows: usize,
+    pub(super) narrow_cols: usize,
 }
 
 /// What a layer's attention uses of a [`Context`]: its caches, RoPE's table, the pass's inputs
@@ -66,10 +69,11 @@ impl Context {
             k.push(dev.zero_bytes(bytes)?);
             v.push(dev.zero_bytes(bytes)?);
         }
+        // the widest product input: the hidden state, the attention's output, the FFN's
+        let narrow_cols = cfg.n_embd.max(cfg.n_ff).max(cfg.q_width()).next_multiple_of(32);
         let narrow = match act {
             ActFormat::F32 => None,
-            // the widest product input: the hidden state, the attention's output, the FFN's
-            _ => Some(NarrowActivations::new(dev, GEMM_ROWS, cfg.n_embd.max(cfg.n_ff).max(cfg.q_width()).next_multiple_of(32))?),
+            _ => Some(NarrowActivations::new(dev, GEMM_ROWS, narrow_cols)?),
         };
         Ok(Context {
             generation,
@@ -80,6 +84,8 @@ impl Context {
             inputs: StepInputs::with_slots(dev, rows, positions, slots, cfg.vocab_size)?,
             scratch: DecodeScratch::rows(dev, slots, cfg.n_head, cfg.head_dim)?,
             narrow,
+            narrow_rows: GEMM_ROWS,
+            narrow_cols,
         })
     }
 

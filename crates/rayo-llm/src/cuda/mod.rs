@@ -119,6 +119,9 @@ pub struct Cuda {
     /// A decoding step's RoPE, KV store and attention in one launch (`RAYO_CUDA_FUSED_ROPE=0`:
     /// two).
     fused_rope: bool,
+    /// Every row through the kernels a decoding row takes (no GEMM, no tensor cores), so a
+    /// row's logits do not depend on the rows beside it ([`Cuda::with_deterministic`]).
+    deterministic: bool,
 }
 
 /// From this many values per activation row on, a decoding step's products take 8-bit
@@ -181,6 +184,7 @@ impl Cuda {
             sample_out: None,
             decode_act,
             fused_rope: knobs.cuda_fused_rope,
+            deterministic: false,
             dev,
         })
     }
@@ -212,6 +216,17 @@ impl Cuda {
     /// `RAYO_CUDA_GRAPHS=0`).
     pub fn with_graphs(mut self, on: bool) -> Cuda {
         self.graphs = on;
+        self
+    }
+
+    /// Batch invariance (`rayo serve --deterministic`): every product through the quantized
+    /// matvec kernels and every prompt's attention through the exact kernel, whatever the
+    /// rows, so a sequence's logits are the same bits alone (a [`crate::Session`]) or beside
+    /// any others (a [`crate::BatchSession`]) when its prompt runs in chunks of the same row
+    /// classes (one row, 2–63, 64 and more: `rayo_serve::chunks`). Off by default: a step of
+    /// 16 rows or more runs its products on the tensor cores, faster and not invariant.
+    pub fn with_deterministic(mut self, on: bool) -> Cuda {
+        self.deterministic = on;
         self
     }
 
@@ -448,7 +463,7 @@ impl Backend for Cuda {
         self.count(2);
         let slot = kv.slot;
         self.with(&[q, k, v], &[out], |s, ins, outs| {
-            let tensor_cores = s.tensor_cores;
+            let tensor_cores = s.tensor_cores && !s.deterministic;
             let mut p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
             let st = p.inputs.segment(&s.dev, slot, pos0, m)?;
             p.cache.store(&st, ins[1], ins[2])?;
@@ -537,10 +552,13 @@ impl Backend for Cuda {
         &mut self,
         cfg: &Config,
         layer: usize,
+        (_, rows): (&mut [CudaKv], &[(usize, usize)]),
         (q, k, v): (&mut CudaBuf, &mut CudaBuf, &CudaBuf),
-        n: usize,
         out: &mut CudaBuf,
     ) -> Result<bool> {
+        // (the caches and positions are the pass's inputs on the device, written and bounded
+        // by `batch_inputs`)
+        let n = rows.len();
         // the one-launch step rotates whole heads; other models run the rows one by one
         if cfg.n_rot != cfg.head_dim || !self.fused_rope {
             return Ok(false);
@@ -580,7 +598,7 @@ impl Backend for Cuda {
 
     fn matmul_add(&mut self, w: &Arc<CudaWeight>, x: &CudaBuf, m: usize, tmp: &mut CudaBuf, acc: &mut CudaBuf, len: usize) -> Result<()> {
         self.owns(&[w])?;
-        if Self::use_gemm(w, self.arena.get(x)?, m) && !self.on_tensor_cores(w) {
+        if self.use_gemm(w, self.arena.get(x)?, m) && !self.on_tensor_cores(w) {
             // the fp32 GEMM writes a fresh product: then added onto `acc`
             self.with(&[x], &[tmp], |s, ins, outs| s.gemm_matmul(w, ins[0], m, outs[0]))?;
             return self.add(acc, tmp, len);
@@ -636,7 +654,7 @@ impl Backend for Cuda {
         let slot = kv.slot;
         self.with(&[v], &[q, k, out], |s, ins, outs| {
             let [q, k, out] = outs else { unreachable!("three outputs") };
-            let tensor_cores = s.tensor_cores;
+            let tensor_cores = s.tensor_cores && !s.deterministic;
             let mut p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
             let st = p.inputs.segment(&s.dev, slot, pos0, m)?;
             let rope = Rope { pairs: pairs(cfg), table: p.rope, n_rot: cfg.n_rot };

@@ -12,8 +12,9 @@ use std::sync::Arc;
 impl Cuda {
     /// A decoding step's products over `x` (RMS-normalized first with `norm`) on narrower
     /// activations: one launch narrows, one multiplies (`epi` as [`QMatvecKernel::fused`]).
-    /// `false`, with nothing done, when they are off, `m` is a prompt's, or the matrices have
-    /// no such kernel or differ in format or width.
+    /// `false`, with nothing done, when they are off, `m` is a prompt's (unless the backend is
+    /// deterministic: then every row's), or the matrices have no such kernel or differ in
+    /// format or width.
     pub(super) fn narrow_products(
         &mut self,
         x: &DeviceBuffer,
@@ -25,10 +26,19 @@ impl Cuda {
     ) -> Result<bool> {
         let (fmt, cols) = (ws[0].fmt, ws[0].cols);
         let act = self.decode_act.unwrap_or(ActFormat::F32);
-        let k = QMatvecKernel::fused(fmt, false, ws.len() as u32, epi).and_then(|k| k.with_activations(act));
+        let k = QMatvecKernel::fused(fmt, false, ws.len() as u32, epi).and_then(|k| k.with_activations(act)).map(|k| self.alike(k));
         let same = ws.iter().all(|w| w.fmt == fmt && w.cols == cols);
-        let Some(k) = k.filter(|_| act != ActFormat::F32 && m < GEMM_ROWS && same) else { return Ok(false) };
-        let Some(narrow) = self.context.as_mut().and_then(|c| c.narrow.as_mut()) else { return Ok(false) };
+        let Some(k) = k.filter(|_| act != ActFormat::F32 && m < self.matvec_rows() && same) else { return Ok(false) };
+        let Some(c) = self.context.as_mut().filter(|c| c.narrow.is_some()) else { return Ok(false) };
+        if m > c.narrow_rows {
+            // a deterministic step's rows, past the decoding steps' room (a recording may hold
+            // the old buffer's address)
+            let rows = m.next_power_of_two();
+            c.narrow = Some(NarrowActivations::new(&self.dev, rows, c.narrow_cols)?);
+            c.narrow_rows = rows;
+            self.graph.clear();
+        }
+        let narrow = c.narrow.as_mut().expect("checked above");
         self.dev.narrow_activations(x, norm, cols, m, act, narrow)?;
         let mats: Vec<(&DeviceBytes, usize)> = ws.iter().map(|w| (&w.bytes, w.rows)).collect();
         self.dev.qmatvec_narrow(k, narrow, cols, m, &mats, outs)?;
@@ -36,9 +46,26 @@ impl Cuda {
         Ok(true)
     }
 
+    /// From how many rows on a product takes a GEMM: [`GEMM_ROWS`], or never on a
+    /// deterministic backend (every row through the matvec kernels, whose sum for a row does
+    /// not depend on the rows beside it).
+    pub(super) fn matvec_rows(&self) -> usize {
+        if self.deterministic {
+            usize::MAX
+        } else {
+            GEMM_ROWS
+        }
+    }
+
+    /// `k` as this backend launches it: on a deterministic backend each activation row's sum
+    /// in the order it has alone ([`QMatvecKernel::rows_alike`]).
+    fn alike(&self, k: QMatvecKernel) -> QMatvecKernel {
+        k.rows_alike(self.deterministic)
+    }
+
     /// Whether `w·x` for `m` rows takes the GEMM path.
-    pub(super) fn use_gemm(w: &CudaWeight, x: &DeviceBuffer, m: usize) -> bool {
-        m >= GEMM_ROWS && x.len() >= m.next_multiple_of(128) * w.cols
+    pub(super) fn use_gemm(&self, w: &CudaWeight, x: &DeviceBuffer, m: usize) -> bool {
+        m >= self.matvec_rows() && x.len() >= m.next_multiple_of(128) * w.cols
     }
 
     /// Whether a prompt's product with `w` runs on the tensor cores.
@@ -50,7 +77,7 @@ impl Cuda {
     pub(super) fn on_wgmma(&self, ws: &[&Arc<CudaWeight>], m: usize) -> bool {
         self.tensor_cores
             && self.wgmma.is_some_and(|from| ws[0].cols >= from)
-            && m >= GEMM_ROWS
+            && m >= self.matvec_rows()
             && ws.iter().all(|w| w.cols == ws[0].cols && self.on_tensor_cores(w))
     }
 
@@ -110,7 +137,7 @@ impl Cuda {
     /// `out = x·wᵀ` for `m` rows, by the path the shapes take: a GEMM for a prompt's rows (on
     /// the tensor cores where they fit), else the quantized matvec kernels.
     pub(super) fn product(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, out: &mut DeviceBuffer) -> Result<()> {
-        if Self::use_gemm(w, x, m) {
+        if self.use_gemm(w, x, m) {
             if self.on_tensor_cores(w) {
                 return self.half_matmul(w, x, m, out, false);
             }
@@ -120,19 +147,20 @@ impl Cuda {
             return Ok(());
         }
         self.count(1);
-        self.dev.qmatvec(w.fmt, &w.bytes, w.rows, w.cols, x, m, out).map_err(crate::Error::from)
+        let k = self.alike(QMatvecKernel::new(w.fmt));
+        self.dev.qmatvec_fused(k, x, None, w.cols, m, &[(&w.bytes, w.rows)], &mut [out]).map_err(crate::Error::from)
     }
 
     /// `acc += x·wᵀ` for `m` rows: a prompt's rows on the tensor cores (the fp32 GEMM's path,
     /// through a product then an add, is the caller's), else a matvec kernel that adds.
     pub(super) fn product_add(&mut self, w: &Arc<CudaWeight>, x: &DeviceBuffer, m: usize, acc: &mut DeviceBuffer) -> Result<()> {
-        if Self::use_gemm(w, x, m) {
+        if self.use_gemm(w, x, m) {
             return self.half_matmul(w, x, m, acc, true);
         }
         if self.narrow_products(x, None, m, &[w], Epilogue::Add, &mut [acc])? {
             return Ok(());
         }
-        let k = QMatvecKernel::fused(w.fmt, false, 1, Epilogue::Add).expect("one matrix, add");
+        let k = self.alike(QMatvecKernel::fused(w.fmt, false, 1, Epilogue::Add).expect("one matrix, add"));
         self.count(1);
         self.dev.qmatvec_fused(k, x, None, w.cols, m, &[(&w.bytes, w.rows)], &mut [acc]).map_err(crate::Error::from)
     }
@@ -158,7 +186,7 @@ impl Cuda {
         }
         let fmt = ws[0].fmt;
         let same = ws.iter().all(|w| w.fmt == fmt && w.cols == ws[0].cols);
-        match QMatvecKernel::fused(fmt, true, ws.len() as u32, Epilogue::Store).filter(|_| m < GEMM_ROWS && same) {
+        match QMatvecKernel::fused(fmt, true, ws.len() as u32, Epilogue::Store).filter(|_| m < self.matvec_rows() && same).map(|k| self.alike(k)) {
             // one launch: the norm computed by each warp, the matrices' rows as one range
             Some(k) => {
                 self.count(1);
@@ -189,8 +217,8 @@ impl Cuda {
         if gate.rows == up.rows && self.narrow_products(x, Some((norm, eps)), m, &[gate, up], Epilogue::Swiglu, &mut [&mut *out])? {
             return Ok(true);
         }
-        if gate.fmt == up.fmt && gate.rows == up.rows && gate.cols == up.cols && m < GEMM_ROWS {
-            let k = QMatvecKernel::fused(gate.fmt, true, 2, Epilogue::Swiglu).expect("two matrices, swiglu");
+        if gate.fmt == up.fmt && gate.rows == up.rows && gate.cols == up.cols && m < self.matvec_rows() {
+            let k = self.alike(QMatvecKernel::fused(gate.fmt, true, 2, Epilogue::Swiglu).expect("two matrices, swiglu"));
             self.count(1);
             self.dev.qmatvec_fused(k, x, Some((norm, eps)), gate.cols, m, &[(&gate.bytes, gate.rows), (&up.bytes, up.rows)], &mut [out])?;
             return Ok(true);

@@ -221,7 +221,8 @@ impl Kernel for DequantTKernel {
 /// The whole matrix dequantized to f16 in its own layout, for a prompt's products on the
 /// tensor cores ([`super::HalfGemmKernel`]): `out[r·cols + c] = f16(W[r][c])`. Parameters: `w`,
 /// `out` (u64); `rows`, `cols` (u32; `rows·cols` below 2³²). A thread per pair of values:
-/// grid `cols / 256` blocks (rounded up) in x by `rows` in y.
+/// grid `rows` blocks in x (a grid's y stops at 65,535: Llama 3's output head has 128,256
+/// rows, Gemma 3's 262,144) by `cols / 256` (rounded up) in y.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DequantF16Kernel {
     fmt: QFormat,
@@ -235,7 +236,7 @@ impl DequantF16Kernel {
     }
 
     pub fn launch(&self, rows: u32, cols: u32) -> LaunchConfig {
-        LaunchConfig { grid: (cols.div_ceil(2 * Self::THREADS).max(1), rows.max(1), 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
+        LaunchConfig { grid: (rows.max(1), cols.div_ceil(2 * Self::THREADS).max(1), 1), block: (Self::THREADS, 1, 1), shared_bytes: 0 }
     }
 }
 
@@ -260,10 +261,10 @@ impl Kernel for DequantF16Kernel {
         let w = k.ld_param_ptr("w");
         let out = k.ld_param_ptr("out");
         let cols = k.ld_param("cols");
-        let bx = k.special(Special::CtaidX);
-        let r = k.special(Special::CtaidY);
+        let r = k.special(Special::CtaidX);
+        let by = k.special(Special::CtaidY);
         let tid = k.special(Special::TidX);
-        let pair = k.fma(U, bx, Self::THREADS, tid);
+        let pair = k.fma(U, by, Self::THREADS, tid);
         let c = k.mul(U, pair, 2u32);
         let done = k.new_label("done");
         let past = k.setp(Cmp::Ge, U, c, cols);

@@ -133,6 +133,9 @@ pub struct QMatvecKernel {
     wide: bool,
     /// The activations' format: f32, f16, or 8 bits (with `dp4a`).
     act: ActFormat,
+    /// The launch picks a block or a warp per row without looking at the activation rows
+    /// ([`QMatvecKernel::rows_alike`]); not part of the code.
+    alike: bool,
 }
 
 impl QMatvecKernel {
@@ -140,7 +143,7 @@ impl QMatvecKernel {
 
     /// `y = W·x`.
     pub fn new(fmt: QFormat) -> QMatvecKernel {
-        QMatvecKernel { fmt, norm: false, mats: 1, epi: Epilogue::Store, wide: false, act: ActFormat::F32 }
+        QMatvecKernel { fmt, norm: false, mats: 1, epi: Epilogue::Store, wide: false, act: ActFormat::F32, alike: false }
     }
 
     /// A fused variant: `mats` matrices (1–3; exactly 2 for Swiglu), an RMSNorm first or not.
@@ -149,7 +152,7 @@ impl QMatvecKernel {
             Epilogue::Swiglu => mats == 2,
             _ => (1..=3).contains(&mats),
         };
-        ok.then_some(QMatvecKernel { fmt, norm, mats, epi, wide: false, act: ActFormat::F32 })
+        ok.then_some(QMatvecKernel { fmt, norm, mats, epi, wide: false, act: ActFormat::F32, alike: false })
     }
 
     /// The same kernel with a block of 128 threads per weight row (`true`) or a warp per row
@@ -160,6 +163,17 @@ impl QMatvecKernel {
     pub fn per_block(mut self, wide: bool) -> QMatvecKernel {
         self.wide = wide;
         self
+    }
+
+    /// Whether a launch must give each activation row the bits it gets alone (`true`): a
+    /// block per row and a warp per row sum a row in different orders, so the launch then
+    /// picks one by the matrices only, never by how many rows run (batch invariance).
+    pub fn rows_alike(mut self, on: bool) -> QMatvecKernel {
+        self.alike = on;
+        self
+    }
+    pub fn alike(&self) -> bool {
+        self.alike
     }
 
     /// The same kernel on activations of `act` (narrower than f32: [`super::NarrowKernel`]'s,

@@ -95,10 +95,10 @@ impl CudaDevice {
                 Param::BytesIn(b, n) => (b.device_id(), b.len(), *n),
                 Param::BytesOut(b, n) => (b.device_id(), b.len(), *n),
                 Param::BytesInAt(b, at, n) => {
-                    (b.device_id(), b.len(), at.checked_add(*n).ok_or(Error::SizeOverflow { op: OP, dims: vec![*at, *n] })?)
+                    (b.device_id(), b.len(), at.checked_add(*n).ok_or_else(|| Error::SizeOverflow { op: OP, dims: vec![*at, *n] })?)
                 }
                 Param::BytesOutAt(b, at, n) => {
-                    (b.device_id(), b.len(), at.checked_add(*n).ok_or(Error::SizeOverflow { op: OP, dims: vec![*at, *n] })?)
+                    (b.device_id(), b.len(), at.checked_add(*n).ok_or_else(|| Error::SizeOverflow { op: OP, dims: vec![*at, *n] })?)
                 }
                 Param::U32(_) | Param::F32(_) => continue,
             };

@@ -18,7 +18,7 @@ pub(super) fn u32_of(op: &'static str, name: &'static str, v: usize) -> Result<u
 
 /// `a · b`, an error naming the op when it overflows.
 pub(super) fn prod(op: &'static str, dims: &[usize]) -> Result<usize> {
-    dims.iter().try_fold(1usize, |p, &d| p.checked_mul(d)).ok_or(Error::SizeOverflow { op, dims: dims.to_vec() })
+    dims.iter().try_fold(1usize, |p, &d| p.checked_mul(d)).ok_or_else(|| Error::SizeOverflow { op, dims: dims.to_vec() })
 }
 
 /// An error unless `have ≥ need` (a buffer holding at least the rows an op touches).
@@ -118,10 +118,14 @@ impl CudaDevice {
         // a block per row for a decoding step's products, a warp per row for large ones and for
         // Q4_K on 8 bits, whose 32-value items would leave most of a block idle (H100,
         // Llama-3.2-1B's shape in Q4_K: 1,294 tokens/s against 1,048 with a block per row;
-        // `RAYO_CUDA_MATVEC=warp|block` forces either)
+        // `RAYO_CUDA_MATVEC=warp|block` forces either). The two sum a row in different orders:
+        // a kernel whose rows must get their bits alone ([`QMatvecKernel::rows_alike`]) takes a
+        // warp per row for any `m` (a block per row of several activation rows leaves most of
+        // its threads idle on a small model's rows: SmolLM2 served 4,199 tokens/s at 8 streams
+        // on an H100 that way, 5,562 with a warp).
         let forced = crate::Config::get().cuda_matvec_block;
         let wide_items = k.activations() == ActFormat::Q8 && k.format() == QFormat::Q4_K;
-        let block = forced.unwrap_or(m == 1 && total < 8192 && !wide_items);
+        let block = forced.unwrap_or(m == 1 && !k.alike() && total < 8192 && !wide_items);
         let k = k.per_block(block);
         let f = self.loaded(&k)?;
         args.push(Arg::U32(cols as u32));

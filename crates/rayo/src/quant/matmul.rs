@@ -59,7 +59,7 @@ impl<'a> QuantMatrix<'a> {
     /// `bytes` holds exactly `rows` such rows (`LengthMismatch`, `SizeOverflow`).
     pub fn new(ty: GgmlType, rows: usize, cols: usize, bytes: &'a [u8]) -> Result<Self> {
         let row = ty.bytes_for(cols)?;
-        let total = row.checked_mul(rows).ok_or(Error::SizeOverflow { op: "QuantMatrix::new", dims: vec![rows, cols] })?;
+        let total = row.checked_mul(rows).ok_or_else(|| Error::SizeOverflow { op: "QuantMatrix::new", dims: vec![rows, cols] })?;
         if bytes.len() != total {
             return Err(Error::LengthMismatch { op: "QuantMatrix::new", expected: total, actual: bytes.len() });
         }
@@ -138,7 +138,7 @@ pub fn matmul_with(backend: Backend, act: Activations, w: &QuantMatrix<'_>, x: &
         return Err(Error::SizeMismatch { op: OP, shape: vec![x.len() / w.cols + 1, w.cols], len: x.len() });
     }
     let m = x.len() / w.cols;
-    let want = m.checked_mul(w.rows).ok_or(Error::SizeOverflow { op: OP, dims: vec![m, w.rows] })?;
+    let want = m.checked_mul(w.rows).ok_or_else(|| Error::SizeOverflow { op: OP, dims: vec![m, w.rows] })?;
     if y.len() != want {
         return Err(Error::LengthMismatch { op: OP, expected: want, actual: y.len() });
     }

@@ -120,6 +120,14 @@ impl PreparedActs {
 
     /// The tiles for weights of `weight`, if that format takes them, eight rows at a time from
     /// [`PreparedActs::first_tiled`], the last tile padded with its last row.
+    /// Builds now what products with `weight` read of these activations (the rows rearranged
+    /// into tiles of eight, where they take them), so that the threads of one product do not
+    /// wait on each other for it (each would otherwise build it on first use, the others
+    /// sleeping until it is done).
+    pub fn prepare_for(&self, weight: GgmlType) {
+        let _ = self.tiles8(weight);
+    }
+
     pub(crate) fn tiles8(&self, weight: GgmlType) -> Option<&[Tile8]> {
         let q = self.q.as_ref()?;
         let first = self.first_tiled(weight);
@@ -150,7 +158,7 @@ impl PreparedActs {
         if r0 > r1 || r1 > w.rows() {
             return Err(Error::InvalidArgument { op, name: "row range end", value: r1.into(), reason: "past the weight rows or before the start" });
         }
-        let want = self.m.checked_mul(r1 - r0).ok_or(Error::SizeOverflow { op, dims: vec![self.m, r1 - r0] })?;
+        let want = self.m.checked_mul(r1 - r0).ok_or_else(|| Error::SizeOverflow { op, dims: vec![self.m, r1 - r0] })?;
         if y.len() != want {
             return Err(Error::LengthMismatch { op, expected: want, actual: y.len() });
         }

@@ -95,7 +95,7 @@ impl GgmlType {
         if n % bs != 0 {
             return Err(Error::NotBlockMultiple { format: self.name(), len: n, block: bs });
         }
-        (n / bs).checked_mul(self.type_size()).ok_or(Error::SizeOverflow { op: "GgmlType::bytes_for", dims: vec![n, self.type_size()] })
+        (n / bs).checked_mul(self.type_size()).ok_or_else(|| Error::SizeOverflow { op: "GgmlType::bytes_for", dims: vec![n, self.type_size()] })
     }
 }
 

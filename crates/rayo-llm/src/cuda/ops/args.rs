@@ -50,9 +50,9 @@ struct SlotLayer {
 fn check_positions(op: &'static str, st: &StepCtx, shape: &AttentionShape, k_cache: &DeviceBytes, v_cache: &DeviceBytes) -> Result<SlotLayer> {
     room(op, shape.positions, st.inputs.positions)?;
     let width = shape.check_cache(op, (st.pos0, st.m), k_cache, v_cache)?;
-    let bytes = shape.layer_bytes().ok_or(Error::SizeOverflow { op, dims: vec![shape.positions, width] })?;
+    let bytes = shape.layer_bytes().ok_or_else(|| Error::SizeOverflow { op, dims: vec![shape.positions, width] })?;
     let at = prod(op, &[st.slot, bytes])?;
-    let end = at.checked_add(bytes).ok_or(Error::SizeOverflow { op, dims: vec![at, bytes] })?;
+    let end = at.checked_add(bytes).ok_or_else(|| Error::SizeOverflow { op, dims: vec![at, bytes] })?;
     room(op, k_cache.len(), end)?;
     room(op, v_cache.len(), end)?;
     Ok(SlotLayer { width, at, bytes })
@@ -411,7 +411,7 @@ unsafe impl KernelArgs for DecodeArgs<'_> {
             }
             DecodeRows::Many(r) => {
                 room(OP, shape.positions, inputs.positions)?;
-                let layer = shape.layer_bytes().ok_or(Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
+                let layer = shape.layer_bytes().ok_or_else(|| Error::SizeOverflow { op: OP, dims: vec![shape.positions, width] })?;
                 let all = prod(OP, &[inputs.cache_slots, layer])?;
                 room(OP, k_cache.len(), all)?;
                 room(OP, v_cache.len(), all)?;
