@@ -6,7 +6,7 @@ mod products;
 pub(crate) mod rope;
 mod workers;
 
-use crate::backend::{Backend, KvType};
+use crate::backend::{Backend, KvType, RowBest};
 use crate::config::Config;
 use crate::weights::WeightRef;
 use crate::{Error, Result};
@@ -280,6 +280,40 @@ impl Backend for Cpu {
             r?;
         }
         Ok(true)
+    }
+
+    fn top_k_rows(&mut self, x: &Vec<f32>, n: usize, rows: usize, k: usize) -> Result<Vec<RowBest>> {
+        let len = rows.checked_mul(n).ok_or_else(|| rayo::Error::SizeOverflow { op: "top_k_rows", dims: vec![rows, n] })?;
+        check_len("top_k_rows", x.len(), len)?;
+        // the rows shared among the threads (a greedy step's 8 rows of SmolLM2's 49,152 logits
+        // are ~1 ms of scanning), each row's scan its own
+        let mut best: Vec<Option<RowBest>> = (0..rows).map(|_| None).collect();
+        let parts = (self.workers.len() + 1).min(rows).max(1);
+        let per = rows.div_ceil(parts);
+        let scan = |xs: &[f32], out: &mut [Option<RowBest>]| {
+            for (row, o) in xs.chunks_exact(n.max(1)).zip(out) {
+                *o = Some(crate::sample::top_k_of(row, k));
+            }
+        };
+        let mut shares = x[..len].chunks(per * n.max(1)).zip(best.chunks_mut(per));
+        let mine = shares.next();
+        let tasks: Vec<workers::BorrowedTask<'_>> = shares
+            .map(|(xs, out)| {
+                Box::new(move || {
+                    scan(xs, out);
+                    Ok(Vec::new())
+                }) as workers::BorrowedTask<'_>
+            })
+            .collect();
+        let (_, theirs) = self.workers.run_borrowed(tasks, || {
+            if let Some((xs, out)) = mine {
+                scan(xs, out);
+            }
+        })?;
+        for r in theirs {
+            r?;
+        }
+        Ok(best.into_iter().map(|b| b.unwrap_or_else(|| Err(Error::backend("cpu", "a row's top-k was not computed")))).collect())
     }
 
     fn copy_rows(&mut self, x: &Vec<f32>, from: usize, out: &mut Vec<f32>, to: usize, rows: usize, width: usize) -> Result<()> {
