@@ -16,8 +16,9 @@
 #              -p rayo-llm --features cuda --no-run`: llm-cuda-ops-test, llm-cuda-batch-test,
 #              llm-cuda-test): the tests
 #     bench    rayo (default and --deterministic) against llama-server at 1, 8, 32 and 64
-#              streams (LEVELS; WHO picks servers) on SmolLM2 Q4_1 and the Llama-3.2-1B Q4_K
-#              shape (`rayo synth`), and the GPU's memory in use
+#              streams (LEVELS; WHO picks servers; WARM=1 runs an untimed round first; REQS
+#              requests per stream, 2 by default) on
+#              SmolLM2 Q4_1 and the Llama-3.2-1B Q4_K shape (`rayo synth`), and the GPU's memory
 #     equal    bench/serve_equal.py: 64 concurrent greedy completions through rayo serve, each
 #              against `rayo generate` alone, --deterministic and not, on both models
 # Output in $OUT.
@@ -79,7 +80,10 @@ bench)
         fi
         wait_up || { echo "$who did not come up"; kill $pid; continue; }
         echo "== $(basename $model) $who, $n streams (GPU memory before: $(gpu_mem))"
-        python3 bench/serve.py --url http://127.0.0.1:$port --concurrency $n --requests $((2 * n)) --max-tokens 128
+        # WARM=1: one untimed round first (each server's first steps: rayo records them and
+        # makes its f16 weight copies, llama-server builds its graphs)
+        [ -n "${WARM:-}" ] && python3 bench/serve.py --url http://127.0.0.1:$port --concurrency $n --requests $n --max-tokens 16 >/dev/null
+        python3 bench/serve.py --url http://127.0.0.1:$port --concurrency $n --requests $((${REQS:-2} * n)) --max-tokens 128
         echo "GPU memory after: $(gpu_mem)"
         kill $pid; wait $pid 2>/dev/null
       done
