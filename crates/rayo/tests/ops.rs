@@ -336,3 +336,36 @@ fn large_inputs_use_threads_and_agree_with_one_thread() {
         assert!((p - q).abs() <= 1e-6 * q.abs() + 1e-38);
     }
 }
+
+#[test]
+fn dot_rows_is_dot_of_each_row_bit_for_bit() {
+    // rows of awkward lengths and strides, starting one element past an aligned address, with
+    // NaN and ±inf in some: each result the bits `slice::dot` gives that row
+    for b in backends("dot_rows_is_dot_of_each_row_bit_for_bit") {
+        for (n, stride, rows) in [(1, 1, 5), (7, 9, 13), (64, 192, 40), (65, 65, 3), (1000, 1003, 4)] {
+            let a = unaligned(&(0..n).map(|i| (i as f32 * 0.37).sin()).collect::<Vec<_>>());
+            let a = &a[start(&a, n)..];
+            let mut data: Vec<f32> = (0..stride * rows).map(|i| ((i * 7919 % 1013) as f32 - 500.0) / 97.0).collect();
+            let last = data.len() - 1;
+            data[stride.min(last)] = f32::NAN;
+            data[(2 * stride).min(last)] = f32::INFINITY;
+            data[(3 * stride + n / 2).min(last)] = f32::NEG_INFINITY;
+            data[0] = -0.0;
+            let keys = unaligned(&data);
+            let keys = &keys[start(&keys, data.len())..];
+            let mut got = vec![0.0f32; rows];
+            slice::dot_rows(b, a, keys, stride, &mut got).unwrap();
+            for (j, g) in got.iter().enumerate() {
+                let want = slice::dot(b, a, &keys[j * stride..][..n]).unwrap();
+                assert_eq!(g.to_bits(), want.to_bits(), "{b:?} n {n} stride {stride}: row {j}");
+            }
+        }
+        // the last row past the data, a stride below the row length: errors, nothing written
+        let mut out = [7.0f32; 3];
+        assert!(slice::dot_rows(b, &[1.0; 4], &[1.0; 11], 4, &mut out).is_err());
+        assert!(slice::dot_rows(b, &[1.0; 4], &[1.0; 12], 3, &mut out).is_err());
+        assert_eq!(out, [7.0; 3]);
+        slice::dot_rows(b, &[1.0; 4], &[1.0; 12], 4, &mut out).unwrap();
+        assert_eq!(out, [4.0; 3]);
+    }
+}

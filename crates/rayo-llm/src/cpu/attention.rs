@@ -177,9 +177,9 @@ impl CpuKv {
             if round_q {
                 qh.iter_mut().for_each(|v| *v = f16::from_f32(*v).to_f32());
             }
-            for (j, s) in self.scores.iter_mut().enumerate() {
-                *s = rayo::slice::dot(simd, &qh, &keys[j * self.width + g * hd..][..hd])? * scale;
-            }
+            // each score the bits of `slice::dot` with the key, in one call for all positions
+            rayo::slice::dot_rows(simd, &qh, &keys[g * hd..], self.width, &mut self.scores)?;
+            self.scores.iter_mut().for_each(|s| *s *= scale);
             rayo::slice::softmax(simd, &self.scores, &mut self.probs)?;
             let o = &mut out[h * hd..][..hd];
             o.fill(0.0);

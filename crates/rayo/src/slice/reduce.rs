@@ -31,6 +31,38 @@ pub fn dot(backend: Backend, a: &[f32], b: &[f32]) -> Result<f32> {
     Ok(map_reduce2(a, b, GRAIN_REDUCE, &|x, y| dispatch!(backend, |s| k::dot(s, x, y)), &|p, q| p + q) as f32)
 }
 
+/// `out[j] = dot(a, rows[j·stride ..][..a.len()])` for each `j < out.len()`: [`dot`] of each
+/// row, the same bits, in one dispatch (a call of [`dot`] per row costs more than the
+/// arithmetic of a short row: attention's keys, 64 values each). Errors: `rows` too short for
+/// the last row, or `stride` below `a.len()` with more than one row.
+pub fn dot_rows(backend: Backend, a: &[f32], rows: &[f32], stride: usize, out: &mut [f32]) -> Result<()> {
+    let n = a.len();
+    if out.len() > 1 && stride < n {
+        return Err(Error::InvalidArgument { op: "dot_rows", name: "stride", value: stride.into(), reason: "below the row length" });
+    }
+    if let Some(last) = out.len().checked_sub(1) {
+        let need = last
+            .checked_mul(stride)
+            .and_then(|o| o.checked_add(n))
+            .ok_or_else(|| Error::SizeOverflow { op: "dot_rows", dims: vec![last, stride] })?;
+        check_len("dot_rows", need, rows.len().min(need))?;
+    }
+    if crate::cpu::parallel::parts(n, GRAIN_REDUCE) > 1 {
+        // long rows: `dot` splits them over threads, so each row as `dot` runs it
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = dot(backend, a, &rows[j * stride..][..n])?;
+        }
+        return Ok(());
+    }
+    // one part: `dot` is the kernel's sum of the whole row
+    dispatch!(backend, |s| {
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = k::dot(s, a, &rows[j * stride..][..n]) as f32;
+        }
+    });
+    Ok(())
+}
+
 /// `Σ x[i]` (blocked as [`dot`]); 0 for an empty slice.
 pub fn sum(backend: Backend, x: &[f32]) -> f32 {
     map_reduce(x, GRAIN_REDUCE, &|x| dispatch!(backend, |s| k::sum(s, x)), &|p, q| p + q) as f32
