@@ -118,8 +118,6 @@ impl PreparedActs {
         self.q.as_ref()
     }
 
-    /// The tiles for weights of `weight`, if that format takes them, eight rows at a time from
-    /// [`PreparedActs::first_tiled`], the last tile padded with its last row.
     /// Builds now what products with `weight` read of these activations (the rows rearranged
     /// into tiles of eight, where they take them), so that the threads of one product do not
     /// wait on each other for it (each would otherwise build it on first use, the others
@@ -128,6 +126,8 @@ impl PreparedActs {
         let _ = self.tiles8(weight);
     }
 
+    /// The tiles for weights of `weight`, if that format takes them, eight rows at a time from
+    /// [`PreparedActs::first_tiled`], the last tile padded with its last row.
     pub(crate) fn tiles8(&self, weight: GgmlType) -> Option<&[Tile8]> {
         let q = self.q.as_ref()?;
         let first = self.first_tiled(weight);
