@@ -285,6 +285,9 @@ impl Backend for Cpu {
     fn top_k_rows(&mut self, x: &Vec<f32>, n: usize, rows: usize, k: usize) -> Result<Vec<RowBest>> {
         let len = rows.checked_mul(n).ok_or_else(|| rayo::Error::SizeOverflow { op: "top_k_rows", dims: vec![rows, n] })?;
         check_len("top_k_rows", x.len(), len)?;
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
         // the rows shared among the threads (a greedy step's 8 rows of SmolLM2's 49,152 logits
         // are ~1 ms of scanning), each row's scan its own
         let mut best: Vec<Option<RowBest>> = (0..rows).map(|_| None).collect();
