@@ -77,11 +77,25 @@ pub trait Backend {
     fn add(&mut self, x: &mut Self::Buf, y: &Self::Buf, len: usize) -> Result<()>;
     /// `gate = silu(gate) · up` over the first `len` values.
     fn swiglu(&mut self, gate: &mut Self::Buf, up: &Self::Buf, len: usize) -> Result<()>;
+    /// `gate = gelu(gate) · up` over the first `len` values, GELU in its tanh form
+    /// ([`crate::arch::Activation::GeluTanh`]). By default an error: a backend without it
+    /// refuses such models in [`Backend::check_config`].
+    fn geglu(&mut self, gate: &mut Self::Buf, up: &Self::Buf, len: usize) -> Result<()> {
+        let _ = (gate, up, len);
+        Err(crate::Error::backend(self.name(), "has no GELU MLP"))
+    }
+    /// `x *= s` over the first `len` values. By default an error, as [`Backend::geglu`].
+    fn scale(&mut self, x: &mut Self::Buf, s: f32, len: usize) -> Result<()> {
+        let _ = (x, s, len);
+        Err(crate::Error::backend(self.name(), "has no scaling op"))
+    }
     /// Rotates the first `cfg.n_rot` values of each head of `q` (`cfg.n_head` heads) and `k`
-    /// (`cfg.n_head_kv` heads) for `m` rows at positions `pos0, pos0 + 1, ...`.
-    fn rope(&mut self, cfg: &Config, q: &mut Self::Buf, k: &mut Self::Buf, m: usize, pos0: usize) -> Result<()>;
+    /// (`cfg.n_head_kv` heads) for `m` rows at positions `pos0, pos0 + 1, ...`, with `layer`'s
+    /// angles ([`Config::rope_of`]).
+    fn rope(&mut self, cfg: &Config, layer: usize, q: &mut Self::Buf, k: &mut Self::Buf, m: usize, pos0: usize) -> Result<()>;
     /// Stores `k` and `v` (`m` rows) at positions `pos0..pos0 + m` of `layer` in the cache,
-    /// then writes causal grouped-query attention of `q` over positions `0..=pos` to `out`.
+    /// then writes causal grouped-query attention of `q` over positions `0..=pos` (the last
+    /// [`Config::window`] of them on a local layer) to `out`.
     #[allow(clippy::too_many_arguments)]
     fn attention(
         &mut self,
@@ -198,7 +212,7 @@ pub trait Backend {
         pos0: usize,
         out: &mut Self::Buf,
     ) -> Result<()> {
-        self.rope(cfg, q, k, m, pos0)?;
+        self.rope(cfg, layer, q, k, m, pos0)?;
         self.attention(cfg, kv, layer, q, k, v, m, pos0, out)
     }
 

@@ -36,6 +36,24 @@ pub struct Config {
     pub context_length: usize,
     /// Tokens in the vocabulary (rows of the embedding table).
     pub vocab_size: usize,
+    /// RoPE's linear scaling of positions on the global layers (`rope.scaling.type` `linear`:
+    /// 1 / `rope.scaling.factor`); 1 without scaling.
+    pub rope_scale: f32,
+    /// Sliding-window attention on the local layers, for an architecture that declares it and a
+    /// file that gives `attention.sliding_window`.
+    pub sliding_window: Option<SlidingWindow>,
+}
+
+/// Sliding-window attention ([`crate::arch::Architecture::swa_pattern`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlidingWindow {
+    /// Positions a query of a local layer sees, its own included (`attention.sliding_window`):
+    /// position `p` sees `p + 1 − window ..= p`.
+    pub window: usize,
+    /// Layer `i` is local unless `i % pattern == pattern − 1`.
+    pub pattern: usize,
+    /// RoPE's base on the local layers (`rope.freq_base_swa`; their positions are not scaled).
+    pub rope_base: f32,
 }
 
 impl Config {
@@ -88,6 +106,27 @@ impl Config {
             }
         }
         let n_rot = int("rope.dimension_count")?.unwrap_or(head_dim);
+        let rope_scale = match meta.get(&key("rope.scaling.type")).map(|v| v.as_str()) {
+            None | Some(Some("none")) => 1.0,
+            Some(Some("linear")) => 1.0 / float("rope.scaling.factor", 1.0)?,
+            Some(t) => {
+                let what = t.map_or_else(|| "not a string".to_string(), |t| format!("`{t}`"));
+                return Err(Error::hyper(format!("{} is {what}: only `none` and `linear` are supported", key("rope.scaling.type"))));
+            }
+        };
+        let sliding_window = match (arch.swa_pattern, int("attention.sliding_window")?) {
+            (Some(default), Some(window)) => Some(SlidingWindow {
+                window,
+                pattern: int("attention.sliding_window_pattern")?.unwrap_or(default),
+                rope_base: float("rope.freq_base_swa", 10_000.0)?,
+            }),
+            _ => None,
+        };
+        if let Some(v) = meta.get(&key("final_logit_softcapping")) {
+            if v.to_f64() != Some(0.0) {
+                return Err(Error::hyper(format!("{} is {v:?}: soft-capped logits are not supported", key("final_logit_softcapping"))));
+            }
+        }
         if n_rot > head_dim || n_rot % 2 != 0 {
             return Err(Error::hyper(format!("rope dimension count {n_rot} must be even and at most the head size {head_dim}")));
         }
@@ -103,8 +142,14 @@ impl Config {
             eps: float("attention.layer_norm_rms_epsilon", 1e-5)?,
             context_length: need("context_length")?,
             vocab_size: int("vocab_size")?.unwrap_or(vocab_rows),
+            rope_scale,
+            sliding_window,
             arch,
         };
+        // llama.cpp scales Gemma 3 27B's queries by 1/√(n_embd/n_head), not 1/√head_dim.
+        if arch.name == "gemma3" && cfg.n_layer == 62 {
+            return Err(Error::hyper("Gemma 3 27B (62 layers) scales its queries by 1/√(n_embd/n_head), which this engine does not do yet"));
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -156,6 +201,37 @@ impl Config {
         product(&[(&q_name, q), (&embd, self.n_embd), f32_bytes])?;
         product(&[(&ff, self.n_ff), (&embd, self.n_embd), f32_bytes])?;
         Ok(())
+    }
+
+    /// The window of `layer`'s attention when it is a local layer, else `None` (the whole
+    /// prefix).
+    pub fn window(&self, layer: usize) -> Option<usize> {
+        self.sliding_window.as_ref().filter(|s| layer % s.pattern != s.pattern - 1).map(|s| s.window)
+    }
+
+    /// RoPE's base and position scale on `layer`.
+    pub fn rope_of(&self, layer: usize) -> (f32, f32) {
+        match &self.sliding_window {
+            Some(s) if self.window(layer).is_some() => (s.rope_base, 1.0),
+            _ => (self.rope_base, self.rope_scale),
+        }
+    }
+
+    /// What in this model's block only the CPU backend runs so far (a GPU backend's
+    /// [`crate::Backend::check_config`] refuses the model with it), or `None`.
+    pub fn cpu_only_parts(&self) -> Option<String> {
+        let a = self.arch;
+        let parts: Vec<&str> = [
+            (a.embed_scale, "scaled embeddings"),
+            (a.post_norms, "norms after the sublayers"),
+            (a.ffn != crate::arch::Activation::Silu, "a GELU MLP"),
+            (self.sliding_window.is_some(), "sliding-window layers"),
+            (self.rope_scale != 1.0, "scaled RoPE positions"),
+        ]
+        .into_iter()
+        .filter_map(|(has, what)| has.then_some(what))
+        .collect();
+        (!parts.is_empty()).then(|| format!("the `{}` block's {} run on the CPU backend only so far (use --backend cpu)", a.name, parts.join(", ")))
     }
 
     /// Query heads per key/value head.

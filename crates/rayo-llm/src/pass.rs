@@ -5,6 +5,7 @@
 //! once per step), attention per sequence. [`crate::Session`] runs one sequence,
 //! [`crate::batch::BatchSession`] many.
 
+use crate::arch::Activation;
 use crate::backend::Backend;
 use crate::config::{product, Config};
 use crate::model::Model;
@@ -23,6 +24,8 @@ pub(crate) struct Layer<B: Backend> {
     gate: B::Weight,
     up: B::Weight,
     down: B::Weight,
+    /// After attention, after the MLP.
+    post_norms: Option<[B::Vector; 2]>,
 }
 
 /// A model's weights as a backend holds them.
@@ -53,6 +56,10 @@ impl<B: Backend> Weights<B> {
                 Some([q, k]) => Some([backend.vector(q)?, backend.vector(k)?]),
                 None => None,
             };
+            let post_norms = match &l.post_norms {
+                Some([a, f]) => Some([backend.vector(a)?, backend.vector(f)?]),
+                None => None,
+            };
             layers.push(Layer {
                 attn_norm: backend.vector(&l.attn_norm)?,
                 wq,
@@ -65,6 +72,7 @@ impl<B: Backend> Weights<B> {
                 gate,
                 up,
                 down,
+                post_norms,
             });
         }
         let output_norm = backend.vector(&w.output_norm)?;
@@ -93,6 +101,8 @@ pub(crate) struct Buffers<B: Backend> {
     att: B::Buf,
     gate: B::Buf,
     up: B::Buf,
+    /// A sublayer's normed output, for an architecture with post-norms.
+    post: Option<B::Buf>,
     /// For steps of several sequences, else `None`.
     segment: Option<SegmentBufs<B>>,
     /// The final norm of up to `logit_rows` rows, and their logits.
@@ -123,6 +133,10 @@ impl<B: Backend> Buffers<B> {
             att: buf(qw)?,
             gate: buf(ff)?,
             up: buf(ff)?,
+            post: match cfg.arch.post_norms {
+                true => Some(buf(d)?),
+                false => None,
+            },
             segment: match segments {
                 true => Some(SegmentBufs { q: buf(qw)?, k: buf(kvw)?, v: buf(kvw)?, att: buf(qw)? }),
                 false => None,
@@ -164,8 +178,12 @@ pub(crate) fn layers_pass<B: Backend>(
     b.one_token_rows(ones);
     // their caches and positions
     let one_rows: Vec<(usize, usize)> = segments[..ones].iter().map(|s| (s.kv, s.pos0)).collect();
-    let Buffers { x, xn, q, k, v, qk_normed, att, gate, up, segment, .. } = f;
+    let Buffers { x, xn, q, k, v, qk_normed, att, gate, up, post, segment, .. } = f;
     b.embed(&w.token_embd, tokens, x)?;
+    if c.arch.embed_scale {
+        // as llama.cpp: √n_embd in f32
+        b.scale(x, (c.n_embd as f32).sqrt(), m * c.n_embd)?;
+    }
     for (i, l) in w.layers.iter().enumerate() {
         b.norm_matmuls(x, &l.attn_norm, c.eps, m, &[&l.wq, &l.wk, &l.wv], xn, &mut [&mut *q, &mut *k, &mut *v])?;
         if let Some([bq, bk, bv]) = &l.bias {
@@ -201,11 +219,39 @@ pub(crate) fn layers_pass<B: Backend>(
             }
             r0 += s.rows;
         }
-        b.matmul_add(&l.wo, att, m, xn, x, m * c.n_embd)?;
-        b.norm_swiglu(x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), xn, gate, up, m * c.n_ff)?;
-        b.matmul_add(&l.down, gate, m, xn, x, m * c.n_embd)?;
+        let d = m * c.n_embd;
+        match (&l.post_norms, &mut *post) {
+            (Some([after_attention, after_ffn]), Some(post)) => {
+                b.matmul(&l.wo, att, m, xn)?;
+                b.rms_norm(xn, after_attention, c.eps, m, post)?;
+                b.add(x, post, d)?;
+                mlp(b, c, l, x, m, xn, gate, up)?;
+                b.matmul(&l.down, gate, m, xn)?;
+                b.rms_norm(xn, after_ffn, c.eps, m, post)?;
+                b.add(x, post, d)?;
+            }
+            _ => {
+                b.matmul_add(&l.wo, att, m, xn, x, d)?;
+                mlp(b, c, l, x, m, xn, gate, up)?;
+                b.matmul_add(&l.down, gate, m, xn, x, d)?;
+            }
+        }
     }
     Ok(())
+}
+
+/// `gate = act(rms_norm(x)·Wgate) · (rms_norm(x)·Wup)` for `m` rows, with the architecture's
+/// activation (`xn` and `up` as scratch).
+#[allow(clippy::too_many_arguments)]
+fn mlp<B: Backend>(b: &mut B, c: &Config, l: &Layer<B>, x: &B::Buf, m: usize, xn: &mut B::Buf, gate: &mut B::Buf, up: &mut B::Buf) -> Result<()> {
+    let len = m * c.n_ff;
+    match c.arch.ffn {
+        Activation::Silu => b.norm_swiglu(x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), xn, gate, up, len),
+        Activation::GeluTanh => {
+            b.norm_matmuls(x, &l.ffn_norm, c.eps, m, &[&l.gate, &l.up], xn, &mut [&mut *gate, &mut *up])?;
+            b.geglu(gate, up, len)
+        }
+    }
 }
 
 /// The logits of rows `rows` of `f.x` into `f.logits` (one row of `vocab` values each, in

@@ -43,6 +43,9 @@ pub struct LayerWeights {
     pub gate: WeightRef,
     pub up: WeightRef,
     pub down: WeightRef,
+    /// RMSNorm weights of the attention's and the MLP's outputs
+    /// ([`crate::arch::Architecture::post_norms`]), else `None`.
+    pub post_norms: Option<[Vec<f32>; 2]>,
 }
 
 /// All of a model's tensors. Norm weights (a few KB) are copied to f32; matrices stay in the file.
@@ -80,6 +83,10 @@ impl Weights {
                 true => Some([t.vector(&name("attn_q_norm.weight"), hd)?, t.vector(&name("attn_k_norm.weight"), hd)?]),
                 false => None,
             };
+            let post_norms = match arch.post_norms {
+                true => Some([t.vector(&name("post_attention_norm.weight"), d)?, t.vector(&name("post_ffw_norm.weight"), d)?]),
+                false => None,
+            };
             layers.push(LayerWeights {
                 attn_norm: t.vector(&name("attn_norm.weight"), d)?,
                 wq: t.matrix(&name("attn_q.weight"), q, d)?,
@@ -92,6 +99,7 @@ impl Weights {
                 gate: t.matrix(&name("ffn_gate.weight"), ff, d)?,
                 up: t.matrix(&name("ffn_up.weight"), ff, d)?,
                 down: t.matrix(&name("ffn_down.weight"), d, ff)?,
+                post_norms,
             });
         }
         let output_norm = t.vector("output_norm.weight", d)?;

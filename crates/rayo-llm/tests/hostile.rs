@@ -257,6 +257,8 @@ fn tiny_config() -> Config {
         eps: 1e-5,
         context_length: 8192,
         vocab_size: 49152,
+        rope_scale: 1.0,
+        sliding_window: None,
     }
 }
 

@@ -168,6 +168,8 @@ fn tiny_config(style: RopeStyle, n_head: usize, n_head_kv: usize, head_dim: usiz
         eps: 1e-5,
         context_length: 160,
         vocab_size: 4,
+        rope_scale: 1.0,
+        sliding_window: None,
     }
 }
 
@@ -216,7 +218,7 @@ fn norm_rope_and_elementwise_match_f64() {
         let _kv = b.kv_cache(&cfg, 16, KvType::F32).unwrap();
         let (q0, k0) = (values(m * 30, 5), values(m * 10, 6));
         let (mut q, mut k) = (b.vector(&q0).unwrap(), b.vector(&k0).unwrap());
-        b.rope(&cfg, &mut q, &mut k, m, 5).unwrap();
+        b.rope(&cfg, 0, &mut q, &mut k, m, 5).unwrap();
         let (gq, gk) = (read(&mut b, &q, m * 30), read(&mut b, &k, m * 10));
         for (orig, got, heads) in [(&q0, &gq, 3), (&k0, &gk, 1)] {
             for i in 0..m {

@@ -1,5 +1,6 @@
 //! Architectures as data. Each is a short declaration, one file, of how its transformer block
-//! differs from llama's: RoPE pairing, biases, QK-norm. [`crate::Config::from_gguf`] picks one
+//! differs from llama's: RoPE pairing, biases, QK-norm, the MLP's activation, norms after the
+//! sublayers, sliding-window layers. [`crate::Config::from_gguf`] picks one
 //! by `general.architecture`, [`crate::weights::Weights::from_gguf`] finds the tensors it
 //! declares (and refuses a file with tensors it does not use), and one
 //! [`crate::Session`] walks it on every backend, fused where a backend can.
@@ -7,23 +8,28 @@
 //! The block, with the declared parts in brackets:
 //!
 //! ```text
-//! x = embed(tokens)
+//! x = embed(tokens) [· √n_embd]
 //! per layer:
 //!   n = rms_norm(x, attn_norm)
 //!   q, k, v = n·Wq [+ bq], n·Wk [+ bk], n·Wv [+ bv]
 //!   [q, k = rms_norm per head (attn_q_norm, attn_k_norm)]
-//!   x += attention(rope(q), rope(k), v)·Wo
-//!   x += down(silu(rms_norm(x, ffn_norm)·Wgate) · (rms_norm(x, ffn_norm)·Wup))
+//!   a = attention(rope(q), rope(k), v)·Wo     [over the last `window` positions, on local layers]
+//!   x += a                                     [x += rms_norm(a, post_attention_norm)]
+//!   n = rms_norm(x, ffn_norm)
+//!   f = down(act(n·Wgate) · (n·Wup))           act: silu, or [gelu (tanh form)]
+//!   x += f                                     [x += rms_norm(f, post_ffw_norm)]
 //! logits = rms_norm(x, output_norm)·Woutput
 //! ```
 //!
 //! Adding an architecture made of these parts is one file here and one line in
 //! [`ARCHITECTURES`].
 
+mod gemma3;
 mod llama;
 mod qwen2;
 mod qwen3;
 
+pub use gemma3::GEMMA3;
 pub use llama::LLAMA;
 pub use qwen2::QWEN2;
 pub use qwen3::QWEN3;
@@ -50,10 +56,42 @@ pub struct Architecture {
     /// An RMSNorm over each query and key head before RoPE (`blk.N.attn_{q,k}_norm.weight`,
     /// `head_dim` values each, with the model's epsilon).
     pub qk_norm: bool,
+    /// Embeddings scaled by √n_embd before the first block.
+    pub embed_scale: bool,
+    /// RMSNorms of each sublayer's output before its residual add
+    /// (`blk.N.post_attention_norm.weight`, `blk.N.post_ffw_norm.weight`).
+    pub post_norms: bool,
+    /// The activation of the MLP's gate.
+    pub ffn: Activation,
+    /// Sliding-window attention: when the file gives `attention.sliding_window`, layer `i` is
+    /// local unless `i % n == n − 1`, `n` from `attention.sliding_window_pattern` or this
+    /// default (llama.cpp's rule). `None`: every layer attends to the whole prefix.
+    pub swa_pattern: Option<usize>,
 }
 
+/// The activation of a gated MLP: `act(gate) · up`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// `x · sigmoid(x)` (SwiGLU).
+    Silu,
+    /// GELU in its tanh form, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))` (GeGLU).
+    GeluTanh,
+}
+
+/// The plain block's choices (llama's): what each declaration starts from.
+pub const PLAIN: Architecture = Architecture {
+    name: "llama",
+    rope: RopeStyle::Adjacent,
+    qkv_bias: false,
+    qk_norm: false,
+    embed_scale: false,
+    post_norms: false,
+    ffn: Activation::Silu,
+    swa_pattern: None,
+};
+
 /// Every architecture this engine runs.
-pub const ARCHITECTURES: &[&Architecture] = &[&LLAMA, &QWEN2, &QWEN3];
+pub const ARCHITECTURES: &[&Architecture] = &[&LLAMA, &QWEN2, &QWEN3, &GEMMA3];
 
 /// The architecture named `name`, or an error naming it and the known ones.
 pub fn find(name: &str) -> crate::Result<&'static Architecture> {

@@ -122,16 +122,18 @@ impl CpuKv {
         Ok(())
     }
 
-    /// Attention of `m` query rows at positions `pos0..pos0 + m` (each over `0..=pos`) into
-    /// `out` (`m × q_width`), on the calling thread.
+    /// Attention of `m` query rows at positions `pos0..pos0 + m` (each over `0..=pos`, or the
+    /// last [`Config::window`] positions of it) into `out` (`m × q_width`), on the calling
+    /// thread.
     pub fn attend(&mut self, simd: rayo::Backend, cfg: &Config, layer: usize, q: &[f32], pos0: usize, out: &mut [f32]) -> Result<()> {
         let m = q.len() / cfg.q_width();
         let (keys, values) = (std::mem::take(&mut self.keys), std::mem::take(&mut self.values));
         let (keys, values) = self.prefix(simd, layer, pos0 + m, keys, values)?;
+        let window = cfg.window(layer);
         let r = if m == 1 {
-            self.attend_one(simd, cfg, &keys, &values, q, pos0, out)
+            self.attend_one(simd, cfg, window, &keys, &values, q, pos0, out)
         } else {
-            Heads { cfg: cfg.clone(), width: self.width, f16: self.is_f16(), pos0, m }.attend(simd, q, &keys, &values, 0..cfg.n_head, out)
+            Heads { cfg: cfg.clone(), width: self.width, f16: self.is_f16(), pos0, m, window }.attend(simd, q, &keys, &values, 0..cfg.n_head, out)
         };
         (self.keys, self.values) = (keys, values);
         r
@@ -159,15 +161,28 @@ impl CpuKv {
         self.width
     }
 
-    /// One query row (decoding): per head, dot products with each key, softmax, the weighted
-    /// sum of the values.
+    /// One query row (decoding): per head, dot products with each key it sees, softmax, the
+    /// weighted sum of the values.
     #[allow(clippy::too_many_arguments)]
-    fn attend_one(&mut self, simd: rayo::Backend, cfg: &Config, keys: &[f32], values: &[f32], q: &[f32], pos0: usize, out: &mut [f32]) -> Result<()> {
+    fn attend_one(
+        &mut self,
+        simd: rayo::Backend,
+        cfg: &Config,
+        window: Option<usize>,
+        keys: &[f32],
+        values: &[f32],
+        q: &[f32],
+        pos0: usize,
+        out: &mut [f32],
+    ) -> Result<()> {
         let (hd, group) = (cfg.head_dim, cfg.group());
         // As llama.cpp's one-row kernel: the query is taken to the cache's f16 for Q·K.
         let round_q = self.is_f16();
         let scale = 1.0 / (hd as f32).sqrt();
-        let n = pos0 + 1;
+        // the positions seen: `lo..=pos0`
+        let lo = window.map_or(0, |w| (pos0 + 1).saturating_sub(w));
+        let (keys, values) = (&keys[lo * self.width..], &values[lo * self.width..]);
+        let n = pos0 + 1 - lo;
         self.scores.resize(n, 0.0);
         self.probs.resize(n, 0.0);
         let mut qh = vec![0f32; hd];
@@ -201,13 +216,15 @@ pub struct Heads {
     pub f16: bool,
     pub pos0: usize,
     pub m: usize,
+    /// A local layer's window ([`Config::window`]), else `None`.
+    pub window: Option<usize>,
 }
 
 impl Heads {
     /// Heads `heads` of the `m` query rows `q` (`m × q_width`) over `keys` and `values`
     /// (positions `0..pos0 + m`) into `out` (`m × heads.len() · head_dim`): per head,
     /// scores = Q·Kᵀ and out = P·V as two small GEMMs over the prefix (row i sees positions
-    /// `0..=pos0 + i`; the rest of its row is masked).
+    /// `0..=pos0 + i`, or the last `window` of them; the rest of its row is masked).
     pub fn attend(&self, simd: rayo::Backend, q: &[f32], keys: &[f32], values: &[f32], heads: std::ops::Range<usize>, out: &mut [f32]) -> Result<()> {
         let (cfg, m, pos0) = (&self.cfg, self.m, self.pos0);
         let (hd, qw, group) = (cfg.head_dim, cfg.q_width(), cfg.group());
@@ -232,7 +249,9 @@ impl Heads {
             rayo::gemm_par(simd, Par::Seq, scale, qv, kv, 0.0, MatMut::new(&mut scores, m, n, n, 1)?)?;
             for (i, (s, p)) in scores.chunks_exact(n).zip(probs.chunks_exact_mut(n)).enumerate() {
                 let seen = pos0 + i + 1;
-                rayo::slice::softmax(simd, &s[..seen], &mut p[..seen])?;
+                let lo = self.window.map_or(0, |w| seen.saturating_sub(w));
+                rayo::slice::softmax(simd, &s[lo..seen], &mut p[lo..seen])?;
+                p[..lo].fill(0.0);
                 p[seen..].fill(0.0);
             }
             let pv = MatRef::new(&probs, m, n, n, 1)?;

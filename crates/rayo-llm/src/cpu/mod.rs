@@ -77,7 +77,7 @@ impl Cpu {
             return kv.attend(simd, cfg, layer, q, pos0, out);
         }
         let (keys, values) = kv.prefix(simd, layer, pos0 + m, Vec::new(), Vec::new())?;
-        let heads = Heads { cfg: cfg.clone(), width: kv.width(), f16: kv.is_f16(), pos0, m };
+        let heads = Heads { cfg: cfg.clone(), width: kv.width(), f16: kv.is_f16(), pos0, m, window: cfg.window(layer) };
         let shared = Arc::new((heads, q.to_vec(), keys, values));
         let bound = |k: usize| cfg.n_head * k / parts;
         let tasks: Vec<Task> = (1..parts)
@@ -210,10 +210,22 @@ impl Backend for Cpu {
         rayo::slice::binary(self.simd, BinaryOp::Mul, &self.scratch[..len], &up[..len], &mut gate[..len]).map_err(crate::Error::from)
     }
 
-    fn rope(&mut self, cfg: &Config, q: &mut Vec<f32>, k: &mut Vec<f32>, m: usize, pos0: usize) -> Result<()> {
+    fn geglu(&mut self, gate: &mut Vec<f32>, up: &Vec<f32>, len: usize) -> Result<()> {
+        check_len("geglu", gate.len().min(up.len()), len)?;
+        gate[..len].iter_mut().zip(&up[..len]).for_each(|(g, &u)| *g = gelu_tanh(*g) * u);
+        Ok(())
+    }
+
+    fn scale(&mut self, x: &mut Vec<f32>, s: f32, len: usize) -> Result<()> {
+        check_len("scale", x.len(), len)?;
+        x[..len].iter_mut().for_each(|v| *v *= s);
+        Ok(())
+    }
+
+    fn rope(&mut self, cfg: &Config, layer: usize, q: &mut Vec<f32>, k: &mut Vec<f32>, m: usize, pos0: usize) -> Result<()> {
         check_len("rope", q.len(), m * cfg.q_width())?;
         check_len("rope", k.len(), m * cfg.kv_width())?;
-        rope::rope(cfg, &mut q[..m * cfg.q_width()], &mut k[..m * cfg.kv_width()], pos0);
+        rope::rope(cfg, layer, &mut q[..m * cfg.q_width()], &mut k[..m * cfg.kv_width()], pos0);
         Ok(())
     }
 
@@ -259,7 +271,7 @@ impl Backend for Cpu {
         // a row as `rope_attention` runs it alone: RoPE, the store, one-row attention
         let run = move |rows: Vec<OneTokenRow<'_>>| -> Result<Vec<f32>> {
             for r in rows {
-                rope::rope(cfg, r.q, r.k, r.pos);
+                rope::rope(cfg, layer, r.q, r.k, r.pos);
                 r.kv.store(layer, r.pos, r.k, r.v)?;
                 r.kv.attend(simd, cfg, layer, r.q, r.pos, r.out)?;
             }
@@ -379,6 +391,20 @@ impl Backend for Cpu {
             products::put(out, gate.rows, r0, r1, y)
         })
     }
+}
+
+/// GELU in its tanh form, as ggml's CPU computes it: `f16(gelu(f16(x)))` (its table of every
+/// f16 input) for |x| < 10, 0 below and `x` above.
+fn gelu_tanh(x: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    if x <= -10.0 {
+        return 0.0;
+    }
+    if x >= 10.0 {
+        return x;
+    }
+    let h = half::f16::from_f32(x).to_f32();
+    half::f16::from_f32(0.5 * h * (1.0 + (SQRT_2_OVER_PI * h * (1.0 + 0.044_715 * h * h)).tanh())).to_f32()
 }
 
 /// The values of rows `row..row + rows` of `width` values, or an error when that overflows.

@@ -1,39 +1,43 @@
 //! Rotary position embedding on the CPU, computed as ggml computes it (so that the angles
 //! agree to the bit): θᵢ = pos · scaleⁱ with `scale = base^(−2/n_rot)` built by repeated f32
-//! multiplication, `cosf`/`sinf` of each.
+//! multiplication (times the position scale, where the model scales positions), `cosf`/`sinf`
+//! of each.
 
 use crate::config::{Config, RopeStyle};
 
-/// Rotates `q` (`m` rows of `n_head` heads) and `k` (`m` rows of `n_head_kv` heads) for the
-/// positions `pos0..pos0 + m`.
-pub fn rope(cfg: &Config, q: &mut [f32], k: &mut [f32], pos0: usize) {
+/// Rotates `q` (`m` rows of `n_head` heads) and `k` (`m` rows of `n_head_kv` heads) of
+/// `layer` for the positions `pos0..pos0 + m`.
+pub fn rope(cfg: &Config, layer: usize, q: &mut [f32], k: &mut [f32], pos0: usize) {
     let mut cs = vec![(0f32, 0f32); cfg.n_rot / 2];
     for (i, (qr, kr)) in q.chunks_exact_mut(cfg.q_width()).zip(k.chunks_exact_mut(cfg.kv_width())).enumerate() {
-        angles(cfg, pos0 + i, &mut cs);
+        angles(cfg, layer, pos0 + i, &mut cs);
         for head in qr.chunks_exact_mut(cfg.head_dim).chain(kr.chunks_exact_mut(cfg.head_dim)) {
             rotate(cfg.arch.rope, &mut head[..cfg.n_rot], &cs);
         }
     }
 }
 
-/// `(cos θᵢ, sin θᵢ)` of each pair at `pos`.
-fn angles(cfg: &Config, pos: usize, cs: &mut [(f32, f32)]) {
-    let scale = cfg.rope_base.powf(-2.0 / cfg.n_rot as f32);
+/// `(cos θᵢ, sin θᵢ)` of each pair at `pos` on `layer`.
+fn angles(cfg: &Config, layer: usize, pos: usize, cs: &mut [(f32, f32)]) {
+    let (base, pos_scale) = cfg.rope_of(layer);
+    let scale = base.powf(-2.0 / cfg.n_rot as f32);
     let mut theta = pos as f32;
     for c in cs.iter_mut() {
-        *c = (theta.cos(), theta.sin());
+        let t = if pos_scale == 1.0 { theta } else { pos_scale * theta };
+        *c = (t.cos(), t.sin());
         theta *= scale;
     }
 }
 
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 /// The angles of positions `0..positions` as a GPU backend's table: `(cos, sin)` of each pair,
-/// position-major, the same bits as [`rope`] uses.
+/// position-major, the same bits as [`rope`] uses (on layer 0: a GPU backend runs only models
+/// whose layers share their angles, [`Config::cpu_only_parts`]).
 pub fn table(cfg: &Config, positions: usize) -> Vec<f32> {
     let mut cs = vec![(0f32, 0f32); cfg.n_rot / 2];
     let mut out = Vec::with_capacity(positions * cfg.n_rot);
     for pos in 0..positions {
-        angles(cfg, pos, &mut cs);
+        angles(cfg, 0, pos, &mut cs);
         out.extend(cs.iter().flat_map(|&(c, s)| [c, s]));
     }
     out
@@ -70,6 +74,8 @@ mod tests {
             eps: 1e-5,
             context_length: 16,
             vocab_size: 4,
+            rope_scale: 1.0,
+            sliding_window: None,
         }
     }
 
@@ -81,7 +87,7 @@ mod tests {
             let q0: Vec<f32> = (0..8).map(|i| i as f32 * 0.37 - 1.0).collect();
             let k0: Vec<f32> = (0..4).map(|i| i as f32 * -0.21 + 0.5).collect();
             let (mut q, mut k) = (q0.clone(), k0.clone());
-            rope(&c, &mut q, &mut k, 5);
+            rope(&c, 0, &mut q, &mut k, 5);
             for (orig, got) in q0.chunks(4).chain(k0.chunks(4)).zip(q.chunks(4).chain(k.chunks(4))) {
                 for j in 0..2 {
                     let (a, b) = if style == RopeStyle::Adjacent { (2 * j, 2 * j + 1) } else { (j, j + 2) };

@@ -334,6 +334,9 @@ impl Backend for Cuda {
 
     fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {
         let refuse = |what: String| Err(Error::backend("cuda", format!("{what}: the CUDA backend cannot run this model (--backend cpu can)")));
+        if let Some(what) = cfg.cpu_only_parts() {
+            return Err(Error::backend("cuda", what));
+        }
         // every matrix's rows: the kernels read blocks of 32 values
         for (name, cols) in
             [("the embedding length", cfg.n_embd), ("the query width (heads × head size)", cfg.q_width()), ("the feed-forward length", cfg.n_ff)]
@@ -437,7 +440,7 @@ impl Backend for Cuda {
         self.combine_into(&Expr::input(0).apply(UnaryOp::Swish).combine(BinaryOp::Mul, Expr::input(1)), gate, up, len)
     }
 
-    fn rope(&mut self, cfg: &Config, q: &mut CudaBuf, k: &mut CudaBuf, m: usize, pos0: usize) -> Result<()> {
+    fn rope(&mut self, cfg: &Config, _layer: usize, q: &mut CudaBuf, k: &mut CudaBuf, m: usize, pos0: usize) -> Result<()> {
         self.count(1);
         self.with(&[], &[q, k], |s, _, outs| {
             let c = s.context()?;

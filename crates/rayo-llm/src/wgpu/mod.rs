@@ -320,6 +320,9 @@ impl Backend for Wgpu {
     /// The kernels' limits: an even key/value width, heads of at most 256 values, a workgroup
     /// per query head (at most the adapter's per-dimension count), the logits in one binding.
     fn check_config(&self, cfg: &Config, _context: usize) -> Result<()> {
+        if let Some(what) = cfg.cpu_only_parts() {
+            return Err(Error::backend("wgpu", what));
+        }
         let width = cfg.kv_width();
         if width % 2 != 0 || cfg.head_dim > 256 {
             return Err(Error::backend(
@@ -436,7 +439,7 @@ impl Backend for Wgpu {
         self.elementwise(1, gate, up, len, 1)
     }
 
-    fn rope(&mut self, cfg: &Config, q: &mut WgpuBuf, k: &mut WgpuBuf, m: usize, pos0: usize) -> Result<()> {
+    fn rope(&mut self, cfg: &Config, _layer: usize, q: &mut WgpuBuf, k: &mut WgpuBuf, m: usize, pos0: usize) -> Result<()> {
         check_len("rope", q.len, m * cfg.q_width())?;
         check_len("rope", k.len, m * cfg.kv_width())?;
         let table = self.rope_table(cfg, m, pos0)?;
@@ -578,7 +581,7 @@ impl Backend for Wgpu {
         out: &mut WgpuBuf,
     ) -> Result<()> {
         if !self.fuse {
-            self.rope(cfg, q, k, m, pos0)?;
+            self.rope(cfg, layer, q, k, m, pos0)?;
             return self.attention(cfg, kv, layer, q, k, v, m, pos0, out);
         }
         let (kc, vc) = self.check_attention(cfg, kv, layer, q, k, v, m, pos0, out)?;

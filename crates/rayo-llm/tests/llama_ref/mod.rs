@@ -1,6 +1,6 @@
 //! Readers for llama.cpp's reference files in `tests/data/` (made by `scripts/ref/llm-refs.sh`;
 //! the formats are documented in each file's header), and the lookups of the real models
-//! (`smollm2`, `qwen2`). A test target uses them with `mod llama_ref;` (rayo-cli's tests and the chat
+//! (`smollm2`, `qwen2`, `gemma3`). A test target uses them with `mod llama_ref;` (rayo-cli's tests and the chat
 //! unit tests include this file by `#[path]`). Malformed files panic: they are committed test
 //! data, not user input.
 #![allow(dead_code)]
@@ -25,6 +25,50 @@ pub const QWEN2: &str = "qwen2";
 
 /// Qwen2.5-Coder-0.5B-Instruct's vocabulary size (rows of its embedding table).
 pub const QWEN2_VOCAB: usize = 151_936;
+
+/// The variant name of Gemma 3 270M's references (`greedy-gemma3.txt`, `forced-gemma3.txt`,
+/// their `-f32kv` twins, `forced-ids-gemma3.txt`): one file, as fetched.
+pub const GEMMA3: &str = "gemma3";
+
+/// A real model fetched by a script, with its own reference files (variant `name`).
+pub struct RealModel {
+    /// The variant name of its reference files, and of its test output.
+    pub name: &'static str,
+    /// The environment variable that may give its path, and its file in `.cache/models`.
+    pub var: &'static str,
+    pub file: &'static str,
+    /// Set (by `scripts/test.sh`): a missing file is a failure.
+    pub require: &'static str,
+    pub fetch: &'static str,
+    pub vocab: usize,
+}
+
+/// Qwen2.5-Coder-0.5B-Instruct (`qwen2`).
+pub const QWEN2_MODEL: RealModel = RealModel {
+    name: QWEN2,
+    var: "RAYO_QWEN2",
+    file: "Qwen2.5-Coder-0.5B-Instruct.gguf",
+    require: "RAYO_REQUIRE_QWEN2",
+    fetch: "scripts/fetch-qwen2.sh",
+    vocab: QWEN2_VOCAB,
+};
+
+/// Gemma 3 270M, Q4_K_M (`gemma3`).
+pub const GEMMA3_MODEL: RealModel = RealModel {
+    name: GEMMA3,
+    var: "RAYO_GEMMA3",
+    file: "gemma-3-270m-q4_k_m.gguf",
+    require: "RAYO_REQUIRE_GEMMA3",
+    fetch: "scripts/fetch-gemma3.sh",
+    vocab: 262_144,
+};
+
+impl RealModel {
+    /// Its path when the file is there, or `None` after a `SKIP` line naming `test`.
+    pub fn path(&self, test: &str) -> Option<PathBuf> {
+        present(model_file(self.var, self.file), self.require, self.fetch, &format!("{}: {test}", self.name))
+    }
+}
 
 /// One prompt's greedy continuation by llama.cpp.
 #[derive(Clone, Debug)]
@@ -136,13 +180,12 @@ pub fn forced_ids() -> Vec<u32> {
 }
 
 /// The teacher-forced sequence of variant `ty` (`forced-TYPE.txt` evaluated it): forced-text.txt
-/// in the model's tokenizer, `forced-ids-qwen2.txt` for [`QWEN2`] (and `"qwen2-f32kv"`),
-/// forced-ids.txt for SmolLM2's.
+/// in the model's tokenizer: `forced-ids-NAME.txt` for a real model's variant `NAME` (and
+/// `"NAME-f32kv"`), forced-ids.txt for SmolLM2's.
 pub fn forced_ids_of(ty: &str) -> Vec<u32> {
-    if ty.starts_with(QWEN2) {
-        ids(&read("forced-ids-qwen2.txt"))
-    } else {
-        forced_ids()
+    match [QWEN2, GEMMA3].into_iter().find(|n| ty.starts_with(n)) {
+        Some(n) => ids(&read(&format!("forced-ids-{n}.txt"))),
+        None => forced_ids(),
     }
 }
 
@@ -209,7 +252,7 @@ pub fn qwen2_path() -> PathBuf {
 
 /// [`qwen2_path`] when the file is there (`RAYO_REQUIRE_QWEN2`: else a failure).
 pub fn qwen2(test: &str) -> Option<PathBuf> {
-    present(qwen2_path(), "RAYO_REQUIRE_QWEN2", "scripts/fetch-qwen2.sh", &format!("qwen2: {test}"))
+    QWEN2_MODEL.path(test)
 }
 
 /// The model file of a variant: Q4_1 is [`smollm2_path`]; the others are what
