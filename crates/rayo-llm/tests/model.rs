@@ -1,9 +1,11 @@
 //! The forward pass against an f64 reference written here from the definitions (RMSNorm, RoPE,
 //! grouped-query causal attention, SwiGLU, tied LM head), on small random models written with
 //! `GgufWriter`: `llama` (RoPE on adjacent pairs), `qwen2` (RoPE on pairs (i, i + n_rot/2),
-//! biases on the q/k/v projections) and `qwen3` (half-split pairs, a per-head RMSNorm of queries
-//! and keys, a head size unrelated to the width); and bad models and inputs as errors naming
-//! what is wrong.
+//! biases on the q/k/v projections), `qwen3` (half-split pairs, a per-head RMSNorm of queries
+//! and keys, a head size unrelated to the width) and `gemma3` (qwen3's attention, plus scaled
+//! embeddings, norms after both sublayers, a GELU MLP, and a local layer with a sliding window
+//! and its own RoPE base beside a global one); and bad models and inputs as errors naming what
+//! is wrong.
 //! Runs without any downloaded file.
 
 use rayo::gguf::{GgufArray, GgufFile, GgufValue, GgufWriter};
@@ -19,6 +21,12 @@ const KV_HEADS: usize = 2;
 const VOCAB: usize = 257;
 const CTX: usize = 24;
 const BASE: f64 = 10000.0;
+/// gemma3's RoPE base on its global layers (its local layers take `BASE`, the default of
+/// `rope.freq_base_swa`).
+const GLOBAL_BASE: f64 = 1e6;
+/// gemma3's window: positions a query of a local layer sees (layer 0 of the 2; pattern 2 makes
+/// layer 1 global).
+const WINDOW: usize = 5;
 const EPS: f64 = 1e-5;
 
 /// A deterministic pseudo-random value in [-1, 1).
@@ -54,6 +62,10 @@ enum Arch {
     /// RoPE on pairs (j, j + HD/2), RMSNorm over each query and key head, heads of 16 values
     /// (queries 64 wide in a 32-wide model).
     Qwen3,
+    /// Qwen3's attention; embeddings scaled by √D; RMSNorms after attention and after the MLP;
+    /// GELU (tanh form) gating; layer 0 a local layer (window `WINDOW`, RoPE base `BASE`),
+    /// layer 1 global (RoPE base `GLOBAL_BASE`).
+    Gemma3,
 }
 
 impl Arch {
@@ -62,13 +74,14 @@ impl Arch {
             Arch::Llama => "llama",
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
+            Arch::Gemma3 => "gemma3",
         }
     }
 
     /// Values per head.
     fn hd(self) -> usize {
         match self {
-            Arch::Qwen3 => 16,
+            Arch::Qwen3 | Arch::Gemma3 => 16,
             _ => D / HEADS,
         }
     }
@@ -105,7 +118,7 @@ impl Weights {
                 t.push((b("attn_k.bias"), 1, kv, scale(values(kv, s + 11), 2.0)));
                 t.push((b("attn_v.bias"), 1, kv, scale(values(kv, s + 12), 0.5)));
             }
-            if arch == Arch::Qwen3 {
+            if matches!(arch, Arch::Qwen3 | Arch::Gemma3) {
                 // Far from 1, so that leaving the norm out shows.
                 let spread = |seed| values(hd, seed).iter().map(|v| 1.0 + 0.8 * v).collect::<Vec<_>>();
                 t.push((b("attn_q_norm.weight"), 1, hd, spread(s + 13)));
@@ -116,6 +129,10 @@ impl Weights {
             t.push((b("ffn_gate.weight"), FF, D, scale(values(FF * D, s + 6), 0.3)));
             t.push((b("ffn_up.weight"), FF, D, scale(values(FF * D, s + 7), 0.3)));
             t.push((b("ffn_down.weight"), D, FF, scale(values(D * FF, s + 8), 0.3)));
+            if arch == Arch::Gemma3 {
+                t.push((b("post_attention_norm.weight"), 1, D, norm(s + 15)));
+                t.push((b("post_ffw_norm.weight"), 1, D, norm(s + 16)));
+            }
         }
         Weights { arch, tensors: t }
     }
@@ -163,6 +180,11 @@ fn gguf(w: &Weights, ty: GgmlType, edit: impl FnOnce(&mut GgufWriter, &mut Vec<(
         g.set(format!("{arch}.{k}"), v as u32);
     }
     g.set(format!("{arch}.rope.freq_base"), BASE as f32);
+    if w.arch == Arch::Gemma3 {
+        g.set(format!("{arch}.rope.freq_base"), GLOBAL_BASE as f32);
+        g.set(format!("{arch}.attention.sliding_window"), WINDOW as u32);
+        g.set(format!("{arch}.attention.sliding_window_pattern"), 2u32);
+    }
     g.set(format!("{arch}.attention.layer_norm_rms_epsilon"), EPS as f32);
     g.set("tokenizer.ggml.model", "gpt2");
     g.set("tokenizer.ggml.pre", "gpt-2");
@@ -204,16 +226,22 @@ fn rms_norm(x: &[f64], g: &[f32]) -> Vec<f64> {
     x.iter().zip(g).map(|(v, &g)| v / s * g as f64).collect()
 }
 
-/// Pair j of each head turns by pos·BASE^(−2j/HD): pairs (2j, 2j+1) in `llama`, (j, j + HD/2)
-/// in `qwen2` and `qwen3`.
-fn rope(arch: Arch, x: &mut [f64], pos: usize) {
+/// Whether layer `l` attends to a window (gemma3's layer 0).
+fn local(arch: Arch, l: usize) -> bool {
+    arch == Arch::Gemma3 && l == 0
+}
+
+/// Pair j of each head turns by pos·base^(−2j/HD), base `BASE` (gemma3's global layer:
+/// `GLOBAL_BASE`): pairs (2j, 2j+1) in `llama`, (j, j + HD/2) in the others.
+fn rope(arch: Arch, layer: usize, x: &mut [f64], pos: usize) {
     let hd = arch.hd();
+    let base = if arch == Arch::Gemma3 && !local(arch, layer) { GLOBAL_BASE } else { BASE };
     for head in x.chunks_exact_mut(hd) {
         for j in 0..hd / 2 {
-            let th = pos as f64 * BASE.powf(-2.0 * j as f64 / hd as f64);
+            let th = pos as f64 * base.powf(-2.0 * j as f64 / hd as f64);
             let (i0, i1) = match arch {
                 Arch::Llama => (2 * j, 2 * j + 1),
-                Arch::Qwen2 | Arch::Qwen3 => (j, j + hd / 2),
+                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3 => (j, j + hd / 2),
             };
             let (a, b) = (head[i0], head[i1]);
             head[i0] = a * th.cos() - b * th.sin();
@@ -240,39 +268,58 @@ fn reference(w: &Weights, tokens: &[u32]) -> Vec<Vec<f64>> {
     let mut out = vec![];
     for (pos, &t) in tokens.iter().enumerate() {
         let mut x: Vec<f64> = embd[t as usize * D..][..D].iter().map(|&v| v as f64).collect();
+        if w.arch == Arch::Gemma3 {
+            x.iter_mut().for_each(|v| *v *= (D as f64).sqrt());
+        }
         for l in 0..LAYERS {
             let g = |n: &str| w.get(&format!("blk.{l}.{n}"));
             let xn = rms_norm(&x, g("attn_norm.weight"));
             let (mut q, mut k, v) = (project(w, l, "attn_q", &xn), project(w, l, "attn_k", &xn), project(w, l, "attn_v", &xn));
-            if w.arch == Arch::Qwen3 {
+            if matches!(w.arch, Arch::Qwen3 | Arch::Gemma3) {
                 let per_head = |x: &[f64], g: &[f32]| x.chunks_exact(hd).flat_map(|h| rms_norm(h, g)).collect::<Vec<f64>>();
                 q = per_head(&q, g("attn_q_norm.weight"));
                 k = per_head(&k, g("attn_k_norm.weight"));
             }
-            rope(w.arch, &mut q, pos);
-            rope(w.arch, &mut k, pos);
+            rope(w.arch, l, &mut q, pos);
+            rope(w.arch, l, &mut k, pos);
             keys[l].push(k);
             vals[l].push(v);
             let mut att = vec![0f64; HEADS * hd];
             for h in 0..HEADS {
                 let kv = h / (HEADS / KV_HEADS);
                 let qh = &q[h * hd..][..hd];
+                // a local layer sees the last WINDOW positions, this one included
+                let lo = if local(w.arch, l) { (pos + 1).saturating_sub(WINDOW) } else { 0 };
                 let s: Vec<f64> =
-                    keys[l].iter().map(|k| qh.iter().zip(&k[kv * hd..][..hd]).map(|(a, b)| a * b).sum::<f64>() / (hd as f64).sqrt()).collect();
+                    keys[l][lo..].iter().map(|k| qh.iter().zip(&k[kv * hd..][..hd]).map(|(a, b)| a * b).sum::<f64>() / (hd as f64).sqrt()).collect();
                 let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let e: Vec<f64> = s.iter().map(|v| (v - m).exp()).collect();
                 let z: f64 = e.iter().sum();
-                for (p, v) in e.iter().zip(&vals[l]) {
+                for (p, v) in e.iter().zip(&vals[l][lo..]) {
                     for d in 0..hd {
                         att[h * hd + d] += p / z * v[kv * hd + d];
                     }
                 }
             }
-            x.iter_mut().zip(matvec(g("attn_output.weight"), &att)).for_each(|(a, b)| *a += b);
+            let gemma = w.arch == Arch::Gemma3;
+            let mut a = matvec(g("attn_output.weight"), &att);
+            if gemma {
+                a = rms_norm(&a, g("post_attention_norm.weight"));
+            }
+            x.iter_mut().zip(a).for_each(|(a, b)| *a += b);
             let xn = rms_norm(&x, g("ffn_norm.weight"));
             let (gate, up) = (matvec(g("ffn_gate.weight"), &xn), matvec(g("ffn_up.weight"), &xn));
-            let hidden: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| g / (1.0 + (-g).exp()) * u).collect();
-            x.iter_mut().zip(matvec(g("ffn_down.weight"), &hidden)).for_each(|(a, b)| *a += b);
+            let act = |g: f64| match gemma {
+                // GELU, tanh form
+                true => 0.5 * g * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (g + 0.044715 * g * g * g)).tanh()),
+                false => g / (1.0 + (-g).exp()),
+            };
+            let hidden: Vec<f64> = gate.iter().zip(&up).map(|(&g, u)| act(g) * u).collect();
+            let mut f = matvec(g("ffn_down.weight"), &hidden);
+            if gemma {
+                f = rms_norm(&f, g("post_ffw_norm.weight"));
+            }
+            x.iter_mut().zip(f).for_each(|(a, b)| *a += b);
         }
         out.push(matvec(embd, &rms_norm(&x, w.get("output_norm.weight"))));
     }
@@ -292,7 +339,7 @@ fn max_rel_diff(got: &[f32], want: &[Vec<f64>]) -> f64 {
 
 #[test]
 fn f32_weights_match_the_f64_definition_batched_and_one_token_at_a_time() {
-    for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3] {
+    for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3] {
         let w = Weights::random_of(arch);
         let m = model_of(arch, GgmlType::F32);
         assert_eq!(m.config().arch.name, arch.name());
@@ -366,9 +413,41 @@ fn qwen3_s_qk_norm_weights_change_the_logits() {
     assert!(e > 1e-2, "qwen3 computed with unit QK-norm weights is only {e} from the engine");
 }
 
+/// And `gemma3`: computed without its window (every layer global), or with unit post-norm
+/// weights, the logits are far from the engine's (so the test above fails if the engine left
+/// either out); the window matters because the 24 positions run past it.
+#[test]
+fn gemma3_s_window_and_post_norms_change_the_logits() {
+    let w = Weights::random_of(Arch::Gemma3);
+    let m = model_of(Arch::Gemma3, GgmlType::F32);
+    let c = m.config();
+    assert_eq!((c.window(0), c.window(1), c.rope_of(0).0, c.rope_of(1).0), (Some(WINDOW), None, BASE as f32, GLOBAL_BASE as f32));
+    let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
+    let got = session(&m, Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
+    let unit_post = Weights {
+        arch: Arch::Gemma3,
+        tensors: w
+            .tensors
+            .iter()
+            .map(|(n, r, c, v)| (n.clone(), *r, *c, if n.contains(".post_") { vec![1.0; v.len()] } else { v.clone() }))
+            .collect(),
+    };
+    let e = max_rel_diff(&got, &reference(&unit_post, &tokens));
+    assert!(e > 1e-2, "gemma3 computed with unit post-norm weights is only {e} from the engine");
+    // the engine with a window as long as the context (the same RoPE bases, nothing cut off)
+    let global = Model::from_file(gguf(&w, GgmlType::F32, |g, _| {
+        g.set("gemma3.attention.sliding_window", CTX as u32);
+    }))
+    .unwrap();
+    assert_eq!(global.config().window(0), Some(CTX));
+    let all_global = session(&global, Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
+    let e = max_rel_diff(&all_global, &reference(&w, &tokens));
+    assert!(e > 1e-2, "gemma3 without its window is only {e} from the reference");
+}
+
 #[test]
 fn quantized_weights_match_the_definition_on_their_dequantized_values() {
-    for (arch, ty) in [Arch::Llama, Arch::Qwen2, Arch::Qwen3]
+    for (arch, ty) in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3]
         .into_iter()
         .flat_map(|a| [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16].map(|t| (a, t)))
     {

@@ -393,18 +393,15 @@ impl Backend for Cpu {
     }
 }
 
-/// GELU in its tanh form, as ggml's CPU computes it: `f16(gelu(f16(x)))` (its table of every
-/// f16 input) for |x| < 10, 0 below and `x` above.
+/// GELU in its tanh form, in f32 (as ggml's CUDA kernels compute it; its CPU looks the value up
+/// in a table of every f16 input, which rounds it to f16 on both sides). 0 at and below −10,
+/// as ggml (the exact value is below 1e-22 there; −inf would otherwise give NaN).
 fn gelu_tanh(x: f32) -> f32 {
     const SQRT_2_OVER_PI: f32 = 0.797_884_6;
     if x <= -10.0 {
         return 0.0;
     }
-    if x >= 10.0 {
-        return x;
-    }
-    let h = half::f16::from_f32(x).to_f32();
-    half::f16::from_f32(0.5 * h * (1.0 + (SQRT_2_OVER_PI * h * (1.0 + 0.044_715 * h * h)).tanh())).to_f32()
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044_715 * x * x)).tanh())
 }
 
 /// The values of rows `row..row + rows` of `width` values, or an error when that overflows.
