@@ -39,6 +39,9 @@ pub enum Command {
     Chat(ChatArgs),
     /// The token ids of a text, as one JSON array (the model's own tokenizer).
     Tokenize(TokenizeArgs),
+    /// A model's perplexity over a text file, as llama-perplexity computes it.
+    #[command(after_help = PERPLEXITY_AFTER_HELP)]
+    Perplexity(PerplexityArgs),
     /// An OpenAI-compatible HTTP server: many requests at once, batched a step at a time.
     #[command(after_help = SERVE_AFTER_HELP)]
     Serve(ServeArgs),
@@ -87,7 +90,7 @@ Example:
 /// The model and where it runs.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// The GGUF model file (architectures: llama, qwen2, qwen3).
+    /// The GGUF model file (architectures: llama, qwen2, qwen3, gemma3).
     #[arg(long, value_name = "FILE")]
     pub model: PathBuf,
     /// Where the model runs: cpu|cuda|wgpu (cuda: an NVIDIA GPU, rayo's PTX; wgpu: any GPU
@@ -246,6 +249,27 @@ pub struct TokenizeArgs {
     /// Treat special-token text such as <|im_start|> as plain text.
     #[arg(long)]
     pub no_parse_special: bool,
+}
+
+const PERPLEXITY_AFTER_HELP: &str = "As llama-perplexity: the text (one trailing newline dropped) tokenized with the model's BOS,
+cut into chunks of --ctx tokens, each run from an empty cache with its first token replaced by
+BOS (where the model adds one) and scored on its second half. Progress ([chunk]PPL so far) and
+timing on stderr; `PPL = X +/- Y` on stdout at the end.
+
+Example:
+  scripts/fetch-text.sh
+  rayo perplexity --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf --file .cache/text/debian-policy-4.6.2.0.txt --chunks 100";
+
+#[derive(Debug, Args)]
+pub struct PerplexityArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The text to score (UTF-8).
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
+    /// Score at most N chunks (default: every whole chunk of the text).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunks: Option<u32>,
 }
 
 /// A backend that can run a model.

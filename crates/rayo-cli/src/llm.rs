@@ -38,7 +38,11 @@ impl Engine {
 
     /// `deterministic`: [`cuda_backend`]'s.
     pub fn with_kv(model: &Model, backend: &str, threads: usize, context: usize, kv_type: KvType, deterministic: bool) -> Result<Engine, String> {
-        let opts = SessionOptions { context, kv_type, ..SessionOptions::default() };
+        Engine::with_options(model, backend, threads, SessionOptions { context, kv_type, ..SessionOptions::default() }, deterministic)
+    }
+
+    /// A session sized by `opts`.
+    pub fn with_options(model: &Model, backend: &str, threads: usize, opts: SessionOptions, deterministic: bool) -> Result<Engine, String> {
         // (the CPU is deterministic always; wgpu runs each sequence in its own session)
         #[cfg(not(feature = "cuda"))]
         let _ = deterministic;

@@ -1,7 +1,7 @@
 //! `rayo`: what this machine has (`rayo info`), how fast each backend is (`rayo bench`), the
 //! PTX rayo generates (`rayo ptx`), what a GGUF model file holds (`rayo gguf`), and a model
 //! rewritten in another format (`rayo quantize`), and a language model run on rayo's kernels
-//! (`rayo generate`, `rayo chat`, `rayo tokenize`, `rayo bench --model`), served over HTTP
+//! (`rayo generate`, `rayo chat`, `rayo tokenize`, `rayo perplexity`, `rayo bench --model`), served over HTTP
 //! (`rayo serve`). `rayo --help`, `rayo <command> --help` for the flags.
 
 mod args;
@@ -12,6 +12,7 @@ mod input;
 mod json;
 mod llm;
 mod out;
+mod perplexity;
 mod ptx;
 mod quantize;
 mod serve;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         Command::Generate(a) => llm::generate(&a),
         Command::Chat(a) => llm::chat(&a),
         Command::Tokenize(a) => llm::tokenize(&a),
+        Command::Perplexity(a) => perplexity::run(&a),
         Command::Serve(a) => serve::run(&a),
         Command::Synth(a) => synth::run(&a),
     };

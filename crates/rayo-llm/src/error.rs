@@ -51,6 +51,9 @@ pub enum Error {
     /// A batched step's work that cannot run (a slot out of range or named twice, no tokens).
     #[error("batch: {0}")]
     Batch(String),
+    /// A perplexity run that cannot be computed (too few tokens, a short context, NaN logits).
+    #[error("perplexity: {0}")]
+    Perplexity(String),
 }
 
 /// The engine's result type.

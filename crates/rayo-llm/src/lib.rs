@@ -18,6 +18,7 @@ mod error;
 pub mod generate;
 pub mod model;
 mod pass;
+pub mod perplexity;
 pub mod sample;
 pub mod session;
 pub mod tokenizer;

@@ -46,11 +46,16 @@ pub struct SessionOptions {
     pub kv_type: KvType,
     /// The most tokens one batched step processes (longer prompts run in several).
     pub batch: usize,
+    /// The most rows whose logits [`Logits::All`] computes in one product (at most `batch`):
+    /// more reads the output head fewer times (a 262,144-token head is the largest matrix of a
+    /// small model), at `logit_rows × vocab` f32 of memory. Each row's logits are the same
+    /// bits either way.
+    pub logit_rows: usize,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        SessionOptions { context: 0, kv_type: KvType::F16, batch: 256 }
+        SessionOptions { context: 0, kv_type: KvType::F16, batch: 256, logit_rows: 1 }
     }
 }
 
@@ -72,6 +77,7 @@ pub struct Session<B: Backend> {
     bufs: Buffers<B>,
     context: usize,
     batch: usize,
+    logit_rows: usize,
     pos: usize,
 }
 
@@ -87,10 +93,11 @@ impl<B: Backend> Session<B> {
             return Err(rayo::Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" }.into());
         }
         let batch = opts.batch.min(context);
+        let logit_rows = opts.logit_rows.clamp(1, batch);
         let weights = Weights::upload(model, &mut backend)?;
         let kv = backend.kv_cache(&cfg, context, opts.kv_type)?;
-        let bufs = Buffers::new(&mut backend, &cfg, batch, 1, false)?;
-        Ok(Session { backend, cfg, weights, kv, bufs, context, batch, pos: 0 })
+        let bufs = Buffers::new(&mut backend, &cfg, batch, logit_rows, false)?;
+        Ok(Session { backend, cfg, weights, kv, bufs, context, batch, logit_rows, pos: 0 })
     }
 
     pub fn config(&self) -> &Config {
@@ -143,8 +150,12 @@ impl<B: Backend> Session<B> {
                 continue;
             }
             self.step(chunk)?;
-            for r in 0..chunk.len() {
-                self.logits_of_row(r, &mut out)?;
+            for r0 in (0..chunk.len()).step_by(self.logit_rows) {
+                let rows: Vec<usize> = (r0..chunk.len().min(r0 + self.logit_rows)).collect();
+                logits_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.bufs, &rows)?;
+                let n = out.len();
+                out.resize(n + rows.len() * vocab, 0.0);
+                self.backend.read(&self.bufs.logits, &mut out[n..])?;
             }
         }
         Ok(out)
@@ -225,14 +236,6 @@ impl<B: Backend> Session<B> {
         layers_pass(&mut self.backend, &self.cfg, &self.weights, std::slice::from_mut(&mut self.kv), &mut self.bufs, tokens, &at)?;
         self.pos += tokens.len();
         Ok(())
-    }
-
-    /// Appends the logits of row `r` of the last batch to `out`.
-    fn logits_of_row(&mut self, r: usize, out: &mut Vec<f32>) -> Result<()> {
-        self.logits_ops(r)?;
-        let n = out.len();
-        out.resize(n + self.cfg.vocab_size, 0.0);
-        self.backend.read(&self.bufs.logits, &mut out[n..])
     }
 
     /// The logits of row `r` of the last batch into `bufs.logits`.

@@ -20,7 +20,7 @@ fn prompts() -> Vec<Vec<u32>> {
 /// The logits after each prompt alone, then after each of `decode` greedy tokens: one session
 /// per prompt, the prompt in one batch.
 fn alone(model: &Model, prompt: &[u32], decode: usize) -> (Vec<Vec<f32>>, Vec<u32>) {
-    let opts = SessionOptions { context: 64, kv_type: KvType::F16, batch: 64 };
+    let opts = SessionOptions { context: 64, kv_type: KvType::F16, batch: 64, logit_rows: 1 };
     let mut s = Session::new(model, Cpu::new(model.file().clone(), 2), opts).unwrap();
     let mut logits = vec![s.forward(prompt, Logits::Last).unwrap()];
     let mut drawn = Vec::new();

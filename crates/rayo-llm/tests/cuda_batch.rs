@@ -55,7 +55,7 @@ fn backend(model: &Model, deterministic: bool) -> Cuda {
 
 /// The logits after `prompt` alone on CUDA, then after each of `decode` greedy tokens.
 fn alone(model: &Model, prompt: &[u32], decode: usize, det: bool) -> (Vec<Vec<f32>>, Vec<u32>) {
-    let opts = SessionOptions { context: 64, kv_type: KvType::F16, batch: 64 };
+    let opts = SessionOptions { context: 64, kv_type: KvType::F16, batch: 64, logit_rows: 1 };
     let mut s = Session::new(model, backend(model, det), opts).unwrap();
     let mut logits = vec![s.forward(prompt, Logits::Last).unwrap()];
     let mut drawn = Vec::new();

@@ -327,7 +327,8 @@ fn reference(w: &Weights, tokens: &[u32]) -> Vec<Vec<f64>> {
 }
 
 fn session(m: &Model, act: Activations, kv: KvType, threads: usize, batch: usize) -> Session<Cpu> {
-    Session::new(m, Cpu::new(m.file().clone(), threads).with_activations(act), SessionOptions { context: 0, kv_type: kv, batch }).unwrap()
+    Session::new(m, Cpu::new(m.file().clone(), threads).with_activations(act), SessionOptions { context: 0, kv_type: kv, batch, logit_rows: 1 })
+        .unwrap()
 }
 
 /// The largest difference from the reference over every position, relative to the largest
@@ -522,4 +523,23 @@ fn inputs_past_the_context_or_the_vocabulary_are_errors() {
     let ids = m.tokenizer().encode("héllo <|end|>", false, true).unwrap();
     assert_eq!(*ids.last().unwrap(), 256);
     assert_eq!(m.tokenizer().decode(&ids[..ids.len() - 1]).unwrap(), "héllo ");
+}
+
+/// `Logits::All` with the output head applied to several rows at once (`logit_rows`, as
+/// `rayo perplexity` runs it) gives each row the bits it gets alone.
+#[test]
+fn logits_of_several_rows_at_once_are_each_row_s_bits() {
+    for arch in [Arch::Llama, Arch::Gemma3] {
+        let m = model_of(arch, GgmlType::Q8_0);
+        let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 53 + 11) % 256).collect();
+        let run = |logit_rows: usize| {
+            let opts = SessionOptions { context: 0, kv_type: KvType::F16, batch: 16, logit_rows };
+            Session::new(&m, Cpu::new(m.file().clone(), 2), opts).unwrap().forward(&tokens, Logits::All).unwrap()
+        };
+        let one = run(1);
+        for rows in [5, 16, 64] {
+            let got = run(rows);
+            assert!(one.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()), "{arch:?}: logit_rows {rows}");
+        }
+    }
 }
