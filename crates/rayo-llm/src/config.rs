@@ -42,6 +42,9 @@ pub struct Config {
     /// Sliding-window attention on the local layers, for an architecture that declares it and a
     /// file that gives `attention.sliding_window`.
     pub sliding_window: Option<SlidingWindow>,
+    /// RoPE's per-pair frequency divisors (`rope_freqs.weight`, `n_rot / 2` values: Llama 3's
+    /// scaling), read by [`crate::Model`] from the file's tensor; `None` without it.
+    pub rope_freqs: Option<Vec<f32>>,
 }
 
 /// Sliding-window attention ([`crate::arch::Architecture::swa_pattern`]).
@@ -144,6 +147,7 @@ impl Config {
             vocab_size: int("vocab_size")?.unwrap_or(vocab_rows),
             rope_scale,
             sliding_window,
+            rope_freqs: None,
             arch,
         };
         // llama.cpp scales Gemma 3 27B's queries by 1/√(n_embd/n_head), not 1/√head_dim.

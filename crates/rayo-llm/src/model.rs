@@ -31,7 +31,8 @@ impl Model {
             Some(t) => return Err(Error::tensor("token_embd.weight", format!("has shape {:?}, expected 2 dimensions", t.shape))),
             None => return Err(Error::tensor("token_embd.weight", "is missing")),
         };
-        let config = Config::from_gguf(file.metadata(), vocab_rows)?;
+        let mut config = Config::from_gguf(file.metadata(), vocab_rows)?;
+        config.rope_freqs = crate::weights::rope_freqs(&file, config.n_rot)?;
         let weights = Weights::from_gguf(&file, &config)?;
         let tokenizer = Tokenizer::from_gguf(file.metadata())?;
         if tokenizer.vocab_size() > config.vocab_size {

@@ -20,6 +20,16 @@ pub struct WeightRef {
 }
 
 impl WeightRef {
+    /// Rows `r0..r1` of this matrix (a part of a fused tensor), named `part` in errors.
+    pub fn rows_of(&self, r0: usize, r1: usize, part: &str) -> Result<WeightRef> {
+        let row = self.ty.bytes_for(self.cols).map_err(crate::Error::from)?;
+        if r0 > r1 || r1 > self.rows {
+            return Err(Error::tensor(&self.name, format!("has {} rows, not the {r0}..{r1} of its {part}", self.rows)));
+        }
+        let start = self.range.start + r0 * row;
+        Ok(WeightRef { name: format!("{} ({part})", self.name), ty: self.ty, rows: r1 - r0, cols: self.cols, range: start..start + (r1 - r0) * row })
+    }
+
     /// The matrix as a view of `file`'s bytes.
     pub fn matrix<'f>(&self, file: &'f GgufFile) -> Result<QuantMatrix<'f>> {
         QuantMatrix::new(self.ty, self.rows, self.cols, &file.as_bytes()[self.range.clone()]).map_err(crate::Error::from)
@@ -87,22 +97,41 @@ impl Weights {
                 true => Some([t.vector(&name("post_attention_norm.weight"), d)?, t.vector(&name("post_ffw_norm.weight"), d)?]),
                 false => None,
             };
+            let (wq, wk, wv) = match arch.fused && file.tensor(&name("attn_qkv.weight")).is_some() {
+                true => {
+                    let qkv = t.matrix(&name("attn_qkv.weight"), q + 2 * kv, d)?;
+                    (qkv.rows_of(0, q, "Q")?, qkv.rows_of(q, q + kv, "K")?, qkv.rows_of(q + kv, q + 2 * kv, "V")?)
+                }
+                false => {
+                    (t.matrix(&name("attn_q.weight"), q, d)?, t.matrix(&name("attn_k.weight"), kv, d)?, t.matrix(&name("attn_v.weight"), kv, d)?)
+                }
+            };
+            let (gate, up) = match arch.fused {
+                true => {
+                    let gate_up = t.matrix(&name("ffn_up.weight"), 2 * ff, d)?;
+                    (gate_up.rows_of(0, ff, "gate")?, gate_up.rows_of(ff, 2 * ff, "up")?)
+                }
+                false => (t.matrix(&name("ffn_gate.weight"), ff, d)?, t.matrix(&name("ffn_up.weight"), ff, d)?),
+            };
             layers.push(LayerWeights {
                 attn_norm: t.vector(&name("attn_norm.weight"), d)?,
-                wq: t.matrix(&name("attn_q.weight"), q, d)?,
-                wk: t.matrix(&name("attn_k.weight"), kv, d)?,
-                wv: t.matrix(&name("attn_v.weight"), kv, d)?,
+                wq,
+                wk,
+                wv,
                 bias,
                 qk_norm,
                 wo: t.matrix(&name("attn_output.weight"), d, q)?,
                 ffn_norm: t.vector(&name("ffn_norm.weight"), d)?,
-                gate: t.matrix(&name("ffn_gate.weight"), ff, d)?,
-                up: t.matrix(&name("ffn_up.weight"), ff, d)?,
+                gate,
+                up,
                 down: t.matrix(&name("ffn_down.weight"), d, ff)?,
                 post_norms,
             });
         }
         let output_norm = t.vector("output_norm.weight", d)?;
+        if cfg.rope_freqs.is_some() {
+            t.used.push(ROPE_FREQS.to_string());
+        }
         if let Some(extra) = file.tensors().iter().find(|x| !t.used.contains(&x.name)) {
             return Err(Error::tensor(&extra.name, format!("is in the file, but the `{}` block this engine runs does not use it", arch.name)));
         }
@@ -113,6 +142,22 @@ impl Weights {
     pub fn bytes_per_token(&self) -> usize {
         let layer = |l: &LayerWeights| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down].iter().map(|w| w.range.len()).sum::<usize>();
         self.layers.iter().map(layer).sum::<usize>() + self.output.range.len()
+    }
+}
+
+/// The tensor of RoPE's per-pair frequency divisors.
+const ROPE_FREQS: &str = "rope_freqs.weight";
+
+/// `rope_freqs.weight` when the file has it: `n_rot / 2` finite positive values (else an error
+/// naming the tensor).
+pub fn rope_freqs(file: &GgufFile, n_rot: usize) -> Result<Option<Vec<f32>>> {
+    if file.tensor(ROPE_FREQS).is_none() {
+        return Ok(None);
+    }
+    let v = vector(file, ROPE_FREQS, n_rot / 2)?;
+    match v.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
+        Some(bad) => Err(Error::tensor(ROPE_FREQS, format!("holds {bad}: RoPE's frequency divisors must be finite and positive"))),
+        None => Ok(Some(v)),
     }
 }
 

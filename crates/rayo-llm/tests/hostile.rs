@@ -259,6 +259,7 @@ fn tiny_config() -> Config {
         vocab_size: 49152,
         rope_scale: 1.0,
         sliding_window: None,
+        rope_freqs: None,
     }
 }
 

@@ -4,8 +4,9 @@
 //! biases on the q/k/v projections), `qwen3` (half-split pairs, a per-head RMSNorm of queries
 //! and keys, a head size unrelated to the width) and `gemma3` (qwen3's attention, plus scaled
 //! embeddings, norms after both sublayers, a GELU MLP, and a local layer with a sliding window
-//! and its own RoPE base beside a global one); and bad models and inputs as errors naming what
-//! is wrong.
+//! and its own RoPE base beside a global one), `phi3` (half-split pairs; Q, K, V in one tensor,
+//! gate and up in one) and `llama` with Llama 3's RoPE divisors (`rope_freqs.weight`); and bad
+//! models and inputs as errors naming what is wrong.
 //! Runs without any downloaded file.
 
 use rayo::gguf::{GgufArray, GgufFile, GgufValue, GgufWriter};
@@ -66,7 +67,15 @@ enum Arch {
     /// GELU (tanh form) gating; layer 0 a local layer (window `WINDOW`, RoPE base `BASE`),
     /// layer 1 global (RoPE base `GLOBAL_BASE`).
     Gemma3,
+    /// RoPE on pairs (j, j + HD/2); the file holds `attn_qkv` (Q, K, V rows) and an `ffn_up`
+    /// of gate then up rows.
+    Phi3,
+    /// `llama` with `rope_freqs.weight`: pair j's angle divided by `FREQS[j]`.
+    Llama3,
 }
+
+/// The Llama-3 divisors of the `Llama3` model's 4 RoPE pairs (heads of 8).
+const FREQS: [f32; 4] = [1.0, 1.7, 6.0, 32.0];
 
 impl Arch {
     fn name(self) -> &'static str {
@@ -75,6 +84,8 @@ impl Arch {
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
             Arch::Gemma3 => "gemma3",
+            Arch::Phi3 => "phi3",
+            Arch::Llama3 => "llama",
         }
     }
 
@@ -199,6 +210,12 @@ fn gguf(w: &Weights, ty: GgmlType, edit: impl FnOnce(&mut GgufWriter, &mut Vec<(
     g.set("tokenizer.ggml.bos_token_id", 256u32);
     g.set("tokenizer.ggml.add_bos_token", false);
     let mut tensors = w.tensors.clone();
+    if w.arch == Arch::Phi3 {
+        fuse(&mut tensors);
+    }
+    if w.arch == Arch::Llama3 {
+        tensors.push(("rope_freqs.weight".into(), 1, FREQS.len(), FREQS.to_vec()));
+    }
     edit(&mut g, &mut tensors);
     for (name, rows, cols, v) in &tensors {
         let (t, shape): (GgmlType, Vec<u64>) = if *rows == 1 { (GgmlType::F32, vec![*cols as u64]) } else { (ty, vec![*cols as u64, *rows as u64]) };
@@ -206,6 +223,21 @@ fn gguf(w: &Weights, ty: GgmlType, edit: impl FnOnce(&mut GgufWriter, &mut Vec<(
         g.add_tensor(name, t, &shape, bytes).unwrap();
     }
     GgufFile::from_bytes(g.write_to(Vec::new()).unwrap()).unwrap()
+}
+
+/// phi3's fused tensors: each layer's Q, K, V rows as one `attn_qkv`, gate and up rows as one
+/// `ffn_up` (gate first), in place of the separate ones.
+fn fuse(tensors: &mut Vec<(String, usize, usize, Vec<f32>)>) {
+    for l in 0..LAYERS {
+        let mut take = |n: &str| {
+            let i = tensors.iter().position(|t| t.0 == format!("blk.{l}.{n}.weight")).unwrap();
+            tensors.remove(i)
+        };
+        let (q, k, v) = (take("attn_q"), take("attn_k"), take("attn_v"));
+        let (gate, up) = (take("ffn_gate"), take("ffn_up"));
+        tensors.push((format!("blk.{l}.attn_qkv.weight"), q.1 + k.1 + v.1, D, [q.3, k.3, v.3].concat()));
+        tensors.push((format!("blk.{l}.ffn_up.weight"), 2 * FF, D, [gate.3, up.3].concat()));
+    }
 }
 
 fn model(ty: GgmlType) -> Model {
@@ -238,10 +270,13 @@ fn rope(arch: Arch, layer: usize, x: &mut [f64], pos: usize) {
     let base = if arch == Arch::Gemma3 && !local(arch, layer) { GLOBAL_BASE } else { BASE };
     for head in x.chunks_exact_mut(hd) {
         for j in 0..hd / 2 {
-            let th = pos as f64 * base.powf(-2.0 * j as f64 / hd as f64);
+            let mut th = pos as f64 * base.powf(-2.0 * j as f64 / hd as f64);
+            if arch == Arch::Llama3 {
+                th /= FREQS[j] as f64;
+            }
             let (i0, i1) = match arch {
-                Arch::Llama => (2 * j, 2 * j + 1),
-                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3 => (j, j + hd / 2),
+                Arch::Llama | Arch::Llama3 => (2 * j, 2 * j + 1),
+                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3 | Arch::Phi3 => (j, j + hd / 2),
             };
             let (a, b) = (head[i0], head[i1]);
             head[i0] = a * th.cos() - b * th.sin();
@@ -340,10 +375,11 @@ fn max_rel_diff(got: &[f32], want: &[Vec<f64>]) -> f64 {
 
 #[test]
 fn f32_weights_match_the_f64_definition_batched_and_one_token_at_a_time() {
-    for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3] {
+    for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3, Arch::Phi3, Arch::Llama3] {
         let w = Weights::random_of(arch);
         let m = model_of(arch, GgmlType::F32);
         assert_eq!(m.config().arch.name, arch.name());
+        assert_eq!(m.config().rope_freqs.as_deref(), (arch == Arch::Llama3).then_some(&FREQS[..]));
         let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
         let want = reference(&w, &tokens);
         for (threads, batch) in [(1, 256), (2, 256), (2, 5)] {
@@ -446,9 +482,35 @@ fn gemma3_s_window_and_post_norms_change_the_logits() {
     assert!(e > 1e-2, "gemma3 without its window is only {e} from the reference");
 }
 
+/// Llama 3's divisors change the logits (a reference without them is far from the engine), and
+/// phi3's fused tensors are split in their order (a reference with gate and up swapped is far).
+#[test]
+fn rope_divisors_and_fused_halves_change_the_logits() {
+    let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
+    let w = Weights::random_of(Arch::Llama3);
+    let got = session(&model_of(Arch::Llama3, GgmlType::F32), Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
+    let e = max_rel_diff(&got, &reference(&Weights { arch: Arch::Llama, tensors: w.tensors.clone() }, &tokens));
+    assert!(e > 1e-2, "llama computed without rope_freqs is only {e} from the engine");
+    let w = Weights::random_of(Arch::Phi3);
+    let got = session(&model_of(Arch::Phi3, GgmlType::F32), Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
+    let swapped = Weights {
+        arch: Arch::Phi3,
+        tensors: w
+            .tensors
+            .iter()
+            .map(|(n, r, c, v)| {
+                let other = if n.contains("ffn_gate") { n.replace("ffn_gate", "ffn_up") } else { n.replace("ffn_up", "ffn_gate") };
+                (n.clone(), *r, *c, if n.contains("ffn_") && !n.contains("down") && !n.contains("norm") { w.get(&other).to_vec() } else { v.clone() })
+            })
+            .collect(),
+    };
+    let e = max_rel_diff(&got, &reference(&swapped, &tokens));
+    assert!(e > 1e-2, "phi3 computed with gate and up swapped is only {e} from the engine");
+}
+
 #[test]
 fn quantized_weights_match_the_definition_on_their_dequantized_values() {
-    for (arch, ty) in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3]
+    for (arch, ty) in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3, Arch::Phi3, Arch::Llama3]
         .into_iter()
         .flat_map(|a| [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::F16].map(|t| (a, t)))
     {
@@ -504,6 +566,14 @@ fn bad_models_are_errors_naming_what_is_wrong() {
         g.set("llama.rope.freq_base", f32::NAN);
     });
     assert!(e.contains("llama.rope.freq_base"), "{e}");
+    let e = model_error(|_, t| t.push(("rope_freqs.weight".into(), 1, 4, vec![1.0, f32::NAN, 1.0, 1.0])));
+    assert!(e.contains("rope_freqs.weight holds NaN"), "{e}");
+    let e = model_error(|_, t| t.push(("rope_freqs.weight".into(), 1, 3, vec![1.0; 3])));
+    assert!(e.contains("rope_freqs.weight has shape [3]"), "{e}");
+    let e = model_error(|g, _| {
+        g.set("llama.rope.scaling.type", "yarn");
+    });
+    assert!(e.contains("llama.rope.scaling.type is `yarn`") && e.contains("linear"), "{e}");
 }
 
 #[test]

@@ -170,6 +170,7 @@ fn tiny_config(style: RopeStyle, n_head: usize, n_head_kv: usize, head_dim: usiz
         vocab_size: 4,
         rope_scale: 1.0,
         sliding_window: None,
+        rope_freqs: None,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Architectures as data. Each is a short declaration, one file, of how its transformer block
 //! differs from llama's: RoPE pairing, biases, QK-norm, the MLP's activation, norms after the
-//! sublayers, sliding-window layers. [`crate::Config::from_gguf`] picks one
+//! sublayers, sliding-window layers, fused tensors. [`crate::Config::from_gguf`] picks one
 //! by `general.architecture`, [`crate::weights::Weights::from_gguf`] finds the tensors it
 //! declares (and refuses a file with tensors it does not use), and one
 //! [`crate::Session`] walks it on every backend, fused where a backend can.
@@ -11,26 +11,32 @@
 //! x = embed(tokens) [· √n_embd]
 //! per layer:
 //!   n = rms_norm(x, attn_norm)
-//!   q, k, v = n·Wq [+ bq], n·Wk [+ bk], n·Wv [+ bv]
+//!   q, k, v = n·Wq [+ bq], n·Wk [+ bk], n·Wv [+ bv]   [Wq, Wk, Wv: row ranges of one attn_qkv]
 //!   [q, k = rms_norm per head (attn_q_norm, attn_k_norm)]
 //!   a = attention(rope(q), rope(k), v)·Wo     [over the last `window` positions, on local layers]
 //!   x += a                                     [x += rms_norm(a, post_attention_norm)]
 //!   n = rms_norm(x, ffn_norm)
 //!   f = down(act(n·Wgate) · (n·Wup))           act: silu, or [gelu (tanh form)]
+//!                                              [Wgate, Wup: the halves of one ffn_up]
 //!   x += f                                     [x += rms_norm(f, post_ffw_norm)]
 //! logits = rms_norm(x, output_norm)·Woutput
 //! ```
+//!
+//! RoPE's angles may also be divided by per-pair factors (`rope_freqs.weight`: Llama 3's
+//! scaling, in any architecture's file) and positions scaled (`rope.scaling.type` linear).
 //!
 //! Adding an architecture made of these parts is one file here and one line in
 //! [`ARCHITECTURES`].
 
 mod gemma3;
 mod llama;
+mod phi3;
 mod qwen2;
 mod qwen3;
 
 pub use gemma3::GEMMA3;
 pub use llama::LLAMA;
+pub use phi3::PHI3;
 pub use qwen2::QWEN2;
 pub use qwen3::QWEN3;
 
@@ -67,6 +73,10 @@ pub struct Architecture {
     /// local unless `i % n == n − 1`, `n` from `attention.sliding_window_pattern` or this
     /// default (llama.cpp's rule). `None`: every layer attends to the whole prefix.
     pub swa_pattern: Option<usize>,
+    /// Fused projections: Q, K and V may be one `attn_qkv` tensor (their rows in that order;
+    /// separate tensors are taken too), and the MLP's gate and up are one `ffn_up` of
+    /// `2 · n_ff` rows, the gate's first.
+    pub fused: bool,
 }
 
 /// The activation of a gated MLP: `act(gate) · up`.
@@ -88,10 +98,11 @@ pub const PLAIN: Architecture = Architecture {
     post_norms: false,
     ffn: Activation::Silu,
     swa_pattern: None,
+    fused: false,
 };
 
 /// Every architecture this engine runs.
-pub const ARCHITECTURES: &[&Architecture] = &[&LLAMA, &QWEN2, &QWEN3, &GEMMA3];
+pub const ARCHITECTURES: &[&Architecture] = &[&LLAMA, &QWEN2, &QWEN3, &GEMMA3, &PHI3];
 
 /// The architecture named `name`, or an error naming it and the known ones.
 pub fn find(name: &str) -> crate::Result<&'static Architecture> {

@@ -22,8 +22,10 @@ fn angles(cfg: &Config, layer: usize, pos: usize, cs: &mut [(f32, f32)]) {
     let (base, pos_scale) = cfg.rope_of(layer);
     let scale = base.powf(-2.0 / cfg.n_rot as f32);
     let mut theta = pos as f32;
-    for c in cs.iter_mut() {
-        let t = if pos_scale == 1.0 { theta } else { pos_scale * theta };
+    for (i, c) in cs.iter_mut().enumerate() {
+        // as ggml's rope: θ / factor, then times the position scale
+        let t = cfg.rope_freqs.as_ref().map_or(theta, |f| theta / f[i]);
+        let t = if pos_scale == 1.0 { t } else { pos_scale * t };
         *c = (t.cos(), t.sin());
         theta *= scale;
     }
@@ -76,6 +78,7 @@ mod tests {
             vocab_size: 4,
             rope_scale: 1.0,
             sliding_window: None,
+            rope_freqs: None,
         }
     }
 
