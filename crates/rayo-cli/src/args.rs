@@ -52,9 +52,12 @@ pub enum Command {
 
 const SYNTH_AFTER_HELP: &str = "Speed does not depend on the weights' values: a synthetic model measures what the real one
 would (its text is noise). Shapes: llama-3.2-1b (16 layers, 2048 wide, 8192 FFN, 32/8 heads,
-128256 tokens, tied embeddings), llama-3.2-3b (heads of 128 values), smollm2-135m, qwen2-0.5b (q/k/v biases), qwen3-0.6b (per-head
-q/k norms, heads of 128 values), tiny (for tests). The tokenizer's metadata is
-copied from a real model file whose vocabulary is no larger than the shape's.
+128256 tokens, tied embeddings, Llama 3's rope_freqs), llama-3.2-3b (heads of 128 values),
+llama-3.1-8b, llama-3.1-70b, smollm2-135m, qwen2-0.5b (q/k/v biases), qwen3-0.6b (per-head q/k
+norms, heads of 128 values), gemma3-270m and gemma3-1b (262144 tokens, heads of 256, a window of
+512 on 5 of 6 layers), phi3-mini (fused q/k/v and gate/up), tiny, and tiny-llama3, tiny-qwen3,
+tiny-gemma3, tiny-phi3 (for tests). The tokenizer's metadata is copied from a real model file
+whose vocabulary is no larger than the shape's.
 
 Example:
   rayo synth /tmp/llama1b-q4k.gguf --shape llama-3.2-1b --type Q4_K --tokenizer .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf

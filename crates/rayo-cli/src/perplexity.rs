@@ -4,8 +4,8 @@
 use crate::args::PerplexityArgs;
 use crate::llm::{open_model, Engine};
 use crate::out::{errln, outln};
-use rayo_llm::perplexity::{self, Perplexity, SCORE_ROWS};
-use rayo_llm::{KvType, SessionOptions};
+use rayo_llm::perplexity::{self, Perplexity};
+use rayo_llm::KvType;
 use std::io::Write;
 use std::time::Instant;
 
@@ -13,17 +13,12 @@ use std::time::Instant;
 const DEFAULT_CTX: usize = 512;
 
 pub fn run(a: &PerplexityArgs) -> Result<(), String> {
-    let mut text = std::fs::read_to_string(&a.file).map_err(|e| format!("{}: {e} (a UTF-8 text file is needed)", a.file.display()))?;
-    // as llama.cpp's `-f`: one trailing newline is not part of the text
-    if text.ends_with('\n') {
-        text.pop();
-    }
+    let text = std::fs::read_to_string(&a.file).map_err(|e| format!("{}: {e} (a UTF-8 text file is needed)", a.file.display()))?;
     let m = open_model(&a.model.model)?;
     let ctx = a.model.ctx.unwrap_or(DEFAULT_CTX);
     let tok = m.tokenizer();
     let t0 = Instant::now();
-    // as llama-perplexity: the model's BOS added, special-token text taken as plain text
-    let tokens = tok.encode(&text, true, false).map_err(|e| e.to_string())?;
+    let tokens = perplexity::text_tokens(tok, &text).map_err(|e| e.to_string())?;
     let chunks = perplexity::chunks(tokens.len(), ctx, a.chunks.map(|c| c as usize)).map_err(|e| e.to_string())?;
     errln!(
         "rayo perplexity: {} tokens ({:.2} s to tokenize); {chunks} chunks of {ctx} on {}, {} threads",
@@ -33,9 +28,9 @@ pub fn run(a: &PerplexityArgs) -> Result<(), String> {
         a.model.threads
     );
     let kv = if a.model.kv_f32 { KvType::F32 } else { KvType::F16 };
-    let opts = SessionOptions { context: ctx, kv_type: kv, batch: 256, logit_rows: SCORE_ROWS };
+    let opts = perplexity::session_options(ctx, kv);
     let mut e = Engine::with_options(&m, &a.model.backend, a.model.threads, opts, a.model.deterministic)?;
-    let bos = if tok.adds_bos() { tok.bos() } else { None };
+    let bos = perplexity::chunk_bos(tok);
     let t1 = Instant::now();
     let mut progress = |c: usize, p: &Perplexity| -> rayo_llm::Result<()> {
         if c == 1 {

@@ -5,7 +5,9 @@
 //! (and their mins to what makes the weights average zero), so every value is finite and the
 //! activations stay within f16's range; norm weights (vectors) are ones. The tokenizer
 //! (every `tokenizer.*` key) is copied from a real model's file, so `rayo generate` runs too
-//! (the text is noise). Embeddings are tied (no `output.weight`), as in Llama 3.2 1B.
+//! (the text is noise). Embeddings are tied (no `output.weight`), as in Llama 3.2 1B. The
+//! tensors each layer has follow the architecture's declaration ([`rayo_llm::arch`]): biases,
+//! QK-norms, post-norms, fused projections.
 
 use crate::args::SynthArgs;
 use crate::out::{errln, outln};
@@ -24,12 +26,66 @@ pub struct Shape {
     vocab: u64,
     context: u32,
     rope_base: f32,
-    /// `general.architecture`: `llama`, `qwen2` (half-split RoPE, q/k/v biases) or `qwen3`
-    /// (half-split RoPE, per-head q/k norms).
+    /// `general.architecture`, one of [`rayo_llm::arch::ARCHITECTURES`].
     arch: &'static str,
     /// Values per head when not `embd / heads` (`attention.key_length`).
     head_dim: Option<u64>,
+    /// Llama 3's RoPE scaling (`rope_freqs.weight`), as the real file has it.
+    llama3_rope: Option<Llama3Rope>,
+    /// `attention.sliding_window` (gemma3's local layers).
+    window: Option<u32>,
 }
+
+/// Llama 3's `rope_scaling` (config.json): the per-pair divisors convert_hf_to_gguf.py writes
+/// as `rope_freqs.weight`.
+#[derive(Clone, Copy)]
+struct Llama3Rope {
+    factor: f64,
+    low_freq_factor: f64,
+    high_freq_factor: f64,
+    original_context: f64,
+}
+
+impl Llama3Rope {
+    /// As convert_hf_to_gguf.py's `LlamaModel.generate_extra_tensors`.
+    fn divisors(&self, base: f64, head_dim: u64) -> Vec<f32> {
+        let (low, high) = (self.original_context / self.low_freq_factor, self.original_context / self.high_freq_factor);
+        (0..head_dim / 2)
+            .map(|i| {
+                let wavelen = 2.0 * std::f64::consts::PI * base.powf(2.0 * i as f64 / head_dim as f64);
+                if wavelen < high {
+                    1.0
+                } else if wavelen > low {
+                    self.factor as f32
+                } else {
+                    let smooth = (self.original_context / wavelen - self.low_freq_factor) / (self.high_freq_factor - self.low_freq_factor);
+                    (1.0 / ((1.0 - smooth) / self.factor + smooth)) as f32
+                }
+            })
+            .collect()
+    }
+}
+
+/// Llama 3.1's and 3.2's scaling (3.2: a factor of 32).
+const LLAMA31_ROPE: Llama3Rope = Llama3Rope { factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_context: 8192.0 };
+const LLAMA32_ROPE: Llama3Rope = Llama3Rope { factor: 32.0, ..LLAMA31_ROPE };
+
+/// What a shape does not set.
+const PLAIN: Shape = Shape {
+    name: "",
+    layers: 0,
+    embd: 0,
+    ff: 0,
+    heads: 0,
+    kv_heads: 0,
+    vocab: 0,
+    context: 0,
+    rope_base: 10_000.0,
+    arch: "llama",
+    head_dim: None,
+    llama3_rope: None,
+    window: None,
+};
 
 /// The shapes `--shape` knows.
 pub const SHAPES: &[Shape] = &[
@@ -46,6 +102,8 @@ pub const SHAPES: &[Shape] = &[
         rope_base: 500_000.0,
         arch: "llama",
         head_dim: None,
+        llama3_rope: Some(LLAMA32_ROPE),
+        ..PLAIN
     },
     // meta-llama/Llama-3.2-3B (config.json): heads of 128 values
     Shape {
@@ -60,6 +118,8 @@ pub const SHAPES: &[Shape] = &[
         rope_base: 500_000.0,
         arch: "llama",
         head_dim: None,
+        llama3_rope: Some(LLAMA32_ROPE),
+        ..PLAIN
     },
     // HuggingFaceTB/SmolLM2-135M
     Shape {
@@ -74,6 +134,7 @@ pub const SHAPES: &[Shape] = &[
         rope_base: 100_000.0,
         arch: "llama",
         head_dim: None,
+        ..PLAIN
     },
     // Qwen/Qwen2.5-0.5B (config.json): qwen2, with q/k/v biases
     Shape {
@@ -88,6 +149,7 @@ pub const SHAPES: &[Shape] = &[
         rope_base: 1_000_000.0,
         arch: "qwen2",
         head_dim: None,
+        ..PLAIN
     },
     // Qwen/Qwen3-0.6B (config.json): qwen3, heads of 128 values (queries 2048 wide in a
     // 1024-wide model), per-head q/k norms, tied embeddings
@@ -103,7 +165,114 @@ pub const SHAPES: &[Shape] = &[
         rope_base: 1_000_000.0,
         arch: "qwen3",
         head_dim: Some(128),
+        ..PLAIN
     },
+    // meta-llama/Llama-3.1-8B (config.json)
+    Shape {
+        name: "llama-3.1-8b",
+        layers: 32,
+        embd: 4096,
+        ff: 14_336,
+        heads: 32,
+        kv_heads: 8,
+        vocab: 128_256,
+        context: 131_072,
+        rope_base: 500_000.0,
+        llama3_rope: Some(LLAMA31_ROPE),
+        ..PLAIN
+    },
+    // meta-llama/Llama-3.1-70B (config.json)
+    Shape {
+        name: "llama-3.1-70b",
+        layers: 80,
+        embd: 8192,
+        ff: 28_672,
+        heads: 64,
+        kv_heads: 8,
+        vocab: 128_256,
+        context: 131_072,
+        rope_base: 500_000.0,
+        llama3_rope: Some(LLAMA31_ROPE),
+        ..PLAIN
+    },
+    // google/gemma-3-270m (config.json): heads of 256, one key/value head, a window of 512 on
+    // five of every six layers
+    Shape {
+        name: "gemma3-270m",
+        layers: 18,
+        embd: 640,
+        ff: 2048,
+        heads: 4,
+        kv_heads: 1,
+        vocab: 262_144,
+        context: 32_768,
+        rope_base: 1_000_000.0,
+        arch: "gemma3",
+        head_dim: Some(256),
+        window: Some(512),
+        ..PLAIN
+    },
+    // google/gemma-3-1b-pt (config.json)
+    Shape {
+        name: "gemma3-1b",
+        layers: 26,
+        embd: 1152,
+        ff: 6912,
+        heads: 4,
+        kv_heads: 1,
+        vocab: 262_144,
+        context: 32_768,
+        rope_base: 1_000_000.0,
+        arch: "gemma3",
+        head_dim: Some(256),
+        window: Some(512),
+        ..PLAIN
+    },
+    // microsoft/Phi-3-mini-4k-instruct (config.json): fused q/k/v and gate/up
+    Shape { name: "phi3-mini", layers: 32, embd: 3072, ff: 8192, heads: 32, kv_heads: 32, vocab: 32_064, context: 4096, arch: "phi3", ..PLAIN },
+    // small models of each architecture, for tests against llama.cpp
+    Shape {
+        name: "tiny-llama3",
+        layers: 2,
+        embd: 256,
+        ff: 512,
+        heads: 4,
+        kv_heads: 2,
+        vocab: 49_152,
+        context: 512,
+        rope_base: 500_000.0,
+        llama3_rope: Some(LLAMA32_ROPE),
+        ..PLAIN
+    },
+    Shape {
+        name: "tiny-qwen3",
+        layers: 2,
+        embd: 256,
+        ff: 512,
+        heads: 4,
+        kv_heads: 2,
+        vocab: 49_152,
+        context: 512,
+        arch: "qwen3",
+        head_dim: Some(128),
+        ..PLAIN
+    },
+    Shape {
+        name: "tiny-gemma3",
+        layers: 6,
+        embd: 256,
+        ff: 512,
+        heads: 4,
+        kv_heads: 1,
+        vocab: 49_152,
+        context: 512,
+        rope_base: 1_000_000.0,
+        arch: "gemma3",
+        head_dim: Some(128),
+        window: Some(16),
+        ..PLAIN
+    },
+    Shape { name: "tiny-phi3", layers: 2, embd: 256, ff: 512, heads: 4, kv_heads: 4, vocab: 32_064, context: 512, arch: "phi3", ..PLAIN },
     // a small model for tests
     Shape {
         name: "tiny",
@@ -117,6 +286,7 @@ pub const SHAPES: &[Shape] = &[
         rope_base: 10_000.0,
         arch: "llama",
         head_dim: None,
+        ..PLAIN
     },
 ];
 
@@ -126,6 +296,7 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     if matches!(ty, GgmlType::Q8_K) {
         return Err("Q8_K is an activation format, not a weight type: pick another --type".into());
     }
+    let arch = rayo_llm::arch::find(shape.arch).map_err(|e| e.to_string())?;
     let tok = crate::input::open_gguf(&a.tokenizer, "tokenizer file", crate::input::FETCH_HINT)?;
     let mut w = GgufWriter::new();
     w.set("general.architecture", shape.arch);
@@ -147,6 +318,9 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     ] {
         w.set(format!("{}.{k}", shape.arch), v);
     }
+    if let Some(window) = shape.window {
+        w.set(format!("{}.attention.sliding_window", shape.arch), window);
+    }
     for (k, v) in tok.metadata().iter().filter(|(k, _)| k.starts_with("tokenizer.")) {
         w.set(k, pad_vocab(k, v, shape.vocab as usize));
     }
@@ -155,25 +329,41 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     for i in 0..shape.layers {
         let n = |t: &str| format!("blk.{i}.{t}");
         tensors.push((n("attn_norm.weight"), GgmlType::F32, vec![d]));
-        tensors.push((n("attn_q.weight"), ty, vec![d, q]));
-        tensors.push((n("attn_k.weight"), ty, vec![d, kv]));
-        tensors.push((n("attn_v.weight"), ty, vec![d, kv]));
-        if shape.arch == "qwen2" {
+        if arch.fused {
+            tensors.push((n("attn_qkv.weight"), ty, vec![d, q + 2 * kv]));
+        } else {
+            tensors.push((n("attn_q.weight"), ty, vec![d, q]));
+            tensors.push((n("attn_k.weight"), ty, vec![d, kv]));
+            tensors.push((n("attn_v.weight"), ty, vec![d, kv]));
+        }
+        if arch.qkv_bias {
             tensors.push((n("attn_q.bias"), GgmlType::F32, vec![q]));
             tensors.push((n("attn_k.bias"), GgmlType::F32, vec![kv]));
             tensors.push((n("attn_v.bias"), GgmlType::F32, vec![kv]));
         }
-        if shape.arch == "qwen3" {
+        if arch.qk_norm {
             tensors.push((n("attn_q_norm.weight"), GgmlType::F32, vec![hd]));
             tensors.push((n("attn_k_norm.weight"), GgmlType::F32, vec![hd]));
         }
         tensors.push((n("attn_output.weight"), ty, vec![q, d]));
         tensors.push((n("ffn_norm.weight"), GgmlType::F32, vec![d]));
-        tensors.push((n("ffn_gate.weight"), ty, vec![d, shape.ff]));
-        tensors.push((n("ffn_up.weight"), ty, vec![d, shape.ff]));
+        if arch.fused {
+            tensors.push((n("ffn_up.weight"), ty, vec![d, 2 * shape.ff]));
+        } else {
+            tensors.push((n("ffn_gate.weight"), ty, vec![d, shape.ff]));
+            tensors.push((n("ffn_up.weight"), ty, vec![d, shape.ff]));
+        }
         tensors.push((n("ffn_down.weight"), ty, vec![shape.ff, d]));
+        if arch.post_norms {
+            tensors.push((n("post_attention_norm.weight"), GgmlType::F32, vec![d]));
+            tensors.push((n("post_ffw_norm.weight"), GgmlType::F32, vec![d]));
+        }
     }
     tensors.push(("output_norm.weight".into(), GgmlType::F32, vec![d]));
+    let divisors = shape.llama3_rope.map(|r| r.divisors(shape.rope_base as f64, hd));
+    if let Some(f) = &divisors {
+        tensors.push(("rope_freqs.weight".into(), GgmlType::F32, vec![f.len() as u64]));
+    }
     let mut total = 0u64;
     for (name, t, dims) in &tensors {
         total += w.declare_tensor(name, *t, dims).map_err(|e| format!("{name}: {e}"))?;
@@ -191,6 +381,7 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
             1 if name.ends_with("_q_norm.weight") || name.ends_with("_k_norm.weight") => {
                 (0..n).flat_map(|i| (1.0 + 0.125 * ((i % 5) as f32 - 2.0)).to_le_bytes()).collect()
             }
+            1 if name == "rope_freqs.weight" => divisors.iter().flatten().flat_map(|f| f.to_le_bytes()).collect(),
             1 => (0..n).flat_map(|_| 1f32.to_le_bytes()).collect(),
             _ => random_blocks(*t, n, &mut rng),
         };

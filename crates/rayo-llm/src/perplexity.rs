@@ -4,13 +4,21 @@
 //! after positions `ctx/2 ..= ctx − 2`. PPL = exp(mean negative log-probability), and its
 //! uncertainty from the spread of those values.
 
-use crate::session::{Forward, Logits};
+use crate::backend::KvType;
+use crate::session::{Forward, Logits, SessionOptions};
+use crate::tokenizer::Tokenizer;
 use crate::{Error, Result};
 
 /// Rows of a chunk's second half run at once: at least 64, so that a batch's attention takes
 /// the path of a long prompt (as the chunk would in one batch), and the output head is read
 /// once per 64 rows.
 pub const SCORE_ROWS: usize = 64;
+
+/// A session for chunks of `ctx` tokens: its cache holds one chunk, and the scored rows' logits
+/// come [`SCORE_ROWS`] at a time.
+pub fn session_options(ctx: usize, kv_type: KvType) -> SessionOptions {
+    SessionOptions { context: ctx, kv_type, batch: 256, logit_rows: SCORE_ROWS }
+}
 
 /// The running sums of a perplexity computation.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -53,6 +61,17 @@ impl Perplexity {
         self.count += 1;
         Ok(())
     }
+}
+
+/// A text's tokens as llama-perplexity takes them from its `-f` file: one trailing newline
+/// dropped, the model's BOS added, special-token text taken as plain text.
+pub fn text_tokens(tok: &Tokenizer, text: &str) -> Result<Vec<u32>> {
+    tok.encode(text.strip_suffix('\n').unwrap_or(text), true, false)
+}
+
+/// The token that replaces each chunk's first: BOS, where the model adds one.
+pub fn chunk_bos(tok: &Tokenizer) -> Option<u32> {
+    tok.bos().filter(|_| tok.adds_bos())
 }
 
 /// The chunks `tokens` holds: `min(tokens / ctx, chunks)`. Errors, as llama-perplexity's: fewer
