@@ -33,13 +33,12 @@ fn angles(cfg: &Config, layer: usize, pos: usize, cs: &mut [(f32, f32)]) {
 
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 /// The angles of positions `0..positions` as a GPU backend's table: `(cos, sin)` of each pair,
-/// position-major, the same bits as [`rope`] uses (on layer 0: a GPU backend runs only models
-/// whose layers share their angles, [`Config::cpu_only_parts`]).
-pub fn table(cfg: &Config, positions: usize) -> Vec<f32> {
+/// position-major, the same bits as [`rope`] uses on `layer`.
+pub fn table(cfg: &Config, layer: usize, positions: usize) -> Vec<f32> {
     let mut cs = vec![(0f32, 0f32); cfg.n_rot / 2];
     let mut out = Vec::with_capacity(positions * cfg.n_rot);
     for pos in 0..positions {
-        angles(cfg, 0, pos, &mut cs);
+        angles(cfg, layer, pos, &mut cs);
         out.extend(cs.iter().flat_map(|&(c, s)| [c, s]));
     }
     out

@@ -80,7 +80,7 @@ impl Context {
             shape,
             k,
             v,
-            rope: dev.upload(&crate::cpu::rope::table(cfg, positions))?,
+            rope: dev.upload(&crate::cpu::rope::table(cfg, 0, positions))?,
             inputs: StepInputs::with_slots(dev, rows, positions, slots, cfg.vocab_size)?,
             scratch: DecodeScratch::rows(dev, slots, cfg.n_head, cfg.head_dim)?,
             narrow,

@@ -62,7 +62,8 @@ pub struct Wgpu {
     /// Uploaded weights by tensor name (a tied LM head is the embedding table, uploaded once).
     weights: HashMap<String, Arc<WgpuWeight>>,
     /// RoPE's `(cos, sin)` per position and pair, made with the cache (the CPU's bits).
-    rope: Option<wgpu::Buffer>,
+    /// RoPE's tables (one per distinct base and scale), and each layer's.
+    rope: Option<(Vec<wgpu::Buffer>, Vec<usize>)>,
     /// The pass's token ids.
     ids: Option<wgpu::Buffer>,
     /// Largest buffer one binding may cover.
@@ -223,9 +224,11 @@ impl Wgpu {
         self.rec.dispatch(&k, &[n as u32, op, width as u32, stride], &[&a.buf, &b.buf], groups)
     }
 
-    /// RoPE's table, checked to hold positions `pos0..pos0 + m`.
-    fn rope_table(&self, cfg: &Config, m: usize, pos0: usize) -> Result<wgpu::Buffer> {
-        let table = self.rope.clone().ok_or(Error::backend("wgpu", "rope before the KV cache was made"))?;
+    /// RoPE's table of `layer`, checked to hold positions `pos0..pos0 + m`.
+    fn rope_table(&self, cfg: &Config, layer: usize, m: usize, pos0: usize) -> Result<wgpu::Buffer> {
+        let (tables, of_layer) = self.rope.as_ref().ok_or(Error::backend("wgpu", "rope before the KV cache was made"))?;
+        let table =
+            of_layer.get(layer).map(|&t| tables[t].clone()).ok_or_else(|| Error::backend("wgpu", format!("no RoPE table for layer {layer}")))?;
         if (pos0 + m) as u64 * cfg.n_rot as u64 * 4 > table.size() {
             return Err(Error::backend("wgpu", format!("positions up to {} are past the RoPE table", pos0 + m)));
         }
@@ -259,9 +262,11 @@ impl Wgpu {
 
     /// Causal attention of `m` query rows over the cache's positions `0..=pos0 + i` (stored).
     #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)]
     fn attend(
         &mut self,
         cfg: &Config,
+        layer: usize,
         f16: bool,
         kc: &wgpu::Buffer,
         vc: &wgpu::Buffer,
@@ -275,7 +280,8 @@ impl Wgpu {
         // as the CPU engine (llama.cpp's one-row flash-attention kernel): the query in f16
         let round_q = f16 && m < 64;
         let kw = cfg.kv_width() as u32;
-        let params = [cfg.head_dim as u32, cfg.n_head as u32, cfg.group() as u32, kw, pos0 as u32, scale.to_bits(), round_q as u32];
+        let window = cfg.window(layer).map_or(0, |w| w.min(u32::MAX as usize) as u32);
+        let params = [cfg.head_dim as u32, cfg.n_head as u32, cfg.group() as u32, kw, pos0 as u32, scale.to_bits(), round_q as u32, window];
         self.rec.dispatch(&att, &params, &[&q.buf, &out.buf, kc, vc], (cfg.n_head as u32, m as u32, 1))
     }
 
@@ -320,9 +326,6 @@ impl Backend for Wgpu {
     /// The kernels' limits: an even key/value width, heads of at most 256 values, a workgroup
     /// per query head (at most the adapter's per-dimension count), the logits in one binding.
     fn check_config(&self, cfg: &Config, _context: usize) -> Result<()> {
-        if let Some(what) = cfg.cpu_only_parts() {
-            return Err(Error::backend("wgpu", what));
-        }
         let width = cfg.kv_width();
         if width % 2 != 0 || cfg.head_dim > 256 {
             return Err(Error::backend(
@@ -385,8 +388,21 @@ impl Backend for Wgpu {
             k.push(self.storage("KV cache (one layer's keys; fewer positions make it smaller)", bytes)?);
             v.push(self.storage("KV cache (one layer's values)", bytes)?);
         }
-        let table = crate::cpu::rope::table(cfg, positions);
-        self.rope = Some(weights::upload_bytes(&self.dev, "rope table", bytemuck::cast_slice(&table))?);
+        let (mut tables, mut of_layer, mut seen) = (Vec::new(), Vec::new(), Vec::new());
+        for layer in 0..cfg.n_layer {
+            let key = cfg.rope_of(layer);
+            let t = match seen.iter().position(|&k| k == key) {
+                Some(t) => t,
+                None => {
+                    let table = crate::cpu::rope::table(cfg, layer, positions);
+                    tables.push(weights::upload_bytes(&self.dev, "rope table", bytemuck::cast_slice(&table))?);
+                    seen.push(key);
+                    tables.len() - 1
+                }
+            };
+            of_layer.push(t);
+        }
+        self.rope = Some((tables, of_layer));
         self.ids = Some(self.storage("token ids", positions as u64 * 4)?);
         self.dev.check_errors()?;
         Ok(WgpuKv { f16, positions, width, k, v })
@@ -439,10 +455,22 @@ impl Backend for Wgpu {
         self.elementwise(1, gate, up, len, 1)
     }
 
-    fn rope(&mut self, cfg: &Config, _layer: usize, q: &mut WgpuBuf, k: &mut WgpuBuf, m: usize, pos0: usize) -> Result<()> {
+    fn geglu(&mut self, gate: &mut WgpuBuf, up: &WgpuBuf, len: usize) -> Result<()> {
+        check_len("geglu", gate.len.min(up.len), len)?;
+        self.elementwise(3, gate, up, len, 1)
+    }
+
+    fn scale(&mut self, x: &mut WgpuBuf, s: f32, len: usize) -> Result<()> {
+        check_len("scale", x.len, len)?;
+        let k = self.rec.kernel("scale", || include_str!("shaders/scale.wgsl").to_string());
+        let (groups, stride) = grid(&self.dev, len);
+        self.rec.dispatch(&k, &[len as u32, s.to_bits(), stride], &[&x.buf], groups)
+    }
+
+    fn rope(&mut self, cfg: &Config, layer: usize, q: &mut WgpuBuf, k: &mut WgpuBuf, m: usize, pos0: usize) -> Result<()> {
         check_len("rope", q.len, m * cfg.q_width())?;
         check_len("rope", k.len, m * cfg.kv_width())?;
-        let table = self.rope_table(cfg, m, pos0)?;
+        let table = self.rope_table(cfg, layer, m, pos0)?;
         let kern = self.rec.kernel("rope", || include_str!("shaders/rope.wgsl").to_string());
         let n = m * (cfg.n_head + cfg.n_head_kv) * cfg.n_rot / 2;
         let (groups, stride) = grid(&self.dev, n);
@@ -466,7 +494,7 @@ impl Backend for Wgpu {
         let store = self.kv_kernel(kv.f16, include_str!("shaders/kv_store.wgsl"), "kv_store", None);
         let (groups, stride) = grid(&self.dev, m * kv.width / 2);
         self.rec.dispatch(&store, &[m as u32, kv.width as u32, pos0 as u32, stride], &[&k.buf, &v.buf, &kc, &vc], groups)?;
-        self.attend(cfg, kv.f16, &kc, &vc, q, m, pos0, out)
+        self.attend(cfg, layer, kv.f16, &kc, &vc, q, m, pos0, out)
     }
 
     fn copy_rows(&mut self, x: &WgpuBuf, from: usize, out: &mut WgpuBuf, to: usize, rows: usize, width: usize) -> Result<()> {
@@ -585,12 +613,12 @@ impl Backend for Wgpu {
             return self.attention(cfg, kv, layer, q, k, v, m, pos0, out);
         }
         let (kc, vc) = self.check_attention(cfg, kv, layer, q, k, v, m, pos0, out)?;
-        let table = self.rope_table(cfg, m, pos0)?;
+        let table = self.rope_table(cfg, layer, m, pos0)?;
         let kern = self.kv_kernel(kv.f16, include_str!("shaders/rope_store.wgsl"), "rope_store", None);
         let (groups, stride) = grid(&self.dev, m * (cfg.n_head * cfg.n_rot + kv.width) / 2);
         let params = [m as u32, cfg.n_head as u32, cfg.head_dim as u32, cfg.n_rot as u32, pos0 as u32, rope_style(cfg), stride, kv.width as u32];
         self.rec.dispatch(&kern, &params, &[&q.buf, &k.buf, &kc, &vc, &v.buf, &table], groups)?;
-        self.attend(cfg, kv.f16, &kc, &vc, q, m, pos0, out)
+        self.attend(cfg, layer, kv.f16, &kc, &vc, q, m, pos0, out)
     }
 
     fn argmax(&mut self, x: &WgpuBuf, n: usize) -> Result<u32> {

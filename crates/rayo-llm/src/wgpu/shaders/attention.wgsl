@@ -1,5 +1,6 @@
 // Causal grouped-query attention of query row i (position pos0 + i), head h, over the cache's
-// positions 0..=pos0 + i: one workgroup of 64 threads. Positions are taken 64 at a time (one
+// positions 0..=pos0 + i (the last `window` of them where window > 0: a local layer's sliding
+// window): one workgroup of 64 threads. Positions are taken 64 at a time (one
 // score per thread), folded into a running max, sum and weighted sum of the values (each
 // thread owns dimensions t, t + 64, ...: head_dim ≤ 256). The cache's type and the scores
 // (score_f32 / score_f16: q·k in f32 or f16 math) come before.
@@ -11,6 +12,7 @@ struct P {
     pos0: u32,
     scale: f32,
     round_q: u32,
+    window: u32,
 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
@@ -40,7 +42,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var mx = -3.4028234663852886e38;
     var l = 0.0;
     var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
-    for (var c0 = 0u; c0 < n; c0 += 64u) {
+    var lo = 0u;
+    if (p.window != 0u && n > p.window) {
+        lo = n - p.window;
+    }
+    for (var c0 = lo; c0 < n; c0 += 64u) {
         let pos = c0 + t;
         var s = -3.4028234663852886e38;
         if (pos < n) {

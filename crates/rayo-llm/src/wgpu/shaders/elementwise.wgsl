@@ -1,4 +1,5 @@
-// op 0: a += b; op 1: a = silu(a)·b; op 2: a[i] += b[i % width] (a bias per row).
+// op 0: a += b; op 1: a = silu(a)·b; op 2: a[i] += b[i % width] (a bias per row);
+// op 3: a = gelu(a)·b (GELU's tanh form).
 struct P {
     n: u32,
     op: u32,
@@ -20,7 +21,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     } else if (p.op == 1u) {
         let v = a[i];
         a[i] = v / (1.0 + exp(-v)) * b[i];
-    } else {
+    } else if (p.op == 2u) {
         a[i] += b[i % p.width];
+    } else {
+        let v = a[i];
+        // 0 at and below -10, as the CPU engine; v itself from 10 on (the factor is 1 in f32
+        // there, and a shader's tanh of a large argument may be NaN)
+        var g = 0.0;
+        if (v >= 10.0) {
+            g = v;
+        } else if (v > -10.0) {
+            g = 0.5 * v * (1.0 + tanh(0.7978846 * v * (1.0 + 0.044715 * v * v)));
+        }
+        a[i] = g * b[i];
     }
 }
