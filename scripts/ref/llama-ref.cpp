@@ -8,6 +8,9 @@
 //   greedy-file MODEL N PROMPTS    the same for every line of PROMPTS (escaped, see below), in
 //                                  the line format of crates/rayo-llm/tests/data/greedy-*.txt
 //   tokenize MODEL TEXT_FILE       the ids of the file's text (add_special, parse_special)
+//   pieces MODEL TEXT              the pieces of TEXT's ids (add_special, parse_special; special
+//                                  tokens rendered), escaped: with TEXT "" the tokens the vocab
+//                                  adds (Gemma's <bos>), which llama-simple prints before a prompt
 //   forced MODEL IDS_FILE OUT      the ids evaluated teacher-forced in one batch with logits at
 //                                  every position; per position llama.cpp's top-1 and top-32
 //                                  (id, log-softmax) on stdout, all logits (f32, positions x vocab,
@@ -238,7 +241,7 @@ int main(int argc, char ** argv) {
         return 0;
     }
     if (argc < 4) {
-        fprintf(stderr, "usage: %s greedy MODEL N PROMPT | greedy-file MODEL N PROMPTS | tokenize MODEL FILE | forced MODEL IDS OUT\n", argv[0]);
+        fprintf(stderr, "usage: %s greedy MODEL N PROMPT | greedy-file MODEL N PROMPTS | tokenize MODEL FILE | pieces MODEL TEXT | forced MODEL IDS OUT\n", argv[0]);
         return 2;
     }
     const std::string mode = argv[1];
@@ -269,6 +272,10 @@ int main(int argc, char ** argv) {
             printf("\n");
             printf("text %s\n", escape(g.text).c_str());
         }
+    } else if (mode == "pieces") {
+        std::string text;
+        for (auto id : tokenize(vocab, argv[3])) text += piece(vocab, id);
+        printf("%s\n", escape(text).c_str());
     } else if (mode == "tokenize") {
         print_ids("ids", tokenize(vocab, read_file(argv[3])));
     } else if (mode == "forced" && argc >= 5) {

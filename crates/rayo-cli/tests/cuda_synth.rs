@@ -33,7 +33,13 @@ fn synth(shape: &str) -> Option<(Model, PathBuf)> {
     }
     let out = std::env::temp_dir().join(format!("rayo-cuda-synth-{}-{shape}.gguf", std::process::id()));
     let bin = std::env::var_os("RAYO_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_rayo")));
-    let st = std::process::Command::new(bin).args(["synth"]).arg(&out).args(["--shape", shape, "--type", "Q8_0", "--tokenizer"]).arg(&tok).output().unwrap();
+    let st = std::process::Command::new(bin)
+        .args(["synth"])
+        .arg(&out)
+        .args(["--shape", shape, "--type", "Q8_0", "--tokenizer"])
+        .arg(&tok)
+        .output()
+        .unwrap();
     assert!(st.status.success(), "rayo synth {shape}: {}", String::from_utf8_lossy(&st.stderr));
     Some((Model::open(&out).unwrap(), out))
 }
@@ -81,11 +87,15 @@ fn new_architectures_agree_with_the_cpu_engine() {
         let mut g = Session::new(&model, gpu, opts).unwrap();
         let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2).with_activations(Activations::F32), opts).unwrap();
         let vocab = model.config().vocab_size;
-        for (how, batch, n, bound) in [("prefill in batches of 128 (f16 tensor cores)", 128, 160, 0.02), ("one token at a time (graph replays)", 1, 64, 0.005)] {
+        for (how, batch, n, bound) in
+            [("prefill in batches of 128 (f16 tensor cores)", 128, 160, 0.02), ("one token at a time (graph replays)", 1, 64, 0.005)]
+        {
             let (lg, lc) = (logits(&mut g, &tokens[..n], batch), logits(&mut c, &tokens[..n], batch));
             let (agree, clear, worst) = compare(&lg, &lc, vocab);
             let scale = lc.iter().fold(0f32, |a, &b| a.max(b.abs()));
-            println!("{shape} {how}: top-1 {agree}/{clear} where the CPU's top two are > 0.5 apart, max |Δlogit| {worst:.4} (largest |logit| {scale:.2})");
+            println!(
+                "{shape} {how}: top-1 {agree}/{clear} where the CPU's top two are > 0.5 apart, max |Δlogit| {worst:.4} (largest |logit| {scale:.2})"
+            );
             assert_eq!(agree, clear, "{shape} {how}: a clear argmax differs");
             assert!(worst < bound * scale, "{shape} {how}: max |Δlogit| {worst} is past {bound} of the largest |logit| {scale}");
         }

@@ -13,7 +13,7 @@ use crate::backend::{Backend, KvType};
 use crate::batch::{check_work, BatchForward, SlotWork, StepOut};
 use crate::config::Config;
 use crate::model::Model;
-use crate::pass::{layers_pass, logits_pass, Buffers, Segment, Weights};
+use crate::pass::{layers_pass, logits_pass, Alone, Buffers, Segment, Weights};
 use crate::session::checked_config;
 use crate::{Error, Result};
 
@@ -126,7 +126,7 @@ impl<B: Backend> BatchForward for BatchSession<B> {
         let (cfg, weights, kvs, bufs) = (&self.cfg, &self.weights, &mut self.kvs, &mut self.bufs);
         let mut pass = |b: &mut B| {
             layers_pass(b, cfg, weights, kvs, bufs, &tokens, &segments)?;
-            logits_pass(b, cfg, weights, bufs, &last)
+            logits_pass(b, cfg, weights, bufs, &last, Alone::Each)
         };
         if tokens.len() == work.len() {
             // every item one token: the same ops for every such step of this many rows

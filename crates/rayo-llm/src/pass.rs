@@ -255,11 +255,16 @@ fn mlp<B: Backend>(b: &mut B, c: &Config, l: &Layer<B>, x: &B::Buf, m: usize, xn
 }
 
 /// The logits of rows `rows` of `f.x` into `f.logits` (one row of `vocab` values each, in
-/// order; at most the buffers' `logit_rows`).
-pub(crate) fn logits_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, f: &mut Buffers<B>, rows: &[usize]) -> Result<()> {
+/// order; at most the buffers' `logit_rows`). `Alone::Each`: every row's logits are the bits it
+/// gets alone (as a one-sequence session computes them: what batch invariance needs);
+/// `Alone::No`: the rows as one batched product (the output head read once per tile of rows, as
+/// a prompt's products: what scoring many positions needs).
+pub(crate) fn logits_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, f: &mut Buffers<B>, rows: &[usize], alone: Alone) -> Result<()> {
     let n = rows.len();
-    // every row's logits as a row alone gets them (as a one-sequence session computes them)
-    b.one_token_rows(n);
+    b.one_token_rows(match alone {
+        Alone::Each => n,
+        Alone::No => 0,
+    });
     // rows 0..n (a step of one-token rows): in place
     if rows.iter().enumerate().all(|(i, &r)| i == r) {
         return b.norm_matmuls(&f.x, &w.output_norm, c.eps, n, &[&w.output], &mut f.last, &mut [&mut f.logits]);
@@ -269,4 +274,13 @@ pub(crate) fn logits_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, f: 
         b.copy_rows(&f.x, r, &mut f.xn, i, 1, c.n_embd)?;
     }
     b.norm_matmuls(&f.xn, &w.output_norm, c.eps, n, &[&w.output], &mut f.last, &mut [&mut f.logits])
+}
+
+/// How [`logits_pass`] computes several rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Alone {
+    /// Each row's logits the bits it gets alone.
+    Each,
+    /// One batched product.
+    No,
 }

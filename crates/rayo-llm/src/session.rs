@@ -5,7 +5,7 @@
 use crate::backend::{Backend, KvType};
 use crate::config::{product, Config};
 use crate::model::Model;
-use crate::pass::{layers_pass, logits_pass, Buffers, Segment, Weights};
+use crate::pass::{layers_pass, logits_pass, Alone, Buffers, Segment, Weights};
 use crate::{Error, Result};
 
 /// The positions a session holds when [`SessionOptions::context`] is 0 and the model was trained
@@ -48,8 +48,8 @@ pub struct SessionOptions {
     pub batch: usize,
     /// The most rows whose logits [`Logits::All`] computes in one product (at most `batch`):
     /// more reads the output head fewer times (a 262,144-token head is the largest matrix of a
-    /// small model), at `logit_rows × vocab` f32 of memory. Each row's logits are the same
-    /// bits either way.
+    /// small model), at `logit_rows × vocab` f32 of memory. With 1, each row's logits are the
+    /// bits it gets alone; with more, those of a batched product (a prompt's arithmetic).
     pub logit_rows: usize,
 }
 
@@ -152,7 +152,7 @@ impl<B: Backend> Session<B> {
             self.step(chunk)?;
             for r0 in (0..chunk.len()).step_by(self.logit_rows) {
                 let rows: Vec<usize> = (r0..chunk.len().min(r0 + self.logit_rows)).collect();
-                logits_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.bufs, &rows)?;
+                logits_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.bufs, &rows, Alone::No)?;
                 let n = out.len();
                 out.resize(n + rows.len() * vocab, 0.0);
                 self.backend.read(&self.bufs.logits, &mut out[n..])?;
@@ -224,7 +224,7 @@ impl<B: Backend> Session<B> {
         let at = [Segment { kv: 0, pos0: *pos, rows: 1 }];
         backend.one_token_step(&mut |b| {
             layers_pass(b, cfg, weights, std::slice::from_mut(kv), bufs, tokens, &at)?;
-            logits_pass(b, cfg, weights, bufs, &[0])
+            logits_pass(b, cfg, weights, bufs, &[0], Alone::Each)
         })?;
         *pos += 1;
         Ok(())
@@ -240,7 +240,7 @@ impl<B: Backend> Session<B> {
 
     /// The logits of row `r` of the last batch into `bufs.logits`.
     fn logits_ops(&mut self, r: usize) -> Result<()> {
-        logits_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.bufs, &[r])
+        logits_pass(&mut self.backend, &self.cfg, &self.weights, &mut self.bufs, &[r], Alone::Each)
     }
 }
 

@@ -596,9 +596,10 @@ fn inputs_past_the_context_or_the_vocabulary_are_errors() {
 }
 
 /// `Logits::All` with the output head applied to several rows at once (`logit_rows`, as
-/// `rayo perplexity` runs it) gives each row the bits it gets alone.
+/// `rayo perplexity` runs it): a batched product, so each row's logits are within the rounding
+/// of a prompt's arithmetic of those the row gets alone (`logit_rows` 1), which stay its bits.
 #[test]
-fn logits_of_several_rows_at_once_are_each_row_s_bits() {
+fn logits_of_several_rows_at_once_are_each_row_s_within_rounding() {
     for arch in [Arch::Llama, Arch::Gemma3] {
         let m = model_of(arch, GgmlType::Q8_0);
         let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 53 + 11) % 256).collect();
@@ -607,9 +608,19 @@ fn logits_of_several_rows_at_once_are_each_row_s_bits() {
             Session::new(&m, Cpu::new(m.file().clone(), 2), opts).unwrap().forward(&tokens, Logits::All).unwrap()
         };
         let one = run(1);
+        let last: Vec<f32> = {
+            let mut s =
+                Session::new(&m, Cpu::new(m.file().clone(), 2), SessionOptions { context: 0, kv_type: KvType::F16, batch: 16, logit_rows: 1 })
+                    .unwrap();
+            s.forward(&tokens[..CTX - 1], Logits::Last).unwrap();
+            s.forward(&tokens[CTX - 1..], Logits::Last).unwrap()
+        };
+        assert!(one[(CTX - 1) * VOCAB..].iter().zip(&last).all(|(a, b)| a.to_bits() == b.to_bits()), "{arch:?}: logit_rows 1 is a row alone");
+        let scale = one.iter().fold(0f32, |a, &b| a.max(b.abs()));
         for rows in [5, 16, 64] {
             let got = run(rows);
-            assert!(one.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()), "{arch:?}: logit_rows {rows}");
+            let worst = one.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+            assert!(worst <= 1e-5 * scale, "{arch:?}: logit_rows {rows}: {worst} from the rows alone (largest |logit| {scale})");
         }
     }
 }

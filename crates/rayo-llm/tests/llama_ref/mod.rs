@@ -181,8 +181,11 @@ pub fn forced_ids() -> Vec<u32> {
 
 /// The teacher-forced sequence of variant `ty` (`forced-TYPE.txt` evaluated it): forced-text.txt
 /// in the model's tokenizer: `forced-ids-NAME.txt` for a real model's variant `NAME` (and
-/// `"NAME-f32kv"`), forced-ids.txt for SmolLM2's.
+/// `"NAME-f32kv"`; `synth-SHAPE` for `rayo synth`'s), forced-ids.txt for SmolLM2's.
 pub fn forced_ids_of(ty: &str) -> Vec<u32> {
+    if let Some(shape) = ty.strip_prefix("synth-") {
+        return ids(&read(&format!("forced-ids-synth-{}.txt", shape.trim_end_matches("-f32kv"))));
+    }
     match [QWEN2, GEMMA3].into_iter().find(|n| ty.starts_with(n)) {
         Some(n) => ids(&read(&format!("forced-ids-{n}.txt"))),
         None => forced_ids(),
@@ -355,7 +358,11 @@ impl ForcedStats {
     /// Every difference is a near tie, at least 70% of the positions are clear, the engine
     /// agrees at ≥ 99% of those, and the mean KL is below `kl`.
     pub fn check(&self, ty: &str, tie: f32, kl: f64) {
-        assert!(self.bad.is_empty(), "{ty}: differences that are no near tie (position, engine's argmax, llama.cpp's, gap in the engine's logits, in llama.cpp's; tie {tie}): {:?}", self.bad);
+        assert!(
+            self.bad.is_empty(),
+            "{ty}: differences that are no near tie (position, engine's argmax, llama.cpp's, gap in the engine's logits, in llama.cpp's; tie {tie}): {:?}",
+            self.bad
+        );
         assert!(self.n >= 256 && self.clear * 10 >= self.n * 7, "{ty}: only {} of {} positions are clear", self.clear, self.n);
         assert!(self.clear_same * 100 >= self.clear * 99, "{ty}: {}/{} clear positions agree", self.clear_same, self.clear);
         assert!(self.kl_mean < kl, "{ty}: mean KL {} (bound {kl})", self.kl_mean);
