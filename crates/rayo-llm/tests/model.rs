@@ -272,7 +272,7 @@ fn rope(arch: Arch, layer: usize, x: &mut [f64], pos: usize) {
         for j in 0..hd / 2 {
             let mut th = pos as f64 * base.powf(-2.0 * j as f64 / hd as f64);
             if arch == Arch::Llama3 {
-                th /= FREQS[j] as f64;
+                th /= FREQS.get(j).copied().unwrap_or(1.0) as f64;
             }
             let (i0, i1) = match arch {
                 Arch::Llama | Arch::Llama3 => (2 * j, 2 * j + 1),

@@ -38,6 +38,9 @@ fn model(rm: &RealModel, test: &str) -> Option<Model> {
             let w = c.sliding_window.as_ref().unwrap();
             assert_eq!((w.window, w.pattern, w.rope_base, c.rope_base), (512, 6, 10_000.0, 1_000_000.0));
             assert_eq!((c.window(4), c.window(5), c.window(17)), (Some(512), None, None));
+            // llama.cpp's end-of-generation set: <eos>, <end_of_turn>, and </s> (a control
+            // token by its text, whatever its type says)
+            assert_eq!(m.tokenizer().eog_ids(), [1, 106, 212]);
         }
         other => panic!("no shape for {other}"),
     }
