@@ -127,6 +127,14 @@ fn qwen2_sequences_in_one_step_equal_each_alone() {
     interleaved_equals_alone(&path, "Qwen2.5-Coder-0.5B");
 }
 
+/// Gemma 3 270M (post-norms, GELU, per-layer RoPE bases and windows): the same bits batched.
+#[test]
+fn gemma3_sequences_in_one_step_equal_each_alone() {
+    let Some(path) = llama_ref::GEMMA3_MODEL.path("gemma3_sequences_in_one_step_equal_each_alone") else { return };
+    interleaved_equals_alone(&path, "Gemma 3 270M");
+    decoding_together_equals_alone(&path, "Gemma 3 270M");
+}
+
 #[test]
 fn a_steps_work_is_checked_and_a_slot_rewinds() {
     let Some(path) = llama_ref::smollm2("a_steps_work_is_checked_and_a_slot_rewinds") else { return };
