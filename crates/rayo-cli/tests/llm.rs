@@ -181,6 +181,37 @@ fn rayo_generate_refuses_a_prompt_past_the_context_and_a_missing_model() {
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "[504, 3575, 282, 4649, 314]");
 }
 
+/// `rayo perplexity`: `PPL = X +/- Y` on stdout, the library's figure for the same chunks
+/// (`rayo_llm::perplexity`, against llama-perplexity in rayo-llm's tests/perplexity.rs), and
+/// a text too short for two chunks or not UTF-8 an error saying so.
+#[test]
+fn rayo_perplexity_prints_the_library_s_figure_and_refuses_short_text() {
+    let Some(path) = model("Q4_1") else { return };
+    let text = llama_ref::data_dir().join("forced-text.txt");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rayo")).arg("perplexity").args(["--model", path.to_str().unwrap()]).args(args).output().unwrap()
+    };
+    let o = run(&["--file", text.to_str().unwrap(), "--ctx", "64", "--chunks", "3", "--threads", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = Model::open(&path).unwrap();
+    let tokens = rayo_llm::perplexity::text_tokens(m.tokenizer(), &std::fs::read_to_string(&text).unwrap()).unwrap();
+    let mut s = Session::new(&m, Cpu::new(m.file().clone(), 2), rayo_llm::perplexity::session_options(64, rayo_llm::KvType::F16)).unwrap();
+    let p = rayo_llm::perplexity::perplexity(&mut s, &tokens, 64, 3, rayo_llm::perplexity::chunk_bos(m.tokenizer()), &mut |_, _| Ok(())).unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("PPL = {:.4} +/- {:.5}", p.ppl(), p.uncertainty()));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[3]"), "progress: {}", String::from_utf8_lossy(&o.stderr));
+    let dir = std::env::temp_dir().join(format!("rayo-ppl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("short.txt"), "too short").unwrap();
+    std::fs::write(dir.join("bytes.txt"), [0xff, 0xfe, 0x00, 0x80]).unwrap();
+    let o = run(&["--file", dir.join("short.txt").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a context of 512 needs at least 1024"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&["--file", dir.join("bytes.txt").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("UTF-8"), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// `--backend cuda` without a GPU (or without a driver) is an error naming the CPU backend,
 /// before anything is printed; with a GPU it generates (the GPU machine's tests compare it
 /// with the CPU engine).

@@ -81,10 +81,7 @@ pub fn chunks(tokens: usize, ctx: usize, chunks: Option<usize>) -> Result<usize>
         return Err(Error::Perplexity(format!("a context of {ctx} tokens is too short (at least 4)")));
     }
     if tokens < 2 * ctx {
-        return Err(Error::Batch(format!(
-            "perplexity: the text tokenizes to {tokens} tokens; a context of {ctx} needs at least {} (two chunks)",
-            2 * ctx
-        )));
+        return Err(Error::Perplexity(format!("the text tokenizes to {tokens} tokens; a context of {ctx} needs at least {} (two chunks)", 2 * ctx)));
     }
     Ok((tokens / ctx).min(chunks.unwrap_or(usize::MAX)))
 }
