@@ -221,23 +221,6 @@ impl Config {
         }
     }
 
-    /// What in this model's block only the CPU backend runs so far (a GPU backend's
-    /// [`crate::Backend::check_config`] refuses the model with it), or `None`.
-    pub fn cpu_only_parts(&self) -> Option<String> {
-        let a = self.arch;
-        let parts: Vec<&str> = [
-            (a.embed_scale, "scaled embeddings"),
-            (a.post_norms, "norms after the sublayers"),
-            (a.ffn != crate::arch::Activation::Silu, "a GELU MLP"),
-            (self.sliding_window.is_some(), "sliding-window layers"),
-            (self.rope_scale != 1.0, "scaled RoPE positions"),
-        ]
-        .into_iter()
-        .filter_map(|(has, what)| has.then_some(what))
-        .collect();
-        (!parts.is_empty()).then(|| format!("the `{}` block's {} run on the CPU backend only so far (use --backend cpu)", a.name, parts.join(", ")))
-    }
-
     /// Query heads per key/value head.
     pub fn group(&self) -> usize {
         self.n_head / self.n_head_kv.max(1)

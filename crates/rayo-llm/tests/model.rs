@@ -148,6 +148,15 @@ impl Weights {
         Weights { arch, tensors: t }
     }
 
+    /// The same tensors, those for which `edit(name)` gives values replaced by them: a model
+    /// with one part of the architecture left out, for the reference.
+    fn edited(&self, edit: impl Fn(&str) -> Option<Vec<f32>>) -> Weights {
+        Weights {
+            arch: self.arch,
+            tensors: self.tensors.iter().map(|(n, r, c, v)| (n.clone(), *r, *c, edit(n).unwrap_or_else(|| v.clone()))).collect(),
+        }
+    }
+
     fn get(&self, name: &str) -> &[f32] {
         &self.tensors.iter().find(|t| t.0 == name).unwrap().3
     }
@@ -409,14 +418,7 @@ fn qwen2_s_rope_pairs_and_biases_change_the_logits() {
     let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
     let got = session(&m, Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
     let pairs = Weights { arch: Arch::Llama, tensors: w.tensors.clone() };
-    let no_bias = Weights {
-        arch: Arch::Qwen2,
-        tensors: w
-            .tensors
-            .iter()
-            .map(|(n, r, c, v)| (n.clone(), *r, *c, if n.ends_with(".bias") { vec![0.0; v.len()] } else { v.clone() }))
-            .collect(),
-    };
+    let no_bias = w.edited(|n| n.ends_with(".bias").then(|| vec![0.0; w.get(n).len()]));
     for (what, wrong) in [("llama's RoPE pairs (and no biases)", &pairs), ("no biases", &no_bias)] {
         let e = max_rel_diff(&got, &reference(wrong, &tokens));
         assert!(e > 1e-2, "qwen2 computed with {what} is only {e} from the engine");
@@ -431,21 +433,7 @@ fn qwen3_s_qk_norm_weights_change_the_logits() {
     let m = model_of(Arch::Qwen3, GgmlType::F32);
     let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
     let got = session(&m, Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
-    let flat = Weights {
-        arch: Arch::Qwen3,
-        tensors: w
-            .tensors
-            .iter()
-            .map(|(n, r, c, v)| {
-                (
-                    n.clone(),
-                    *r,
-                    *c,
-                    if n.contains("_norm.weight") && n.contains("attn_") && !n.contains("attn_norm") { vec![1.0; v.len()] } else { v.clone() },
-                )
-            })
-            .collect(),
-    };
+    let flat = w.edited(|n| (n.ends_with("_q_norm.weight") || n.ends_with("_k_norm.weight")).then(|| vec![1.0; w.get(n).len()]));
     let e = max_rel_diff(&got, &reference(&flat, &tokens));
     assert!(e > 1e-2, "qwen3 computed with unit QK-norm weights is only {e} from the engine");
 }
@@ -461,14 +449,7 @@ fn gemma3_s_window_and_post_norms_change_the_logits() {
     assert_eq!((c.window(0), c.window(1), c.rope_of(0).0, c.rope_of(1).0), (Some(WINDOW), None, BASE as f32, GLOBAL_BASE as f32));
     let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
     let got = session(&m, Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
-    let unit_post = Weights {
-        arch: Arch::Gemma3,
-        tensors: w
-            .tensors
-            .iter()
-            .map(|(n, r, c, v)| (n.clone(), *r, *c, if n.contains(".post_") { vec![1.0; v.len()] } else { v.clone() }))
-            .collect(),
-    };
+    let unit_post = w.edited(|n| n.contains(".post_").then(|| vec![1.0; w.get(n).len()]));
     let e = max_rel_diff(&got, &reference(&unit_post, &tokens));
     assert!(e > 1e-2, "gemma3 computed with unit post-norm weights is only {e} from the engine");
     // the engine with a window as long as the context (the same RoPE bases, nothing cut off)
@@ -493,17 +474,17 @@ fn rope_divisors_and_fused_halves_change_the_logits() {
     assert!(e > 1e-2, "llama computed without rope_freqs is only {e} from the engine");
     let w = Weights::random_of(Arch::Phi3);
     let got = session(&model_of(Arch::Phi3, GgmlType::F32), Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
-    let swapped = Weights {
-        arch: Arch::Phi3,
-        tensors: w
-            .tensors
-            .iter()
-            .map(|(n, r, c, v)| {
-                let other = if n.contains("ffn_gate") { n.replace("ffn_gate", "ffn_up") } else { n.replace("ffn_up", "ffn_gate") };
-                (n.clone(), *r, *c, if n.contains("ffn_") && !n.contains("down") && !n.contains("norm") { w.get(&other).to_vec() } else { v.clone() })
-            })
-            .collect(),
+    // gate's values where up's go and the other way round
+    let other = |n: &str| {
+        if n.contains("ffn_gate") {
+            Some(n.replace("ffn_gate", "ffn_up"))
+        } else if n.contains("ffn_up") {
+            Some(n.replace("ffn_up", "ffn_gate"))
+        } else {
+            None
+        }
     };
+    let swapped = w.edited(|n| other(n).map(|o| w.get(&o).to_vec()));
     let e = max_rel_diff(&got, &reference(&swapped, &tokens));
     assert!(e > 1e-2, "phi3 computed with gate and up swapped is only {e} from the engine");
 }

@@ -334,7 +334,7 @@ impl Backend for Cuda {
 
     fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {
         let refuse = |what: String| Err(Error::backend("cuda", format!("{what}: the CUDA backend cannot run this model (--backend cpu can)")));
-        if let Some(what) = cfg.cpu_only_parts() {
+        if let Some(what) = parts_without_kernels(cfg) {
             return Err(Error::backend("cuda", what));
         }
         // every matrix's rows: the kernels read blocks of 32 values
@@ -687,4 +687,22 @@ impl Backend for Cuda {
             0
         }
     }
+}
+
+/// The parts of `cfg`'s block the CUDA kernels do not have yet (Gemma 3's), as the error that
+/// refuses the model, or `None`.
+fn parts_without_kernels(cfg: &Config) -> Option<String> {
+    let a = cfg.arch;
+    let parts: Vec<&str> = [
+        (a.embed_scale, "scaled embeddings"),
+        (a.post_norms, "norms after the sublayers"),
+        (a.ffn != crate::arch::Activation::Silu, "a GELU MLP"),
+        // (also what keeps every layer's RoPE angles those of the one table, layer 0's)
+        (cfg.sliding_window.is_some(), "sliding-window layers with their own RoPE base"),
+    ]
+    .into_iter()
+    .filter_map(|(has, what)| has.then_some(what))
+    .collect();
+    (!parts.is_empty())
+        .then(|| format!("the `{}` block's {} run on the CPU and wgpu backends only so far (use --backend cpu)", a.name, parts.join(", ")))
 }
