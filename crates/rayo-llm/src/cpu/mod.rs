@@ -212,7 +212,16 @@ impl Backend for Cpu {
 
     fn geglu(&mut self, gate: &mut Vec<f32>, up: &Vec<f32>, len: usize) -> Result<()> {
         check_len("geglu", gate.len().min(up.len()), len)?;
-        gate[..len].iter_mut().zip(&up[..len]).for_each(|(g, &u)| *g = gelu_tanh(*g) * u);
+        // tanh's argument, rayo's SIMD tanh, then the rest, a chunk at a time: plain arithmetic
+        // the compiler vectorizes (libm's scalar `tanhf` was a quarter of Gemma 3's prompt time).
+        const CHUNK: usize = 256;
+        let (mut arg, mut th) = ([0f32; CHUNK], [0f32; CHUNK]);
+        for (g, u) in gate[..len].chunks_mut(CHUNK).zip(up[..len].chunks(CHUNK)) {
+            let (arg, th) = (&mut arg[..g.len()], &mut th[..g.len()]);
+            arg.iter_mut().zip(&*g).for_each(|(a, &x)| *a = gelu_tanh_arg(x));
+            rayo::slice::unary(self.simd, UnaryOp::Tanh, arg, th)?;
+            g.iter_mut().zip(u).zip(&*th).for_each(|((g, &u), &t)| *g = gelu_from_tanh(*g, t) * u);
+        }
         Ok(())
     }
 
@@ -394,14 +403,25 @@ impl Backend for Cpu {
 }
 
 /// GELU in its tanh form, in f32 (as ggml's CUDA kernels compute it; its CPU looks the value up
-/// in a table of every f16 input, which rounds it to f16 on both sides). 0 at and below −10,
-/// as ggml (the exact value is below 1e-22 there; −inf would otherwise give NaN).
-fn gelu_tanh(x: f32) -> f32 {
+/// in a table of every f16 input, which rounds it to f16 on both sides) is
+/// `gelu_from_tanh(x, tanh(gelu_tanh_arg(x)))`.
+///
+/// The argument of GELU's tanh: √(2/π)·x·(1 + 0.044715·x²).
+#[inline(always)]
+fn gelu_tanh_arg(x: f32) -> f32 {
     const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    SQRT_2_OVER_PI * x * (1.0 + 0.044_715 * x * x)
+}
+
+/// GELU from `t`, the tanh of its argument: `x·(1 + t)/2`, and 0 at and below −10, as ggml (the
+/// exact value is below 1e-22 there; −inf would otherwise give NaN).
+#[inline(always)]
+fn gelu_from_tanh(x: f32, t: f32) -> f32 {
     if x <= -10.0 {
-        return 0.0;
+        0.0
+    } else {
+        0.5 * x * (1.0 + t)
     }
-    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044_715 * x * x)).tanh())
 }
 
 /// The values of rows `row..row + rows` of `width` values, or an error when that overflows.

@@ -9,6 +9,7 @@
 //! each weight row is read once per tile of activation rows.
 
 use super::activation::{ActRow, QActs};
+use super::panel16::Panels;
 use super::prepared::PreparedActs;
 use super::tile8;
 use super::{dot, dot_f32, GgmlType};
@@ -166,7 +167,7 @@ pub fn matmul_rows(backend: Backend, w: &QuantMatrix<'_>, p: &PreparedActs, r0: 
 
 /// Weight rows per block of the quantized product: a block (a few KB) stays in L1 while
 /// every tile of activation rows passes over it.
-const ROW_BLOCK: usize = 16;
+const ROW_BLOCK: usize = super::panel16::ROWS;
 
 struct Job<'a, 'w> {
     backend: Backend,
@@ -255,6 +256,9 @@ impl Job<'_, '_> {
         // all tiles, and a tile's eight products are scaled as one vector (block-major scales).
         let tiles8 = self.p.tiles8(ty).unwrap_or(&[]);
         let mut unpacked = Vec::new();
+        // On AVX-512 VNNI, each block of weight rows interleaved once more, into a panel
+        // (`ROW_BLOCK` is its 16 rows).
+        let mut panels = if tiles8.is_empty() { None } else { Panels::new(self.backend, ty) };
         let singles: Vec<ActRow<'_>> = (0..single).map(|i| a.row(i)).collect();
         let (mut tile_out, mut row_out) = ([[0f32; TILE]; ROW_BLOCK], [[0f32; 1]; ROW_BLOCK]);
         for j0 in (r0..r1).step_by(ROW_BLOCK) {
@@ -263,12 +267,16 @@ impl Job<'_, '_> {
             let c = j0 - r0;
             if !tiles8.is_empty() {
                 tile8::unpack_rows(s, ty, w, &mut unpacked);
+                if let Some(p) = &mut panels {
+                    p.pack(&unpacked, n);
+                }
             }
             for (t, tile) in tiles.iter().enumerate() {
                 // (No closure here: one would be compiled outside the vectorized context.)
-                match tiles8.get(t) {
-                    Some(t8) => tile8::dot_tile8(s, ty, &unpacked, t8, &mut tile_out[..n]),
-                    None => dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]),
+                match (tiles8.get(t), &panels) {
+                    (Some(t8), Some(p)) => p.dot(t8, &mut tile_out[..n]),
+                    (Some(t8), None) => tile8::dot_tile8(s, ty, &unpacked, t8, &mut tile_out[..n]),
+                    (None, _) => dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]),
                 }
                 let t0 = single + t * TILE;
                 for r in 0..TILE.min(m - t0) {

@@ -27,6 +27,7 @@ mod float;
 mod kernel;
 mod legacy;
 mod matmul;
+mod panel16;
 mod prepared;
 mod q2k;
 mod q3k;

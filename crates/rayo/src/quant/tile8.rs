@@ -42,9 +42,11 @@ fn signed(ty: GgmlType) -> bool {
 /// `qs[i]` (256 contiguous bytes), their scales and sums `d[i][r]`, `sums[i][r]` (`d·Σq` of the
 /// block), so that the eight products of a weight block read one place.
 pub(crate) struct Tile8 {
-    qs: Vec<[[u8; 32]; 8]>,
-    d: Vec<[f32; 8]>,
-    sums: Vec<[f32; 8]>,
+    pub(super) qs: Vec<[[u8; 32]; 8]>,
+    pub(super) d: Vec<[f32; 8]>,
+    pub(super) sums: Vec<[f32; 8]>,
+    /// `Σq` of each block (the signed weights of [`super::panel16`] take `128·Σq` off).
+    pub(super) isums: Vec<[i32; 8]>,
 }
 
 impl Tile8 {
@@ -53,16 +55,17 @@ impl Tile8 {
     pub(crate) fn new(act: GgmlType, a: &[ActRow<'_>; 8], cols: usize) -> Tile8 {
         let nb = cols / 32;
         let qs = (0..nb).map(|i| core::array::from_fn(|r| bytemuck::cast_slice::<i8, u8>(&a[r].qs[32 * i..32 * i + 32]).try_into().unwrap()));
+        let isums = (0..nb).map(|i| core::array::from_fn(|r| a[r].qs[32 * i..32 * i + 32].iter().map(|&q| q as i32).sum())).collect();
         if act == GgmlType::Q8_K {
             // Q8_K rows: one scale per 256 values, integer sums per 16 (`bsums`).
             let d = (0..nb).map(|i| core::array::from_fn(|r| a[r].d[i / 8]));
             let sums = (0..nb).map(|i| core::array::from_fn(|r| a[r].d[i / 8] * (a[r].bsums[2 * i] as i32 + a[r].bsums[2 * i + 1] as i32) as f32));
-            return Tile8 { qs: qs.collect(), d: d.collect(), sums: sums.collect() };
+            return Tile8 { qs: qs.collect(), d: d.collect(), sums: sums.collect(), isums };
         }
         let with_sums = !a[0].sums.is_empty();
         let d = (0..nb).map(|i| core::array::from_fn(|r| a[r].d[i]));
         let sums = (0..nb).map(|i| core::array::from_fn(|r| if with_sums { a[r].sums[i] } else { 0.0 }));
-        Tile8 { qs: qs.collect(), d: d.collect(), sums: sums.collect() }
+        Tile8 { qs: qs.collect(), d: d.collect(), sums: sums.collect(), isums }
     }
 }
 
