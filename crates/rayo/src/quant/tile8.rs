@@ -46,6 +46,7 @@ pub(crate) struct Tile8 {
     pub(super) d: Vec<[f32; 8]>,
     pub(super) sums: Vec<[f32; 8]>,
     /// `Σq` of each block (the signed weights of [`super::panel16`] take `128·Σq` off).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // (panel16's kernel is x86-64's)
     pub(super) isums: Vec<[i32; 8]>,
 }
 
