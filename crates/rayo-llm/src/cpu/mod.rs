@@ -402,10 +402,10 @@ impl Backend for Cpu {
     }
 }
 
-/// GELU in its tanh form, in f32 (as ggml's CUDA kernels compute it; its CPU looks the value up
-/// in a table of every f16 input, which rounds it to f16 on both sides) is
-/// `gelu_from_tanh(x, tanh(gelu_tanh_arg(x)))`.
-///
+// GELU in its tanh form, in f32 (as ggml's CUDA kernels compute it; its CPU looks the value up
+// in a table of every f16 input, which rounds it to f16 on both sides), in two halves around the
+// SIMD tanh: `gelu_from_tanh(x, tanh(gelu_tanh_arg(x)))`.
+
 /// The argument of GELU's tanh: √(2/π)·x·(1 + 0.044715·x²).
 #[inline(always)]
 fn gelu_tanh_arg(x: f32) -> f32 {

@@ -49,8 +49,7 @@ impl Panels {
         #[cfg(target_arch = "x86_64")]
         {
             let token = if backend == Backend::Avx512 { crate::cpu::isa::avx512::Avx512::try_new_vnni()? } else { return None };
-            let signed = matches!(ty, GgmlType::Q8_0 | GgmlType::Q8_1);
-            Some(Panels { token, signed, blocks: Vec::new() })
+            Some(Panels { token, signed: super::tile8::signed(ty), blocks: Vec::new() })
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -85,10 +84,10 @@ impl Panels {
         assert!(out.len() <= ROWS && self.blocks.len() == t.d.len(), "a panel of {} blocks against a tile of {}", self.blocks.len(), t.d.len());
         #[cfg(target_arch = "x86_64")]
         {
-            let _ = self.token; // the proof the kernel's features are there
-                                // SAFETY: `self.token` (an `Avx512<true>`) exists only where the CPU has
-                                // avx512f, avx512bw, avx512vl and avx512vnni; the kernel reads only through
-                                // references (lengths checked above).
+            // SAFETY: `self.token` (an `Avx512<true>`, held as the proof) exists only where the
+            // CPU has avx512f, avx512bw, avx512vl and avx512vnni; the kernel reads only through
+            // references (lengths checked above).
+            let _ = self.token;
             let o = unsafe {
                 if self.signed {
                     x86::kernel::<true>(&self.blocks, t)

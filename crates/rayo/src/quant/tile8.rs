@@ -34,7 +34,7 @@ pub(crate) fn unpacks(ty: GgmlType) -> bool {
 }
 
 /// Signed value bytes and no min (the 8-bit formats); the others unpack to unsigned bytes.
-fn signed(ty: GgmlType) -> bool {
+pub(super) fn signed(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q8_0 | GgmlType::Q8_1)
 }
 
