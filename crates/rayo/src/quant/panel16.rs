@@ -84,10 +84,11 @@ impl Panels {
         assert!(out.len() <= ROWS && self.blocks.len() == t.d.len(), "a panel of {} blocks against a tile of {}", self.blocks.len(), t.d.len());
         #[cfg(target_arch = "x86_64")]
         {
-            let _ = self.token; // held as the proof of the kernel's features
-                                // SAFETY: `self.token` (an `Avx512<true>`) exists only where the CPU has avx512f,
-                                // avx512bw, avx512vl and avx512vnni; the kernel reads only through references
-                                // (lengths checked above).
+            // `self.token` is held as the proof of the kernel's features.
+            let _ = self.token;
+            // SAFETY: `self.token` (an `Avx512<true>`) exists only where the CPU has avx512f,
+            // avx512bw, avx512vl and avx512vnni; the kernel reads only through references
+            // (lengths checked above).
             let o = unsafe {
                 if self.signed {
                     x86::kernel::<true>(&self.blocks, t)
