@@ -227,7 +227,7 @@ if section cuda; then
   run cargo test -p rayo --features cuda --release --test cuda --test cuda_llm --test parity -- --nocapture
   # The CUDA LLM engine against the CPU engine on SmolLM2 (skips without a device).
   run cargo test -p rayo-llm --features cuda --release --test cuda --test cuda_misuse --test cuda_ops --test cuda_batch -- --nocapture
-  # ... and on `rayo synth`'s tiny llama3 / qwen3 / phi3 files (gemma3: refused, naming the CPU)
+  # ... and on `rayo synth`'s files of the new architectures (llama3, qwen3, phi3, gemma3)
   run cargo test -p rayo-cli --release --test cuda_synth -- --nocapture
 fi
 

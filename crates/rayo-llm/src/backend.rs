@@ -174,6 +174,33 @@ pub trait Backend {
         }
         Ok(())
     }
+    /// [`Backend::norm_matmuls`], then `outs[i][r] += biases[i]` for each of the `m` rows (one
+    /// bias per matrix; none: the products alone). By default a [`Backend::add_bias`] each.
+    #[allow(clippy::too_many_arguments)]
+    fn norm_matmuls_bias(
+        &mut self,
+        x: &Self::Buf,
+        norm: &Self::Vector,
+        eps: f32,
+        m: usize,
+        ws: &[&Self::Weight],
+        biases: &[&Self::Vector],
+        tmp: &mut Self::Buf,
+        outs: &mut [&mut Self::Buf],
+    ) -> Result<()> {
+        self.norm_matmuls(x, norm, eps, m, ws, tmp, outs)?;
+        for (out, b) in outs.iter_mut().zip(biases) {
+            self.add_bias(out, b, m)?;
+        }
+        Ok(())
+    }
+    /// `x += rms_norm(y)·w` per row, for `m` rows (`len` values of `x`; the default normalizes
+    /// into `tmp`): a norm after a sublayer, then the residual connection.
+    #[allow(clippy::too_many_arguments)]
+    fn norm_add(&mut self, x: &mut Self::Buf, y: &Self::Buf, w: &Self::Vector, eps: f32, m: usize, tmp: &mut Self::Buf, len: usize) -> Result<()> {
+        self.rms_norm(y, w, eps, m, tmp)?;
+        self.add(x, tmp, len)
+    }
     /// `acc += x·wᵀ` for `m` rows (`len` values of `acc`; the default multiplies into `tmp`).
     fn matmul_add(&mut self, w: &Self::Weight, x: &Self::Buf, m: usize, tmp: &mut Self::Buf, acc: &mut Self::Buf, len: usize) -> Result<()> {
         self.matmul(w, x, m, tmp)?;
@@ -199,6 +226,23 @@ pub trait Backend {
         self.matmul(up, tmp, m, up_out)?;
         self.swiglu(out, up_out, len)
     }
+    /// [`Backend::norm_swiglu`] with GELU ([`Backend::geglu`]) in place of SiLU.
+    #[allow(clippy::too_many_arguments)]
+    fn norm_geglu(
+        &mut self,
+        x: &Self::Buf,
+        norm: &Self::Vector,
+        eps: f32,
+        m: usize,
+        (gate, up): (&Self::Weight, &Self::Weight),
+        tmp: &mut Self::Buf,
+        out: &mut Self::Buf,
+        up_out: &mut Self::Buf,
+        len: usize,
+    ) -> Result<()> {
+        self.norm_matmuls(x, norm, eps, m, &[gate, up], tmp, &mut [&mut *out, &mut *up_out])?;
+        self.geglu(out, up_out, len)
+    }
 
     /// [`Backend::rope`] on `q` and `k`, then [`Backend::attention`].
     #[allow(clippy::too_many_arguments)]
@@ -214,6 +258,25 @@ pub trait Backend {
     ) -> Result<()> {
         self.rope(cfg, layer, q, k, m, pos0)?;
         self.attention(cfg, kv, layer, q, k, v, m, pos0, out)
+    }
+
+    /// [`Backend::rope_attention`] of `q` and `k` with each head RMS-normalized first (a
+    /// model's QK-norm: `norms` are the queries' and the keys' weights, `head_dim` values each):
+    /// by default the norms into `qn` and `kn`, then attention of those. A backend may fuse the
+    /// norms into its attention (CUDA's decoding step), leaving `qn` and `kn` as they were.
+    #[allow(clippy::too_many_arguments)]
+    fn qk_norm_rope_attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut Self::Kv,
+        layer: usize,
+        qkv: (&Self::Buf, &Self::Buf, &Self::Buf),
+        norms: (&Self::Vector, &Self::Vector),
+        normed: (&mut Self::Buf, &mut Self::Buf),
+        (m, pos0): (usize, usize),
+        out: &mut Self::Buf,
+    ) -> Result<()> {
+        qk_norm_then_rope_attention(self, cfg, kv, layer, qkv, norms, normed, (m, pos0), out)
     }
 
     // ---- one-token steps, recorded once and replayed (a GPU's decoding); the CPU has none ----
@@ -274,4 +337,24 @@ pub trait Backend {
     fn step_ops(&self) -> usize {
         0
     }
+}
+
+/// [`Backend::qk_norm_rope_attention`] as two norms and then [`Backend::rope_attention`]: its
+/// default, and what a backend that fuses them runs where it cannot.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn qk_norm_then_rope_attention<B: Backend + ?Sized>(
+    b: &mut B,
+    cfg: &Config,
+    kv: &mut B::Kv,
+    layer: usize,
+    (q, k, v): (&B::Buf, &B::Buf, &B::Buf),
+    (nq, nk): (&B::Vector, &B::Vector),
+    (qn, kn): (&mut B::Buf, &mut B::Buf),
+    (m, pos0): (usize, usize),
+    out: &mut B::Buf,
+) -> Result<()> {
+    // each head is a row of `head_dim` values
+    b.rms_norm(q, nq, cfg.eps, m * cfg.n_head, qn)?;
+    b.rms_norm(k, nk, cfg.eps, m * cfg.n_head_kv, kn)?;
+    b.rope_attention(cfg, kv, layer, (qn, kn, v), m, pos0, out)
 }

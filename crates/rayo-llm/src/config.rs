@@ -182,6 +182,13 @@ impl Config {
         if self.n_head % self.n_head_kv != 0 {
             return Err(Error::hyper(format!("{} query heads cannot share {} key/value heads evenly", self.n_head, self.n_head_kv)));
         }
+        if let Some(sw) = &self.sliding_window {
+            for (k, v) in [("attention.sliding_window", sw.window), ("attention.sliding_window_pattern", sw.pattern)] {
+                if v == 0 {
+                    return Err(Error::Metadata { key: key(k), problem: "is 0, expected at least 1".into() });
+                }
+            }
+        }
         if self.n_rot > self.head_dim || self.n_rot % 2 != 0 {
             let (n, h) = (self.n_rot, self.head_dim);
             return Err(Error::hyper(format!("rope dimension count {n} must be even and at most the head size {h}")));

@@ -185,20 +185,20 @@ pub(crate) fn layers_pass<B: Backend>(
         b.scale(x, (c.n_embd as f32).sqrt(), m * c.n_embd)?;
     }
     for (i, l) in w.layers.iter().enumerate() {
-        b.norm_matmuls(x, &l.attn_norm, c.eps, m, &[&l.wq, &l.wk, &l.wv], xn, &mut [&mut *q, &mut *k, &mut *v])?;
-        if let Some([bq, bk, bv]) = &l.bias {
-            b.add_bias(q, bq, m)?;
-            b.add_bias(k, bk, m)?;
-            b.add_bias(v, bv, m)?;
-        }
-        let (q, k) = match (&l.qk_norm, &mut *qk_normed) {
+        let biases: Vec<&B::Vector> = l.bias.iter().flatten().collect();
+        b.norm_matmuls_bias(x, &l.attn_norm, c.eps, m, &[&l.wq, &l.wk, &l.wv], &biases, xn, &mut [&mut *q, &mut *k, &mut *v])?;
+        // QK-norm: a step of one sequence hands it to the backend with the attention (which
+        // may fuse the two); a step of several normalizes every row first
+        let one_sequence = segments.len() == 1;
+        let (q, k, mut norm_inside) = match (&l.qk_norm, qk_normed.as_mut()) {
+            (Some([nq, nk]), Some((qn, kn))) if one_sequence => (&mut *q, &mut *k, Some(((nq, nk), (qn, kn)))),
             (Some([nq, nk]), Some((qn, kn))) => {
                 // each head is a row of `head_dim` values
                 b.rms_norm(q, nq, c.eps, m * c.n_head, qn)?;
                 b.rms_norm(k, nk, c.eps, m * c.n_head_kv, kn)?;
-                (qn, kn)
+                (qn, kn, None)
             }
-            _ => (&mut *q, &mut *k),
+            _ => (&mut *q, &mut *k, None),
         };
         // the leading one-token rows in one op, where the backend has it (else one by one)
         let batched = ones > 1 && b.rope_attention_one_token_rows(c, i, (&mut *kvs, &one_rows), (&mut *q, &mut *k, &*v), att)?;
@@ -207,7 +207,9 @@ pub(crate) fn layers_pass<B: Backend>(
         for s in &segments[skip..] {
             let n = kvs.len();
             let kv = kvs.get_mut(s.kv).ok_or_else(|| Error::Batch(format!("KV cache {} of {n}", s.kv)))?;
-            if r0 == 0 {
+            if let Some((norms, (qn, kn))) = &mut norm_inside {
+                b.qk_norm_rope_attention(c, kv, i, (&*q, &*k, &*v), *norms, (&mut **qn, &mut **kn), (s.rows, s.pos0), att)?;
+            } else if r0 == 0 {
                 b.rope_attention(c, kv, i, (&mut *q, &mut *k, &*v), s.rows, s.pos0, att)?;
             } else {
                 let t = segment.as_mut().ok_or_else(|| Error::Batch("a second sequence in a one-sequence step".into()))?;
@@ -223,12 +225,10 @@ pub(crate) fn layers_pass<B: Backend>(
         match (&l.post_norms, &mut *post) {
             (Some([after_attention, after_ffn]), Some(post)) => {
                 b.matmul(&l.wo, att, m, xn)?;
-                b.rms_norm(xn, after_attention, c.eps, m, post)?;
-                b.add(x, post, d)?;
+                b.norm_add(x, xn, after_attention, c.eps, m, post, d)?;
                 mlp(b, c, l, x, m, xn, gate, up)?;
                 b.matmul(&l.down, gate, m, xn)?;
-                b.rms_norm(xn, after_ffn, c.eps, m, post)?;
-                b.add(x, post, d)?;
+                b.norm_add(x, xn, after_ffn, c.eps, m, post, d)?;
             }
             _ => {
                 b.matmul_add(&l.wo, att, m, xn, x, d)?;
@@ -247,10 +247,7 @@ fn mlp<B: Backend>(b: &mut B, c: &Config, l: &Layer<B>, x: &B::Buf, m: usize, xn
     let len = m * c.n_ff;
     match c.arch.ffn {
         Activation::Silu => b.norm_swiglu(x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), xn, gate, up, len),
-        Activation::GeluTanh => {
-            b.norm_matmuls(x, &l.ffn_norm, c.eps, m, &[&l.gate, &l.up], xn, &mut [&mut *gate, &mut *up])?;
-            b.geglu(gate, up, len)
-        }
+        Activation::GeluTanh => b.norm_geglu(x, &l.ffn_norm, c.eps, m, (&l.gate, &l.up), xn, gate, up, len),
     }
 }
 

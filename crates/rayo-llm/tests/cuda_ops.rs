@@ -117,16 +117,21 @@ fn embed_rows_match_the_cpu_for_every_format() {
 fn fused_rope_attention_step_agrees_with_the_two_launches() {
     let Some(dev) = device("fused_rope_attention_step_agrees_with_the_two_launches") else { return };
     let mut rng = Rng(0x5eed_a77e);
-    for (hd, pairs, f16, positions, pos0) in [
-        (64, RopePairs::Adjacent, true, 64, 37),
-        (64, RopePairs::Adjacent, false, 64, 0),
-        (32, RopePairs::Adjacent, true, 64, 5),
-        (128, RopePairs::HalfSplit, true, 64, 37),
-        (64, RopePairs::HalfSplit, false, 64, 62),
-        (64, RopePairs::Adjacent, true, 1024, 700),
+    for (hd, pairs, f16, positions, pos0, window) in [
+        (64, RopePairs::Adjacent, true, 64, 37, None),
+        (64, RopePairs::Adjacent, false, 64, 0, None),
+        (32, RopePairs::Adjacent, true, 64, 5, None),
+        (128, RopePairs::HalfSplit, true, 64, 37, None),
+        (64, RopePairs::HalfSplit, false, 64, 62, None),
+        (64, RopePairs::Adjacent, true, 1024, 700, None),
+        // Gemma 3's heads, and sliding windows (one of a single position)
+        (256, RopePairs::HalfSplit, true, 64, 37, None),
+        (256, RopePairs::HalfSplit, false, 1024, 700, Some(100)),
+        (64, RopePairs::Adjacent, true, 1024, 700, Some(33)),
+        (128, RopePairs::HalfSplit, true, 64, 37, Some(1)),
     ] {
         let (n_head, n_head_kv) = (6, 2);
-        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16 };
+        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16, window };
         let width = n_head_kv * hd;
         let bytes = positions * width * if f16 { 2 } else { 4 };
         let table = rope_table(positions, hd);
@@ -179,7 +184,7 @@ fn fused_rope_attention_step_agrees_with_the_two_launches() {
         let (q2, k2) = (dev.upload(&qh).unwrap(), dev.upload(&kh).unwrap());
         let mut scratch = DecodeScratch::new(dev, n_head, hd).unwrap();
         LayerCache { shape, k: kb, v: vb }.decode(&st, &rope, (&q2, &k2, &v), (scale, f16), &mut scratch, &mut out_b).unwrap();
-        let what = format!("head_dim {hd} {pairs:?} f16 {f16}");
+        let what = format!("head_dim {hd} {pairs:?} f16 {f16} window {window:?}");
         let (a, b) = (dev.download(&out_a).unwrap(), dev.download(&out_b).unwrap());
         assert!(a.iter().all(|x| x.is_finite()), "{what}");
         // (split over the positions: the same terms summed in another order)
@@ -208,6 +213,64 @@ fn fused_rope_attention_step_agrees_with_the_two_launches() {
     }
 }
 
+/// The decoding step with the QK-norm in its launch (`decode_qk_normed`) equals the norms on
+/// the host (f64, rounded to f32) followed by the plain step, within the norm's rounding:
+/// heads of 64, 128 and 256 (Gemma 3's, with a window).
+#[test]
+fn decode_with_qk_norm_equals_the_norms_then_the_step() {
+    let Some(dev) = device("decode_with_qk_norm_equals_the_norms_then_the_step") else { return };
+    let mut rng = Rng(0x9c0f_4e11);
+    let eps = 1e-6f32;
+    for (hd, pairs, positions, pos0, window) in
+        [(64, RopePairs::Adjacent, 64, 20, None), (128, RopePairs::HalfSplit, 256, 200, None), (256, RopePairs::HalfSplit, 1024, 700, Some(512))]
+    {
+        let (n_head, n_head_kv) = (4, 1);
+        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16: true, window };
+        let width = n_head_kv * hd;
+        let table = dev.upload(&rope_table(positions, hd)).unwrap();
+        let rope = Rope { pairs, table: &table, n_rot: hd };
+        let mut inputs = StepInputs::new(dev, positions, positions, 1).unwrap();
+        let mut caches: Vec<_> = (0..4).map(|_| dev.zero_bytes(positions * width * 2).unwrap()).collect();
+        let (kp, vp) = (dev.upload(&rng.vec(pos0 * width, -2.0, 2.0)).unwrap(), dev.upload(&rng.vec(pos0 * width, -2.0, 2.0)).unwrap());
+        inputs.write(dev, &vec![0; pos0], 0).unwrap();
+        let [ka, va, kb, vb] = &mut caches[..] else { unreachable!() };
+        for (kc, vc) in [(&mut *ka, &mut *va), (&mut *kb, &mut *vb)] {
+            LayerCache { shape, k: kc, v: vc }.store(&inputs.step_at(dev, 0, pos0).unwrap(), &kp, &vp).unwrap();
+        }
+        let (qh, kh, vh) = (rng.vec(n_head * hd, -3.0, 3.0), rng.vec(width, -3.0, 3.0), rng.vec(width, -2.0, 2.0));
+        let (wq, wk) = (rng.vec(hd, 0.5, 1.5), rng.vec(hd, 0.5, 1.5));
+        let norm = |x: &[f32], w: &[f32]| -> Vec<f32> {
+            x.chunks(hd)
+                .flat_map(|h| {
+                    let r = 1.0 / (h.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / hd as f64 + eps as f64).sqrt();
+                    h.iter().zip(w).map(move |(&v, &g)| (v as f64 * r * g as f64) as f32)
+                })
+                .collect()
+        };
+        inputs.write(dev, &[0], pos0).unwrap();
+        let st = inputs.step_at(dev, pos0, 1).unwrap();
+        let scale = 1.0 / (hd as f32).sqrt();
+        let v = dev.upload(&vh).unwrap();
+        let (mut sa, mut sb) = (DecodeScratch::new(dev, n_head, hd).unwrap(), DecodeScratch::new(dev, n_head, hd).unwrap());
+        let (mut out_a, mut out_b) = (poisoned(dev, n_head * hd), poisoned(dev, n_head * hd));
+        let (qn, kn) = (dev.upload(&norm(&qh, &wq)).unwrap(), dev.upload(&norm(&kh, &wk)).unwrap());
+        LayerCache { shape, k: ka, v: va }.decode(&st, &rope, (&qn, &kn, &v), (scale, false), &mut sa, &mut out_a).unwrap();
+        let (q, k, wqd, wkd) = (dev.upload(&qh).unwrap(), dev.upload(&kh).unwrap(), dev.upload(&wq).unwrap(), dev.upload(&wk).unwrap());
+        let mut b = LayerCache { shape, k: kb, v: vb };
+        b.decode_qk_normed(&st, &rope, (&wqd, &wkd, eps), (&q, &k, &v), (scale, false), &mut sb, &mut out_b).unwrap();
+        let (a, got) = (dev.download(&out_a).unwrap(), dev.download(&out_b).unwrap());
+        let what = format!("head_dim {hd} {pairs:?} window {window:?}");
+        assert!(got.iter().all(|x| x.is_finite()), "{what}");
+        for (x, y) in a.iter().zip(&got) {
+            assert!((x - y).abs() <= 1e-4 + 1e-4 * x.abs(), "{what}: {x} vs {y}");
+        }
+        // weights shorter than a head are refused before any launch
+        let short = dev.upload(&wq[..hd - 1]).unwrap();
+        assert!(b.decode_qk_normed(&st, &rope, (&short, &wkd, eps), (&q, &k, &v), (scale, false), &mut sb, &mut out_b).is_err(), "{what}");
+        println!("ok {what}: QK-norm in the decoding launch");
+    }
+}
+
 /// The decoding step of several sequences in one launch (`decode_rows`: each row its own slot
 /// of a cache of slots, at its own position) gives each row the bits of the one-row kernel on
 /// that slot, stores the same cache rows, and touches no other slot; a prompt's rows stored
@@ -217,9 +280,14 @@ fn fused_rope_attention_step_agrees_with_the_two_launches() {
 fn decoding_rows_of_many_sequences_equal_one_row_launches() {
     let Some(dev) = device("decoding_rows_of_many_sequences_equal_one_row_launches") else { return };
     let mut rng = Rng(0xba7c_4ed5);
-    for (hd, pairs, f16) in [(64, RopePairs::Adjacent, true), (128, RopePairs::HalfSplit, true), (64, RopePairs::HalfSplit, false)] {
+    for (hd, pairs, f16, window) in [
+        (64, RopePairs::Adjacent, true, None),
+        (128, RopePairs::HalfSplit, true, None),
+        (64, RopePairs::HalfSplit, false, None),
+        (256, RopePairs::HalfSplit, true, Some(30)),
+    ] {
         let (n_head, n_head_kv, positions, slots) = (6, 2, 96, 5);
-        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16 };
+        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16, window };
         let width = n_head_kv * hd;
         let esz = if f16 { 2 } else { 4 };
         let pool = slots * positions * width * esz;
@@ -304,10 +372,22 @@ fn flash_attention_matches_f64() {
     use half::f16;
     let Some(dev) = device("flash_attention_matches_f64") else { return };
     let mut rng = Rng(0xf1a5_4a77);
-    for (n_head, n_head_kv, hd, pos0, m) in [(9, 3, 64, 0, 130), (4, 1, 128, 37, 70), (2, 2, 64, 200, 1), (8, 2, 128, 0, 64), (3, 1, 64, 5, 17)] {
+    for (n_head, n_head_kv, hd, pos0, m, window) in [
+        (9, 3, 64, 0, 130, None),
+        (4, 1, 128, 37, 70, None),
+        (2, 2, 64, 200, 1, None),
+        (8, 2, 128, 0, 64, None),
+        (3, 1, 64, 5, 17, None),
+        // Gemma 3's heads (the rows kernel only), and sliding windows
+        (4, 1, 256, 37, 70, None),
+        (4, 1, 256, 300, 40, Some(64)),
+        (2, 2, 64, 200, 1, Some(7)),
+        (9, 3, 64, 0, 130, Some(16)),
+    ] {
         let positions = pos0 + m + 3;
-        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16: true };
-        assert!(shape.flash_fits());
+        let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16: true, window };
+        // flash attention takes heads of 64 and 128 without a window
+        assert_eq!(shape.flash_fits(), window.is_none() && hd <= 128, "hd {hd} window {window:?}");
         let width = n_head_kv * hd;
         let kf: Vec<f16> = rng.vec(positions * width, -2.0, 2.0).into_iter().map(f16::from_f32).collect();
         let vf: Vec<f16> = rng.vec(positions * width, -2.0, 2.0).into_iter().map(f16::from_f32).collect();
@@ -320,14 +400,17 @@ fn flash_attention_matches_f64() {
             for h in 0..n_head {
                 let kvh = h / (n_head / n_head_kv);
                 let qr = &q[(i * n_head + h) * hd..][..hd];
-                let s: Vec<f64> = (0..=pos0 + i)
+                // position pos0 + i sees the last `window` positions up to itself
+                let lo = window.map_or(0, |w| (pos0 + i + 1).saturating_sub(w));
+                let s: Vec<f64> = (lo..=pos0 + i)
                     .map(|p| (0..hd).map(|d| qr[d] as f64 * kf[p * width + kvh * hd + d].to_f64()).sum::<f64>() * scale as f64)
                     .collect();
                 let mx = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let e: Vec<f64> = s.iter().map(|v| (v - mx).exp()).collect();
                 let sum: f64 = e.iter().sum();
                 for d in 0..hd {
-                    want[(i * n_head + h) * hd + d] = e.iter().enumerate().map(|(p, w)| w * vf[p * width + kvh * hd + d].to_f64()).sum::<f64>() / sum;
+                    want[(i * n_head + h) * hd + d] =
+                        e.iter().enumerate().map(|(p, w)| w * vf[(lo + p) * width + kvh * hd + d].to_f64()).sum::<f64>() / sum;
                 }
             }
         }
@@ -336,11 +419,16 @@ fn flash_attention_matches_f64() {
         let qb = dev.upload(&q).unwrap();
         let mut out = poisoned(dev, m * n_head * hd + 1);
         let cache = LayerCache { shape, k: &mut kc, v: &mut vc };
-        cache.flash_attend(&inputs.step_at(dev, pos0, m).unwrap(), &qb, scale, &mut out).unwrap();
-        let got = dev.download(&out).unwrap();
-        // f16 query and weights: ~2⁻¹¹ relative on terms of size ≤ 2
-        close(&format!("flash attention {n_head}/{n_head_kv} heads hd {hd} pos0 {pos0} m {m}"), &got[..want.len()], &want, 2e-3, 4e-3);
-        assert!(got[want.len()].is_nan(), "wrote past m rows");
+        let flash = cache.flash_attend(&inputs.step_at(dev, pos0, m).unwrap(), &qb, scale, &mut out);
+        if shape.flash_fits() {
+            flash.unwrap();
+            let got = dev.download(&out).unwrap();
+            // f16 query and weights: ~2⁻¹¹ relative on terms of size ≤ 2
+            close(&format!("flash attention {n_head}/{n_head_kv} heads hd {hd} pos0 {pos0} m {m}"), &got[..want.len()], &want, 2e-3, 4e-3);
+            assert!(got[want.len()].is_nan(), "wrote past m rows");
+        } else {
+            assert!(matches!(flash, Err(Error::InvalidArgument { name: "head_dim", .. })), "{flash:?}");
+        }
         // the rows kernel (short prompts and the unfused decoding step) on the same inputs:
         // an f32 query (nearer), then one rounded to f16 as the CPU engine rounds it
         for round_q in [false, true] {
@@ -348,7 +436,7 @@ fn flash_attention_matches_f64() {
             let cache = LayerCache { shape, k: &mut kc, v: &mut vc };
             cache.attend(&inputs.step_at(dev, pos0, m).unwrap(), &qb, (scale, round_q), &mut out).unwrap();
             let got = dev.download(&out).unwrap();
-            let what = format!("row attention {n_head}/{n_head_kv} heads hd {hd} pos0 {pos0} m {m} f16 query {round_q}");
+            let what = format!("row attention {n_head}/{n_head_kv} heads hd {hd} pos0 {pos0} m {m} window {window:?} f16 query {round_q}");
             close(&what, &got[..want.len()], &want, 2e-3, 4e-3);
             assert!(got[want.len()].is_nan(), "{what}: wrote past m rows");
         }

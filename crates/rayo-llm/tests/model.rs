@@ -555,6 +555,14 @@ fn bad_models_are_errors_naming_what_is_wrong() {
         g.set("llama.rope.scaling.type", "yarn");
     });
     assert!(e.contains("llama.rope.scaling.type is `yarn`") && e.contains("linear"), "{e}");
+    // a window of no positions, or a pattern of 0 layers (which would divide by zero)
+    for key in ["gemma3.attention.sliding_window", "gemma3.attention.sliding_window_pattern"] {
+        let r = Model::from_file(gguf(&Weights::random_of(Arch::Gemma3), GgmlType::F32, |g, _| {
+            g.set(key, 0u32);
+        }));
+        let e = r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(key) && e.contains("0"), "{key}: {e}");
+    }
 }
 
 #[test]

@@ -117,6 +117,22 @@ fn fused_quantized_products_match_f64() {
         for (i, y) in ys.iter().enumerate() {
             close(&format!("{fmt:?} norm x3 [{i}]"), &dev.download(y).unwrap(), &prod(&mats[i].1, rows[i], &xn), 1e-4, tol);
         }
+        // ... with a bias per matrix: the products' bits plus the bias, as an add after them
+        let bias: Vec<Vec<f32>> = rows.iter().map(|&r| rng.vec(r, -1.0, 1.0)).collect();
+        let bias_dev: Vec<_> = bias.iter().map(|b| dev.upload(b).unwrap()).collect();
+        let bias_refs: Vec<&_> = bias_dev.iter().collect();
+        let mut yb: Vec<_> = rows.iter().map(|&r| poisoned(dev, m * r)).collect();
+        let mut refs: Vec<&mut _> = yb.iter_mut().collect();
+        dev.qmatvec_fused_bias(k.with_bias().unwrap(), &xb, Some((&gb, eps)), cols, m, &ws, &bias_refs, &mut refs).unwrap();
+        for (i, (y, plain)) in yb.iter().zip(&ys).enumerate() {
+            let want: Vec<u32> = dev.download(plain).unwrap().iter().enumerate().map(|(j, v)| (v + bias[i][j % rows[i]]).to_bits()).collect();
+            assert_eq!(dev.download(y).unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "{fmt:?} norm x3 [{i}] + bias");
+        }
+        // a bias variant without its biases, or biases for a plain kernel, are errors
+        let mut refs: Vec<&mut _> = yb.iter_mut().collect();
+        assert!(dev.qmatvec_fused_bias(k.with_bias().unwrap(), &xb, Some((&gb, eps)), cols, m, &ws, &[], &mut refs).is_err());
+        assert!(dev.qmatvec_fused_bias(k, &xb, Some((&gb, eps)), cols, m, &ws, &bias_refs, &mut refs).is_err());
+        assert!(QMatvecKernel::fused(fmt, true, 2, Epilogue::Swiglu).unwrap().with_bias().is_none());
         // residual add
         let xd: Vec<f64> = x.iter().map(|&v| v as f64).collect();
         let acc0 = rng.vec(m * rows[0], -1.0, 1.0);
@@ -132,6 +148,42 @@ fn fused_quantized_products_match_f64() {
         let (g, u) = (prod(&mats[1].1, rows[1], &xn), prod(&mats[2].1, rows[2], &xn));
         let want: Vec<f64> = g.iter().zip(&u).map(|(&g, &u)| g / (1.0 + (-g).exp()) * u).collect();
         close(&format!("{fmt:?} swiglu"), &dev.download(&out).unwrap(), &want, 1e-3, tol);
+        // norm + gate/up + gelu·up (GELU's tanh form)
+        let k = QMatvecKernel::fused(fmt, true, 2, Epilogue::Geglu).unwrap();
+        let mut out = poisoned(dev, m * rows[1]);
+        dev.qmatvec_fused(k, &xb, Some((&gb, eps)), cols, m, &[(&mats[1].0, rows[1]), (&mats[2].0, rows[2])], &mut [&mut out]).unwrap();
+        let want: Vec<f64> = g.iter().zip(&u).map(|(&g, &u)| gelu_tanh(g) * u).collect();
+        close(&format!("{fmt:?} geglu"), &dev.download(&out).unwrap(), &want, 1e-3, tol);
+    }
+}
+
+/// GELU's tanh form in f64: `x·(1 + tanh(√(2/π)·x·(1 + 0.044715·x²)))/2`.
+fn gelu_tanh(x: f64) -> f64 {
+    0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * x * (1.0 + 0.044715 * x * x)).tanh())
+}
+
+/// A sublayer's RMSNorm added to the residual stream in one launch equals the norm and then the
+/// add, bit for bit, and f64 within f32 rounding; rows past `m` are untouched.
+#[test]
+fn rms_norm_add_rows_is_the_norm_then_the_add() {
+    let Some(dev) = device("rms_norm_add_rows_is_the_norm_then_the_add") else { return };
+    let mut rng = Rng(0x4a0d_0add);
+    let eps = 1e-6f32;
+    for (m, cols) in [(1usize, 640usize), (5, 7), (3, 1024), (2, 33)] {
+        let (x, gamma, acc0) = (rng.vec(m * cols, -3.0, 3.0), rng.vec(cols, 0.5, 1.5), rng.vec((m + 1) * cols, -1.0, 1.0));
+        let (xb, gb) = (dev.upload(&x).unwrap(), dev.upload(&gamma).unwrap());
+        let mut acc = dev.upload(&acc0).unwrap();
+        dev.rms_norm_add_rows(&xb, &gb, m, cols, eps, &mut acc).unwrap();
+        let got = dev.download(&acc).unwrap();
+        // the two launches
+        let mut normed = poisoned(dev, m * cols);
+        dev.rms_norm_rows(&xb, &gb, m, cols, eps, &mut normed).unwrap();
+        let two: Vec<f32> = dev.download(&normed).unwrap().iter().zip(&acc0).map(|(n, a)| a + n).collect();
+        let what = format!("rms_norm_add_rows {m}x{cols}");
+        assert_eq!(got[..m * cols].iter().map(|v| v.to_bits()).collect::<Vec<_>>(), two.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{what}");
+        assert_eq!(&got[m * cols..], &acc0[m * cols..], "{what}: a row past m");
+        let want: Vec<f64> = rms_rows(&x, &gamma, eps).iter().zip(&acc0).map(|(n, &a)| n + a as f64).collect();
+        close(&what, &got[..m * cols], &want, 1e-5, 1e-5);
     }
 }
 
@@ -204,6 +256,19 @@ fn products_on_narrow_activations_match_f64() {
                 check(&format!("{what} norm x3 [{i}]"), &got[..m * rows[i]], &want, &bound);
                 assert!(got[m * rows[i]].is_nan(), "{what}: wrote past its rows");
             }
+            // ... with a bias per matrix: the same bits plus the bias
+            let bias: Vec<Vec<f32>> = rows.iter().map(|&r| rng.vec(r, -1.0, 1.0)).collect();
+            let bias_dev: Vec<_> = bias.iter().map(|b| dev.upload(b).unwrap()).collect();
+            let bias_refs: Vec<&_> = bias_dev.iter().collect();
+            let mut yb: Vec<_> = rows.iter().map(|&r| poisoned(dev, m * r + 1)).collect();
+            let mut refs: Vec<&mut _> = yb.iter_mut().collect();
+            dev.qmatvec_narrow_bias(kernel(3, Epilogue::Store).with_bias().unwrap(), &narrow, cols, m, &ws, &bias_refs, &mut refs).unwrap();
+            for (i, (y, plain)) in yb.iter().zip(&ys).enumerate() {
+                let (got, plain) = (dev.download(y).unwrap(), dev.download(plain).unwrap());
+                let want: Vec<u32> = plain[..m * rows[i]].iter().enumerate().map(|(j, v)| (v + bias[i][j % rows[i]]).to_bits()).collect();
+                assert_eq!(got[..m * rows[i]].iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "{what} norm x3 [{i}] + bias");
+                assert!(got[m * rows[i]].is_nan(), "{what}: bias variant wrote past its rows");
+            }
             // norm + gate/up + silu·up (the bound through silu: |silu'| ≤ 1.1)
             let mut out = poisoned(dev, m * rows[1]);
             dev.qmatvec_narrow(kernel(2, Epilogue::Swiglu), &narrow, cols, m, &ws[1..], &mut [&mut out]).unwrap();
@@ -212,6 +277,11 @@ fn products_on_narrow_activations_match_f64() {
             let want: Vec<f64> = g.iter().zip(&u).map(|(&g, &u)| silu(g) * u).collect();
             let bound: Vec<f64> = (0..g.len()).map(|i| 1.1 * bg[i] * (u[i].abs() + bu[i]) + silu(g[i]).abs() * bu[i] + 1e-5).collect();
             check(&format!("{what} swiglu"), &dev.download(&out).unwrap(), &want, &bound);
+            // ... and gelu·up (|gelu'| ≤ 1.13)
+            dev.qmatvec_narrow(kernel(2, Epilogue::Geglu), &narrow, cols, m, &ws[1..], &mut [&mut out]).unwrap();
+            let want: Vec<f64> = g.iter().zip(&u).map(|(&g, &u)| gelu_tanh(g) * u).collect();
+            let bound: Vec<f64> = (0..g.len()).map(|i| 1.2 * bg[i] * (u[i].abs() + bu[i]) + gelu_tanh(g[i]).abs() * bu[i] + 1e-5).collect();
+            check(&format!("{what} geglu"), &dev.download(&out).unwrap(), &want, &bound);
             // no norm: the residual add
             dev.narrow_activations(&xb, None, cols, m, act, &mut narrow).unwrap();
             let acc0 = rng.vec(m * rows[0], -1.0, 1.0);

@@ -29,6 +29,11 @@ pub(super) struct Context {
     pub(super) v: Vec<DeviceBytes>,
     /// RoPE's `(cos, sin)` table for the cache's positions.
     pub(super) rope: DeviceBuffer,
+    /// The sliding-window layers' table, where their RoPE is not the others' (Gemma 3's local
+    /// base).
+    pub(super) rope_local: Option<DeviceBuffer>,
+    /// Each layer's window ([`Config::window`]).
+    pub(super) windows: Vec<Option<usize>>,
     /// The pass's token ids and first position.
     pub(super) inputs: StepInputs,
     /// Scratch of a decoding step's attention (split over the positions), for a row per slot.
@@ -59,7 +64,8 @@ impl Context {
         act: ActFormat,
         generation: u64,
     ) -> Result<Context> {
-        let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions, f16: ty == KvType::F16 };
+        let shape =
+            AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions, f16: ty == KvType::F16, window: None };
         let overflow = || rayo::Error::SizeOverflow { op: "cuda kv_cache", dims: vec![slots, positions, cfg.kv_width()] };
         let bytes = shape.layer_bytes().and_then(|b| b.checked_mul(slots)).ok_or_else(overflow)?;
         let rows = positions.checked_mul(slots).ok_or_else(overflow)?;
@@ -75,12 +81,19 @@ impl Context {
             ActFormat::F32 => None,
             _ => Some(NarrowActivations::new(dev, GEMM_ROWS, narrow_cols)?),
         };
+        // one table per RoPE the layers use: a global layer's, and a local one's where it differs
+        let windows: Vec<Option<usize>> = (0..cfg.n_layer).map(|l| cfg.window(l)).collect();
+        let global = windows.iter().position(Option::is_none);
+        let local = windows.iter().position(Option::is_some).filter(|&l| global.is_none_or(|g| cfg.rope_of(l) != cfg.rope_of(g)));
+        let table = |layer: usize| dev.upload(&crate::cpu::rope::table(cfg, layer, positions));
         Ok(Context {
             generation,
             shape,
             k,
             v,
-            rope: dev.upload(&crate::cpu::rope::table(cfg, 0, positions))?,
+            rope: table(global.unwrap_or(0))?,
+            rope_local: local.map(table).transpose()?,
+            windows,
             inputs: StepInputs::with_slots(dev, rows, positions, slots, cfg.vocab_size)?,
             scratch: DecodeScratch::rows(dev, slots, cfg.n_head, cfg.head_dim)?,
             narrow,
@@ -89,12 +102,17 @@ impl Context {
         })
     }
 
-    /// Layer `layer`'s caches, with the pass's inputs and scratch.
+    /// Layer `layer`'s caches (and its window), its RoPE table, the pass's inputs and scratch.
     pub(super) fn layer(&mut self, layer: usize) -> Result<Layer<'_>> {
         let layers = self.k.len();
-        match (self.k.get_mut(layer), self.v.get_mut(layer)) {
-            (Some(k), Some(v)) => {
-                Ok(Layer { cache: LayerCache { shape: self.shape, k, v }, rope: &self.rope, inputs: &self.inputs, scratch: &mut self.scratch })
+        match (self.k.get_mut(layer), self.v.get_mut(layer), self.windows.get(layer)) {
+            (Some(k), Some(v), Some(&window)) => {
+                let rope = match (window, &self.rope_local) {
+                    (Some(_), Some(local)) => local,
+                    _ => &self.rope,
+                };
+                let shape = AttentionShape { window, ..self.shape };
+                Ok(Layer { cache: LayerCache { shape, k, v }, rope, inputs: &self.inputs, scratch: &mut self.scratch })
             }
             _ => Err(Error::backend("cuda", format!("layer {layer} is past the cache's {layers} layers"))),
         }

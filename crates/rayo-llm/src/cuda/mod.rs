@@ -39,7 +39,7 @@ use context::{no_context, Context};
 use memory::{Arena, Held};
 use ops::{AttentionShape, Rope, RopePairs};
 use products::attend;
-use rayo::cuda::{ActFormat, CudaDevice, DeviceBuffer, DeviceBytes, Expr, NarrowActivations, QFormat};
+use rayo::cuda::{ActFormat, CudaDevice, DeviceBuffer, DeviceBytes, Epilogue, Expr, NarrowActivations, QFormat};
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, GgmlType};
@@ -288,15 +288,55 @@ impl Cuda {
         }
     }
 
+    /// [`Backend::norm_swiglu`] or [`Backend::norm_geglu`], as `epi` says: the norm, both
+    /// products and the activation in one launch where a decoding kernel has them, else the
+    /// products and then the element-wise activation.
+    fn norm_gated(
+        &mut self,
+        epi: Epilogue,
+        (x, norm, eps): (&CudaBuf, &CudaBuf, f32),
+        m: usize,
+        (gate, up): (&Arc<CudaWeight>, &Arc<CudaWeight>),
+        (tmp, out, up_out): (&mut CudaBuf, &mut CudaBuf, &mut CudaBuf),
+        len: usize,
+    ) -> Result<()> {
+        self.owns(&[gate, up])?;
+        let fused = self.with(&[x, norm], &[out], |s, ins, outs| s.fused_gated(epi, ins[0], (ins[1], eps), m, (gate, up), outs[0]))?;
+        if fused {
+            return Ok(());
+        }
+        self.with(&[x, norm], &[tmp, out, up_out], |s, ins, outs| {
+            let [tmp, out, up_out] = outs else { unreachable!("three outputs") };
+            if s.on_wgmma(&[gate, up], m) {
+                return s.wgmma_products(ins[0], Some((ins[1], eps)), m, &[gate, up], &mut [&mut **out, &mut **up_out], false);
+            }
+            s.count(1);
+            s.dev.rms_norm_rows(ins[0], ins[1], m, ins[1].len(), eps, tmp)?;
+            s.product(gate, tmp, m, out)?;
+            s.product(up, tmp, m, up_out)
+        })?;
+        match epi {
+            Epilogue::Geglu => self.geglu(out, up_out, len),
+            _ => self.swiglu(out, up_out, len),
+        }
+    }
+
     /// `x = f(x, y)` element-wise over the first `len` values: computed into a spare of `x`'s
     /// length, which then takes `x`'s slot (the old buffer becomes the spare).
     fn combine_into(&mut self, e: &Expr, x: &CudaBuf, y: &CudaBuf, len: usize) -> Result<()> {
+        self.map_into(e, &[x, y], len)
+    }
+
+    /// `x = f(x, …)` element-wise over the first `len` values, `x` the first of `ins` (input 0
+    /// of `e`): as [`Cuda::combine_into`].
+    fn map_into(&mut self, e: &Expr, ins: &[&CudaBuf], len: usize) -> Result<()> {
+        let x = ins.first().ok_or_else(|| Error::backend("cuda", "an element-wise op without inputs"))?;
         self.count(1);
         let mut out = match self.spare.get_mut(&x.len()).and_then(Vec::pop) {
             Some(b) => b,
             None => self.dev.zeros(x.len())?,
         };
-        let ran = self.with(&[x, y], &[], |s, ins, _| Ok(s.dev.elementwise_n(e, ins, &mut out, len)?));
+        let ran = self.with(ins, &[], |s, ins, _| Ok(s.dev.elementwise_n(e, ins, &mut out, len)?));
         let old = match ran {
             Ok(()) => self.arena.swap(x, out)?,
             Err(e) => {
@@ -334,9 +374,6 @@ impl Backend for Cuda {
 
     fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {
         let refuse = |what: String| Err(Error::backend("cuda", format!("{what}: the CUDA backend cannot run this model (--backend cpu can)")));
-        if let Some(what) = parts_without_kernels(cfg) {
-            return Err(Error::backend("cuda", what));
-        }
         // every matrix's rows: the kernels read blocks of 32 values
         for (name, cols) in
             [("the embedding length", cfg.n_embd), ("the query width (heads × head size)", cfg.q_width()), ("the feed-forward length", cfg.n_ff)]
@@ -345,7 +382,8 @@ impl Backend for Cuda {
                 return refuse(format!("{name} {cols} is not a multiple of 32"));
             }
         }
-        let shape = AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions: context, f16: true };
+        let shape =
+            AttentionShape { n_head: cfg.n_head, n_head_kv: cfg.n_head_kv, head_dim: cfg.head_dim, positions: context, f16: true, window: None };
         let fused = (cfg.n_rot == cfg.head_dim && self.fused_rope).then(|| pairs(cfg));
         shape.check(fused).or_else(|e| refuse(format!("{} heads of {} values over {context} positions ({e})", cfg.n_head, cfg.head_dim)))
     }
@@ -440,13 +478,26 @@ impl Backend for Cuda {
         self.combine_into(&Expr::input(0).apply(UnaryOp::Swish).combine(BinaryOp::Mul, Expr::input(1)), gate, up, len)
     }
 
-    fn rope(&mut self, cfg: &Config, _layer: usize, q: &mut CudaBuf, k: &mut CudaBuf, m: usize, pos0: usize) -> Result<()> {
+    fn geglu(&mut self, gate: &mut CudaBuf, up: &CudaBuf, len: usize) -> Result<()> {
+        // GELU's tanh form, x·(1 + tanh a)/2 with a = √(2/π)·x·(1 + 0.044715·x²), as
+        // x / (1 + e^{−2a}) (the same value: the decoding kernels' epilogue, `Epilogue::Geglu`)
+        let x = Expr::input(0);
+        let arg = x.clone().scale(0.797_884_6).mul(Expr::constant(1.0).add(x.clone().scale(0.044_715).mul(x.clone())));
+        let gelu = x.div(Expr::constant(1.0).add(arg.scale(-2.0).exp()));
+        self.combine_into(&gelu.mul(Expr::input(1)), gate, up, len)
+    }
+
+    fn scale(&mut self, x: &mut CudaBuf, s: f32, len: usize) -> Result<()> {
+        self.map_into(&Expr::input(0).scale(s), &[x], len)
+    }
+
+    fn rope(&mut self, cfg: &Config, layer: usize, q: &mut CudaBuf, k: &mut CudaBuf, m: usize, pos0: usize) -> Result<()> {
         self.count(1);
         self.with(&[], &[q, k], |s, _, outs| {
-            let c = s.context()?;
+            let p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
             let [q, k] = outs else { unreachable!("two outputs") };
-            let rope = Rope { pairs: pairs(cfg), table: &c.rope, n_rot: cfg.n_rot };
-            Ok(c.inputs.step_at(&s.dev, pos0, m)?.rope(&rope, &c.shape, q, k)?)
+            let rope = Rope { pairs: pairs(cfg), table: p.rope, n_rot: cfg.n_rot };
+            Ok(p.inputs.step_at(&s.dev, pos0, m)?.rope(&rope, &p.cache.shape, q, k)?)
         })
     }
 
@@ -588,15 +639,36 @@ impl Backend for Cuda {
         tmp: &mut CudaBuf,
         outs: &mut [&mut CudaBuf],
     ) -> Result<()> {
+        self.norm_matmuls_bias(x, norm, eps, m, ws, &[], tmp, outs)
+    }
+
+    fn norm_matmuls_bias(
+        &mut self,
+        x: &CudaBuf,
+        norm: &CudaBuf,
+        eps: f32,
+        m: usize,
+        ws: &[&Arc<CudaWeight>],
+        biases: &[&CudaBuf],
+        tmp: &mut CudaBuf,
+        outs: &mut [&mut CudaBuf],
+    ) -> Result<()> {
         let ws_plain: Vec<&CudaWeight> = ws.iter().map(|w| &***w).collect();
         self.owns(&ws_plain)?;
         let mut handles: Vec<&CudaBuf> = vec![tmp];
         handles.extend(outs.iter().map(|o| &**o));
-        self.with(&[x, norm], &handles, |s, ins, bufs| {
+        let mut ins = vec![x, norm];
+        ins.extend(biases);
+        self.with(&ins, &handles, |s, ins, bufs| {
             let (x, norm) = (ins[0], ins[1]);
             let (tmp, outs) = bufs.split_first_mut().expect("tmp first");
-            s.norm_products(x, norm, eps, m, ws, tmp, outs)
+            s.norm_products(x, norm, eps, m, (ws, &ins[2..]), tmp, outs)
         })
+    }
+
+    fn norm_add(&mut self, x: &mut CudaBuf, y: &CudaBuf, w: &CudaBuf, eps: f32, m: usize, _tmp: &mut CudaBuf, _len: usize) -> Result<()> {
+        self.count(1);
+        self.with(&[y, w], &[x], |s, ins, outs| Ok(s.dev.rms_norm_add_rows(ins[0], ins[1], m, ins[1].len(), eps, outs[0])?))
     }
 
     fn matmul_add(&mut self, w: &Arc<CudaWeight>, x: &CudaBuf, m: usize, tmp: &mut CudaBuf, acc: &mut CudaBuf, len: usize) -> Result<()> {
@@ -615,28 +687,28 @@ impl Backend for Cuda {
         norm: &CudaBuf,
         eps: f32,
         m: usize,
-        (gate, up): (&Arc<CudaWeight>, &Arc<CudaWeight>),
+        gate_up: (&Arc<CudaWeight>, &Arc<CudaWeight>),
         tmp: &mut CudaBuf,
         out: &mut CudaBuf,
         up_out: &mut CudaBuf,
         len: usize,
     ) -> Result<()> {
-        self.owns(&[gate, up])?;
-        let fused = self.with(&[x, norm], &[out], |s, ins, outs| s.fused_swiglu(ins[0], (ins[1], eps), m, (gate, up), outs[0]))?;
-        if fused {
-            return Ok(());
-        }
-        self.with(&[x, norm], &[tmp, out, up_out], |s, ins, outs| {
-            let [tmp, out, up_out] = outs else { unreachable!("three outputs") };
-            if s.on_wgmma(&[gate, up], m) {
-                return s.wgmma_products(ins[0], Some((ins[1], eps)), m, &[gate, up], &mut [&mut **out, &mut **up_out], false);
-            }
-            s.count(1);
-            s.dev.rms_norm_rows(ins[0], ins[1], m, ins[1].len(), eps, tmp)?;
-            s.product(gate, tmp, m, out)?;
-            s.product(up, tmp, m, up_out)
-        })?;
-        self.swiglu(out, up_out, len)
+        self.norm_gated(Epilogue::Swiglu, (x, norm, eps), m, gate_up, (tmp, out, up_out), len)
+    }
+
+    fn norm_geglu(
+        &mut self,
+        x: &CudaBuf,
+        norm: &CudaBuf,
+        eps: f32,
+        m: usize,
+        gate_up: (&Arc<CudaWeight>, &Arc<CudaWeight>),
+        tmp: &mut CudaBuf,
+        out: &mut CudaBuf,
+        up_out: &mut CudaBuf,
+        len: usize,
+    ) -> Result<()> {
+        self.norm_gated(Epilogue::Geglu, (x, norm, eps), m, gate_up, (tmp, out, up_out), len)
     }
 
     fn rope_attention(
@@ -672,6 +744,35 @@ impl Backend for Cuda {
         })
     }
 
+    fn qk_norm_rope_attention(
+        &mut self,
+        cfg: &Config,
+        kv: &mut CudaKv,
+        layer: usize,
+        (q, k, v): (&CudaBuf, &CudaBuf, &CudaBuf),
+        (nq, nk): (&CudaBuf, &CudaBuf),
+        normed: (&mut CudaBuf, &mut CudaBuf),
+        (m, pos0): (usize, usize),
+        out: &mut CudaBuf,
+    ) -> Result<()> {
+        // a decoding step: the norms in the one launch of RoPE, the KV store and attention
+        if !(m == 1 && cfg.n_rot == cfg.head_dim && self.fused_rope) {
+            return crate::backend::qk_norm_then_rope_attention(self, cfg, kv, layer, (q, k, v), (nq, nk), normed, (m, pos0), out);
+        }
+        self.context_of(kv)?;
+        self.count(1);
+        let slot = kv.slot;
+        self.with(&[q, k, v, nq, nk], &[out], |s, ins, outs| {
+            let mut p = s.context.as_mut().ok_or_else(no_context)?.layer(layer)?;
+            let st = p.inputs.segment(&s.dev, slot, pos0, m)?;
+            let rope = Rope { pairs: pairs(cfg), table: p.rope, n_rot: cfg.n_rot };
+            let scale = 1.0 / (cfg.head_dim as f32).sqrt();
+            let round_q = p.cache.shape.f16;
+            let norms = (ins[3], ins[4], cfg.eps);
+            Ok(p.cache.decode_qk_normed(&st, &rope, norms, (ins[0], ins[1], ins[2]), (scale, round_q), p.scratch, outs[0])?)
+        })
+    }
+
     fn one_token_step(&mut self, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<()> {
         self.recorded_step(ops)
     }
@@ -687,22 +788,4 @@ impl Backend for Cuda {
             0
         }
     }
-}
-
-/// The parts of `cfg`'s block the CUDA kernels do not have yet (Gemma 3's), as the error that
-/// refuses the model, or `None`.
-fn parts_without_kernels(cfg: &Config) -> Option<String> {
-    let a = cfg.arch;
-    let parts: Vec<&str> = [
-        (a.embed_scale, "scaled embeddings"),
-        (a.post_norms, "norms after the sublayers"),
-        (a.ffn != crate::arch::Activation::Silu, "a GELU MLP"),
-        // (also what keeps every layer's RoPE angles those of the one table, layer 0's)
-        (cfg.sliding_window.is_some(), "sliding-window layers with their own RoPE base"),
-    ]
-    .into_iter()
-    .filter_map(|(has, what)| has.then_some(what))
-    .collect();
-    (!parts.is_empty())
-        .then(|| format!("the `{}` block's {} run on the CPU and wgpu backends only so far (use --backend cpu)", a.name, parts.join(", ")))
 }

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 impl Cuda {
     /// A decoding step's products over `x` (RMS-normalized first with `norm`) on narrower
-    /// activations: one launch narrows, one multiplies (`epi` as [`QMatvecKernel::fused`]).
+    /// activations: one launch narrows, one multiplies (`epi` as [`QMatvecKernel::fused`], and
+    /// a bias per matrix added to its sums unless `biases` is empty).
     /// `false`, with nothing done, when they are off, `m` is a prompt's (unless the backend is
     /// deterministic: then every row's), or the matrices have no such kernel or differ in
     /// format or width.
@@ -21,12 +22,13 @@ impl Cuda {
         norm: Option<(&DeviceBuffer, f32)>,
         m: usize,
         ws: &[&Arc<CudaWeight>],
-        epi: Epilogue,
+        (epi, biases): (Epilogue, &[&DeviceBuffer]),
         outs: &mut [&mut DeviceBuffer],
     ) -> Result<bool> {
         let (fmt, cols) = (ws[0].fmt, ws[0].cols);
         let act = self.decode_act.unwrap_or(ActFormat::F32);
         let k = QMatvecKernel::fused(fmt, false, ws.len() as u32, epi).and_then(|k| k.with_activations(act)).map(|k| self.alike(k));
+        let k = if biases.is_empty() { k } else { k.and_then(QMatvecKernel::with_bias) };
         let same = ws.iter().all(|w| w.fmt == fmt && w.cols == cols);
         let Some(k) = k.filter(|_| act != ActFormat::F32 && m < self.matvec_rows() && same) else { return Ok(false) };
         let Some(c) = self.context.as_mut().filter(|c| c.narrow.is_some()) else { return Ok(false) };
@@ -41,7 +43,7 @@ impl Cuda {
         let narrow = c.narrow.as_mut().expect("checked above");
         self.dev.narrow_activations(x, norm, cols, m, act, narrow)?;
         let mats: Vec<(&DeviceBytes, usize)> = ws.iter().map(|w| (&w.bytes, w.rows)).collect();
-        self.dev.qmatvec_narrow(k, narrow, cols, m, &mats, outs)?;
+        self.dev.qmatvec_narrow_bias(k, narrow, cols, m, &mats, biases, outs)?;
         self.count(2);
         Ok(true)
     }
@@ -143,7 +145,7 @@ impl Cuda {
             }
             return self.gemm_matmul(w, x, m, out);
         }
-        if self.narrow_products(x, None, m, &[w], Epilogue::Store, &mut [out])? {
+        if self.narrow_products(x, None, m, &[w], (Epilogue::Store, &[]), &mut [out])? {
             return Ok(());
         }
         self.count(1);
@@ -157,7 +159,7 @@ impl Cuda {
         if self.use_gemm(w, x, m) {
             return self.half_matmul(w, x, m, acc, true);
         }
-        if self.narrow_products(x, None, m, &[w], Epilogue::Add, &mut [acc])? {
+        if self.narrow_products(x, None, m, &[w], (Epilogue::Add, &[]), &mut [acc])? {
             return Ok(());
         }
         let k = self.alike(QMatvecKernel::fused(w.fmt, false, 1, Epilogue::Add).expect("one matrix, add"));
@@ -165,8 +167,9 @@ impl Cuda {
         self.dev.qmatvec_fused(k, x, None, w.cols, m, &[(&w.bytes, w.rows)], &mut [acc]).map_err(crate::Error::from)
     }
 
-    /// `outs[i] = rms_norm(x)·wsᵢᵀ` for `m` rows: one launch where a fused kernel takes them
-    /// (the norm computed by each warp), else the norm into `tmp` and a product each.
+    /// `outs[i] = rms_norm(x)·wsᵢᵀ (+ biases[i])` for `m` rows (no biases: `biases` empty):
+    /// one launch where a fused kernel takes them (the norm computed by each warp, the biases
+    /// added to the sums), else the norm into `tmp`, a product each and a launch per bias.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn norm_products(
         &mut self,
@@ -174,24 +177,28 @@ impl Cuda {
         norm: &DeviceBuffer,
         eps: f32,
         m: usize,
-        ws: &[&Arc<CudaWeight>],
+        (ws, biases): (&[&Arc<CudaWeight>], &[&DeviceBuffer]),
         tmp: &mut DeviceBuffer,
         outs: &mut [&mut DeviceBuffer],
     ) -> Result<()> {
-        if self.narrow_products(x, Some((norm, eps)), m, ws, Epilogue::Store, outs)? {
+        if self.narrow_products(x, Some((norm, eps)), m, ws, (Epilogue::Store, biases), outs)? {
             return Ok(());
         }
         if self.on_wgmma(ws, m) {
-            return self.wgmma_products(x, Some((norm, eps)), m, ws, outs, false);
+            self.wgmma_products(x, Some((norm, eps)), m, ws, outs, false)?;
+            return self.add_biases(outs, biases, m);
         }
         let fmt = ws[0].fmt;
         let same = ws.iter().all(|w| w.fmt == fmt && w.cols == ws[0].cols);
-        match QMatvecKernel::fused(fmt, true, ws.len() as u32, Epilogue::Store).filter(|_| m < self.matvec_rows() && same).map(|k| self.alike(k)) {
+        let fused =
+            QMatvecKernel::fused(fmt, true, ws.len() as u32, Epilogue::Store).filter(|_| m < self.matvec_rows() && same).map(|k| self.alike(k));
+        let fused = if biases.is_empty() { fused } else { fused.and_then(QMatvecKernel::with_bias) };
+        match fused {
             // one launch: the norm computed by each warp, the matrices' rows as one range
             Some(k) => {
                 self.count(1);
                 let mats: Vec<(&DeviceBytes, usize)> = ws.iter().map(|w| (&w.bytes, w.rows)).collect();
-                self.dev.qmatvec_fused(k, x, Some((norm, eps)), ws[0].cols, m, &mats, outs).map_err(crate::Error::from)
+                self.dev.qmatvec_fused_bias(k, x, Some((norm, eps)), ws[0].cols, m, &mats, biases, outs).map_err(crate::Error::from)
             }
             None => {
                 self.count(1);
@@ -199,26 +206,37 @@ impl Cuda {
                 for (w, out) in ws.iter().zip(outs.iter_mut()) {
                     self.product(w, tmp, m, out)?;
                 }
-                Ok(())
+                self.add_biases(outs, biases, m)
             }
         }
     }
 
-    /// `out = silu(n·gateᵀ) · (n·upᵀ)`, `n = rms_norm(x)`, in the one-launch paths of a
-    /// decoding step; `false`, with nothing done, where none applies.
-    pub(super) fn fused_swiglu(
+    /// `outs[i][r] += biases[i]` for `m` rows, a launch each (none without biases).
+    fn add_biases(&mut self, outs: &mut [&mut DeviceBuffer], biases: &[&DeviceBuffer], m: usize) -> Result<()> {
+        for (out, b) in outs.iter_mut().zip(biases) {
+            self.count(1);
+            self.dev.add_rows(out, b, m)?;
+        }
+        Ok(())
+    }
+
+    /// `out = act(n·gateᵀ) · (n·upᵀ)`, `n = rms_norm(x)`, with the activation of `epi` (SiLU or
+    /// GELU), in the one-launch paths of a decoding step; `false`, with nothing done, where
+    /// none applies.
+    pub(super) fn fused_gated(
         &mut self,
+        epi: Epilogue,
         x: &DeviceBuffer,
         (norm, eps): (&DeviceBuffer, f32),
         m: usize,
         (gate, up): (&Arc<CudaWeight>, &Arc<CudaWeight>),
         out: &mut DeviceBuffer,
     ) -> Result<bool> {
-        if gate.rows == up.rows && self.narrow_products(x, Some((norm, eps)), m, &[gate, up], Epilogue::Swiglu, &mut [&mut *out])? {
+        if gate.rows == up.rows && self.narrow_products(x, Some((norm, eps)), m, &[gate, up], (epi, &[]), &mut [&mut *out])? {
             return Ok(true);
         }
         if gate.fmt == up.fmt && gate.rows == up.rows && gate.cols == up.cols && m < self.matvec_rows() {
-            let k = self.alike(QMatvecKernel::fused(gate.fmt, true, 2, Epilogue::Swiglu).expect("two matrices, swiglu"));
+            let k = self.alike(QMatvecKernel::fused(gate.fmt, true, 2, epi).expect("two matrices, a gated epilogue"));
             self.count(1);
             self.dev.qmatvec_fused(k, x, Some((norm, eps)), gate.cols, m, &[(&gate.bytes, gate.rows), (&up.bytes, up.rows)], &mut [out])?;
             return Ok(true);

@@ -1,7 +1,8 @@
 //! Causal grouped-query attention over a KV cache, and the store of new K/V rows into it.
 //!
 //! [`AttentionKernel`]: one block per (query head, query row); row `i` is at position
-//! `pos0 + i` and attends to positions `0..=pos0 + i` of its KV head. Three passes through the
+//! `pos0 + i` and attends to positions `0..=pos0 + i` of its KV head (the last `window` of them
+//! on a sliding-window layer). Three passes through the
 //! block's shared memory: scores (scaled dots with the keys), their exponentials after the
 //! block's maximum, then the weighted sum of the values divided by the sum. In the first and
 //! the last pass each warp takes every 4th position and its lanes the head's dimensions, so a
@@ -15,7 +16,8 @@ use crate::ptx::*;
 /// Parameters: `q` (m × n_head × head_dim f32), `k_cache`, `v_cache` (one layer), `out`
 /// (m × n_head × head_dim f32), `pos` (one u32 in device memory: row 0's position) (u64);
 /// `n_head`, `n_head_kv` (u32), `scale` (f32),
-/// `round_q` (u32: nonzero rounds the query to f16 first, as llama.cpp's one-row kernel).
+/// `round_q` (u32: nonzero rounds the query to f16 first, as llama.cpp's one-row kernel),
+/// `window` (u32: a row at position `p` sees `p + 1 − window ..= p`; 0 for every position).
 /// Built for a head size and a largest position count (the scores live in shared memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AttentionKernel {
@@ -28,10 +30,13 @@ impl AttentionKernel {
     pub const THREADS: u32 = 128;
     /// The most positions one kernel holds scores for (48 KB of shared memory in all).
     pub const MAX_POSITIONS: u32 = 10240;
+    /// The largest head size (Gemma 3's): eight values per lane.
+    pub const MAX_HEAD_DIM: u32 = 256;
 
-    /// `None` unless `head_dim` is a multiple of 32 up to 128 and `positions` fits.
+    /// `None` unless `head_dim` is a multiple of 32 up to [`Self::MAX_HEAD_DIM`] and
+    /// `positions` fits.
     pub fn new(head_dim: u32, positions: u32, f16: bool) -> Option<AttentionKernel> {
-        if head_dim == 0 || !head_dim.is_multiple_of(32) || head_dim > Self::THREADS || positions == 0 || positions > Self::MAX_POSITIONS {
+        if head_dim == 0 || !head_dim.is_multiple_of(32) || head_dim > Self::MAX_HEAD_DIM || positions == 0 || positions > Self::MAX_POSITIONS {
             return None;
         }
         // kernels for 1024, 2048, ... positions: a context of any length shares one
@@ -79,12 +84,12 @@ pub(super) fn count(k: &mut PtxKernel, start: Reg, n: Reg, step: u32, body: impl
     k.label(&end);
 }
 
-/// Scores `ss[0..n]` (shared) replaced by `e^{score − mx}`, thread `tid` taking every
-/// `threads`-th; their sum over the block (which ends with a barrier: every exponential is in
-/// shared memory).
-pub(super) fn exponentials(k: &mut PtxKernel, ss: &Name, (tid, threads): (Reg, u32), n: Reg, mx: Reg, swarp: &Name) -> Reg {
+/// Scores `ss[lo..n]` (shared) replaced by `e^{score − mx}`, thread `tid` taking every
+/// `threads`-th from `first = lo + tid`; their sum over the block (which ends with a barrier:
+/// every exponential is in shared memory).
+pub(super) fn exponentials(k: &mut PtxKernel, ss: &Name, (first, threads): (Reg, u32), n: Reg, mx: Reg, swarp: &Name) -> Reg {
     let sum = k.mov(F, 0.0f32);
-    count(k, tid, n, threads, |k, t| {
+    count(k, first, n, threads, |k, t| {
         let a = smem_at(k, ss, t);
         let s = k.ld(Space::Shared, F, Addr::reg(a));
         let d = k.sub(F, s, mx);
@@ -105,6 +110,25 @@ pub(super) fn stash_warp_sums(k: &mut PtxKernel, sred: &Name, accs: &[Reg], (war
         k.st(Space::Shared, F, Addr::at(ra, 4 * j as i64), acc);
     }
     k.bar_sync();
+}
+
+/// The first position a row at `n − 1` sees: `n − window` where the window is shorter than
+/// `n` positions, else 0 (a `window` of 0 is the whole context).
+pub(super) fn window_start(k: &mut PtxKernel, n: Reg, window: Reg) -> Reg {
+    let whole = k.setp(Cmp::Eq, U, window, 0u32);
+    let w = k.selp(U, n, window, whole);
+    let w = k.bin(BinOp::Min, U, w, n);
+    k.sub(U, n, w)
+}
+
+/// `body(d)` for each dimension `d = tid, tid + threads, …` below `hd` (a head may be wider
+/// than the block).
+pub(super) fn each_dim(k: &mut PtxKernel, tid: Reg, threads: u32, hd: u32, mut body: impl FnMut(&mut PtxKernel, Reg)) {
+    for c in 0..hd.div_ceil(threads) {
+        let d = k.add(U, tid, c * threads);
+        let has_d = k.setp(Cmp::Lt, U, d, hd);
+        k.when(has_d, false, |k| body(k, d));
+    }
 }
 
 /// Dimension `tid` (< `hd`) summed over the `warps` rows [`stash_warp_sums`] wrote.
@@ -134,6 +158,7 @@ impl Kernel for AttentionKernel {
         }
         k.add_param("scale", F);
         k.add_param("round_q", U);
+        k.add_param("window", U);
         k.launch_bounds((threads, 1, 1), None);
         // Hopper: may start while the previous kernel finishes; waits for its writes here.
         k.grid_dep_sync(sm);
@@ -152,6 +177,7 @@ impl Kernel for AttentionKernel {
         let pos0 = k.ld(Space::Global, U, Addr::reg(pos_ptr));
         let scale = k.ld_param("scale");
         let round_q = k.ld_param("round_q");
+        let window = k.ld_param("window");
         let h = k.special(Special::CtaidX);
         let i = k.special(Special::CtaidY);
         let tid = k.special(Special::TidX);
@@ -159,6 +185,9 @@ impl Kernel for AttentionKernel {
         let warp = k.bin(BinOp::Shr, U, tid, 5u32);
         let p = k.add(U, pos0, i);
         let n = k.add(U, p, 1u32);
+        // positions lo..n (the scores indexed by position)
+        let lo = window_start(&mut k, n, window);
+        let warp_start = k.add(U, lo, warp);
         let group = k.bin(BinOp::Div, U, n_head, n_head_kv);
         let g = k.bin(BinOp::Div, U, h, group);
         // element offsets: position t of KV head g is at t·stride + g·hd; this lane's dims
@@ -185,7 +214,7 @@ impl Kernel for AttentionKernel {
 
         // 2. scores (a warp per position, lanes over the dims) and their maximum
         let mx = k.mov(F, f32::NEG_INFINITY);
-        count(&mut k, warp, n, warps, |k, t| {
+        count(&mut k, warp_start, n, warps, |k, t| {
             let base = k.fma(U, t, stride, lane_off);
             let mut s = k.mov(F, 0.0f32);
             for (j, &qd) in qv.iter().enumerate() {
@@ -203,12 +232,13 @@ impl Kernel for AttentionKernel {
         let mx = block_reduce(&mut k, ReduceCombine::Max, mx, threads, &swarp);
 
         // 3. exponentials and their sum
-        let sum = exponentials(&mut k, &ss, (tid, threads), n, mx, &swarp);
+        let first = k.add(U, lo, tid);
+        let sum = exponentials(&mut k, &ss, (first, threads), n, mx, &swarp);
         // (block_reduce ends with a barrier: every exponential is in shared memory)
 
         // 4. Σ_t e_t·v_t: a warp per position, lanes over the dims; the warps' sums added
         let accs: Vec<Reg> = (0..dpl).map(|_| k.mov(F, 0.0f32)).collect();
-        count(&mut k, warp, n, warps, |k, t| {
+        count(&mut k, warp_start, n, warps, |k, t| {
             let a = smem_at(k, &ss, t);
             let e = k.ld(Space::Shared, F, Addr::reg(a));
             let base = k.fma(U, t, stride, lane_off);
@@ -220,11 +250,10 @@ impl Kernel for AttentionKernel {
         });
         stash_warp_sums(&mut k, &sred, &accs, (warp, d0), hd);
         let inv = k.un(UnOp::Rcp, F, sum);
-        let has_d = k.setp(Cmp::Lt, U, tid, hd);
-        k.when(has_d, false, |k| {
-            let o = add_warp_sums(k, &sred, tid, warps, hd);
+        each_dim(&mut k, tid, threads, hd, |k, d| {
+            let o = add_warp_sums(k, &sred, d, warps, hd);
             let o = k.mul(F, o, inv);
-            let oi = k.add(U, qoff, tid);
+            let oi = k.add(U, qoff, d);
             let oa = k.elem_addr(out, oi, 4);
             k.st(Space::Global, F, Addr::reg(oa), o);
         });

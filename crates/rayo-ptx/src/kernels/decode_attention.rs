@@ -1,5 +1,6 @@
 //! Attention of a decoding step — one query row at position `p` over `0..=p` of a layer's KV
-//! cache — split over the positions (flash-decoding), with RoPE and the KV store fused in.
+//! cache (the last `window` of them on a sliding-window layer) — split over the positions
+//! (flash-decoding), with RoPE and the KV store fused in.
 //!
 //! The grid is (query heads, splits). Block (h, s) takes a contiguous share of the positions:
 //! scores, their maximum `m_s`, `l_s = Σ e^{score − m_s}` and `Σ e^{score − m_s}·v` (the
@@ -15,7 +16,7 @@
 //! registers (rounded as the cache holds them), and block (first query head of the group, split
 //! 0) stores them into the cache. No block reads position `p` from the cache.
 
-use super::attention::{add_warp_sums, count, exponentials, ld_cache, smem_at, stash_warp_sums};
+use super::attention::{add_warp_sums, count, each_dim, exponentials, ld_cache, smem_at, stash_warp_sums, window_start};
 use super::common::*;
 use super::{Kernel, LaunchConfig, RopePairs};
 use crate::ptx::*;
@@ -26,7 +27,11 @@ use crate::ptx::*;
 /// f32), `pos` (one u32 in device memory: the row's position), `part` (n_head × splits ×
 /// (head_dim + 2) f32 scratch), `done` (n_head u32, zero before the first launch) (u64);
 /// `n_head`, `n_head_kv` (u32), `scale` (f32), `round_q` (u32: nonzero rounds the rotated query
-/// to f16, as llama.cpp's one-row kernel). The grid's y is the number of splits.
+/// to f16, as llama.cpp's one-row kernel), `window` (u32: the row sees `p + 1 − window ..= p`;
+/// 0 for every position); with QK-norm ([`DecodeAttentionKernel::with_qk_norm`]) `q_norm`,
+/// `k_norm` (head_dim f32 each) (u64) and `eps` (f32): each head of `q` and `k` RMS-normalized
+/// with them before RoPE (Qwen 3's and Gemma 3's per-head norm). The grid's y is the number
+/// of splits.
 ///
 /// The batched variant ([`DecodeAttentionKernel::batched`]) runs one decoding row of each of
 /// many sequences, grid z = the rows: row `r`'s `q`, `k`, `v`, `out`, `part` and `done` come
@@ -41,6 +46,7 @@ pub struct DecodeAttentionKernel {
     f16: bool,
     pairs: RopePairs,
     batched: bool,
+    qk_norm: bool,
 }
 
 impl DecodeAttentionKernel {
@@ -48,10 +54,11 @@ impl DecodeAttentionKernel {
     /// Splits of the positions (blocks per head): with SmolLM2's 9 heads, 144 blocks.
     pub const SPLITS: u32 = 16;
 
-    /// `None` unless `head_dim` is a multiple of 32 up to 128 and a split of `positions`
-    /// (`positions / SPLITS`, rounded up) fits the shared scores (10240 of them).
+    /// `None` unless `head_dim` is a multiple of 32 up to
+    /// [`super::AttentionKernel::MAX_HEAD_DIM`] and a split of `positions` (`positions /
+    /// SPLITS`, rounded up) fits the shared scores (10240 of them).
     pub fn new(head_dim: u32, positions: u32, f16: bool, pairs: RopePairs) -> Option<DecodeAttentionKernel> {
-        if head_dim == 0 || !head_dim.is_multiple_of(32) || head_dim > Self::THREADS || positions == 0 {
+        if head_dim == 0 || !head_dim.is_multiple_of(32) || head_dim > super::AttentionKernel::MAX_HEAD_DIM || positions == 0 {
             return None;
         }
         let chunk = positions.div_ceil(Self::SPLITS);
@@ -60,12 +67,18 @@ impl DecodeAttentionKernel {
         }
         // kernels for 256, 512, ... positions per split: a context of any length shares one
         let max_chunk = chunk.next_power_of_two().max(256);
-        Some(DecodeAttentionKernel { head_dim, max_chunk, f16, pairs, batched: false })
+        Some(DecodeAttentionKernel { head_dim, max_chunk, f16, pairs, batched: false, qk_norm: false })
     }
 
     /// The variant for one decoding row of each of many sequences (see the type).
     pub fn batched(self) -> DecodeAttentionKernel {
         DecodeAttentionKernel { batched: true, ..self }
+    }
+
+    /// The variant that RMS-normalizes each head of the query and the new key first (see the
+    /// type): a model's QK-norm in the same launch.
+    pub fn with_qk_norm(self) -> DecodeAttentionKernel {
+        DecodeAttentionKernel { qk_norm: true, ..self }
     }
 
     /// Whether this is the many-sequence variant.
@@ -178,7 +191,8 @@ impl Kernel for DecodeAttentionKernel {
             RopePairs::HalfSplit => "halfsplit",
         };
         let rows = if self.batched { "_rows" } else { "" };
-        format!("decode_attention{rows}_{}_hd{}_c{}_{pairs}", if self.f16 { "f16" } else { "f32" }, self.head_dim, self.max_chunk)
+        let norm = if self.qk_norm { "_qknorm" } else { "" };
+        format!("decode_attention{rows}{norm}_{}_hd{}_c{}_{pairs}", if self.f16 { "f16" } else { "f32" }, self.head_dim, self.max_chunk)
     }
 
     fn build(&self, sm: u32) -> PtxKernel {
@@ -195,6 +209,12 @@ impl Kernel for DecodeAttentionKernel {
         }
         k.add_param("scale", F);
         k.add_param("round_q", U);
+        k.add_param("window", U);
+        if self.qk_norm {
+            k.add_param("q_norm", PtxType::U64);
+            k.add_param("k_norm", PtxType::U64);
+            k.add_param("eps", F);
+        }
         if self.batched {
             k.add_param("slot_positions", U);
         }
@@ -213,6 +233,7 @@ impl Kernel for DecodeAttentionKernel {
         let n_head_kv = k.ld_param("n_head_kv");
         let scale = k.ld_param("scale");
         let round_q = k.ld_param("round_q");
+        let window = k.ld_param("window");
         // the batched variant: row r's inputs, outputs, scratch and cache slot (the rest of the
         // kernel is the one-row kernel's, on these)
         let (q, kr, vr, kc, vc, out, pos_ptr, part, done) = if self.batched {
@@ -251,11 +272,14 @@ impl Kernel for DecodeAttentionKernel {
         let lane = k.bin(BinOp::And, PtxType::B32, tid, 31u32);
         let warp = k.bin(BinOp::Shr, U, tid, 5u32);
         let n = k.add(U, p, 1u32);
-        // this block's positions t0..t1 (maybe none), of which t0..tc come from the cache
-        let chunk0 = k.add(U, n, splits);
+        // the row sees lo..n; this block's positions t0..t1 of them (maybe none), of which
+        // t0..tc come from the cache
+        let lo = window_start(&mut k, n, window);
+        let span = k.sub(U, n, lo);
+        let chunk0 = k.add(U, span, splits);
         let chunk1 = k.sub(U, chunk0, 1u32);
         let chunk = k.bin(BinOp::Div, U, chunk1, splits);
-        let t0 = k.mul(U, split, chunk);
+        let t0 = k.fma(U, split, chunk, lo);
         let t0 = k.bin(BinOp::Min, U, t0, n);
         let t1 = k.add(U, t0, chunk);
         let t1 = k.bin(BinOp::Min, U, t1, n);
@@ -281,6 +305,34 @@ impl Kernel for DecodeAttentionKernel {
         let qi = k.add(U, qoff, d0);
         let qa = k.elem_addr(q, qi, 4);
         let qraw: Vec<Reg> = (0..dpl).map(|j| k.ld(Space::Global, F, Addr::at(qa, 4 * j as i64))).collect();
+        // QK-norm: a head is one warp's (each lane `dpl` of its values), so its sum of squares
+        // is a warp sum; then x·rstd·w, rounded as the norm kernel rounds it
+        let norms = self.qk_norm.then(|| (k.ld_param_ptr("q_norm"), k.ld_param_ptr("k_norm"), k.ld_param("eps")));
+        let head_norm = |k: &mut PtxKernel, x: Vec<Reg>, w: Reg, eps: Reg| -> Vec<Reg> {
+            let mut ss = k.mov(F, 0.0f32);
+            for &v in &x {
+                ss = k.fma(F, v, v, ss);
+            }
+            let ss = warp_reduce(k, ReduceCombine::Sum, ss);
+            let hdf = k.mov(F, hd as f32);
+            let inv = k.un(UnOp::Rcp, F, hdf);
+            let ms = k.mul(F, ss, inv);
+            let me = k.add(F, ms, eps);
+            let rstd = k.un(UnOp::Rsqrt, F, me);
+            let wa = k.elem_addr(w, d0, 4);
+            x.iter()
+                .enumerate()
+                .map(|(j, &v)| {
+                    let g = k.ld(Space::Global, F, Addr::at(wa, 4 * j as i64));
+                    let t = k.mul(F, v, rstd);
+                    k.mul(F, t, g)
+                })
+                .collect()
+        };
+        let qraw = match norms {
+            Some((qn, _, eps)) => head_norm(&mut k, qraw, qn, eps),
+            None => qraw,
+        };
         let rq = k.setp(Cmp::Ne, U, round_q, 0u32);
         let qv: Vec<Reg> = rotate(&mut k, self.pairs, &qraw, lane, tab)
             .into_iter()
@@ -292,6 +344,10 @@ impl Kernel for DecodeAttentionKernel {
         let ka = k.elem_addr(kr, lane_off, 4);
         let va = k.elem_addr(vr, lane_off, 4);
         let kraw: Vec<Reg> = (0..dpl).map(|j| k.ld(Space::Global, F, Addr::at(ka, 4 * j as i64))).collect();
+        let kraw = match norms {
+            Some((_, kn, eps)) => head_norm(&mut k, kraw, kn, eps),
+            None => kraw,
+        };
         let knew: Vec<Reg> = rotate(&mut k, self.pairs, &kraw, lane, tab).into_iter().map(|v| as_cached(&mut k, f16, v)).collect();
         let vnew: Vec<Reg> = (0..dpl)
             .map(|j| {
@@ -398,10 +454,9 @@ impl Kernel for DecodeAttentionKernel {
         let hs = k.fma(U, h, splits, split);
         let rowi = k.mul(U, hs, row_len);
         let prow = k.elem_addr(part, rowi, 4);
-        let has_d = k.setp(Cmp::Lt, U, tid, hd);
-        k.when(has_d, false, |k| {
-            let o = add_warp_sums(k, &sred, tid, warps, hd);
-            let pa = k.elem_addr(prow, tid, 4);
+        each_dim(&mut k, tid, threads, hd, |k, d| {
+            let o = add_warp_sums(k, &sred, d, warps, hd);
+            let pa = k.elem_addr(prow, d, 4);
             k.st(Space::Global, F, Addr::reg(pa), o);
         });
         let is_t0 = k.setp(Cmp::Eq, U, tid, 0u32);
@@ -437,9 +492,9 @@ impl Kernel for DecodeAttentionKernel {
                 m
             })
             .collect();
-        k.when(has_d, false, |k| {
+        each_dim(&mut k, tid, threads, hd, |k, d| {
             let (l, o) = (k.mov(F, 0.0f32), k.mov(F, 0.0f32));
-            let col = k.elem_addr(head_rows, tid, 4);
+            let col = k.elem_addr(head_rows, d, 4);
             for (s, &m) in ms.iter().enumerate() {
                 let d = k.sub(F, m, big);
                 let w = exp(k, d);
@@ -450,7 +505,7 @@ impl Kernel for DecodeAttentionKernel {
             }
             let inv = k.un(UnOp::Rcp, F, l);
             let o = k.mul(F, o, inv);
-            let oi = k.add(U, qoff, tid);
+            let oi = k.add(U, qoff, d);
             let oa = k.elem_addr(out, oi, 4);
             k.st(Space::Global, F, Addr::reg(oa), o);
         });

@@ -118,6 +118,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
         v.push(Box::new(SoftmaxKernel::new(cols, true)));
         v.push(Box::new(NormKernel::new(NormKind::LayerNorm, cols, 1e-5)));
         v.push(Box::new(NormKernel::new(NormKind::RmsNorm, cols, 1e-5)));
+        v.push(Box::new(NormKernel::new(NormKind::RmsNorm, cols, 1e-5).residual()));
     }
     // the LLM engine's kernels
     v.extend(QFormat::ALL.map(|f| Box::new(QMatvecKernel::new(f)) as Box<dyn Kernel>));
@@ -133,9 +134,19 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.push(Box::new(ArgmaxKernel));
     v.push(Box::new(TopKKernel));
     v.push(Box::new(TopKRowsKernel));
-    for (norm, mats, epi) in [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 1, Epilogue::Store)] {
+    for (norm, mats, epi) in
+        [(true, 3, Epilogue::Store), (false, 1, Epilogue::Add), (true, 2, Epilogue::Swiglu), (true, 2, Epilogue::Geglu), (true, 1, Epilogue::Store)]
+    {
         v.extend(QMatvecKernel::fused(QFormat::Q4_1, norm, mats, epi).map(|k| Box::new(k) as Box<dyn Kernel>));
         v.extend(QMatvecKernel::fused(QFormat::Q8_0, norm, mats, epi).map(|k| Box::new(k.per_block(true)) as Box<dyn Kernel>));
+    }
+    // Q, K and V with their biases (Qwen2's), a warp and a block per row
+    for wide in [false, true] {
+        v.extend(
+            QMatvecKernel::fused(QFormat::Q5_0, true, 3, Epilogue::Store)
+                .and_then(QMatvecKernel::with_bias)
+                .map(|k| Box::new(k.per_block(wide)) as Box<dyn Kernel>),
+        );
     }
     // the decoding products on narrower activations: every format with a path (f16: all; 8
     // bits: those with dp4a), plain, three matrices, with the residual add, and gate·up (a
@@ -143,9 +154,12 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     for act in [ActFormat::F16, ActFormat::Q8] {
         v.extend([false, true].map(|norm| Box::new(NarrowKernel::new(norm, act).expect("not f32")) as Box<dyn Kernel>));
         for fmt in QFormat::ALL {
-            for (mats, epi) in [(1, Epilogue::Store), (3, Epilogue::Store), (1, Epilogue::Add), (2, Epilogue::Swiglu)] {
+            for (mats, epi) in [(1, Epilogue::Store), (3, Epilogue::Store), (1, Epilogue::Add), (2, Epilogue::Swiglu), (2, Epilogue::Geglu)] {
                 let k = QMatvecKernel::fused(fmt, false, mats, epi).and_then(|k| k.with_activations(act));
                 v.extend(k.map(|k| Box::new(k.per_block(fmt != QFormat::Q8_0)) as Box<dyn Kernel>));
+                if mats == 3 {
+                    v.extend(k.and_then(QMatvecKernel::with_bias).map(|k| Box::new(k.per_block(fmt != QFormat::Q8_0)) as Box<dyn Kernel>));
+                }
             }
         }
     }
@@ -155,14 +169,16 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     v.push(Box::new(RopeKernel::with_cache(RopePairs::HalfSplit, false)));
     for f16 in [true, false] {
         v.push(Box::new(KvStoreKernel::new(f16)));
-        for (hd, positions) in [(64, 8192), (128, 2048), (32, 10240), (96, 1024)] {
+        for (hd, positions) in [(64, 8192), (128, 2048), (32, 10240), (96, 1024), (256, 4096)] {
             v.extend(AttentionKernel::new(hd, positions, f16).map(|a| Box::new(a) as Box<dyn Kernel>));
         }
         // a decoding step's, RoPE fused in: pairs inside a lane (64), across neighbouring lanes
-        // (32), across halves (128)
-        for (hd, pairs) in [(64, RopePairs::Adjacent), (32, RopePairs::Adjacent), (128, RopePairs::HalfSplit)] {
+        // (32), across halves (128; 256, Gemma 3's)
+        for (hd, pairs) in [(64, RopePairs::Adjacent), (32, RopePairs::Adjacent), (128, RopePairs::HalfSplit), (256, RopePairs::HalfSplit)] {
             v.extend(DecodeAttentionKernel::new(hd, 8192, f16, pairs).map(|a| Box::new(a) as Box<dyn Kernel>));
             v.extend(DecodeAttentionKernel::new(hd, 8192, f16, pairs).map(|a| Box::new(a.batched()) as Box<dyn Kernel>));
+            v.extend(DecodeAttentionKernel::new(hd, 8192, f16, pairs).map(|a| Box::new(a.with_qk_norm()) as Box<dyn Kernel>));
+            v.extend(DecodeAttentionKernel::new(hd, 8192, f16, pairs).map(|a| Box::new(a.batched().with_qk_norm()) as Box<dyn Kernel>));
         }
     }
     // GEMM: one kernel per variant (the shape is a parameter)

@@ -17,12 +17,14 @@ pub enum NormKind {
 
 /// Parameters: `x`, `gamma`, `beta` (LayerNorm only), `out` (all u64), `cols` (u32), `eps`
 /// (f32); rows = grid size. The value holds the row length and epsilon it will be launched with;
-/// the generated code depends only on the kind and the chunk width.
+/// the generated code depends only on the kind, the chunk width and whether it adds its result
+/// to `out` ([`NormKernel::residual`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NormKernel {
     kind: NormKind,
     cols: u32,
     eps: f32,
+    residual: bool,
 }
 
 /// Chan's merge of two (count, mean, M2) triples.
@@ -48,7 +50,13 @@ impl NormKernel {
     pub const THREADS: u32 = 256;
 
     pub fn new(kind: NormKind, cols: u32, eps: f32) -> NormKernel {
-        NormKernel { kind, cols, eps }
+        NormKernel { kind, cols, eps, residual: false }
+    }
+
+    /// The variant that adds the norm to `out` (`out += norm(x)`, rounded as a norm and then
+    /// an add): a norm after a sublayer and the residual connection in one launch.
+    pub fn residual(self) -> NormKernel {
+        NormKernel { residual: true, ..self }
     }
 
     pub fn kind(&self) -> NormKind {
@@ -80,7 +88,8 @@ impl Kernel for NormKernel {
             NormKind::LayerNorm => "layernorm",
             NormKind::RmsNorm => "rmsnorm",
         };
-        format!("{kind}_v{}", self.width())
+        let add = if self.residual { "_add" } else { "" };
+        format!("{kind}{add}_v{}", self.width())
     }
 
     fn build(&self, _sm: u32) -> PtxKernel {
@@ -168,6 +177,13 @@ impl Kernel for NormKernel {
                     }
                 })
                 .collect();
+            let o = match self.residual {
+                true => {
+                    let acc = row.load(k, ob, off);
+                    acc.iter().zip(&o).map(|(&a, &v)| k.add(F, a, v)).collect()
+                }
+                false => o,
+            };
             row.store(k, ob, off, &o);
         });
         k.ret();

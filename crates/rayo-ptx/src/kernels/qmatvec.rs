@@ -112,6 +112,17 @@ pub enum Epilogue {
     Add,
     /// Two matrices of equal rows, `gate` and `up`: `y[j] = silu(s_gate)·s_up`.
     Swiglu,
+    /// As [`Epilogue::Swiglu`] with GELU's tanh form: `y[j] = gelu(s_gate)·s_up`, computed as
+    /// `g / (1 + e^{−2a})` with `a = √(2/π)·g·(1 + 0.044715·g²)` (`(1 + tanh a)/2` is
+    /// `sigmoid(2a)`).
+    Geglu,
+}
+
+impl Epilogue {
+    /// Whether it takes two matrices, `gate` and `up`, into one output.
+    pub fn gated(self) -> bool {
+        matches!(self, Epilogue::Swiglu | Epilogue::Geglu)
+    }
 }
 
 /// Parameters, in order: `x` (m × cols f32), or with narrower activations
@@ -119,7 +130,9 @@ pub enum Epilogue {
 /// (m × cols/32 f32), as [`super::NarrowKernel`] writes them; with `norm`, `gamma` (cols f32) and `eps` (f32);
 /// `cols` (u32, a multiple of the format's block values, `cols·4 < 2³²`); per matrix `w{i}`
 /// (rows_i × cols/block_values blocks); per output `y{i}` (m × rows_i f32; [`Epilogue::Swiglu`] has one); per matrix
-/// `rows{i}` (u32; Swiglu has one, both matrices' rows) (pointers u64). With `norm` the
+/// `rows{i}` (u32; Swiglu has one, both matrices' rows); with a bias
+/// ([`QMatvecKernel::with_bias`]) per matrix `b{i}` (rows_i f32, added to its sums) (pointers
+/// u64). With `norm` the
 /// activations are `x / rms(x) · gamma` (RMSNorm, computed by each warp for its row), so a norm
 /// and the products after it are one launch; with several matrices their rows are one range
 /// (Q, K and V from one input in one launch).
@@ -131,6 +144,8 @@ pub struct QMatvecKernel {
     epi: Epilogue,
     /// A block per row (else a warp per row, four rows per block).
     wide: bool,
+    /// Each matrix's bias added to its sums ([`Epilogue::Store`] only).
+    bias: bool,
     /// The activations' format: f32, f16, or 8 bits (with `dp4a`).
     act: ActFormat,
     /// The launch picks a block or a warp per row without looking at the activation rows
@@ -143,16 +158,29 @@ impl QMatvecKernel {
 
     /// `y = W·x`.
     pub fn new(fmt: QFormat) -> QMatvecKernel {
-        QMatvecKernel { fmt, norm: false, mats: 1, epi: Epilogue::Store, wide: false, act: ActFormat::F32, alike: false }
+        QMatvecKernel { fmt, norm: false, mats: 1, epi: Epilogue::Store, wide: false, act: ActFormat::F32, alike: false, bias: false }
     }
 
-    /// A fused variant: `mats` matrices (1–3; exactly 2 for Swiglu), an RMSNorm first or not.
+    /// A fused variant: `mats` matrices (1–3; exactly 2 for Swiglu and Geglu), an RMSNorm
+    /// first or not.
     pub fn fused(fmt: QFormat, norm: bool, mats: u32, epi: Epilogue) -> Option<QMatvecKernel> {
-        let ok = match epi {
-            Epilogue::Swiglu => mats == 2,
-            _ => (1..=3).contains(&mats),
+        let ok = match epi.gated() {
+            true => mats == 2,
+            false => (1..=3).contains(&mats),
         };
-        ok.then_some(QMatvecKernel { fmt, norm, mats, epi, wide: false, act: ActFormat::F32, alike: false })
+        ok.then_some(QMatvecKernel { fmt, norm, mats, epi, wide: false, act: ActFormat::F32, alike: false, bias: false })
+    }
+
+    /// The same kernel adding each matrix's bias to its sums (`y = W·x + b`, rounded as the
+    /// product and then an add): a projection with a bias in one launch. `None` unless the
+    /// epilogue is [`Epilogue::Store`].
+    pub fn with_bias(mut self) -> Option<QMatvecKernel> {
+        self.bias = true;
+        (self.epi == Epilogue::Store).then_some(self)
+    }
+    /// Whether it adds biases ([`QMatvecKernel::with_bias`]).
+    pub fn bias(&self) -> bool {
+        self.bias
     }
 
     /// The same kernel with a block of 128 threads per weight row (`true`) or a warp per row
@@ -209,9 +237,9 @@ impl QMatvecKernel {
     pub fn epilogue(&self) -> Epilogue {
         self.epi
     }
-    /// Outputs: one per matrix, one for Swiglu.
+    /// Outputs: one per matrix, one for Swiglu and Geglu.
     pub fn outputs(&self) -> u32 {
-        if self.epi == Epilogue::Swiglu {
+        if self.epi.gated() {
             1
         } else {
             self.mats
@@ -349,14 +377,16 @@ fn quarter_dot(k: &mut PtxKernel, fmt: QFormat, a: Reg, p: Reg, xs: &[Reg]) -> R
 impl Kernel for QMatvecKernel {
     fn name(&self) -> String {
         let norm = if self.norm { "_norm" } else { "" };
-        let mats = if self.mats > 1 && self.epi != Epilogue::Swiglu { format!("_x{}", self.mats) } else { String::new() };
+        let mats = if self.mats > 1 && !self.epi.gated() { format!("_x{}", self.mats) } else { String::new() };
         let epi = match self.epi {
             Epilogue::Store => "",
             Epilogue::Add => "_add",
             Epilogue::Swiglu => "_swiglu",
+            Epilogue::Geglu => "_geglu",
         };
         let wide = if self.wide { "_b" } else { "" };
-        format!("qmatvec_{}{}{norm}{mats}{epi}{wide}", self.fmt.tag(), self.act.tag())
+        let bias = if self.bias { "_bias" } else { "" };
+        format!("qmatvec_{}{}{norm}{mats}{epi}{bias}{wide}", self.fmt.tag(), self.act.tag())
     }
 
     fn build(&self, sm: u32) -> PtxKernel {
@@ -383,9 +413,13 @@ impl Kernel for QMatvecKernel {
         for i in 0..self.outputs() {
             k.add_param(&format!("y{i}"), PtxType::U64);
         }
-        let nrows = if epi == Epilogue::Swiglu { 1 } else { mats };
+        let nrows = if epi.gated() { 1 } else { mats };
         for i in 0..nrows {
             k.add_param(&format!("rows{i}"), U);
+        }
+        let nbias = if self.bias { mats } else { 0 };
+        for i in 0..nbias {
+            k.add_param(&format!("b{i}"), PtxType::U64);
         }
         k.launch_bounds((Self::THREADS, 1, 1), None);
         let red = k.shared_array("red", F, Self::THREADS / 32, 4);
@@ -394,6 +428,7 @@ impl Kernel for QMatvecKernel {
         let ws: Vec<Reg> = (0..mats).map(|i| k.ld_param_ptr(&format!("w{i}"))).collect();
         let ys: Vec<Reg> = (0..self.outputs()).map(|i| k.ld_param_ptr(&format!("y{i}"))).collect();
         let rows: Vec<Reg> = (0..nrows).map(|i| k.ld_param(&format!("rows{i}"))).collect();
+        let bias_ptrs: Vec<Reg> = (0..nbias).map(|i| k.ld_param_ptr(&format!("b{i}"))).collect();
         let tid = k.special(Special::TidX);
         let bx = k.special(Special::CtaidX);
         let by = k.special(Special::CtaidY);
@@ -424,12 +459,14 @@ impl Kernel for QMatvecKernel {
         k.bra_if(past, false, &done);
         // which matrix this row is in, and its row there
         let (mut w, mut y, mut r, mut yrows) = (ws[0], ys[0], row, rows[0]);
+        let mut bias_at = bias_ptrs.first().copied();
         let mut base = rows[0];
         for i in 1..nrows {
             let inside = k.setp(Cmp::Ge, U, row, base);
             let local = k.sub(U, row, base);
             w = k.selp(PtxType::U64, ws[i], w, inside);
             y = k.selp(PtxType::U64, ys[i], y, inside);
+            bias_at = bias_at.map(|b| k.selp(PtxType::U64, bias_ptrs[i], b, inside));
             r = k.selp(U, local, r, inside);
             yrows = k.selp(U, rows[i], yrows, inside);
             base = k.add(U, base, rows[i]);
@@ -437,7 +474,7 @@ impl Kernel for QMatvecKernel {
         let nb = k.bin(BinOp::Shr, U, cols, fmt.block_shift());
         let row_bytes = k.mul(U, nb, bs);
         let mut wrows = vec![k.mad_wide(U, r, row_bytes, w)];
-        if epi == Epilogue::Swiglu {
+        if epi.gated() {
             wrows.push(k.mad_wide(U, r, row_bytes, ws[1]));
         }
         // Hopper: the kernel may start while the previous one finishes (programmatic dependent
@@ -533,7 +570,14 @@ impl Kernel for QMatvecKernel {
         let is0 = k.setp(Cmp::Eq, U, t, 0u32);
         k.when(is0, false, |k| {
             let v = match epi {
-                Epilogue::Store => sums[0],
+                Epilogue::Store => match bias_at {
+                    Some(b) => {
+                        let ba = k.elem_addr(b, r, 4);
+                        let bv = k.ld(Space::Global, F, Addr::reg(ba));
+                        k.add(F, sums[0], bv)
+                    }
+                    None => sums[0],
+                },
                 Epilogue::Add => {
                     // One adder per element: the same rounding as a load, an add and a store,
                     // without waiting for the load.
@@ -547,6 +591,18 @@ impl Kernel for QMatvecKernel {
                     let d = k.add(F, e, 1.0f32);
                     let sg = k.bin(BinOp::Div, F, sums[0], d);
                     k.mul(F, sg, sums[1])
+                }
+                Epilogue::Geglu => {
+                    let g = sums[0];
+                    let g2 = k.mul(F, g, g);
+                    let c = k.fma(F, g2, 0.044_715f32, 1.0f32);
+                    let a = k.mul(F, g, c);
+                    // −2a = −2·√(2/π)·g·(1 + 0.044715·g²)
+                    let na2 = k.mul(F, a, -2.0 * 0.797_884_6f32);
+                    let e = exp(k, na2);
+                    let d = k.add(F, e, 1.0f32);
+                    let gg = k.bin(BinOp::Div, F, g, d);
+                    k.mul(F, gg, sums[1])
                 }
             };
             k.st(Space::Global, F, Addr::reg(ya), v);

@@ -46,6 +46,7 @@ pub use flash::FlashShape;
 pub use graph::{BufId, CudaGraph, GraphBuilder};
 pub use launch::{Bound, KernelArgs, Param};
 pub use narrow::NarrowActivations;
+pub use ops::check_eps;
 pub use pinned::PinnedBuffer;
 pub use rayo_ptx::kernels;
 pub use rayo_ptx::kernels::{GemmKernel, GemmVariant, Kernel, WgmmaAttentionKernel, WgmmaGemmKernel};

@@ -102,6 +102,22 @@ impl CudaDevice {
         mats: &[(&DeviceBytes, usize)],
         ys: &mut [&mut DeviceBuffer],
     ) -> Result<()> {
+        self.qmatvec_narrow_bias(k, x, cols, m, mats, &[], ys)
+    }
+
+    /// [`CudaDevice::qmatvec_narrow`] adding a bias per matrix, as
+    /// [`CudaDevice::qmatvec_fused_bias`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn qmatvec_narrow_bias(
+        &self,
+        k: QMatvecKernel,
+        x: &NarrowActivations,
+        cols: usize,
+        m: usize,
+        mats: &[(&DeviceBytes, usize)],
+        biases: &[&DeviceBuffer],
+        ys: &mut [&mut DeviceBuffer],
+    ) -> Result<()> {
         const OP: &str = "cuda qmatvec_narrow";
         self.check_owner(OP, x.device)?;
         if x.written != Some((k.activations(), m, cols)) {
@@ -116,6 +132,6 @@ impl CudaDevice {
         if k.activations() == ActFormat::Q8 {
             args.push(Arg::In(&x.scales.slice));
         }
-        self.qmatvec_launch(OP, k, args, cols, m, mats, ys)
+        self.qmatvec_launch(OP, k, args, cols, m, (mats, biases), ys)
     }
 }

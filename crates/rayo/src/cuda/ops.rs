@@ -240,7 +240,8 @@ impl CudaDevice {
     }
 }
 
-pub(super) fn check_eps(op: &'static str, eps: f32) -> Result<()> {
+/// An error unless a norm's epsilon is finite and ≥ 0.
+pub fn check_eps(op: &'static str, eps: f32) -> Result<()> {
     if !(eps.is_finite() && eps >= 0.0) {
         return Err(Error::InvalidParameter { op, name: "eps", value: eps as f64, reason: "must be finite and >= 0" });
     }

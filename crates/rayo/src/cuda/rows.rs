@@ -52,6 +52,23 @@ impl CudaDevice {
         mats: &[(&DeviceBytes, usize)],
         ys: &mut [&mut DeviceBuffer],
     ) -> Result<()> {
+        self.qmatvec_fused_bias(k, x, norm, cols, m, mats, &[], ys)
+    }
+
+    /// [`CudaDevice::qmatvec_fused`] adding `biases[i]` (`rows_i` values) to matrix `i`'s sums:
+    /// a kernel [`QMatvecKernel::with_bias`] made, one bias per matrix; none for any other.
+    #[allow(clippy::too_many_arguments)]
+    pub fn qmatvec_fused_bias(
+        &self,
+        k: QMatvecKernel,
+        x: &DeviceBuffer,
+        norm: Option<(&DeviceBuffer, f32)>,
+        cols: usize,
+        m: usize,
+        mats: &[(&DeviceBytes, usize)],
+        biases: &[&DeviceBuffer],
+        ys: &mut [&mut DeviceBuffer],
+    ) -> Result<()> {
         const OP: &str = "cuda qmatvec";
         self.owns(OP, &[x])?;
         if norm.is_some() != k.norm() || k.activations() != ActFormat::F32 {
@@ -68,11 +85,11 @@ impl CudaDevice {
             args.push(Arg::In(&g.slice));
             args.push(Arg::F32(eps));
         }
-        self.qmatvec_launch(OP, k, args, cols, m, mats, ys)
+        self.qmatvec_launch(OP, k, args, cols, m, (mats, biases), ys)
     }
 
-    /// [`CudaDevice::qmatvec_fused`]'s checks of the matrices and outputs, and its launch, with
-    /// `args` the activations' parameters (already checked).
+    /// [`CudaDevice::qmatvec_fused_bias`]'s checks of the matrices, biases and outputs, and its
+    /// launch, with `args` the activations' parameters (already checked).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn qmatvec_launch<'a>(
         &self,
@@ -81,11 +98,24 @@ impl CudaDevice {
         mut args: Vec<Arg<'a>>,
         cols: usize,
         m: usize,
-        mats: &[(&'a DeviceBytes, usize)],
+        (mats, biases): (&[(&'a DeviceBytes, usize)], &[&'a DeviceBuffer]),
         ys: &'a mut [&mut DeviceBuffer],
     ) -> Result<()> {
         for y in ys.iter() {
             self.owns(op, &[&**y])?;
+        }
+        let want = if k.bias() { mats.len() } else { 0 };
+        if biases.len() != want {
+            return Err(Error::InvalidArgument {
+                op,
+                name: "biases",
+                value: biases.len().into(),
+                reason: "one per matrix for a bias variant, else none",
+            });
+        }
+        self.owns(op, biases)?;
+        for (b, (_, rows)) in biases.iter().zip(mats) {
+            room(op, b.len(), *rows)?;
         }
         for (w, _) in mats {
             self.owns_bytes(op, &[*w])?;
@@ -97,7 +127,7 @@ impl CudaDevice {
         if cols % bv != 0 {
             return Err(Error::NotBlockMultiple { format: "cuda qmatvec", len: cols, block: bv });
         }
-        let swiglu = k.epilogue() == Epilogue::Swiglu;
+        let swiglu = k.epilogue().gated();
         if swiglu && mats[0].1 != mats[1].1 {
             return Err(Error::LengthMismatch { op, expected: mats[0].1, actual: mats[1].1 });
         }
@@ -133,6 +163,7 @@ impl CudaDevice {
         args.extend(ys.iter_mut().map(|y| Arg::Out(&mut y.slice)));
         let nrows = if swiglu { 1 } else { mats.len() };
         args.extend(mats.iter().take(nrows).map(|&(_, r)| Arg::U32(r as u32)));
+        args.extend(biases.iter().map(|b| Arg::In(&b.slice)));
         launch(&self.stream, &f, k.launch(total, mm), &mut args)
     }
 
@@ -207,23 +238,40 @@ impl CudaDevice {
     }
 
     /// RMSNorm of the first `m` rows of `x` (`cols` values each) into `out`.
-    #[allow(clippy::too_many_arguments)]
     pub fn rms_norm_rows(&self, x: &DeviceBuffer, gamma: &DeviceBuffer, m: usize, cols: usize, eps: f32, out: &mut DeviceBuffer) -> Result<()> {
-        const OP: &str = "cuda rms_norm_rows";
-        self.owns(OP, &[x, gamma, out])?;
-        let n = prod(OP, &[m, cols])?;
-        room(OP, x.len(), n)?;
-        room(OP, out.len(), n)?;
-        room(OP, gamma.len(), cols)?;
-        super::ops::check_eps(OP, eps)?;
-        let c = u32_of(OP, "cols", prod(OP, &[cols, 4])?)? / 4;
+        self.rms_norm_launch("cuda rms_norm_rows", (x, gamma), (m, cols, eps), false, out)
+    }
+
+    /// `out[r] += x[r] / rms(x[r]) · gamma` for `m` rows of `cols` values (rounded as
+    /// [`CudaDevice::rms_norm_rows`] and then an add): a sublayer's norm and the residual
+    /// connection after it in one launch.
+    pub fn rms_norm_add_rows(&self, x: &DeviceBuffer, gamma: &DeviceBuffer, m: usize, cols: usize, eps: f32, out: &mut DeviceBuffer) -> Result<()> {
+        self.rms_norm_launch("cuda rms_norm_add_rows", (x, gamma), (m, cols, eps), true, out)
+    }
+
+    fn rms_norm_launch(
+        &self,
+        op: &'static str,
+        (x, gamma): (&DeviceBuffer, &DeviceBuffer),
+        (m, cols, eps): (usize, usize, f32),
+        residual: bool,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        self.owns(op, &[x, gamma, out])?;
+        let n = prod(op, &[m, cols])?;
+        room(op, x.len(), n)?;
+        room(op, out.len(), n)?;
+        room(op, gamma.len(), cols)?;
+        super::ops::check_eps(op, eps)?;
+        let c = u32_of(op, "cols", prod(op, &[cols, 4])?)? / 4;
         if m == 0 || cols == 0 {
             return Ok(());
         }
         let k = NormKernel::new(NormKind::RmsNorm, c, eps);
+        let k = if residual { k.residual() } else { k };
         let f = self.loaded(&k)?;
         let mut args = [Arg::In(&x.slice), Arg::In(&gamma.slice), Arg::Out(&mut out.slice), Arg::U32(c), Arg::F32(eps)];
-        launch(&self.stream, &f, k.launch(u32_of(OP, "m", m)?), &mut args)
+        launch(&self.stream, &f, k.launch(u32_of(op, "m", m)?), &mut args)
     }
 
     /// [`CudaDevice::elementwise`] over the first `n` values of each buffer.

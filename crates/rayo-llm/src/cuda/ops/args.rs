@@ -248,7 +248,7 @@ pub(super) struct AttentionArgs<'a> {
 }
 
 // SAFETY: the kernel (a block per head h < n_head and row r < m) reads the position `pos`,
-// query row r's head h, cache positions `0..=pos + r` of KV head `h / (n_head / n_head_kv)`
+// query row r's head h, cache positions `0..=pos + r` (or fewer: a window) of KV head `h / (n_head / n_head_kv)`
 // (the KV heads divide the query heads: checked), and writes row r's head h of `out`; its
 // scores for up to `shape.positions` positions fit the shared memory of the variant built for
 // them (checked equal to `shape.kernel`). `pos + m` is within the cache (`check_positions`), so
@@ -277,6 +277,7 @@ unsafe impl KernelArgs for AttentionArgs<'_> {
                 u(self.shape.n_head_kv),
                 Param::F32(self.scale),
                 Param::U32(self.round_q as u32),
+                self.shape.window_param(),
             ],
         }))
     }
@@ -338,6 +339,8 @@ pub(super) struct DecodeArgs<'a> {
     pub(super) rows: DecodeRows<'a>,
     pub(super) shape: AttentionShape,
     pub(super) rope: Rope<'a>,
+    /// The QK-norm's weights (`head_dim` values each) and epsilon, for the variant that has it.
+    pub(super) qk_norm: Option<(&'a DeviceBuffer, &'a DeviceBuffer, f32)>,
     pub(super) q: &'a DeviceBuffer,
     pub(super) k: &'a DeviceBuffer,
     pub(super) v: &'a DeviceBuffer,
@@ -357,7 +360,8 @@ pub(super) struct DecodeArgs<'a> {
 // (`n_head · head_dim`). The pass is one row (checked) at a position within the cache and the
 // table (`check_positions`, the table's `positions · n_rot` values checked); the variant is the
 // one built for the shape's head size, positions, cache type and pairing (checked equal to
-// `shape.decode_kernel`).
+// `shape.decode_kernel`). With QK-norm, it also reads `head_dim` values of each norm's weights
+// (checked).
 //
 // Many rows (`DecodeRows::Many`, the batched variant): block (h, s, r) does the above for row
 // r < n of `q`, `k`, `v`, `out` (n rows of those widths), its own `part` and `done` rows (n of
@@ -375,7 +379,13 @@ unsafe impl KernelArgs for DecodeArgs<'_> {
         let shape = self.shape;
         let Rope { pairs, table, n_rot } = self.rope;
         let want = shape.decode_kernel(OP, pairs)?;
-        same(OP, kernel, Some(if matches!(self.rows, DecodeRows::Many(_)) { want.batched() } else { want }))?;
+        let want = if matches!(self.rows, DecodeRows::Many(_)) { want.batched() } else { want };
+        same(OP, kernel, Some(if self.qk_norm.is_some() { want.with_qk_norm() } else { want }))?;
+        if let Some((qn, kn, eps)) = self.qk_norm {
+            room(OP, qn.len(), shape.head_dim)?;
+            room(OP, kn.len(), shape.head_dim)?;
+            rayo::cuda::check_eps(OP, eps)?;
+        }
         if n_rot != shape.head_dim {
             return Err(Error::InvalidArgument {
                 op: OP,
@@ -438,7 +448,10 @@ unsafe impl KernelArgs for DecodeArgs<'_> {
             Param::BytesOut(&mut self.scratch.done, done),
         ];
         params.extend(slots);
-        params.extend([u(shape.n_head), u(shape.n_head_kv), Param::F32(self.scale), Param::U32(self.round_q as u32)]);
+        params.extend([u(shape.n_head), u(shape.n_head_kv), Param::F32(self.scale), Param::U32(self.round_q as u32), shape.window_param()]);
+        if let Some((qn, kn, eps)) = self.qk_norm {
+            params.extend([Param::In(qn, shape.head_dim), Param::In(kn, shape.head_dim), Param::F32(eps)]);
+        }
         if matches!(self.rows, DecodeRows::Many(_)) {
             params.push(u(shape.positions));
         }

@@ -19,9 +19,18 @@ pub struct AttentionShape {
     pub positions: usize,
     /// Whether the cache holds f16 (else f32).
     pub f16: bool,
+    /// A sliding-window layer's window: a row at position `p` sees `p + 1 − window ..= p`
+    /// ([`crate::Config::window`]); `None` for every position.
+    pub window: Option<usize>,
 }
 
 impl AttentionShape {
+    /// The kernels' `window` parameter: 0 for the whole context; a window past 2³² − 1
+    /// positions sees every position the cache can hold, as the whole context does.
+    pub(super) fn window_param(&self) -> rayo::cuda::Param<'static> {
+        rayo::cuda::Param::U32(self.window.map_or(0, |w| u32::try_from(w).unwrap_or(0)))
+    }
+
     /// Bytes of one layer's K (or V) cache.
     pub fn layer_bytes(&self) -> Option<usize> {
         let esz = if self.f16 { 2 } else { 4 };
@@ -43,13 +52,13 @@ impl AttentionShape {
     }
 
     /// Whether [`LayerCache::flash_attend`] takes this shape (an f16 cache, heads of 64 or
-    /// 128).
+    /// 128, no window).
     pub fn flash_fits(&self) -> bool {
         self.flash_kernel().is_some()
     }
 
     pub(super) fn flash_kernel(&self) -> Option<FlashAttentionKernel> {
-        FlashAttentionKernel::new(u32::try_from(self.head_dim).ok()?).filter(|_| self.f16)
+        FlashAttentionKernel::new(u32::try_from(self.head_dim).ok()?).filter(|_| self.f16 && self.window.is_none())
     }
 
     /// The one-block-per-row attention kernel for this shape, or an error naming what it
@@ -62,7 +71,7 @@ impl AttentionShape {
                 op,
                 name: "head_dim or positions",
                 value: head_dim.into(),
-                reason: "the CUDA attention kernel takes head sizes of 32, 64, 96 or 128 and up to 10240 positions",
+                reason: "the CUDA attention kernel takes head sizes of 32 to 256 in steps of 32 and up to 10240 positions",
             },
         )
     }
@@ -147,7 +156,7 @@ impl LayerCache<'_> {
                 op: "cuda flash_attention_rows",
                 name: "head_dim",
                 value: self.shape.head_dim.into(),
-                reason: "flash attention takes an f16 cache and heads of 64 or 128",
+                reason: "flash attention takes an f16 cache, heads of 64 or 128 and no window",
             });
         };
         st.dev.launch(&kern, &mut FlashArgs { st, shape: self.shape, q, k_cache: self.k, v_cache: self.v, scale, out })
@@ -168,7 +177,24 @@ impl LayerCache<'_> {
         scratch: &mut DecodeScratch,
         out: &mut DeviceBuffer,
     ) -> Result<()> {
-        self.decode_launch(st.dev, DecodeRows::One(st), rope, (q, k, v), (scale, round_q), scratch, out)
+        self.decode_launch(st.dev, DecodeRows::One(st), (rope, None), (q, k, v), (scale, round_q), scratch, out)
+    }
+
+    /// [`LayerCache::decode`] with each head of `q` and `k` RMS-normalized first, by the
+    /// weights `q_norm` and `k_norm` (`head_dim` values each) with `eps`: a model's QK-norm in
+    /// the same launch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_qk_normed(
+        &mut self,
+        st: &StepCtx,
+        rope: &Rope,
+        (q_norm, k_norm, eps): (&DeviceBuffer, &DeviceBuffer, f32),
+        (q, k, v): (&DeviceBuffer, &DeviceBuffer, &DeviceBuffer),
+        (scale, round_q): (f32, bool),
+        scratch: &mut DecodeScratch,
+        out: &mut DeviceBuffer,
+    ) -> Result<()> {
+        self.decode_launch(st.dev, DecodeRows::One(st), (rope, Some((q_norm, k_norm, eps))), (q, k, v), (scale, round_q), scratch, out)
     }
 
     /// [`LayerCache::decode`] for each of a pass's first `rows.n` rows, each a sequence of its
@@ -183,17 +209,18 @@ impl LayerCache<'_> {
         scratch: &mut DecodeScratch,
         out: &mut DeviceBuffer,
     ) -> Result<()> {
-        self.decode_launch(rows.dev, DecodeRows::Many(rows), rope, (q, k, v), (scale, round_q), scratch, out)
+        self.decode_launch(rows.dev, DecodeRows::Many(rows), (rope, None), (q, k, v), (scale, round_q), scratch, out)
     }
 
-    /// The launch of [`LayerCache::decode`] and [`LayerCache::decode_rows`]: the kernel's
-    /// one-row or batched variant, as `rows` says.
+    /// The launch of [`LayerCache::decode`], [`LayerCache::decode_qk_normed`] and
+    /// [`LayerCache::decode_rows`]: the kernel's one-row or batched variant, as `rows` says,
+    /// with the QK-norm where `qk_norm` has its weights.
     #[allow(clippy::too_many_arguments)]
     fn decode_launch(
         &mut self,
         dev: &CudaDevice,
         rows: DecodeRows,
-        rope: &Rope,
+        (rope, qk_norm): (&Rope, Option<(&DeviceBuffer, &DeviceBuffer, f32)>),
         (q, k, v): (&DeviceBuffer, &DeviceBuffer, &DeviceBuffer),
         (scale, round_q): (f32, bool),
         scratch: &mut DecodeScratch,
@@ -201,7 +228,9 @@ impl LayerCache<'_> {
     ) -> Result<()> {
         let kern = self.shape.decode_kernel("cuda rope_attention_step", rope.pairs)?;
         let kern = if matches!(rows, DecodeRows::Many(_)) { kern.batched() } else { kern };
-        let args = &mut DecodeArgs { rows, shape: self.shape, rope: *rope, q, k, v, k_cache: self.k, v_cache: self.v, scale, round_q, scratch, out };
+        let kern = if qk_norm.is_some() { kern.with_qk_norm() } else { kern };
+        let (k_cache, v_cache) = (&mut *self.k, &mut *self.v);
+        let args = &mut DecodeArgs { rows, shape: self.shape, rope: *rope, qk_norm, q, k, v, k_cache, v_cache, scale, round_q, scratch, out };
         dev.launch(&kern, args)
     }
 }
