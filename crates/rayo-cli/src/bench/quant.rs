@@ -2,6 +2,8 @@
 //! memory's read bandwidth), `qmatvec_<FMT>` (an n×n weight matrix times a vector, GB/s of
 //! weight bytes read from DRAM — the calls cycle through 256 MiB of copies — with the ratio to
 //! `read` of the same backend and threads when both ran),
+//! `qmatvecr_<FMT>` (the same with the weights repacked as the CPU engine decodes with them,
+//! where rayo has a kernel for the format and ISA: [`quant::Repacked`]),
 //! `qmatmul_<FMT>` (64 activation rows against n×n weights, GFLOP/s) and `matmul_m64` (the
 //! same shape as an f32 GEMM). n defaults to 4096.
 
@@ -24,7 +26,7 @@ static READ: Mutex<Option<HashMap<(Backend, usize), f64>>> = Mutex::new(None);
 /// Every op of this file.
 pub fn ops() -> Vec<String> {
     let mut v = vec!["read".to_string(), "matmul_m64".to_string()];
-    for kind in ["qmatvec", "qmatmul"] {
+    for kind in ["qmatvec", "qmatvecr", "qmatmul"] {
         v.extend(GgmlType::ALL.iter().map(|t| format!("{kind}_{}", t.name())));
     }
     v
@@ -43,12 +45,14 @@ pub fn default_size(op: &str) -> usize {
     }
 }
 
-fn parse(op: &str) -> Option<(bool, GgmlType)> {
+/// (a matrix–matrix row, repacked weights, the format) of a quantized-product op.
+fn parse(op: &str) -> Option<(bool, bool, GgmlType)> {
     let (kind, fmt) = op.split_once('_')?;
     let ty = GgmlType::from_name(fmt)?;
     match kind {
-        "qmatvec" => Some((false, ty)),
-        "qmatmul" => Some((true, ty)),
+        "qmatvec" => Some((false, false, ty)),
+        "qmatvecr" => Some((false, true, ty)),
+        "qmatmul" => Some((true, false, ty)),
         _ => None,
     }
 }
@@ -94,7 +98,7 @@ pub fn run(op: &str, n: usize, backend: Backend, threads: usize, plan: Plan) -> 
             Some(row(Some((M, n, n)), ns, None, Some(2.0 * (M * n * n) as f64 / ns), None))
         }
         _ => {
-            let (is_mm, ty) = parse(op)?;
+            let (is_mm, repack, ty) = parse(op)?;
             let bytes = weights(ty, n)?;
             // A decode step reads weights no cache holds (a model is larger than any L3): the
             // matrix-vector rows cycle through copies of the weights that add up to `read`'s
@@ -102,6 +106,11 @@ pub fn run(op: &str, n: usize, backend: Backend, threads: usize, plan: Plan) -> 
             let copies = if is_mm { 1 } else { (4 * READ_N).div_ceil(bytes.len()).max(1) };
             let stored: Vec<Vec<u8>> = (0..copies).map(|_| bytes.clone()).collect();
             let ws: Vec<QuantMatrix> = stored.iter().map(|b| QuantMatrix::new(ty, n, n, b)).collect::<Result<_, _>>().ok()?;
+            // (None where rayo has no repacked kernel for this format and ISA: no row.)
+            let repacked: Vec<quant::Repacked> =
+                if repack { ws.iter().map(|w| quant::Repacked::new(backend, w)).collect::<Option<_>>()? } else { Vec::new() };
+            let ws: Vec<QuantMatrix> =
+                if repack { ws.iter().zip(&repacked).map(|(w, r)| w.with_repacked(r)).collect::<Result<_, _>>().ok()? } else { ws };
             let m = if is_mm { M } else { 1 };
             let x = data(m * n, 3);
             let mut y = vec![0f32; m * n];

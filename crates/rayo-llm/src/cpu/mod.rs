@@ -4,6 +4,7 @@
 mod attention;
 mod products;
 pub(crate) mod rope;
+mod weight;
 mod workers;
 
 use crate::backend::{Backend, KvType, RowBest};
@@ -17,6 +18,7 @@ use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
 use rayo::quant::{self, Activations};
 use std::sync::Arc;
+pub use weight::CpuWeight;
 use workers::{Task, Workers};
 
 /// Below this much attention work (query rows × positions × query width) a batch's attention
@@ -119,7 +121,7 @@ fn check_len(op: &'static str, have: usize, need: usize) -> Result<()> {
 }
 
 impl Backend for Cpu {
-    type Weight = WeightRef;
+    type Weight = CpuWeight;
     type Vector = Vec<f32>;
     type Buf = Vec<f32>;
     type Kv = CpuKv;
@@ -132,12 +134,12 @@ impl Backend for Cpu {
         self.one_token = Some(n);
     }
 
-    fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<WeightRef> {
+    fn weight(&mut self, file: &GgufFile, w: &WeightRef) -> Result<CpuWeight> {
         if !std::ptr::eq(file.as_bytes(), self.file.as_bytes()) {
             return Err(Error::backend("cpu", format!("tensor {} comes from another file than this backend's", w.name)));
         }
         w.matrix(file)?;
-        Ok(w.clone())
+        Ok(CpuWeight::new(w.clone()))
     }
 
     fn vector(&mut self, v: &[f32]) -> Result<Vec<f32>> {
@@ -155,8 +157,8 @@ impl Backend for Cpu {
         CpuKv::new(cfg, positions, ty)
     }
 
-    fn embed(&mut self, table: &WeightRef, tokens: &[u32], x: &mut Vec<f32>) -> Result<()> {
-        let w = table.matrix(&self.file)?;
+    fn embed(&mut self, table: &CpuWeight, tokens: &[u32], x: &mut Vec<f32>) -> Result<()> {
+        let w = table.tensor.matrix(&self.file)?;
         check_len("embed", x.len(), tokens.len() * w.cols())?;
         for (&t, row) in tokens.iter().zip(x.chunks_exact_mut(w.cols())) {
             if t as usize >= w.rows() {
@@ -181,11 +183,12 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn matmul(&mut self, w: &WeightRef, x: &Vec<f32>, m: usize, out: &mut Vec<f32>) -> Result<()> {
-        check_len("matmul", out.len(), m * w.rows)?;
-        let out = &mut out[..m * w.rows];
+    fn matmul(&mut self, w: &CpuWeight, x: &Vec<f32>, m: usize, out: &mut Vec<f32>) -> Result<()> {
+        let rows = w.tensor.rows;
+        check_len("matmul", out.len(), m * rows)?;
+        let out = &mut out[..m * rows];
         products::run(&self.file, &self.workers, self.simd, self.kind(m), Products::Each(&[w]), x, m, |_, r0, r1, y| {
-            products::put(out, w.rows, r0, r1, y)
+            products::put(out, rows, r0, r1, y)
         })
     }
 
@@ -360,24 +363,25 @@ impl Backend for Cpu {
         norm: &Vec<f32>,
         eps: f32,
         m: usize,
-        ws: &[&WeightRef],
+        ws: &[&CpuWeight],
         tmp: &mut Vec<f32>,
         outs: &mut [&mut Vec<f32>],
     ) -> Result<()> {
         self.rms_norm(x, norm, eps, m, tmp)?;
         for (w, out) in ws.iter().zip(outs.iter()) {
-            check_len("norm_matmuls", out.len(), m * w.rows)?;
+            check_len("norm_matmuls", out.len(), m * w.tensor.rows)?;
         }
         products::run(&self.file, &self.workers, self.simd, self.kind(m), Products::Each(ws), tmp, m, |k, r0, r1, y| {
-            products::put(outs[k], ws[k].rows, r0, r1, y)
+            products::put(outs[k], ws[k].tensor.rows, r0, r1, y)
         })
     }
 
-    fn matmul_add(&mut self, w: &WeightRef, x: &Vec<f32>, m: usize, _tmp: &mut Vec<f32>, acc: &mut Vec<f32>, len: usize) -> Result<()> {
-        check_len("matmul_add", acc.len().min(len), m * w.rows)?;
-        let acc = &mut acc[..m * w.rows];
+    fn matmul_add(&mut self, w: &CpuWeight, x: &Vec<f32>, m: usize, _tmp: &mut Vec<f32>, acc: &mut Vec<f32>, len: usize) -> Result<()> {
+        let rows = w.tensor.rows;
+        check_len("matmul_add", acc.len().min(len), m * rows)?;
+        let acc = &mut acc[..m * rows];
         products::run(&self.file, &self.workers, self.simd, self.kind(m), Products::Each(&[w]), x, m, |_, r0, r1, y| {
-            products::add(acc, w.rows, r0, r1, y)
+            products::add(acc, rows, r0, r1, y)
         })
     }
 
@@ -387,17 +391,18 @@ impl Backend for Cpu {
         norm: &Vec<f32>,
         eps: f32,
         m: usize,
-        (gate, up): (&WeightRef, &WeightRef),
+        (gate, up): (&CpuWeight, &CpuWeight),
         tmp: &mut Vec<f32>,
         out: &mut Vec<f32>,
         _up_out: &mut Vec<f32>,
         len: usize,
     ) -> Result<()> {
         self.rms_norm(x, norm, eps, m, tmp)?;
-        check_len("norm_swiglu", out.len().min(len), m * gate.rows)?;
-        let out = &mut out[..m * gate.rows];
+        let rows = gate.tensor.rows;
+        check_len("norm_swiglu", out.len().min(len), m * rows)?;
+        let out = &mut out[..m * rows];
         products::run(&self.file, &self.workers, self.simd, self.kind(m), Products::SwiGlu(gate, up), tmp, m, |_, r0, r1, y| {
-            products::put(out, gate.rows, r0, r1, y)
+            products::put(out, rows, r0, r1, y)
         })
     }
 }

@@ -5,8 +5,8 @@
 //! activations are quantized once for the whole job ([`PreparedActs`]), not once per matrix
 //! and thread.
 
+use super::weight::CpuWeight;
 use super::workers::{Task, Workers};
-use crate::weights::WeightRef;
 use crate::{Error, Result};
 use rayo::gguf::GgufFile;
 use rayo::ops::{BinaryOp, UnaryOp};
@@ -24,9 +24,9 @@ const CHUNKS_PER_THREAD: usize = 4;
 /// What a job multiplies.
 pub enum Products<'a> {
     /// Each matrix by the activations: its own output.
-    Each(&'a [&'a WeightRef]),
+    Each(&'a [&'a CpuWeight]),
     /// `silu(x·gateᵀ) · (x·upᵀ)`: one output (the two matrices have the same shape).
-    SwiGlu(&'a WeightRef, &'a WeightRef),
+    SwiGlu(&'a CpuWeight, &'a CpuWeight),
 }
 
 /// Weight rows `r0..r1` of matrix `w` (for [`Products::SwiGlu`], of both matrices).
@@ -39,7 +39,9 @@ struct Chunk {
 struct Job {
     file: Arc<GgufFile>,
     simd: rayo::Backend,
-    weights: Vec<WeightRef>,
+    weights: Vec<CpuWeight>,
+    /// The product has one-token rows (they take the repacked rows where there are some).
+    one_token: bool,
     /// The activations of each weight (shared where two pair with the same format).
     acts: Vec<Arc<PreparedActs>>,
     swiglu: bool,
@@ -63,7 +65,7 @@ impl Job {
         let product = |w: usize| -> Result<Vec<f32>> {
             let acts = &self.acts[w];
             let mut y = vec![0f32; acts.rows() * (c.r1 - c.r0)];
-            quant::matmul_rows(self.simd, &self.weights[w].matrix(&self.file)?, acts, c.r0, c.r1, &mut y)?;
+            quant::matmul_rows(self.simd, &self.weights[w].matrix(&self.file, self.one_token)?, acts, c.r0, c.r1, &mut y)?;
             Ok(y)
         };
         let mut y = product(c.w)?;
@@ -93,47 +95,53 @@ pub fn run(
     m: usize,
     mut place: impl FnMut(usize, usize, usize, &[f32]),
 ) -> Result<()> {
-    let (weights, swiglu): (Vec<WeightRef>, bool) = match products {
+    let (weights, swiglu): (Vec<CpuWeight>, bool) = match products {
         Products::Each(ws) => (ws.iter().map(|&w| w.clone()).collect(), false),
-        Products::SwiGlu(g, u) => {
+        Products::SwiGlu(gate, up) => {
+            let (g, u) = (&gate.tensor, &up.tensor);
             if (g.rows, g.cols) != (u.rows, u.cols) {
                 return Err(Error::backend("cpu", format!("{} is {}×{} but {} is {}×{}", g.name, g.rows, g.cols, u.name, u.rows, u.cols)));
             }
-            (vec![g.clone(), u.clone()], true)
+            (vec![gate.clone(), up.clone()], true)
         }
     };
-    let Some(cols) = weights.first().map(|w| w.cols) else { return Ok(()) };
+    let Some(cols) = weights.first().map(|w| w.tensor.cols) else { return Ok(()) };
     if x.len() < m * cols {
         return Err(rayo::Error::LengthMismatch { op: "llm product", expected: m * cols, actual: x.len() }.into());
     }
     let x = &x[..m * cols];
     let mut acts: Vec<Arc<PreparedActs>> = Vec::with_capacity(weights.len());
-    for w in &weights {
+    let one_token = one_token.min(m);
+    for CpuWeight { tensor: w, .. } in &weights {
         let shared = acts.iter().find(|a| a.serves(w.ty) && a.cols() == w.cols).cloned();
         acts.push(match shared {
             Some(a) => a,
-            None => Arc::new(PreparedActs::new(simd, act, w.ty, x, w.cols)?.with_single_rows(one_token.min(m))?),
+            None => Arc::new(PreparedActs::new(simd, act, w.ty, x, w.cols)?.with_single_rows(one_token)?),
         });
     }
     for (a, w) in acts.iter().zip(&weights) {
-        a.prepare_for(w.ty);
+        a.prepare_for(w.tensor.ty);
+        if one_token > 0 {
+            w.repack(file, simd)?;
+        }
     }
     // Chunks of whole 16-row blocks, never across two matrices (a SwiGLU pair's rows go
     // together: its chunks cover the gate's rows).
     let listed = if swiglu { &weights[..1] } else { &weights[..] };
-    let bytes: usize = weights.iter().map(|w| w.range.len()).sum::<usize>().saturating_mul(m);
+    let bytes: usize = weights.iter().map(|w| w.tensor.range.len()).sum::<usize>().saturating_mul(m);
     let threads = if bytes < PAR_BYTES { 1 } else { workers.len() + 1 };
-    let total: usize = listed.iter().map(|w| w.rows).sum();
+    let total: usize = listed.iter().map(|w| w.tensor.rows).sum();
     let step = total.div_ceil(threads * CHUNKS_PER_THREAD).next_multiple_of(16).max(16);
     let chunks: Vec<Chunk> = listed
         .iter()
         .enumerate()
-        .flat_map(|(w, wr)| (0..wr.rows).step_by(step).map(move |r0| Chunk { w, r0, r1: (r0 + step).min(wr.rows) }))
+        .flat_map(|(w, wr)| (0..wr.tensor.rows).step_by(step).map(move |r0| Chunk { w, r0, r1: (r0 + step).min(wr.tensor.rows) }))
         .collect();
     let job = Arc::new(Job {
         file: Arc::clone(file),
         simd,
         weights,
+        one_token: one_token > 0,
         acts,
         swiglu,
         done: chunks.iter().map(|_| OnceLock::new()).collect(),

@@ -11,6 +11,7 @@
 use super::activation::{ActRow, QActs};
 use super::panel16::Panels;
 use super::prepared::PreparedActs;
+use super::repacked::Repacked;
 use super::tile8;
 use super::{dot, dot_f32, GgmlType};
 use crate::backend::dispatch;
@@ -53,6 +54,8 @@ pub struct QuantMatrix<'a> {
     rows: usize,
     cols: usize,
     bytes: &'a [u8],
+    /// The same rows repacked for the one-token product ([`QuantMatrix::with_repacked`]).
+    repacked: Option<&'a Repacked>,
 }
 
 impl<'a> QuantMatrix<'a> {
@@ -64,7 +67,20 @@ impl<'a> QuantMatrix<'a> {
         if bytes.len() != total {
             return Err(Error::LengthMismatch { op: "QuantMatrix::new", expected: total, actual: bytes.len() });
         }
-        Ok(QuantMatrix { ty, rows, cols, bytes })
+        Ok(QuantMatrix { ty, rows, cols, bytes, repacked: None })
+    }
+
+    /// This matrix with its rows repacked ([`Repacked::new`] of this matrix): the products
+    /// compute its one-token rows with the repacked copy's kernel (and their bits are that
+    /// kernel's: alone, batched or split over threads alike). Errors: `r` was made from another
+    /// matrix (`InvalidArgument`).
+    pub fn with_repacked(mut self, r: &'a Repacked) -> Result<Self> {
+        if !r.made_from(&self) {
+            let reason = "the repacked rows were made from another matrix";
+            return Err(Error::InvalidArgument { op: "QuantMatrix::with_repacked", name: "rows", value: self.rows.into(), reason });
+        }
+        self.repacked = Some(r);
+        Ok(self)
     }
     pub fn ty(&self) -> GgmlType {
         self.ty
@@ -246,6 +262,15 @@ impl Job<'_, '_> {
         let (m, ty, width) = (self.p.rows(), self.w.ty, r1 - r0);
         // rows before `single` take the one-row arithmetic, the rest tiles
         let single = self.p.first_tiled(ty);
+        // One-token rows through the repacked rows' kernel where the matrix has them.
+        let repacked = self.w.repacked.filter(|_| single > 0);
+        if let Some(rp) = repacked {
+            let rows: Vec<ActRow<'_>> = (0..single).map(|i| a.row(i)).collect();
+            rp.dot_rows(&rows, r0, r1, out, width);
+            if single == m {
+                return;
+            }
+        }
         if m == 1 && single == 1 {
             // Decoding: every weight row in one call.
             let w = &self.w.bytes[r0 * row_len..r1 * row_len];
@@ -287,7 +312,7 @@ impl Job<'_, '_> {
             }
             // one-token rows in groups of 8, 4, 2 and 1: each weight block unpacked once per
             // group, every row's arithmetic that of the row alone
-            let mut i = 0;
+            let mut i = if repacked.is_some() { single } else { 0 };
             while i < single {
                 let left = single - i;
                 if left >= 8 {

@@ -35,6 +35,7 @@ mod q4k;
 mod q5k;
 mod q6k;
 mod q8k;
+mod repacked;
 mod row;
 mod search;
 mod tile8;
@@ -47,6 +48,7 @@ pub use matmul::{matmul, matmul_f32act, matmul_rows, matmul_with, matvec, matvec
 pub use prepared::PreparedActs;
 /// The table of formats every backend derives its own from ([`GgmlType::format`]).
 pub use rayo_formats as formats;
+pub use repacked::Repacked;
 pub use row::{dequantize, dequantize_scalar, dequantize_with, quantize, quantize_to_vec};
 pub use search::get_scale_min_k4;
 pub use types::{GgmlType, QK_K};
