@@ -13,7 +13,7 @@
 #   synth    the synthetic models of `rayo synth --type Q8_0` (random weights, default seed:
 #            deterministic) of shapes tiny-llama3 (Llama 3's rope_freqs), tiny-qwen3 (qwen3),
 #            tiny-gemma3 (gemma3: a window of 16 on 5 of 6 layers), tiny-phi3 (phi3: fused
-#            attn_qkv and ffn_up), written into .cache/models/synth-SHAPE.gguf with SmolLM2's
+#            attn_qkv and ffn_up), tiny-phi3-long (with LongRoPE; $SYNTH_SHAPES: some), written into .cache/models/synth-SHAPE.gguf with SmolLM2's
 #            tokenizer (tiny-phi3: llama.cpp's phi-3 vocab, scripts/fetch-vocabs.sh): one variant
 #            TYPE = synth-SHAPE each, ids in forced-ids-synth-SHAPE.txt (crates/rayo-cli/tests/
 #            synth_models.rs writes the same files and checks their sha256 against the headers)
@@ -46,7 +46,7 @@ if [ ! -x "$ref" ] || [ scripts/ref/llama-ref.cpp -nt "$ref" ] || ! "$ref" confi
     -L"$bin" -lllama -lggml -lggml-base -Wl,-rpath,"$bin"
 fi
 commit=$(sed -n 's/.*LLAMA_COMMIT = "\(.*\)";/\1/p' "$llama/build/common/build-info.cpp")
-version="llama.cpp $commit (vendored in PyPI llama-cpp-python 0.3.36, CPU build, GGML_NATIVE)"
+version="llama.cpp $commit (vendored in PyPI llama-cpp-python 0.3.36, CPU build, $(cat .cache/llama.cpp/build-flags 2>/dev/null || echo -DGGML_NATIVE=ON))"
 
 # The greedy mode must reproduce llama-simple byte for byte (llama-simple prints the prompt's
 # pieces, the generated text, "\n"): checked below on every prompt and variant. The prompt's
@@ -162,9 +162,9 @@ for name in "${models[@]}"; do
       smol=${RAYO_SMOLLM2:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
       [ -f "$smol" ] || smol=$(./scripts/fetch-smollm2.sh)
       phi3=$(./scripts/fetch-vocabs.sh)/ggml-vocab-phi-3.gguf
-      for shape in tiny-llama3 tiny-qwen3 tiny-gemma3 tiny-phi3; do
+      for shape in ${SYNTH_SHAPES:-tiny-llama3 tiny-qwen3 tiny-gemma3 tiny-phi3 tiny-phi3-long}; do
         tok=$smol tokname="SmolLM2-135M-Instruct.Q4_1.gguf's"
-        [ "$shape" = tiny-phi3 ] && tok=$phi3 tokname="ggml-vocab-phi-3.gguf's (scripts/fetch-vocabs.sh)"
+        case $shape in tiny-phi3*) tok=$phi3 tokname="ggml-vocab-phi-3.gguf's (scripts/fetch-vocabs.sh)" ;; esac
         m=.cache/models/synth-$shape.gguf
         # (written each time: the file of the rayo built now, whose sha256 the headers record)
         target/release/rayo synth "$m.part" --shape $shape --type Q8_0 --tokenizer "$tok" >/dev/null

@@ -56,7 +56,7 @@ would (its text is noise). Shapes: llama-3.2-1b (16 layers, 2048 wide, 8192 FFN,
 llama-3.1-8b, llama-3.1-70b, smollm2-135m, qwen2-0.5b (q/k/v biases), qwen3-0.6b (per-head q/k
 norms, heads of 128 values), gemma3-270m and gemma3-1b (262144 tokens, heads of 256, a window of
 512 on 5 of 6 layers), phi3-mini (fused q/k/v and gate/up), tiny, and tiny-llama3, tiny-qwen3,
-tiny-gemma3, tiny-phi3 (for tests). The tokenizer's metadata is copied from a real model file
+tiny-gemma3, tiny-phi3, tiny-phi3-long (phi3 with LongRoPE) (for tests). The tokenizer's metadata is copied from a real model file
 whose vocabulary is no larger than the shape's.
 
 Example:

@@ -34,6 +34,34 @@ pub struct Shape {
     llama3_rope: Option<Llama3Rope>,
     /// `attention.sliding_window` (gemma3's local layers).
     window: Option<u32>,
+    /// LongRoPE (Phi-3's long-context models).
+    long_rope: Option<LongRope>,
+}
+
+/// LongRoPE as convert_hf_to_gguf.py writes it for Phi-3: `rope_factors_long.weight` and
+/// `rope_factors_short.weight` (per-pair divisors; here made-up curves of the real ones' form:
+/// 1 at the highest frequency, rising towards the lowest, the long ones far more),
+/// `rope.scaling.original_context_length` and `rope.scaling.attn_factor`.
+#[derive(Clone, Copy)]
+struct LongRope {
+    original_context: u32,
+    /// The (trained, original) contexts of the attention factor √(1 + ln(trained / original) /
+    /// ln(original)): Phi-3-mini-128k's 131,072 / 4,096 (1.19). The tiny shape's own pair,
+    /// 4,096 / 32, would give 1.55: the attention's scores times 2.4, far past a real model's.
+    factor_of: (f64, f64),
+}
+
+impl LongRope {
+    /// (long, short) divisors of `pairs` pairs.
+    fn divisors(&self, pairs: u64) -> (Vec<f32>, Vec<f32>) {
+        let at = |i: u64| i as f32 / (pairs.max(2) - 1) as f32;
+        ((0..pairs).map(|i| 1.0 + 31.0 * at(i) * at(i)).collect(), (0..pairs).map(|i| 1.0 + 0.25 * at(i)).collect())
+    }
+
+    fn attn_factor(&self) -> f32 {
+        let (c, o) = self.factor_of;
+        (1.0 + (c / o).ln() / o.ln()).sqrt() as f32
+    }
 }
 
 /// Llama 3's `rope_scaling` (config.json): the per-pair divisors convert_hf_to_gguf.py writes
@@ -85,6 +113,7 @@ const PLAIN: Shape = Shape {
     head_dim: None,
     llama3_rope: None,
     window: None,
+    long_rope: None,
 };
 
 /// The shapes `--shape` knows.
@@ -273,6 +302,21 @@ pub const SHAPES: &[Shape] = &[
         ..PLAIN
     },
     Shape { name: "tiny-phi3", layers: 2, embd: 256, ff: 512, heads: 4, kv_heads: 4, vocab: 32_064, context: 512, arch: "phi3", ..PLAIN },
+    // tiny-phi3 with LongRoPE switching at 32 positions (any test's context takes the long
+    // divisors, llama.cpp's too)
+    Shape {
+        name: "tiny-phi3-long",
+        layers: 2,
+        embd: 256,
+        ff: 512,
+        heads: 4,
+        kv_heads: 4,
+        vocab: 32_064,
+        context: 4096,
+        arch: "phi3",
+        long_rope: Some(LongRope { original_context: 32, factor_of: (131_072.0, 4_096.0) }),
+        ..PLAIN
+    },
     // a small model for tests
     Shape {
         name: "tiny",
@@ -321,6 +365,10 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     if let Some(window) = shape.window {
         w.set(format!("{}.attention.sliding_window", shape.arch), window);
     }
+    if let Some(l) = shape.long_rope {
+        w.set(format!("{}.rope.scaling.original_context_length", shape.arch), l.original_context);
+        w.set(format!("{}.rope.scaling.attn_factor", shape.arch), l.attn_factor());
+    }
     for (k, v) in tok.metadata().iter().filter(|(k, _)| k.starts_with("tokenizer.")) {
         w.set(k, pad_vocab(k, v, shape.vocab as usize));
     }
@@ -364,6 +412,11 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
     if let Some(f) = &divisors {
         tensors.push(("rope_freqs.weight".into(), GgmlType::F32, vec![f.len() as u64]));
     }
+    let long_rope = shape.long_rope.map(|l| l.divisors(hd / 2));
+    if long_rope.is_some() {
+        tensors.push(("rope_factors_long.weight".into(), GgmlType::F32, vec![hd / 2]));
+        tensors.push(("rope_factors_short.weight".into(), GgmlType::F32, vec![hd / 2]));
+    }
     let mut total = 0u64;
     for (name, t, dims) in &tensors {
         total += w.declare_tensor(name, *t, dims).map_err(|e| format!("{name}: {e}"))?;
@@ -382,6 +435,8 @@ pub fn run(a: &SynthArgs) -> Result<(), String> {
                 (0..n).flat_map(|i| (1.0 + 0.125 * ((i % 5) as f32 - 2.0)).to_le_bytes()).collect()
             }
             1 if name == "rope_freqs.weight" => divisors.iter().flatten().flat_map(|f| f.to_le_bytes()).collect(),
+            1 if name == "rope_factors_long.weight" => long_rope.iter().flat_map(|l| &l.0).flat_map(|f| f.to_le_bytes()).collect(),
+            1 if name == "rope_factors_short.weight" => long_rope.iter().flat_map(|l| &l.1).flat_map(|f| f.to_le_bytes()).collect(),
             1 => (0..n).flat_map(|_| 1f32.to_le_bytes()).collect(),
             _ => random_blocks(*t, n, &mut rng),
         };

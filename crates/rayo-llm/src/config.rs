@@ -43,8 +43,37 @@ pub struct Config {
     /// file that gives `attention.sliding_window`.
     pub sliding_window: Option<SlidingWindow>,
     /// RoPE's per-pair frequency divisors (`rope_freqs.weight`, `n_rot / 2` values: Llama 3's
-    /// scaling), read by [`crate::Model`] from the file's tensor; `None` without it.
+    /// scaling), read by [`crate::Model`] from the file's tensor; `None` without it. A session's
+    /// configuration holds LongRoPE's divisors for its context here ([`LongRope`]).
     pub rope_freqs: Option<Vec<f32>>,
+    /// LongRoPE (Phi-3's long-context models), read by [`crate::Model`]: `None` without it.
+    pub long_rope: Option<LongRope>,
+    /// RoPE's cos and sin multiplied by this (`rope.scaling.attn_factor`: LongRoPE's scaling of
+    /// attention; 1 without), as ggml's rope multiplies them by its `attn_factor`.
+    pub rope_attn_factor: f32,
+}
+
+/// LongRoPE's two sets of per-pair divisors (`rope_factors_long.weight`,
+/// `rope_factors_short.weight`, `n_rot / 2` values each): a session whose context (positions
+/// per sequence) is past `original_context` (`rope.scaling.original_context_length`, else the
+/// trained context) divides by the long ones, any other by the short ones, as llama.cpp
+/// chooses (`get_rope_factors`; a file's `rope_freqs.weight` comes first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LongRope {
+    pub long: Vec<f32>,
+    pub short: Vec<f32>,
+    pub original_context: usize,
+}
+
+impl LongRope {
+    /// The divisors a session of `context` positions per sequence uses.
+    pub fn for_context(&self, context: usize) -> &[f32] {
+        if context > self.original_context {
+            &self.long
+        } else {
+            &self.short
+        }
+    }
 }
 
 /// Sliding-window attention ([`crate::arch::Architecture::swa_pattern`]).
@@ -133,6 +162,13 @@ impl Config {
         if n_rot > head_dim || n_rot % 2 != 0 {
             return Err(Error::hyper(format!("rope dimension count {n_rot} must be even and at most the head size {head_dim}")));
         }
+        let rope_attn_factor = float("rope.scaling.attn_factor", 1.0)?;
+        if !(rope_attn_factor.is_finite() && rope_attn_factor > 0.0) {
+            return Err(Error::Metadata {
+                key: key("rope.scaling.attn_factor"),
+                problem: format!("is {rope_attn_factor}, expected a finite positive value"),
+            });
+        }
         let cfg = Config {
             n_layer: need("block_count")?,
             n_embd,
@@ -148,6 +184,8 @@ impl Config {
             rope_scale,
             sliding_window,
             rope_freqs: None,
+            long_rope: None,
+            rope_attn_factor,
             arch,
         };
         // llama.cpp scales Gemma 3 27B's queries by 1/√(n_embd/n_head), not 1/√head_dim.

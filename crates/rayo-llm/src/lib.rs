@@ -30,7 +30,7 @@ pub mod wgpu;
 pub use backend::{Backend, KvType, RowBest};
 pub use batch::{BatchForward, SessionPool, SlotWork, StepOut};
 pub use batch_session::{BatchOptions, BatchSession};
-pub use config::{Config, RopeStyle, SlidingWindow};
+pub use config::{Config, LongRope, RopeStyle, SlidingWindow};
 pub use error::{Error, Result};
 pub use generate::{generate, Stats, Stop};
 pub use model::Model;

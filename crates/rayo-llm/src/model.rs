@@ -33,6 +33,7 @@ impl Model {
         };
         let mut config = Config::from_gguf(file.metadata(), vocab_rows)?;
         config.rope_freqs = crate::weights::rope_freqs(&file, config.n_rot)?;
+        config.long_rope = crate::weights::long_rope(&file, config.n_rot, config.context_length)?;
         let weights = Weights::from_gguf(&file, &config)?;
         let tokenizer = Tokenizer::from_gguf(file.metadata())?;
         if tokenizer.vocab_size() > config.vocab_size {

@@ -18,7 +18,7 @@ pub const DEFAULT_CONTEXT: usize = 4096;
 /// than the model's context length is an error, and so is a size of `sequences` such caches
 /// past `usize`.
 pub(crate) fn checked_config(model: &Model, asked: usize, sequences: usize) -> Result<(Config, usize)> {
-    let cfg = model.config().clone();
+    let mut cfg = model.config().clone();
     cfg.validate()?;
     let context = match asked {
         0 => cfg.context_length.min(DEFAULT_CONTEXT),
@@ -33,6 +33,10 @@ pub(crate) fn checked_config(model: &Model, asked: usize, sequences: usize) -> R
         ("keys and values", 2),
         ("bytes per f32", 4),
     ])?;
+    // LongRoPE: the divisors of this context (every backend's RoPE reads `rope_freqs`)
+    if let (None, Some(l)) = (&cfg.rope_freqs, &cfg.long_rope) {
+        cfg.rope_freqs = Some(l.for_context(context).to_vec());
+    }
     Ok((cfg, context))
 }
 

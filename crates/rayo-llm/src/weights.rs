@@ -132,6 +132,9 @@ impl Weights {
         if cfg.rope_freqs.is_some() {
             t.used.push(ROPE_FREQS.to_string());
         }
+        if cfg.long_rope.is_some() {
+            t.used.extend(LONG_ROPE.map(String::from));
+        }
         if let Some(extra) = file.tensors().iter().find(|x| !t.used.contains(&x.name)) {
             return Err(Error::tensor(&extra.name, format!("is in the file, but the `{}` block this engine runs does not use it", arch.name)));
         }
@@ -148,16 +151,47 @@ impl Weights {
 /// The tensor of RoPE's per-pair frequency divisors.
 const ROPE_FREQS: &str = "rope_freqs.weight";
 
+/// LongRoPE's tensors of divisors: for a context past the original one, and up to it.
+const LONG_ROPE: [&str; 2] = ["rope_factors_long.weight", "rope_factors_short.weight"];
+
 /// `rope_freqs.weight` when the file has it: `n_rot / 2` finite positive values (else an error
 /// naming the tensor).
 pub fn rope_freqs(file: &GgufFile, n_rot: usize) -> Result<Option<Vec<f32>>> {
     if file.tensor(ROPE_FREQS).is_none() {
         return Ok(None);
     }
-    let v = vector(file, ROPE_FREQS, n_rot / 2)?;
+    divisors(file, ROPE_FREQS, n_rot).map(Some)
+}
+
+/// LongRoPE's divisors when the file has them (both tensors, each as [`rope_freqs`]'s; one
+/// without the other is an error naming the missing one), with the context they switch at:
+/// `rope.scaling.original_context_length`, else `trained` (llama.cpp's default).
+pub fn long_rope(file: &GgufFile, n_rot: usize, trained: usize) -> Result<Option<crate::config::LongRope>> {
+    let [long, short] = LONG_ROPE;
+    match (file.tensor(long), file.tensor(short)) {
+        (None, None) => return Ok(None),
+        (Some(_), None) => return Err(Error::tensor(short, format!("is missing (the file has {long}: LongRoPE needs both)"))),
+        (None, Some(_)) => return Err(Error::tensor(long, format!("is missing (the file has {short}: LongRoPE needs both)"))),
+        _ => {}
+    }
+    let arch = file.metadata().get("general.architecture").and_then(|v| v.as_str()).unwrap_or_default();
+    let key = format!("{arch}.rope.scaling.original_context_length");
+    let original_context = match file.metadata().get(&key) {
+        None => trained,
+        Some(v) => match v.to_f64() {
+            Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= usize::MAX as f64 => n as usize,
+            _ => return Err(Error::Metadata { key, problem: format!("is {v:?}, expected a positive integer") }),
+        },
+    };
+    Ok(Some(crate::config::LongRope { long: divisors(file, long, n_rot)?, short: divisors(file, short, n_rot)?, original_context }))
+}
+
+/// The vector `name` of `n_rot / 2` RoPE divisors, each finite and positive.
+fn divisors(file: &GgufFile, name: &str, n_rot: usize) -> Result<Vec<f32>> {
+    let v = vector(file, name, n_rot / 2)?;
     match v.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
-        Some(bad) => Err(Error::tensor(ROPE_FREQS, format!("holds {bad}: RoPE's frequency divisors must be finite and positive"))),
-        None => Ok(Some(v)),
+        Some(bad) => Err(Error::tensor(name, format!("holds {bad}: RoPE's frequency divisors must be finite and positive"))),
+        None => Ok(v),
     }
 }
 

@@ -260,6 +260,8 @@ fn tiny_config() -> Config {
         rope_scale: 1.0,
         sliding_window: None,
         rope_freqs: None,
+        long_rope: None,
+        rope_attn_factor: 1.0,
     }
 }
 

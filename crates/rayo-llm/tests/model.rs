@@ -72,7 +72,20 @@ enum Arch {
     Phi3,
     /// `llama` with `rope_freqs.weight`: pair j's angle divided by `FREQS[j]`.
     Llama3,
+    /// `phi3` with LongRoPE: `rope_factors_long/short.weight`, the switch at
+    /// `LONG_ROPE_CONTEXT` positions, cos and sin times `ATTN_FACTOR`; a session of more
+    /// positions (the model's `CTX`): pair j's angle divided by `LONG[j]`.
+    Phi3Long,
+    /// The same file, a session of `LONG_ROPE_CONTEXT` positions: divided by `SHORT[j]`.
+    Phi3Short,
 }
+
+/// LongRoPE's divisors of the `Phi3Long` file's 4 pairs, the context they switch at, and its
+/// attention factor.
+const LONG: [f32; 4] = [1.0, 2.5, 9.0, 40.0];
+const SHORT: [f32; 4] = [1.0, 1.1, 1.3, 2.0];
+const LONG_ROPE_CONTEXT: usize = CTX / 2;
+const ATTN_FACTOR: f32 = 1.19;
 
 /// The Llama-3 divisors of the `Llama3` model's 4 RoPE pairs (heads of 8).
 const FREQS: [f32; 4] = [1.0, 1.7, 6.0, 32.0];
@@ -84,7 +97,7 @@ impl Arch {
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
             Arch::Gemma3 => "gemma3",
-            Arch::Phi3 => "phi3",
+            Arch::Phi3 | Arch::Phi3Long | Arch::Phi3Short => "phi3",
             Arch::Llama3 => "llama",
         }
     }
@@ -219,8 +232,14 @@ fn gguf(w: &Weights, ty: GgmlType, edit: impl FnOnce(&mut GgufWriter, &mut Vec<(
     g.set("tokenizer.ggml.bos_token_id", 256u32);
     g.set("tokenizer.ggml.add_bos_token", false);
     let mut tensors = w.tensors.clone();
-    if w.arch == Arch::Phi3 {
+    if matches!(w.arch, Arch::Phi3 | Arch::Phi3Long | Arch::Phi3Short) {
         fuse(&mut tensors);
+    }
+    if matches!(w.arch, Arch::Phi3Long | Arch::Phi3Short) {
+        tensors.push(("rope_factors_long.weight".into(), 1, LONG.len(), LONG.to_vec()));
+        tensors.push(("rope_factors_short.weight".into(), 1, SHORT.len(), SHORT.to_vec()));
+        g.set(format!("{arch}.rope.scaling.original_context_length"), LONG_ROPE_CONTEXT as u32);
+        g.set(format!("{arch}.rope.scaling.attn_factor"), ATTN_FACTOR);
     }
     if w.arch == Arch::Llama3 {
         tensors.push(("rope_freqs.weight".into(), 1, FREQS.len(), FREQS.to_vec()));
@@ -280,16 +299,21 @@ fn rope(arch: Arch, layer: usize, x: &mut [f64], pos: usize) {
     for head in x.chunks_exact_mut(hd) {
         for j in 0..hd / 2 {
             let mut th = pos as f64 * base.powf(-2.0 * j as f64 / hd as f64);
-            if arch == Arch::Llama3 {
-                th /= FREQS.get(j).copied().unwrap_or(1.0) as f64;
-            }
+            let (divisors, factor) = match arch {
+                Arch::Llama3 => (&FREQS, 1.0),
+                Arch::Phi3Long => (&LONG, ATTN_FACTOR as f64),
+                Arch::Phi3Short => (&SHORT, ATTN_FACTOR as f64),
+                _ => (&[1.0; 4], 1.0),
+            };
+            th /= divisors.get(j).copied().unwrap_or(1.0) as f64;
             let (i0, i1) = match arch {
                 Arch::Llama | Arch::Llama3 => (2 * j, 2 * j + 1),
-                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3 | Arch::Phi3 => (j, j + hd / 2),
+                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3 | Arch::Phi3 | Arch::Phi3Long | Arch::Phi3Short => (j, j + hd / 2),
             };
             let (a, b) = (head[i0], head[i1]);
-            head[i0] = a * th.cos() - b * th.sin();
-            head[i1] = a * th.sin() + b * th.cos();
+            let (c, s) = (factor * th.cos(), factor * th.sin());
+            head[i0] = a * c - b * s;
+            head[i1] = a * s + b * c;
         }
     }
 }
@@ -371,8 +395,21 @@ fn reference(w: &Weights, tokens: &[u32]) -> Vec<Vec<f64>> {
 }
 
 fn session(m: &Model, act: Activations, kv: KvType, threads: usize, batch: usize) -> Session<Cpu> {
-    Session::new(m, Cpu::new(m.file().clone(), threads).with_activations(act), SessionOptions { context: 0, kv_type: kv, batch, logit_rows: 1 })
-        .unwrap()
+    session_of(m, 0, act, kv, threads, batch)
+}
+
+/// A session of `context` positions (0: the model's).
+fn session_of(m: &Model, context: usize, act: Activations, kv: KvType, threads: usize, batch: usize) -> Session<Cpu> {
+    Session::new(m, Cpu::new(m.file().clone(), threads).with_activations(act), SessionOptions { context, kv_type: kv, batch, logit_rows: 1 }).unwrap()
+}
+
+/// The session context each reference assumes (`Phi3Short`: LongRoPE's short divisors).
+fn context_of(arch: Arch) -> usize {
+    if arch == Arch::Phi3Short {
+        LONG_ROPE_CONTEXT
+    } else {
+        0
+    }
 }
 
 /// The largest difference from the reference over every position, relative to the largest
@@ -384,25 +421,33 @@ fn max_rel_diff(got: &[f32], want: &[Vec<f64>]) -> f64 {
 
 #[test]
 fn f32_weights_match_the_f64_definition_batched_and_one_token_at_a_time() {
-    for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3, Arch::Phi3, Arch::Llama3] {
+    for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3, Arch::Phi3, Arch::Llama3, Arch::Phi3Long, Arch::Phi3Short] {
         let w = Weights::random_of(arch);
         let m = model_of(arch, GgmlType::F32);
         assert_eq!(m.config().arch.name, arch.name());
         assert_eq!(m.config().rope_freqs.as_deref(), (arch == Arch::Llama3).then_some(&FREQS[..]));
-        let tokens: Vec<u32> = (0..CTX as u32).map(|i| (i * 37 + 5) % 256).collect();
+        let long_rope = matches!(arch, Arch::Phi3Long | Arch::Phi3Short);
+        assert_eq!(
+            m.config().long_rope.as_ref().map(|l| (&l.long[..], &l.short[..], l.original_context)),
+            long_rope.then_some((&LONG[..], &SHORT[..], LONG_ROPE_CONTEXT))
+        );
+        let context = context_of(arch);
+        // a session of LONG_ROPE_CONTEXT positions holds that many tokens
+        let n = if context == 0 { CTX } else { context };
+        let tokens: Vec<u32> = (0..n as u32).map(|i| (i * 37 + 5) % 256).collect();
         let want = reference(&w, &tokens);
         for (threads, batch) in [(1, 256), (2, 256), (2, 5)] {
-            let mut s = session(&m, Activations::F32, KvType::F32, threads, batch);
+            let mut s = session_of(&m, context, Activations::F32, KvType::F32, threads, batch);
             let all = s.forward(&tokens, Logits::All).unwrap();
             let e = max_rel_diff(&all, &want);
             assert!(e < 1e-5, "{arch:?}: threads {threads}, batch {batch}: {e}");
-            let mut s = session(&m, Activations::F32, KvType::F32, threads, batch);
+            let mut s = session_of(&m, context, Activations::F32, KvType::F32, threads, batch);
             let inc: Vec<f32> = tokens.iter().flat_map(|&t| s.forward(&[t], Logits::Last).unwrap()).collect();
             let e = max_rel_diff(&inc, &want);
             assert!(e < 1e-5, "{arch:?}: threads {threads}, one at a time: {e}");
         }
         // An f16 cache rounds keys and values (and the queries of small batches): 2^-11 relative.
-        let mut s = session(&m, Activations::F32, KvType::F16, 1, 256);
+        let mut s = session_of(&m, context, Activations::F32, KvType::F16, 1, 256);
         let e = max_rel_diff(&s.forward(&tokens, Logits::All).unwrap(), &want);
         assert!(e < 5e-3, "{arch:?}: f16 cache: {e}");
     }
@@ -487,6 +532,36 @@ fn rope_divisors_and_fused_halves_change_the_logits() {
     let swapped = w.edited(|n| other(n).map(|o| w.get(&o).to_vec()));
     let e = max_rel_diff(&got, &reference(&swapped, &tokens));
     assert!(e > 1e-2, "phi3 computed with gate and up swapped is only {e} from the engine");
+    // LongRoPE: the long divisors past the switch (a reference with the short ones, or with
+    // neither, is far), the short ones up to it
+    let w = Weights::random_of(Arch::Phi3Long);
+    let m = model_of(Arch::Phi3Long, GgmlType::F32);
+    let got = session(&m, Activations::F32, KvType::F32, 1, 256).forward(&tokens, Logits::All).unwrap();
+    for other in [Arch::Phi3Short, Arch::Phi3] {
+        let e = max_rel_diff(&got, &reference(&Weights { arch: other, tensors: w.tensors.clone() }, &tokens));
+        assert!(e > 1e-2, "a LongRoPE phi3 over {CTX} positions computed as {other:?} is only {e} from the engine");
+    }
+    let short = &tokens[..LONG_ROPE_CONTEXT];
+    let got = session_of(&m, LONG_ROPE_CONTEXT, Activations::F32, KvType::F32, 1, 256).forward(short, Logits::All).unwrap();
+    let e = max_rel_diff(&got, &reference(&w, short));
+    assert!(e > 1e-2, "a LongRoPE phi3 of {LONG_ROPE_CONTEXT} positions computed with the long divisors is only {e} from the engine");
+}
+
+/// LongRoPE's tensors are checked as `rope_freqs.weight` is, and come in pairs.
+#[test]
+fn long_rope_tensors_are_checked() {
+    let long_rope = |edit: &dyn Fn(&mut Vec<(String, usize, usize, Vec<f32>)>)| match Model::from_file(gguf(
+        &Weights::random_of(Arch::Phi3Long),
+        GgmlType::F32,
+        |_, t| edit(t),
+    )) {
+        Ok(_) => panic!("the model loaded"),
+        Err(e) => e.to_string(),
+    };
+    let e = long_rope(&|t| t.retain(|x| x.0 != "rope_factors_short.weight"));
+    assert!(e.contains("rope_factors_short.weight is missing"), "{e}");
+    let e = long_rope(&|t| t.iter_mut().filter(|x| x.0 == "rope_factors_long.weight").for_each(|x| x.3[2] = 0.0));
+    assert!(e.contains("rope_factors_long.weight holds 0"), "{e}");
 }
 
 #[test]

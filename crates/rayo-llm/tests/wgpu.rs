@@ -171,6 +171,8 @@ fn tiny_config(style: RopeStyle, n_head: usize, n_head_kv: usize, head_dim: usiz
         rope_scale: 1.0,
         sliding_window: None,
         rope_freqs: None,
+        long_rope: None,
+        rope_attn_factor: 1.0,
     }
 }
 

@@ -1,7 +1,7 @@
 //! `phi3` (Phi-3, Phi-3.5, Phi-4-mini): llama's block with RoPE on half-split pairs and fused
-//! projections (one `attn_qkv`, one `ffn_up` holding gate and up). LongRoPE's factors
-//! (`rope_factors_long/short.weight`) are not read: a file with them is refused, naming the
-//! tensor.
+//! projections (one `attn_qkv`, one `ffn_up` holding gate and up). Its long-context models'
+//! LongRoPE (`rope_factors_long/short.weight`, `rope.scaling.attn_factor`) is read for any
+//! architecture ([`crate::LongRope`]).
 
 use super::{Architecture, RopeStyle, PLAIN};
 

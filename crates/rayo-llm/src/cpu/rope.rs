@@ -26,7 +26,8 @@ fn angles(cfg: &Config, layer: usize, pos: usize, cs: &mut [(f32, f32)]) {
         // as ggml's rope: θ / factor, then times the position scale
         let t = cfg.rope_freqs.as_ref().map_or(theta, |f| theta / f[i]);
         let t = if pos_scale == 1.0 { t } else { pos_scale * t };
-        *c = (t.cos(), t.sin());
+        // (times LongRoPE's attention factor; × 1 changes no bit)
+        *c = (t.cos() * cfg.rope_attn_factor, t.sin() * cfg.rope_attn_factor);
         theta *= scale;
     }
 }
@@ -78,6 +79,8 @@ mod tests {
             rope_scale: 1.0,
             sliding_window: None,
             rope_freqs: None,
+            long_rope: None,
+            rope_attn_factor: 1.0,
         }
     }
 
