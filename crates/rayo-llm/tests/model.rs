@@ -547,20 +547,19 @@ fn rope_divisors_and_fused_halves_change_the_logits() {
     assert!(e > 1e-2, "a LongRoPE phi3 of {LONG_ROPE_CONTEXT} positions computed with the long divisors is only {e} from the engine");
 }
 
+/// A tensor of the test files: name, rows, cols, values.
+type Tensor = (String, usize, usize, Vec<f32>);
+
 /// LongRoPE's tensors are checked as `rope_freqs.weight` is, and come in pairs.
 #[test]
 fn long_rope_tensors_are_checked() {
-    let long_rope = |edit: &dyn Fn(&mut Vec<(String, usize, usize, Vec<f32>)>)| match Model::from_file(gguf(
-        &Weights::random_of(Arch::Phi3Long),
-        GgmlType::F32,
-        |_, t| edit(t),
-    )) {
+    let long_rope = |edit: fn(&mut Vec<Tensor>)| match Model::from_file(gguf(&Weights::random_of(Arch::Phi3Long), GgmlType::F32, |_, t| edit(t))) {
         Ok(_) => panic!("the model loaded"),
         Err(e) => e.to_string(),
     };
-    let e = long_rope(&|t| t.retain(|x| x.0 != "rope_factors_short.weight"));
+    let e = long_rope(|t| t.retain(|x| x.0 != "rope_factors_short.weight"));
     assert!(e.contains("rope_factors_short.weight is missing"), "{e}");
-    let e = long_rope(&|t| t.iter_mut().filter(|x| x.0 == "rope_factors_long.weight").for_each(|x| x.3[2] = 0.0));
+    let e = long_rope(|t| t.iter_mut().filter(|x| x.0 == "rope_factors_long.weight").for_each(|x| x.3[2] = 0.0));
     assert!(e.contains("rope_factors_long.weight holds 0"), "{e}");
 }
 
