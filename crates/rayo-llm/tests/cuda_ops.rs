@@ -461,7 +461,8 @@ fn argmax_finds_the_first_maximum_and_reports_bad_values() {
     let mut rng = Rng(0xa7c3_0001);
     let mut scratch = poisoned(dev, 3);
     let first_max = |v: &[f32]| v.iter().enumerate().fold(0, |b, (i, &x)| if x > v[b] { i } else { b });
-    for n in [1usize, 31, 1025, 49152, 151_936] {
+    // (runs of 8 per thread: lengths inside one run, at its edges, with a tail, and vocabularies)
+    for n in [1usize, 7, 8, 9, 31, 1025, 8195, 49152, 151_936, 262_144] {
         let mut v = rng.vec(n, -30.0, 30.0);
         let r = argmax(dev, &dev.upload(&v).unwrap(), n, &mut scratch).unwrap();
         assert_eq!((r.index, r.max, r.first_bad), (Some(first_max(&v) as u32), v[first_max(&v)], None), "n {n}");
@@ -472,6 +473,14 @@ fn argmax_finds_the_first_maximum_and_reports_bad_values() {
             v[b] = 100.0;
             let r = argmax(dev, &dev.upload(&v).unwrap(), n, &mut scratch).unwrap();
             assert_eq!(r.index, Some(a as u32), "n {n}: tie");
+            // ... and within one thread's run of 8 values (runs start at multiples of 8)
+            let c = (n / 2) & !7;
+            if c + 5 < n {
+                v[c + 2] = 300.0;
+                v[c + 5] = 300.0;
+                let r = argmax(dev, &dev.upload(&v).unwrap(), n, &mut scratch).unwrap();
+                assert_eq!(r.index, Some(c as u32 + 2), "n {n}: tie in a run");
+            }
         }
     }
     // −0 and +0 are equal: the first one wins

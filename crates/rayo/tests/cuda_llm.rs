@@ -201,7 +201,7 @@ fn products_on_narrow_activations_match_f64() {
     let eps = 1e-5f32;
     let pairs = every_format();
     for (fmt, ty) in pairs {
-        let dp4a = matches!(fmt, QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q8_0 | QFormat::Q4_K | QFormat::Q6_K);
+        let dp4a = matches!(fmt, QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q5_0 | QFormat::Q5_1 | QFormat::Q8_0 | QFormat::Q4_K | QFormat::Q6_K);
         assert_eq!(QMatvecKernel::new(fmt).with_activations(ActFormat::Q8).is_some(), dp4a, "{fmt:?}: which formats have 8 bits");
         let acts: &[ActFormat] = if dp4a { &[ActFormat::Q8, ActFormat::F16] } else { &[ActFormat::F16] };
         let colss: &[usize] = if fmt.block_values() == 256 { &[256, 1280] } else { &[32, 96, 1568] };

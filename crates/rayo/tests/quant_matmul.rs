@@ -319,7 +319,8 @@ fn a_rows_products_do_not_depend_on_its_batch() {
 /// Q4_K rows repacked for decoding (AVX-512 VNNI): the one-token rows against f64, the same
 /// bits alone, batched in groups of 1–4 and beside prompt rows, in any range of weight rows
 /// (a last group of fewer than 16 rows, ranges across groups), and over threads; prompt rows
-/// unchanged; a copy made from another matrix refused; no copy for other formats or ISAs.
+/// (whose panels are built from the copy) the same bits as from the file's layout, in any range
+/// of weight rows; a copy made from another matrix refused; no copy for other formats or ISAs.
 #[test]
 fn repacked_q4k_rows_against_f64_and_their_own_bits() {
     let ty = GgmlType::Q4_K;
@@ -351,8 +352,23 @@ fn repacked_q4k_rows_against_f64_and_their_own_bits() {
     let a = seen_activations(backend, ty, Activations::Quantized, &x, cols);
     let worst = check(&with, &deq, &a, rows, cols, false, "repacked Q4_K");
     println!("repacked Q4_K: worst error / tolerance {worst:.3}");
-    // prompt rows: the file's layout, unchanged
+    // prompt rows: the same bits as from the file's layout
     assert_eq!(bits(&with[single * rows..]), bits(&without[single * rows..]));
+    // a prompt alone (three tiles, the last padded), in ranges within and across groups
+    let xp = rng.data(19 * cols, -3.0, 3.0);
+    let pp = quant::PreparedActs::new(backend, Activations::Quantized, ty, &xp, cols).unwrap();
+    for (r0, r1) in [(0, 37), (3, 9), (5, 21), (16, 32), (20, 37)] {
+        let (mut a, mut b) = (vec![0f32; 19 * (r1 - r0)], vec![0f32; 19 * (r1 - r0)]);
+        quant::matmul_rows(backend, &wr, &pp, r0, r1, &mut a).unwrap();
+        quant::matmul_rows(backend, &w, &pp, r0, r1, &mut b).unwrap();
+        assert_eq!(bits(&a), bits(&b), "prompt rows, weight rows {r0}..{r1}");
+    }
+    let (mut a, mut b) = (vec![0f32; 19 * rows], vec![0f32; 19 * rows]);
+    quant::matmul_with(backend, Activations::Quantized, &wr, &xp, &mut a, Par::threads(2)).unwrap();
+    quant::matmul_with(backend, Activations::Quantized, &w, &xp, &mut b, Par::Seq).unwrap();
+    assert_eq!(bits(&a), bits(&b), "a prompt over two threads");
+    let ad = seen_activations(backend, ty, Activations::Quantized, &xp, cols);
+    println!("repacked Q4_K prompt: worst error / tolerance {:.3}", check(&a, &deq, &ad, rows, cols, false, "repacked Q4_K prompt"));
     for i in 0..single {
         let got = &with[i * rows..(i + 1) * rows];
         let mut alone = vec![0f32; rows];

@@ -40,8 +40,6 @@ struct Job {
     file: Arc<GgufFile>,
     simd: rayo::Backend,
     weights: Vec<CpuWeight>,
-    /// The product has one-token rows (they take the repacked rows where there are some).
-    one_token: bool,
     /// The activations of each weight (shared where two pair with the same format).
     acts: Vec<Arc<PreparedActs>>,
     swiglu: bool,
@@ -65,7 +63,7 @@ impl Job {
         let product = |w: usize| -> Result<Vec<f32>> {
             let acts = &self.acts[w];
             let mut y = vec![0f32; acts.rows() * (c.r1 - c.r0)];
-            quant::matmul_rows(self.simd, &self.weights[w].matrix(&self.file, self.one_token)?, acts, c.r0, c.r1, &mut y)?;
+            quant::matmul_rows(self.simd, &self.weights[w].matrix(&self.file)?, acts, c.r0, c.r1, &mut y)?;
             Ok(y)
         };
         let mut y = product(c.w)?;
@@ -121,7 +119,7 @@ pub fn run(
     }
     for (a, w) in acts.iter().zip(&weights) {
         a.prepare_for(w.tensor.ty);
-        if one_token > 0 {
+        if act == Activations::Quantized {
             w.repack(file, simd)?;
         }
     }
@@ -141,7 +139,6 @@ pub fn run(
         file: Arc::clone(file),
         simd,
         weights,
-        one_token: one_token > 0,
         acts,
         swiglu,
         done: chunks.iter().map(|_| OnceLock::new()).collect(),

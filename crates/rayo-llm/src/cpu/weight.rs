@@ -1,7 +1,8 @@
 //! A weight matrix as the CPU backend holds it: in place in the file's memory map, and where
 //! rayo has a kernel for it ([`Repacked`]: Q4_K on AVX-512 VNNI) a copy repacked for the
-//! one-token rows of decoding, made the first time a product has such rows (an embedding table
-//! that is only looked up is never repacked; a tied output head is, once).
+//! one-token rows of decoding (the prompt rows' panels are built from it too), made the first
+//! time a product with quantized activations runs (an embedding table that is only looked up is
+//! never repacked; a tied output head is, once).
 
 use crate::weights::WeightRef;
 use crate::Result;
@@ -31,12 +32,11 @@ impl CpuWeight {
         Ok(())
     }
 
-    /// The matrix as a view of `file`'s bytes, with the repacked rows where they were made
-    /// and `one_token` (the product has one-token rows) asks for them.
-    pub fn matrix<'f>(&'f self, file: &'f GgufFile, one_token: bool) -> Result<QuantMatrix<'f>> {
+    /// The matrix as a view of `file`'s bytes, with the repacked rows where they were made.
+    pub fn matrix<'f>(&'f self, file: &'f GgufFile) -> Result<QuantMatrix<'f>> {
         let m = self.tensor.matrix(file)?;
         match self.repacked.get() {
-            Some(Some(r)) if one_token => Ok(m.with_repacked(r)?),
+            Some(Some(r)) => Ok(m.with_repacked(r)?),
             _ => Ok(m),
         }
     }

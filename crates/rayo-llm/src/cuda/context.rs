@@ -40,6 +40,8 @@ pub(super) struct Context {
     pub(super) scratch: DecodeScratch,
     /// A product input in 8 bits or f16, when the decoding products take them.
     pub(super) narrow: Option<NarrowActivations>,
+    /// The decoding steps' product inputs (the backend's choice for this model).
+    pub(super) act: ActFormat,
     /// The rows and values a row `narrow` has room for.
     pub(super) narrow_rows: usize,
     pub(super) narrow_cols: usize,
@@ -77,10 +79,8 @@ impl Context {
         }
         // the widest product input: the hidden state, the attention's output, the FFN's
         let narrow_cols = cfg.n_embd.max(cfg.n_ff).max(cfg.q_width()).next_multiple_of(32);
-        let narrow = match act {
-            ActFormat::F32 => None,
-            _ => Some(NarrowActivations::new(dev, GEMM_ROWS, narrow_cols)?),
-        };
+        // (with f32 activations, for the output head's 8-bit ones: [`super::Q8_MIN_ROWS`])
+        let narrow = Some(NarrowActivations::new(dev, GEMM_ROWS, narrow_cols)?);
         // one table per RoPE the layers use: a global layer's, and a local one's where it differs
         let windows: Vec<Option<usize>> = (0..cfg.n_layer).map(|l| cfg.window(l)).collect();
         let global = windows.iter().position(Option::is_none);
@@ -97,6 +97,7 @@ impl Context {
             inputs: StepInputs::with_slots(dev, rows, positions, slots, cfg.vocab_size)?,
             scratch: DecodeScratch::rows(dev, slots, cfg.n_head, cfg.head_dim)?,
             narrow,
+            act,
             narrow_rows: GEMM_ROWS,
             narrow_cols,
         })

@@ -18,7 +18,8 @@
 //! A decoding step's products take f32 activations (the norm computed inside the product: one
 //! launch per product) or, on models of at least [`Q8_MIN_WIDTH`] values a row, 8-bit ones
 //! (one more launch per product input, which quantizes; `dp4a` in the product, for Q4_0,
-//! Q4_1, Q8_0, Q4_K and Q6_K weights). `RAYO_CUDA_DECODE=f32|q8|f16` picks one for any model
+//! Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K weights); the output head ([`Q8_MIN_ROWS`]) takes
+//! 8-bit ones on every model. `RAYO_CUDA_DECODE=f32|q8|f16` picks one for any model
 //! (f16: the inputs rounded to f16 by that extra launch, for every format; measured slower
 //! than both, kept for the comparison).
 
@@ -128,6 +129,12 @@ pub struct Cuda {
 /// activations by default: there the products are bound by the f32 path's unpacking (a
 /// 1B-class model); below, by launches, which the quantizing adds.
 pub const Q8_MIN_WIDTH: usize = 1024;
+
+/// A decoding product of at least this many rows (an output head) takes 8-bit activations
+/// below [`Q8_MIN_WIDTH`] too, unless `RAYO_CUDA_DECODE` or
+/// [`Cuda::with_decode_activations`] chose: its rows are bound by the f32 path's unpacking, not
+/// by launches (Qwen2.5-0.5B's 151,936 × 896 Q5_0 head read 94 MB at ~700 GB/s).
+pub const Q8_MIN_ROWS: usize = 32_768;
 
 /// From this many values per input row on, a prompt's products run on Hopper's `wgmma` GEMM
 /// (where the device has it). Shorter rows make short tiles (a few 64-deep slices each), where
@@ -436,7 +443,6 @@ impl Backend for Cuda {
         self.drop_recording();
         self.context = None;
         let act = self.decode_act.unwrap_or(if cfg.n_embd >= Q8_MIN_WIDTH { ActFormat::Q8 } else { ActFormat::F32 });
-        self.decode_act = Some(act);
         self.generations += 1;
         self.context = Some(Context::new(&self.dev, cfg, (positions, ty, slots), act, self.generations)?);
         Ok((0..slots).map(|slot| CudaKv { owner: self.id, generation: self.generations, slot }).collect())

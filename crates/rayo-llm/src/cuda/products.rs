@@ -26,7 +26,10 @@ impl Cuda {
         outs: &mut [&mut DeviceBuffer],
     ) -> Result<bool> {
         let (fmt, cols) = (ws[0].fmt, ws[0].cols);
-        let act = self.decode_act.unwrap_or(ActFormat::F32);
+        let act = match self.context.as_ref().map_or(ActFormat::F32, |c| c.act) {
+            ActFormat::F32 if self.decode_act.is_none() && ws[0].rows >= super::Q8_MIN_ROWS => ActFormat::Q8,
+            a => a,
+        };
         let k = QMatvecKernel::fused(fmt, false, ws.len() as u32, epi).and_then(|k| k.with_activations(act)).map(|k| self.alike(k));
         let k = if biases.is_empty() { k } else { k.and_then(QMatvecKernel::with_bias) };
         let same = ws.iter().all(|w| w.fmt == fmt && w.cols == cols);

@@ -206,7 +206,7 @@ impl QMatvecKernel {
 
     /// The same kernel on activations of `act` (narrower than f32: [`super::NarrowKernel`]'s,
     /// which also does the norm): `None` for a norm variant, or 8 bits for a format without a
-    /// `dp4a` path (Q4_0, Q4_1, Q8_0, Q4_K and Q6_K have one).
+    /// `dp4a` path (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K have one).
     pub fn with_activations(mut self, act: ActFormat) -> Option<QMatvecKernel> {
         self.act = act;
         let ok = act == ActFormat::F32 || (!self.norm && (act == ActFormat::F16 || q8_reads(self.fmt)));

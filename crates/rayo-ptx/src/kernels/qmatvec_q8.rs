@@ -12,7 +12,16 @@ use crate::ptx::*;
 
 /// Whether [`q8_dot`] reads `fmt`.
 pub(crate) fn q8_reads(fmt: QFormat) -> bool {
-    matches!(fmt, QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q8_0 | QFormat::Q4_K | QFormat::Q6_K)
+    matches!(fmt, QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q5_0 | QFormat::Q5_1 | QFormat::Q8_0 | QFormat::Q4_K | QFormat::Q6_K)
+}
+
+/// The fifth bits of 4 values, bits 0..4 of `b` (the rest ignored), at bit 4 of each byte: the
+/// multiply puts bit `e` at bit `8e` (its four shifted copies of `b` do not overlap: no carries).
+fn fifth_bits(k: &mut PtxKernel, b: Reg) -> Reg {
+    let b = k.bin(BinOp::And, PtxType::B32, b, 0xFu32);
+    let spread = k.mul(U, b, 0x0020_4081u32);
+    let at4 = k.bin(BinOp::Shl, PtxType::B32, spread, 4u32);
+    k.bin(BinOp::And, PtxType::B32, at4, 0x1010_1010u32)
 }
 
 /// The 32-bit little-endian word at `a + off` of a 2-byte aligned block.
@@ -167,6 +176,45 @@ fn dot8_of(k: &mut PtxKernel, fmt: QFormat, a: Reg, g: Reg, xq: [Reg; 2]) -> Reg
             if fmt == QFormat::Q4_0 {
                 // d·(Σ q·x − 8 Σ x)
                 let s = k.fma(PtxType::S32, sx, -8i32, s);
+                let s = k.cvt(F, PtxType::S32, s);
+                k.mul(F, d, s)
+            } else {
+                // d·Σ q·x + m·Σ x
+                let m = ld_f16(k, a, 2);
+                let s = k.cvt(F, PtxType::S32, s);
+                let sx = k.cvt(F, PtxType::S32, sx);
+                let ms = k.mul(F, m, sx);
+                k.fma(F, d, s, ms)
+            }
+        }
+        QFormat::Q5_0 | QFormat::Q5_1 => {
+            // Q4_0/Q4_1's nibbles (after 4 more bytes: the fifth bits `qh`), values 8g..: the low
+            // nibbles of bytes 8(g & 1).. for g < 2, the high ones after; their fifth bits are
+            // bits 8g.. of qh
+            let d = ld_f16(k, a, 0);
+            let half = k.bin(BinOp::And, PtxType::B32, g, 1u32);
+            let boff = k.mul(U, half, 8u32);
+            let qa = k.mad_wide(U, boff, 1u32, a);
+            let hi = k.bin(BinOp::Shr, U, g, 1u32);
+            let nib = k.mul(U, hi, 4u32);
+            let (w, qh) = if fmt == QFormat::Q5_0 {
+                // 22-byte blocks: 2-byte aligned
+                ([word16(k, qa, 6), word16(k, qa, 10)], word16(k, a, 2))
+            } else {
+                ([0i64, 4].map(|o| k.ld(Space::Global, U, Addr::at(qa, 8 + o))), k.ld(Space::Global, U, Addr::at(a, 4)))
+            };
+            let lo = fields(k, w, nib, 0x0F0F_0F0F);
+            let sh = k.mul(U, g, 8u32);
+            let hb = k.bin(BinOp::Shr, U, qh, sh);
+            let hb4 = k.bin(BinOp::Shr, U, hb, 4u32);
+            let q = [(lo[0], hb), (lo[1], hb4)].map(|(l, b)| {
+                let f = fifth_bits(k, b);
+                k.bin(BinOp::Or, PtxType::B32, l, f)
+            });
+            let s = dot8(k, q, false, xq);
+            if fmt == QFormat::Q5_0 {
+                // d·(Σ q·x − 16 Σ x)
+                let s = k.fma(PtxType::S32, sx, -16i32, s);
                 let s = k.cvt(F, PtxType::S32, s);
                 k.mul(F, d, s)
             } else {

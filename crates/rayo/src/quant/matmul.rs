@@ -72,7 +72,8 @@ impl<'a> QuantMatrix<'a> {
 
     /// This matrix with its rows repacked ([`Repacked::new`] of this matrix): the products
     /// compute its one-token rows with the repacked copy's kernel (and their bits are that
-    /// kernel's: alone, batched or split over threads alike). Errors: `r` was made from another
+    /// kernel's: alone, batched or split over threads alike), and build the prompt rows'
+    /// panels from the copy (the same bits as from the file's layout, with less work). Errors: `r` was made from another
     /// matrix (`InvalidArgument`).
     pub fn with_repacked(mut self, r: &'a Repacked) -> Result<Self> {
         if !r.made_from(&self) {
@@ -184,6 +185,8 @@ pub fn matmul_rows(backend: Backend, w: &QuantMatrix<'_>, p: &PreparedActs, r0: 
 /// Weight rows per block of the quantized product: a block (a few KB) stays in L1 while
 /// every tile of activation rows passes over it.
 const ROW_BLOCK: usize = super::panel16::ROWS;
+// (The prompt path takes the repacked copy's groups of rows as its blocks.)
+const _: () = assert!(ROW_BLOCK == super::repacked::ROWS);
 
 struct Job<'a, 'w> {
     backend: Backend,
@@ -284,28 +287,42 @@ impl Job<'_, '_> {
         // On AVX-512 VNNI, each block of weight rows interleaved once more, into a panel
         // (`ROW_BLOCK` is its 16 rows).
         let mut panels = if tiles8.is_empty() { None } else { Panels::new(self.backend, ty) };
+        // Where the matrix has repacked rows, the panels are built from them (the same bits, a
+        // fraction of the work), so the blocks of weight rows are the copy's groups of 16 rows,
+        // cut to `r0..r1`.
+        let from_copy = self.w.repacked.filter(|_| panels.is_some());
         let singles: Vec<ActRow<'_>> = (0..single).map(|i| a.row(i)).collect();
         let (mut tile_out, mut row_out) = ([[0f32; TILE]; ROW_BLOCK], [[0f32; 1]; ROW_BLOCK]);
-        for j0 in (r0..r1).step_by(ROW_BLOCK) {
-            let n = ROW_BLOCK.min(r1 - j0);
-            let w = &self.w.bytes[j0 * row_len..(j0 + n) * row_len];
+        let blocks: Vec<(usize, usize)> = match from_copy {
+            Some(_) => (r0 / ROW_BLOCK..r1.div_ceil(ROW_BLOCK)).map(|g| ((ROW_BLOCK * g).max(r0), (ROW_BLOCK * g + ROW_BLOCK).min(r1))).collect(),
+            None => (r0..r1).step_by(ROW_BLOCK).map(|j0| (j0, (j0 + ROW_BLOCK).min(r1))).collect(),
+        };
+        for (j0, j1) in blocks {
+            let n = j1 - j0;
+            // rows j0..j1 are the panel's lanes lane..lane + n
+            let lane = if from_copy.is_some() { j0 % ROW_BLOCK } else { 0 };
+            let w = &self.w.bytes[j0 * row_len..j1 * row_len];
             let c = j0 - r0;
-            if !tiles8.is_empty() {
-                tile8::unpack_rows(s, ty, w, &mut unpacked);
-                if let Some(p) = &mut panels {
-                    p.pack(&unpacked, n);
+            match (from_copy, &mut panels) {
+                (Some(rp), Some(p)) => p.pack_repacked(rp, j0 / ROW_BLOCK),
+                _ if !tiles8.is_empty() => {
+                    tile8::unpack_rows(s, ty, w, &mut unpacked);
+                    if let Some(p) = &mut panels {
+                        p.pack(&unpacked, n);
+                    }
                 }
+                _ => {}
             }
             for (t, tile) in tiles.iter().enumerate() {
                 // (No closure here: one would be compiled outside the vectorized context.)
                 match (tiles8.get(t), &panels) {
-                    (Some(t8), Some(p)) => p.dot(t8, &mut tile_out[..n]),
+                    (Some(t8), Some(p)) => p.dot(t8, &mut tile_out[..lane + n]),
                     (Some(t8), None) => tile8::dot_tile8(s, ty, &unpacked, t8, &mut tile_out[..n]),
                     (None, _) => dot::dot_matrix(s, ty, w, tile, &mut tile_out[..n]),
                 }
                 let t0 = single + t * TILE;
                 for r in 0..TILE.min(m - t0) {
-                    for (o, v) in out[(t0 + r) * width + c..][..n].iter_mut().zip(&tile_out[..n]) {
+                    for (o, v) in out[(t0 + r) * width + c..][..n].iter_mut().zip(&tile_out[lane..lane + n]) {
                         *o = v[r];
                     }
                 }

@@ -10,6 +10,7 @@
 //! each. So the 32-value formats still compute a one-token row in a tile as the one-row path
 //! does ([`super::tile8::same_as_one_row`]).
 
+use super::repacked::Repacked;
 use super::tile8::{Tile8, Unpacked};
 use super::GgmlType;
 use crate::Backend;
@@ -79,6 +80,25 @@ impl Panels {
         }
     }
 
+    /// This panel from group `g` (rows `16g..16g + 16`) of Q4_K rows repacked for decoding: the
+    /// same bytes and scales as [`Panels::pack`] of those rows unpacked
+    /// ([`super::tile8::unpack_rows`]; `d·sc` and `−dmin·mn` rounded once, as there), so the
+    /// same bits, in a few vector operations per super-block instead of a byte-wise interleave.
+    pub(crate) fn pack_repacked(&mut self, rp: &Repacked, g: usize) {
+        let src = rp.group(g);
+        self.blocks.clear();
+        self.blocks.resize(8 * src.len(), EMPTY);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let _ = self.token;
+            // SAFETY: `self.token` (an `Avx512<true>`) exists only where the CPU has the
+            // kernel's features; it writes only through the references (8 blocks per panel).
+            unsafe { x86::from_repacked(src, &mut self.blocks) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        match self.never {}
+    }
+
     /// `out[j] = [row j · t row r for r in 0..8]` for the panel's first `out.len()` rows.
     pub(crate) fn dot(&self, t: &Tile8, out: &mut [[f32; 8]]) {
         assert!(out.len() <= ROWS && self.blocks.len() == t.d.len(), "a panel of {} blocks against a tile of {}", self.blocks.len(), t.d.len());
@@ -110,8 +130,49 @@ impl Panels {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{PanelBlock, ROWS};
+    use crate::quant::repacked::Panel;
     use crate::quant::tile8::Tile8;
     use core::arch::x86_64::*;
+
+    /// `out[8i + j]`: sub-block `j` of the repacked super-block `src[i]` (16 rows) as a panel
+    /// block: the low (`j` even) or high nibbles of vectors `8(j/2)..8(j/2) + 8`, `d·sc_j` and
+    /// `(−dmin)·mn_j`.
+    ///
+    /// # Safety
+    /// The CPU must have avx512f and avx512bw.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")]
+    pub(super) unsafe fn from_repacked(src: &[Panel], out: &mut [PanelBlock]) {
+        let nibble = _mm512_set1_epi8(0x0F);
+        for (p, o8) in src.iter().zip(out.as_chunks_mut::<8>().0) {
+            for c in 0..4 {
+                for k in 0..8 {
+                    // SAFETY: 64-byte-aligned vectors (`Panel` and `PanelBlock` are align(64),
+                    // their rows of 16 u32 at multiples of 64 bytes).
+                    unsafe {
+                        let v = _mm512_load_si512(p.qs[8 * c + k].as_ptr().cast());
+                        _mm512_store_si512(o8[2 * c].q[k].as_mut_ptr().cast(), _mm512_and_si512(v, nibble));
+                        _mm512_store_si512(o8[2 * c + 1].q[k].as_mut_ptr().cast(), _mm512_and_si512(_mm512_srli_epi16::<4>(v), nibble));
+                    }
+                }
+            }
+            // SAFETY: 32 bytes from each f16 array, 16 from each scale row, 32 from each min row;
+            // 16 f32 into each block's `d` and `m`.
+            unsafe {
+                let d = _mm512_cvtph_ps(_mm256_loadu_si256(p.d.as_ptr().cast()));
+                // the sign flipped (an exact negation, −0 included)
+                let dmin = _mm512_castps_si512(_mm512_cvtph_ps(_mm256_loadu_si256(p.dmin.as_ptr().cast())));
+                let neg_dmin = _mm512_castsi512_ps(_mm512_xor_si512(dmin, _mm512_set1_epi32(i32::MIN)));
+                for (j, o) in o8.iter_mut().enumerate() {
+                    let sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(p.sc[j].as_ptr().cast())));
+                    // row r's pair of mins as one u16: sub-block 2(j/2) low, 2(j/2) + 1 high
+                    let pair = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.mn[j / 2].as_ptr().cast()));
+                    let mn = if j % 2 == 0 { _mm512_and_si512(pair, _mm512_set1_epi32(0xFF)) } else { _mm512_srli_epi32::<8>(pair) };
+                    _mm512_storeu_ps(o.d.as_mut_ptr(), _mm512_mul_ps(d, sc));
+                    _mm512_storeu_ps(o.m.as_mut_ptr(), _mm512_mul_ps(neg_dmin, _mm512_cvtepi32_ps(mn)));
+                }
+            }
+        }
+    }
 
     /// The products of the panel `p` with the eight rows of `t`: `out[r][j]` for activation
     /// row `r`, weight row `j`. `SIGNED`: the weights are signed bytes stored plus 128, so

@@ -20,7 +20,7 @@ use super::GgmlType;
 use crate::Backend;
 
 /// Weight rows per panel (the 16 i32 lanes of a vector).
-const ROWS: usize = 16;
+pub(super) const ROWS: usize = 16;
 
 /// Activation rows one kernel call multiplies with a panel (its accumulators stay in registers).
 const MAX_ACT_ROWS: usize = 4;
@@ -29,16 +29,16 @@ const MAX_ACT_ROWS: usize = 4;
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // (the kernel is x86-64's)
-struct Panel {
+pub(super) struct Panel {
     /// `qs[8c + k][r]`: bytes `32c + 4k .. 32c + 4k + 4` of row `r`'s nibbles.
-    qs: [[u32; ROWS]; 32],
+    pub(super) qs: [[u32; ROWS]; 32],
     /// `sc[j][r]`: sub-block `j`'s 6-bit scale of row `r`.
-    sc: [[u8; ROWS]; 8],
+    pub(super) sc: [[u8; ROWS]; 8],
     /// `mn[p][2r + t]`: sub-block `2p + t`'s 6-bit min of row `r` (pairs for `vpdpwssd`).
-    mn: [[u8; 2 * ROWS]; 4],
+    pub(super) mn: [[u8; 2 * ROWS]; 4],
     /// The f16 bits of each row's `d` and `dmin`.
-    d: [u16; ROWS],
-    dmin: [u16; ROWS],
+    pub(super) d: [u16; ROWS],
+    pub(super) dmin: [u16; ROWS],
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -134,6 +134,14 @@ impl Repacked {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.panels.len() * core::mem::size_of::<Panel>()
+    }
+
+    /// Group `g`'s panels: rows `16g..16g + 16` (past the matrix's last row, zeros), one
+    /// panel per super-block.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // (the kernels are x86-64's)
+    pub(super) fn group(&self, g: usize) -> &[Panel] {
+        let nb = self.cols / 256;
+        &self.panels[g * nb..(g + 1) * nb]
     }
 
     pub(super) fn made_from(&self, w: &QuantMatrix<'_>) -> bool {
