@@ -93,7 +93,7 @@ Example:
 /// The model and where it runs.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// The GGUF model file (architectures: llama, qwen2, qwen3, gemma3).
+    /// The GGUF model file (architectures: llama, qwen2, qwen3, gemma3, phi3).
     #[arg(long, value_name = "FILE")]
     pub model: PathBuf,
     /// Where the model runs: cpu|cuda|wgpu (cuda: an NVIDIA GPU, rayo's PTX; wgpu: any GPU

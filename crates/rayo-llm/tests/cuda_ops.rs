@@ -365,8 +365,9 @@ fn decoding_rows_of_many_sequences_equal_one_row_launches() {
 }
 
 /// A prompt's flash attention on the tensor cores, and the rows kernel, against f64 softmax
-/// attention over the same f16 caches: causal rows at an offset, grouped-query heads, both head
-/// sizes, row counts that are not block multiples, output rows past `m` untouched.
+/// attention over the same f16 caches: causal rows at an offset, grouped-query heads, heads of
+/// 64, 128 and 256 (another size refused), sliding windows, row counts that are not block
+/// multiples, output rows past `m` untouched.
 #[test]
 fn flash_attention_matches_f64() {
     use half::f16;
@@ -378,16 +379,19 @@ fn flash_attention_matches_f64() {
         (2, 2, 64, 200, 1, None),
         (8, 2, 128, 0, 64, None),
         (3, 1, 64, 5, 17, None),
-        // Gemma 3's heads (the rows kernel only), and sliding windows
+        // Gemma 3's heads, and sliding windows: shorter than a tile, one row's visible
+        // positions in two tiles, blocks whose later rows see none of the first tiles
         (4, 1, 256, 37, 70, None),
         (4, 1, 256, 300, 40, Some(64)),
+        (4, 1, 256, 0, 200, Some(48)),
         (2, 2, 64, 200, 1, Some(7)),
         (9, 3, 64, 0, 130, Some(16)),
+        (4, 1, 128, 90, 150, Some(100)),
     ] {
         let positions = pos0 + m + 3;
         let shape = AttentionShape { n_head, n_head_kv, head_dim: hd, positions, f16: true, window };
-        // flash attention takes heads of 64 and 128 without a window
-        assert_eq!(shape.flash_fits(), window.is_none() && hd <= 128, "hd {hd} window {window:?}");
+        // flash attention takes heads of 64, 128 and 256, with windows (an f16 cache)
+        assert!(shape.flash_fits(), "hd {hd} window {window:?}");
         let width = n_head_kv * hd;
         let kf: Vec<f16> = rng.vec(positions * width, -2.0, 2.0).into_iter().map(f16::from_f32).collect();
         let vf: Vec<f16> = rng.vec(positions * width, -2.0, 2.0).into_iter().map(f16::from_f32).collect();
@@ -419,16 +423,21 @@ fn flash_attention_matches_f64() {
         let qb = dev.upload(&q).unwrap();
         let mut out = poisoned(dev, m * n_head * hd + 1);
         let cache = LayerCache { shape, k: &mut kc, v: &mut vc };
-        let flash = cache.flash_attend(&inputs.step_at(dev, pos0, m).unwrap(), &qb, scale, &mut out);
-        if shape.flash_fits() {
-            flash.unwrap();
-            let got = dev.download(&out).unwrap();
-            // f16 query and weights: ~2⁻¹¹ relative on terms of size ≤ 2
-            close(&format!("flash attention {n_head}/{n_head_kv} heads hd {hd} pos0 {pos0} m {m}"), &got[..want.len()], &want, 2e-3, 4e-3);
-            assert!(got[want.len()].is_nan(), "wrote past m rows");
-        } else {
-            assert!(matches!(flash, Err(Error::InvalidArgument { name: "head_dim", .. })), "{flash:?}");
-        }
+        cache.flash_attend(&inputs.step_at(dev, pos0, m).unwrap(), &qb, scale, &mut out).unwrap();
+        let got = dev.download(&out).unwrap();
+        // f16 query and weights: ~2⁻¹¹ relative on terms of size ≤ 2
+        close(
+            &format!("flash attention {n_head}/{n_head_kv} heads hd {hd} pos0 {pos0} m {m} window {window:?}"),
+            &got[..want.len()],
+            &want,
+            2e-3,
+            4e-3,
+        );
+        assert!(got[want.len()].is_nan(), "wrote past m rows");
+        // a head size it has no variant for is refused before any launch
+        let odd = LayerCache { shape: AttentionShape { head_dim: 96, ..shape }, k: &mut kc, v: &mut vc };
+        let e = odd.flash_attend(&inputs.step_at(dev, pos0, m).unwrap(), &qb, scale, &mut out);
+        assert!(matches!(e, Err(Error::InvalidArgument { name: "head_dim", .. })), "{e:?}");
         // the rows kernel (short prompts and the unfused decoding step) on the same inputs:
         // an f32 query (nearer), then one rounded to f16 as the CPU engine rounds it
         for round_q in [false, true] {

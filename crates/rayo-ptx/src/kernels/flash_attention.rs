@@ -1,6 +1,7 @@
 //! A prompt's causal grouped-query attention on the tensor cores, flash-attention style: a
 //! block takes 64 query rows of one head and walks the KV cache (f16) in tiles of 64
-//! positions, keeping each row's running maximum, sum of exponentials and weighted sum of
+//! positions (32 for heads of 256, whose two tiles then fill the 48 KB of static shared
+//! memory), keeping each row's running maximum, sum of exponentials and weighted sum of
 //! values in registers — the scores never leave the chip.
 //!
 //! 4 warps, 16 query rows each. The query rows are scaled by `scale·log2 e`, rounded to f16
@@ -8,7 +9,9 @@
 //! `col` operand), the causal mask, the online softmax in base 2, and `O += P·V` with `P`
 //! taken straight from the score accumulators (rounded to f16) and V through `ldmatrix.trans`.
 //! Row `i` is at position `pos0 + i` (`pos0` read from device memory) and sees positions
-//! `0..=pos0 + i`.
+//! `0..=pos0 + i`, or on a sliding-window layer the last `window` of them: the walk starts at
+//! the tile of the block's first visible position, and a row's maximum stays −inf (its
+//! weights 0) over tiles it sees none of.
 
 use super::common::*;
 use super::{Kernel, LaunchConfig};
@@ -20,7 +23,8 @@ const THREADS: u32 = 128;
 
 /// Parameters: `q` (m × n_head × head_dim f32), `k_cache`, `v_cache` (one layer, positions ×
 /// n_head_kv × head_dim f16), `out` (m × n_head × head_dim f32), `pos` (one u32 in device
-/// memory: row 0's position) (u64); `n_head`, `n_head_kv`, `m` (u32), `scale` (f32). The
+/// memory: row 0's position) (u64); `n_head`, `n_head_kv`, `m` (u32), `scale` (f32), `window`
+/// (u32: a row at position `p` sees `p + 1 − window ..= p`; 0 for every position). The
 /// caller checks that `pos0 + m` positions fit the cache and every index fits 32 bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FlashAttentionKernel {
@@ -32,9 +36,19 @@ impl FlashAttentionKernel {
     /// Query rows per block.
     pub const ROWS: u32 = ROWS;
 
-    /// `None` unless `head_dim` is 64 or 128.
+    /// `None` unless `head_dim` is 64, 128 or 256.
     pub fn new(head_dim: u32) -> Option<FlashAttentionKernel> {
-        matches!(head_dim, 64 | 128).then_some(FlashAttentionKernel { head_dim })
+        matches!(head_dim, 64 | 128 | 256).then_some(FlashAttentionKernel { head_dim })
+    }
+
+    /// Cache positions per tile: 64, or 32 for heads of 256 (two tiles of K and V within
+    /// static shared memory).
+    fn tile_positions(&self) -> u32 {
+        if self.head_dim > 128 {
+            32
+        } else {
+            64
+        }
     }
 
     pub fn launch(&self, n_head: u32, m: u32) -> LaunchConfig {
@@ -52,7 +66,10 @@ impl Kernel for FlashAttentionKernel {
         // shared rows of hd halves and 8 of padding: the 8 addresses of an ldmatrix phase
         // land in different banks
         let row_bytes = (hd + 8) * 2;
-        let tile = ROWS * row_bytes;
+        let kvr = self.tile_positions();
+        let tile = kvr * row_bytes;
+        // the query rows are staged in the K and V tiles' place
+        assert!(ROWS * row_bytes <= 2 * tile && 2 * tile <= 48 * 1024);
         let mut k = PtxKernel::new(&self.name());
         for p in ["q", "k_cache", "v_cache", "out", "pos"] {
             k.add_param(p, PtxType::U64);
@@ -61,6 +78,7 @@ impl Kernel for FlashAttentionKernel {
             k.add_param(p, U);
         }
         k.add_param("scale", F);
+        k.add_param("window", U);
         k.launch_bounds((THREADS, 1, 1), None);
         let sh = k.shared_array("kv", B32, 2 * tile / 4, 16);
         k.grid_dep_sync(sm);
@@ -73,6 +91,7 @@ impl Kernel for FlashAttentionKernel {
         let n_kv = k.ld_param("n_head_kv");
         let m = k.ld_param("m");
         let scale = k.ld_param("scale");
+        let window = k.ld_param("window");
         let tid = k.special(Special::TidX);
         let bx = k.special(Special::CtaidX);
         let h = k.special(Special::CtaidY);
@@ -141,7 +160,7 @@ impl Kernel for FlashAttentionKernel {
 
         // K/V tile loads: 16-byte chunks, rows past the last position clamped to it
         let c8 = hd / 8;
-        let loads: Vec<(Reg, Reg, Reg)> = (0..ROWS * c8 / THREADS)
+        let loads: Vec<(Reg, Reg, Reg)> = (0..kvr * c8 / THREADS)
             .map(|i| {
                 let idx = k.add(U, tid, i * THREADS);
                 let r = k.bin(BinOp::Shr, U, idx, c8.trailing_zeros());
@@ -164,9 +183,19 @@ impl Kernel for FlashAttentionKernel {
         let ra = k.add(U, q0, wr);
         let lim = [k.add(U, pos0, ra), k.add(U, pos0, ra)];
         k.bin_to(BinOp::Add, lim[1], lim[1], 8u32);
+        // each row's first visible position (0 without a window)
+        let lo = lim.map(|l| {
+            let n = k.add(U, l, 1u32);
+            super::attention::window_start(&mut k, n, window)
+        });
         let t2 = k.mul(U, t, 2u32);
 
-        let kv0 = k.mov(U, 0u32);
+        // from the tile of the block's first row's first visible position
+        let first = k.add(U, pos0, q0);
+        let first = k.add(U, first, 1u32);
+        let first = super::attention::window_start(&mut k, first, window);
+        let first = k.bin(BinOp::Div, U, first, kvr);
+        let kv0 = k.mul(U, first, kvr);
         let (top, done) = (k.new_label("tile"), k.new_label("tiles_end"));
         k.label(&top);
         let past = k.setp(Cmp::Gt, U, kv0, maxpos);
@@ -186,43 +215,51 @@ impl Kernel for FlashAttentionKernel {
             k.st_v(Space::Shared, B32, Addr::reg(sv), &vv);
         }
         k.bar_sync();
-        // S = Q·Kᵀ: 16 rows × 64 positions, 8 tiles of 16×8
-        let s: Vec<[Reg; 4]> = (0..8).map(|_| [(); 4].map(|_| k.mov(F, 0.0f32))).collect();
+        // S = Q·Kᵀ: 16 rows × kvr positions, tiles of 16×8
+        let s: Vec<[Reg; 4]> = (0..kvr / 8).map(|_| [(); 4].map(|_| k.mov(F, 0.0f32))).collect();
         for (kk, a) in qf.iter().enumerate() {
-            for nj in 0..4usize {
+            for nj in 0..(kvr / 16) as usize {
                 let b = k.ldmatrix_x4(Addr::at(kb, (nj as u32 * 16 * row_bytes) as i64 + 32 * kk as i64), false);
                 k.mma_f16(s[2 * nj], *a, [b[0], b[1]], s[2 * nj]);
                 k.mma_f16(s[2 * nj + 1], *a, [b[2], b[3]], s[2 * nj + 1]);
             }
         }
-        // the causal mask, then each row's maximum over the tile (the 4 lanes of a row)
+        // the causal mask (and the window's), then each row's maximum over the tile (the 4
+        // lanes of a row)
         let cbase = k.add(U, kv0, t2);
         let tmax = [k.mov(F, ninf), k.mov(F, ninf)];
         for (nt, tile_s) in s.iter().enumerate() {
             for (e, &se) in tile_s.iter().enumerate() {
                 let (half, col) = (e / 2, e % 2);
                 let p = k.add(U, cbase, (8 * nt + col) as u32);
-                let masked = k.setp(Cmp::Gt, U, p, lim[half]);
+                let after = k.setp(Cmp::Gt, U, p, lim[half]);
+                let before = k.setp(Cmp::Lt, U, p, lo[half]);
+                let masked = k.bin(BinOp::Or, PtxType::Pred, after, before);
                 let v = k.selp(F, ninf, se, masked);
                 k.mov_to(se, v);
                 k.bin_to(BinOp::Max, tmax[half], tmax[half], se);
             }
         }
         let mut corr = [tmax[0]; 2];
+        // the maximum the exponentials subtract: 0 while a row has seen no position (its
+        // maximum −inf: −inf − −inf would be NaN; its weights are then 2^−inf = 0)
+        let mut base = [tmax[0]; 2];
         for half in 0..2 {
             for sh in [1u32, 2] {
                 let other = k.shfl(ShflMode::Bfly, tmax[half], sh, 31);
                 k.bin_to(BinOp::Max, tmax[half], tmax[half], other);
             }
             let m_new = k.bin(BinOp::Max, F, mx[half], tmax[half]);
-            let d = k.sub(F, mx[half], m_new);
+            let none = k.setp(Cmp::Eq, F, m_new, ninf);
+            base[half] = k.selp(F, 0.0f32, m_new, none);
+            let d = k.sub(F, mx[half], base[half]);
             corr[half] = k.un(UnOp::Ex2, F, d);
             k.mov_to(mx[half], m_new);
         }
         // P = 2^(S − max), the row sums (this lane's share), O rescaled
         for tile_s in &s {
             for e in 0..4usize {
-                let d = k.sub(F, tile_s[e], mx[e / 2]);
+                let d = k.sub(F, tile_s[e], base[e / 2]);
                 k.un_to(UnOp::Ex2, tile_s[e], d);
             }
         }
@@ -239,7 +276,7 @@ impl Kernel for FlashAttentionKernel {
             }
         }
         // O += P·V, P's fragments straight from the score tiles
-        for j in 0..4usize {
+        for j in 0..(kvr / 16) as usize {
             let (s0, s1) = (s[2 * j], s[2 * j + 1]);
             let a = [k.cvt_f16x2(s0[1], s0[0]), k.cvt_f16x2(s0[3], s0[2]), k.cvt_f16x2(s1[1], s1[0]), k.cvt_f16x2(s1[3], s1[2])];
             for dp in 0..(hd / 16) as usize {
@@ -249,7 +286,7 @@ impl Kernel for FlashAttentionKernel {
             }
         }
         k.bar_sync();
-        k.bin_to(BinOp::Add, kv0, kv0, ROWS);
+        k.bin_to(BinOp::Add, kv0, kv0, kvr);
         k.bra(&top);
         k.label(&done);
 

@@ -128,7 +128,7 @@ pub fn all_variants() -> Vec<Box<dyn Kernel>> {
     for epilogue in [HalfEpilogue::Store, HalfEpilogue::Add] {
         v.extend(HalfGemmKernel::new(epilogue, 576).map(|g| Box::new(g) as Box<dyn Kernel>));
     }
-    v.extend([64, 128].map(|hd| Box::new(FlashAttentionKernel::new(hd).expect("64 and 128")) as Box<dyn Kernel>));
+    v.extend([64, 128, 256].map(|hd| Box::new(FlashAttentionKernel::new(hd).expect("64, 128 and 256")) as Box<dyn Kernel>));
     v.push(Box::new(CopyColsKernel));
     v.push(Box::new(AddRowsKernel));
     v.push(Box::new(ArgmaxKernel));

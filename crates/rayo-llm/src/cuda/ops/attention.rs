@@ -51,14 +51,14 @@ impl AttentionShape {
         Ok(())
     }
 
-    /// Whether [`LayerCache::flash_attend`] takes this shape (an f16 cache, heads of 64 or
-    /// 128, no window).
+    /// Whether [`LayerCache::flash_attend`] takes this shape (an f16 cache, heads of 64, 128
+    /// or 256, with or without a window).
     pub fn flash_fits(&self) -> bool {
         self.flash_kernel().is_some()
     }
 
     pub(super) fn flash_kernel(&self) -> Option<FlashAttentionKernel> {
-        FlashAttentionKernel::new(u32::try_from(self.head_dim).ok()?).filter(|_| self.f16 && self.window.is_none())
+        FlashAttentionKernel::new(u32::try_from(self.head_dim).ok()?).filter(|_| self.f16)
     }
 
     /// The one-block-per-row attention kernel for this shape, or an error naming what it
@@ -156,7 +156,7 @@ impl LayerCache<'_> {
                 op: "cuda flash_attention_rows",
                 name: "head_dim",
                 value: self.shape.head_dim.into(),
-                reason: "flash attention takes an f16 cache, heads of 64 or 128 and no window",
+                reason: "flash attention takes an f16 cache and heads of 64, 128 or 256",
             });
         };
         st.dev.launch(&kern, &mut FlashArgs { st, shape: self.shape, q, k_cache: self.k, v_cache: self.v, scale, out })
