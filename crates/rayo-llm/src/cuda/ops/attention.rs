@@ -148,8 +148,8 @@ impl LayerCache<'_> {
     }
 
     /// What [`LayerCache::attend`] computes, on the tensor cores: the query and the weights
-    /// rounded to f16 (f32 accumulation); an f16 cache and heads of 64 or 128
-    /// ([`AttentionShape::flash_fits`]).
+    /// rounded to f16 (f32 accumulation); an f16 cache and heads of 64, 128 or 256, with the
+    /// shape's window if it has one ([`AttentionShape::flash_fits`]).
     pub fn flash_attend(&self, st: &StepCtx, q: &DeviceBuffer, scale: f32, out: &mut DeviceBuffer) -> Result<()> {
         let Some(kern) = self.shape.flash_kernel() else {
             return Err(Error::InvalidArgument {
