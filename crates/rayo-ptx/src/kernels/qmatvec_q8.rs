@@ -158,63 +158,43 @@ fn dot8_of(k: &mut PtxKernel, fmt: QFormat, a: Reg, g: Reg, xq: [Reg; 2]) -> Reg
             let s = k.cvt(F, PtxType::S32, s);
             k.mul(F, d, s)
         }
-        QFormat::Q4_0 | QFormat::Q4_1 => {
-            // values 8g..: the low nibbles of bytes 8(g & 1).. for g < 2, the high ones after
+        QFormat::Q4_0 | QFormat::Q4_1 | QFormat::Q5_0 | QFormat::Q5_1 => {
+            // values 8g..: the low nibbles of bytes 8(g & 1).. of `qs` for g < 2, the high ones
+            // after; Q5's fifth bits are bits 8g.. of `qh` (the 4 bytes before `qs`)
+            let five = matches!(fmt, QFormat::Q5_0 | QFormat::Q5_1);
+            // the blocks of Q4_0 (18 bytes) and Q5_0 (22) are only 2-byte aligned
+            let aligned = matches!(fmt, QFormat::Q4_1 | QFormat::Q5_1);
+            let qs_off = match fmt {
+                QFormat::Q4_0 => 2,
+                QFormat::Q4_1 | QFormat::Q5_0 => 4 + 2 * five as i64,
+                _ => 8,
+            };
             let d = ld_f16(k, a, 0);
             let half = k.bin(BinOp::And, PtxType::B32, g, 1u32);
             let boff = k.mul(U, half, 8u32);
             let qa = k.mad_wide(U, boff, 1u32, a);
             let hi = k.bin(BinOp::Shr, U, g, 1u32);
             let nib = k.mul(U, hi, 4u32);
-            let w = if fmt == QFormat::Q4_0 {
-                [word16(k, qa, 2), word16(k, qa, 6)]
+            let w = if aligned {
+                [0i64, 4].map(|o| k.ld(Space::Global, U, Addr::at(qa, qs_off + o)))
             } else {
-                [0i64, 4].map(|o| k.ld(Space::Global, U, Addr::at(qa, 4 + o)))
+                [word16(k, qa, qs_off), word16(k, qa, qs_off + 4)]
             };
-            let q = fields(k, w, nib, 0x0F0F_0F0F);
-            let s = dot8(k, q, false, xq);
-            if fmt == QFormat::Q4_0 {
-                // d·(Σ q·x − 8 Σ x)
-                let s = k.fma(PtxType::S32, sx, -8i32, s);
-                let s = k.cvt(F, PtxType::S32, s);
-                k.mul(F, d, s)
-            } else {
-                // d·Σ q·x + m·Σ x
-                let m = ld_f16(k, a, 2);
-                let s = k.cvt(F, PtxType::S32, s);
-                let sx = k.cvt(F, PtxType::S32, sx);
-                let ms = k.mul(F, m, sx);
-                k.fma(F, d, s, ms)
+            let qh = five.then(|| if aligned { k.ld(Space::Global, U, Addr::at(a, qs_off - 4)) } else { word16(k, a, qs_off - 4) });
+            let mut q = fields(k, w, nib, 0x0F0F_0F0F);
+            if let Some(qh) = qh {
+                let sh = k.mul(U, g, 8u32);
+                let hb = k.bin(BinOp::Shr, U, qh, sh);
+                let hb4 = k.bin(BinOp::Shr, U, hb, 4u32);
+                q = [(q[0], hb), (q[1], hb4)].map(|(l, b)| {
+                    let f = fifth_bits(k, b);
+                    k.bin(BinOp::Or, PtxType::B32, l, f)
+                });
             }
-        }
-        QFormat::Q5_0 | QFormat::Q5_1 => {
-            // Q4_0/Q4_1's nibbles (after 4 more bytes: the fifth bits `qh`), values 8g..: the low
-            // nibbles of bytes 8(g & 1).. for g < 2, the high ones after; their fifth bits are
-            // bits 8g.. of qh
-            let d = ld_f16(k, a, 0);
-            let half = k.bin(BinOp::And, PtxType::B32, g, 1u32);
-            let boff = k.mul(U, half, 8u32);
-            let qa = k.mad_wide(U, boff, 1u32, a);
-            let hi = k.bin(BinOp::Shr, U, g, 1u32);
-            let nib = k.mul(U, hi, 4u32);
-            let (w, qh) = if fmt == QFormat::Q5_0 {
-                // 22-byte blocks: 2-byte aligned
-                ([word16(k, qa, 6), word16(k, qa, 10)], word16(k, a, 2))
-            } else {
-                ([0i64, 4].map(|o| k.ld(Space::Global, U, Addr::at(qa, 8 + o))), k.ld(Space::Global, U, Addr::at(a, 4)))
-            };
-            let lo = fields(k, w, nib, 0x0F0F_0F0F);
-            let sh = k.mul(U, g, 8u32);
-            let hb = k.bin(BinOp::Shr, U, qh, sh);
-            let hb4 = k.bin(BinOp::Shr, U, hb, 4u32);
-            let q = [(lo[0], hb), (lo[1], hb4)].map(|(l, b)| {
-                let f = fifth_bits(k, b);
-                k.bin(BinOp::Or, PtxType::B32, l, f)
-            });
             let s = dot8(k, q, false, xq);
-            if fmt == QFormat::Q5_0 {
-                // d·(Σ q·x − 16 Σ x)
-                let s = k.fma(PtxType::S32, sx, -16i32, s);
+            if matches!(fmt, QFormat::Q4_0 | QFormat::Q5_0) {
+                // d·(Σ q·x − 8 Σ x), Q5_0: − 16 Σ x
+                let s = k.fma(PtxType::S32, sx, if five { -16i32 } else { -8i32 }, s);
                 let s = k.cvt(F, PtxType::S32, s);
                 k.mul(F, d, s)
             } else {
