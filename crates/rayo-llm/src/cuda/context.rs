@@ -38,8 +38,9 @@ pub(super) struct Context {
     pub(super) inputs: StepInputs,
     /// Scratch of a decoding step's attention (split over the positions), for a row per slot.
     pub(super) scratch: DecodeScratch,
-    /// A product input in 8 bits or f16, when the decoding products take them.
-    pub(super) narrow: Option<NarrowActivations>,
+    /// A decoding product's input in 8 bits or f16 (with f32 activations, the output head's:
+    /// [`super::Q8_MIN_ROWS`]).
+    pub(super) narrow: NarrowActivations,
     /// The decoding steps' product inputs (the backend's choice for this model).
     pub(super) act: ActFormat,
     /// The rows and values a row `narrow` has room for.
@@ -79,8 +80,7 @@ impl Context {
         }
         // the widest product input: the hidden state, the attention's output, the FFN's
         let narrow_cols = cfg.n_embd.max(cfg.n_ff).max(cfg.q_width()).next_multiple_of(32);
-        // (with f32 activations, for the output head's 8-bit ones: [`super::Q8_MIN_ROWS`])
-        let narrow = Some(NarrowActivations::new(dev, GEMM_ROWS, narrow_cols)?);
+        let narrow = NarrowActivations::new(dev, GEMM_ROWS, narrow_cols)?;
         // one table per RoPE the layers use: a global layer's, and a local one's where it differs
         let windows: Vec<Option<usize>> = (0..cfg.n_layer).map(|l| cfg.window(l)).collect();
         let global = windows.iter().position(Option::is_none);

@@ -34,16 +34,16 @@ impl Cuda {
         let k = if biases.is_empty() { k } else { k.and_then(QMatvecKernel::with_bias) };
         let same = ws.iter().all(|w| w.fmt == fmt && w.cols == cols);
         let Some(k) = k.filter(|_| act != ActFormat::F32 && m < self.matvec_rows() && same) else { return Ok(false) };
-        let Some(c) = self.context.as_mut().filter(|c| c.narrow.is_some()) else { return Ok(false) };
+        let Some(c) = self.context.as_mut() else { return Ok(false) };
         if m > c.narrow_rows {
             // a deterministic step's rows, past the decoding steps' room (a recording may hold
             // the old buffer's address)
             let rows = m.next_power_of_two();
-            c.narrow = Some(NarrowActivations::new(&self.dev, rows, c.narrow_cols)?);
+            c.narrow = NarrowActivations::new(&self.dev, rows, c.narrow_cols)?;
             c.narrow_rows = rows;
             self.graph.clear();
         }
-        let narrow = c.narrow.as_mut().expect("checked above");
+        let narrow = &mut c.narrow;
         self.dev.narrow_activations(x, norm, cols, m, act, narrow)?;
         let mats: Vec<(&DeviceBytes, usize)> = ws.iter().map(|w| (&w.bytes, w.rows)).collect();
         self.dev.qmatvec_narrow_bias(k, narrow, cols, m, &mats, biases, outs)?;

@@ -73,8 +73,8 @@ impl<'a> QuantMatrix<'a> {
     /// This matrix with its rows repacked ([`Repacked::new`] of this matrix): the products
     /// compute its one-token rows with the repacked copy's kernel (and their bits are that
     /// kernel's: alone, batched or split over threads alike), and build the prompt rows'
-    /// panels from the copy (the same bits as from the file's layout, with less work). Errors: `r` was made from another
-    /// matrix (`InvalidArgument`).
+    /// panels from the copy (the same bits as from the file's layout, with less work).
+    /// Errors: `r` was made from another matrix (`InvalidArgument`).
     pub fn with_repacked(mut self, r: &'a Repacked) -> Result<Self> {
         if !r.made_from(&self) {
             let reason = "the repacked rows were made from another matrix";

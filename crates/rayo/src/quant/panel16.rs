@@ -139,7 +139,8 @@ mod x86 {
     /// `(−dmin)·mn_j`.
     ///
     /// # Safety
-    /// The CPU must have avx512f and avx512bw.
+    /// The CPU must have avx512f, avx512bw, avx512vl, avx512vnni, avx2 and fma (the features
+    /// [`Panels`]' token proves).
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")]
     pub(super) unsafe fn from_repacked(src: &[Panel], out: &mut [PanelBlock]) {
         let nibble = _mm512_set1_epi8(0x0F);

@@ -296,8 +296,9 @@ pub(super) struct FlashArgs<'a> {
 
 // SAFETY: as [`AttentionArgs`]: the kernel (blocks of `ROWS` query rows per head, rows past
 // `m` masked by the `m` it is given) reads query rows below `m`, f16 cache positions
-// `0..=pos + r` (fewer with a window; the cache is f16 and the head size the variant's: checked equal to
-// `shape.flash_kernel`), and writes `out` rows below `m`; `pos + m` is within the cache.
+// `0..=pos + r` (fewer with a window; the cache is f16 and the head size the variant's:
+// checked equal to `shape.flash_kernel`), and writes `out` rows below `m`; `pos + m` is
+// within the cache.
 unsafe impl KernelArgs for FlashArgs<'_> {
     type Kernel = FlashAttentionKernel;
 
