@@ -6,8 +6,9 @@
 //! each op takes the `m` rows it acts on.
 
 use crate::config::Config;
+use crate::shard::Shard;
 use crate::weights::WeightRef;
-use crate::Result;
+use crate::{Error, Result};
 use rayo::gguf::GgufFile;
 
 /// Element type of the KV cache.
@@ -151,6 +152,29 @@ pub trait Backend {
     /// others run ops as they come). [`crate::Session::forward_queued`] ends with it.
     fn flush(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    // ---- tensor parallelism ([`crate::shard`]): a backend that runs one rank of several ----
+
+    /// The rank this backend runs, of a world of ranks that reach each other through it; by
+    /// default [`Shard::ALONE`]. A session takes only a model of this rank.
+    fn shard(&self) -> Shard {
+        Shard::ALONE
+    }
+    /// The first `len` values of `buf` summed over every rank (an all-reduce), on every rank,
+    /// the same bits everywhere. The pass calls it only in a world of several ranks; by
+    /// default it is an error.
+    fn all_reduce(&mut self, buf: &mut Self::Buf, len: usize) -> Result<()> {
+        let _ = (buf, len);
+        Err(Error::backend(self.name(), "has no all-reduce (it runs no tensor-parallel rank)"))
+    }
+    /// Whole rows from every rank's part of them: `part` holds this rank's `m` rows of
+    /// `Shard::part(width)` values; `out` gets `m` rows of `width` values, each row the ranks'
+    /// parts in rank order (an all-gather: the logits of a head split by vocabulary rows). The
+    /// pass calls it only in a world of several ranks; by default it is an error.
+    fn all_gather_rows(&mut self, part: &Self::Buf, m: usize, width: usize, out: &mut Self::Buf) -> Result<()> {
+        let _ = (part, m, width, out);
+        Err(Error::backend(self.name(), "has no all-gather (it runs no tensor-parallel rank)"))
     }
 
     // ---- fused ops: each has a default made of the ops above, which a backend may replace

@@ -62,6 +62,7 @@ impl<B: Backend> BatchSession<B> {
             return Err(Error::Batch(format!("the {name} backend holds {n} sequence(s) per session, {} slots asked", opts.slots)));
         }
         backend.check_config(&cfg, context)?;
+        crate::shard::check_rank(&cfg, backend.shard(), backend.name())?;
         let weights = Weights::upload(model, &mut backend)?;
         let kvs = backend.kv_caches(&cfg, context, opts.kv_type, opts.slots)?;
         let bufs = Buffers::new(&mut backend, &cfg, opts.rows, opts.slots.min(opts.rows), opts.slots > 1)?;

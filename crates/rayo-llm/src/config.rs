@@ -2,6 +2,7 @@
 
 use crate::arch::Architecture;
 pub use crate::arch::RopeStyle;
+use crate::shard::{Shard, RANK_KEY, WORLD_KEY};
 use crate::{Error, Result};
 use rayo::gguf::Metadata;
 
@@ -51,6 +52,11 @@ pub struct Config {
     /// RoPE's cos and sin multiplied by this (`rope.scaling.attn_factor`: LongRoPE's scaling of
     /// attention; 1 without), as ggml's rope multiplies them by its `attn_factor`.
     pub rope_attn_factor: f32,
+    /// The tensor-parallel rank this file holds ([`crate::shard`]: its `rayo.tensor_parallel.*`
+    /// keys), else [`Shard::ALONE`]. Its widths (`n_head`, `n_head_kv`, `n_ff`) are the
+    /// rank's; `vocab_size` is the whole vocabulary, of which the output head holds
+    /// [`Shard::part`].
+    pub shard: Shard,
 }
 
 /// LongRoPE's two sets of per-pair divisors (`rope_factors_long.weight`,
@@ -186,6 +192,7 @@ impl Config {
             rope_freqs: None,
             long_rope: None,
             rope_attn_factor,
+            shard: shard_of(meta)?,
             arch,
         };
         // llama.cpp scales Gemma 3 27B's queries by 1/√(n_embd/n_head), not 1/√head_dim.
@@ -281,6 +288,31 @@ impl Config {
     /// ([`Config::validate`] checked that it fits; an unchecked configuration saturates.)
     pub fn kv_width(&self) -> usize {
         self.n_head_kv.saturating_mul(self.head_dim)
+    }
+}
+
+/// The tensor-parallel rank a file's metadata names ([`RANK_KEY`] and [`WORLD_KEY`], both or
+/// neither), else [`Shard::ALONE`].
+fn shard_of(meta: &Metadata) -> Result<Shard> {
+    let int = |key: &str| -> Result<Option<usize>> {
+        meta.get(key)
+            .map(|v| {
+                v.to_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .filter(|&n| n <= MAX_DIM)
+                    .ok_or_else(|| Error::Metadata { key: key.into(), problem: format!("is {v:?}, expected an integer from 0 to {MAX_DIM}") })
+            })
+            .transpose()
+    };
+    match (int(RANK_KEY)?, int(WORLD_KEY)?) {
+        (None, None) => Ok(Shard::ALONE),
+        (Some(rank), Some(world)) => Shard::new(rank, world),
+        (None, Some(_)) => {
+            Err(Error::Metadata { key: RANK_KEY.into(), problem: format!("is missing (the file has {WORLD_KEY}: a rank's file names both)") })
+        }
+        (Some(_), None) => {
+            Err(Error::Metadata { key: WORLD_KEY.into(), problem: format!("is missing (the file has {RANK_KEY}: a rank's file names both)") })
+        }
     }
 }
 

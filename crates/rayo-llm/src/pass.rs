@@ -108,6 +108,9 @@ pub(crate) struct Buffers<B: Backend> {
     /// The final norm of up to `logit_rows` rows, and their logits.
     last: B::Buf,
     pub(crate) logits: B::Buf,
+    /// A tensor-parallel rank's logits of its vocabulary rows, before they are gathered into
+    /// `logits` (`None` alone).
+    head_part: Option<B::Buf>,
 }
 
 impl<B: Backend> Buffers<B> {
@@ -144,6 +147,10 @@ impl<B: Backend> Buffers<B> {
             // (rows past `logit_rows` to a multiple of 128: a device's GEMM takes padded inputs)
             last: backend.buffer(if logit_rows > 1 { logit_rows.next_multiple_of(128) } else { 1 } * d.max(qw))?,
             logits: backend.buffer(logit_rows * cfg.vocab_size)?,
+            head_part: match cfg.shard.is_alone() {
+                true => None,
+                false => Some(backend.buffer(logit_rows * cfg.shard.part(cfg.vocab_size).len())?),
+            },
         })
     }
 }
@@ -222,13 +229,31 @@ pub(crate) fn layers_pass<B: Backend>(
             r0 += s.rows;
         }
         let d = m * c.n_embd;
+        // a tensor-parallel rank's output and down projections are partial sums (of its heads,
+        // of its part of the MLP): the ranks add them up before the residual takes them
+        let split = !c.shard.is_alone();
         match (&l.post_norms, &mut *post) {
             (Some([after_attention, after_ffn]), Some(post)) => {
                 b.matmul(&l.wo, att, m, xn)?;
+                if split {
+                    b.all_reduce(xn, d)?;
+                }
                 b.norm_add(x, xn, after_attention, c.eps, m, post, d)?;
                 mlp(b, c, l, x, m, xn, gate, up)?;
                 b.matmul(&l.down, gate, m, xn)?;
+                if split {
+                    b.all_reduce(xn, d)?;
+                }
                 b.norm_add(x, xn, after_ffn, c.eps, m, post, d)?;
+            }
+            _ if split => {
+                b.matmul(&l.wo, att, m, xn)?;
+                b.all_reduce(xn, d)?;
+                b.add(x, xn, d)?;
+                mlp(b, c, l, x, m, xn, gate, up)?;
+                b.matmul(&l.down, gate, m, xn)?;
+                b.all_reduce(xn, d)?;
+                b.add(x, xn, d)?;
             }
             _ => {
                 b.matmul_add(&l.wo, att, m, xn, x, d)?;
@@ -262,15 +287,23 @@ pub(crate) fn logits_pass<B: Backend>(b: &mut B, c: &Config, w: &Weights<B>, f: 
         Alone::Each => n,
         Alone::No => 0,
     });
-    // rows 0..n (a step of one-token rows): in place
+    let Buffers { x, xn, last, logits, head_part, .. } = f;
+    // a tensor-parallel rank's logits of its vocabulary rows first, then every rank's gathered
+    let out = head_part.as_mut().unwrap_or(&mut *logits);
     if rows.iter().enumerate().all(|(i, &r)| i == r) {
-        return b.norm_matmuls(&f.x, &w.output_norm, c.eps, n, &[&w.output], &mut f.last, &mut [&mut f.logits]);
+        // rows 0..n (a step of one-token rows): in place
+        b.norm_matmuls(x, &w.output_norm, c.eps, n, &[&w.output], last, &mut [out])?;
+    } else {
+        // gathered into `xn` (rows of `n_embd`), then normed into `last`
+        for (i, &r) in rows.iter().enumerate() {
+            b.copy_rows(x, r, xn, i, 1, c.n_embd)?;
+        }
+        b.norm_matmuls(xn, &w.output_norm, c.eps, n, &[&w.output], last, &mut [out])?;
     }
-    // gathered into `xn` (rows of `n_embd`), then normed into `last`
-    for (i, &r) in rows.iter().enumerate() {
-        b.copy_rows(&f.x, r, &mut f.xn, i, 1, c.n_embd)?;
+    match head_part {
+        Some(part) => b.all_gather_rows(part, n, c.vocab_size, logits),
+        None => Ok(()),
     }
-    b.norm_matmuls(&f.xn, &w.output_norm, c.eps, n, &[&w.output], &mut f.last, &mut [&mut f.logits])
 }
 
 /// How [`logits_pass`] computes several rows.

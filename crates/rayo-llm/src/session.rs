@@ -93,6 +93,7 @@ impl<B: Backend> Session<B> {
     pub fn new(model: &Model, mut backend: B, opts: SessionOptions) -> Result<Session<B>> {
         let (cfg, context) = checked_config(model, opts.context, 1)?;
         backend.check_config(&cfg, context)?;
+        crate::shard::check_rank(&cfg, backend.shard(), backend.name())?;
         if opts.batch == 0 {
             return Err(rayo::Error::InvalidArgument { op: "Session::new", name: "batch", value: 0usize.into(), reason: "must be at least 1" }.into());
         }

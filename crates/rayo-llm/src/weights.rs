@@ -77,9 +77,15 @@ impl Weights {
         let (d, q, kv, ff, hd) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff, cfg.head_dim);
         let arch = cfg.arch;
         let token_embd = t.matrix("token_embd.weight", cfg.vocab_size, d)?;
+        // a tensor-parallel rank's head holds its part of the vocabulary's rows
+        let head_rows = cfg.shard.part(cfg.vocab_size).len();
         let output = match file.tensor("output.weight") {
-            Some(_) => t.matrix("output.weight", cfg.vocab_size, d)?,
-            None => token_embd.clone(),
+            Some(_) => t.matrix("output.weight", head_rows, d)?,
+            None if cfg.shard.is_alone() => token_embd.clone(),
+            None => {
+                let s = cfg.shard;
+                return Err(Error::tensor("output.weight", format!("is missing: rank {} of {} holds its rows of the head", s.rank, s.world)));
+            }
         };
         // grown as tensors are found: a hostile block_count must not reserve memory up front
         let mut layers = Vec::new();

@@ -262,6 +262,7 @@ fn tiny_config() -> Config {
         rope_freqs: None,
         long_rope: None,
         rope_attn_factor: 1.0,
+        shard: rayo_llm::shard::Shard::ALONE,
     }
 }
 

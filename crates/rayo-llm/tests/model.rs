@@ -11,7 +11,9 @@
 
 use rayo::gguf::{GgufArray, GgufFile, GgufValue, GgufWriter};
 use rayo::quant::{self, Activations, GgmlType};
+use rayo_llm::collective::{Collective, LocalGroup};
 use rayo_llm::cpu::Cpu;
+use rayo_llm::shard::{self, Shard};
 use rayo_llm::{KvType, Logits, Model, Session, SessionOptions};
 
 const LAYERS: usize = 2;
@@ -686,4 +688,110 @@ fn logits_of_several_rows_at_once_are_each_row_s_within_rounding() {
             assert!(worst <= 1e-5 * scale, "{arch:?}: logit_rows {rows}: {worst} from the rows alone (largest |logit| {scale})");
         }
     }
+}
+
+/// Each rank's logits for `tokens` (all of them in one forward, then again one token at a
+/// time), `model` split over `world` ranks, each a thread with its CPU backend.
+fn ranks_logits(model: &Model, world: usize, act: Activations, tokens: &[u32]) -> Vec<(Vec<f32>, Vec<f32>)> {
+    std::thread::scope(|scope| {
+        let ranks: Vec<_> = LocalGroup::new(world)
+            .into_iter()
+            .map(|group| {
+                scope.spawn(move || {
+                    let part = shard::split(model, group.shard()).unwrap();
+                    let cpu = Cpu::new(part.file().clone(), 1).with_activations(act).with_group(Box::new(group));
+                    let mut s = Session::new(&part, cpu, SessionOptions { kv_type: KvType::F32, ..SessionOptions::default() }).unwrap();
+                    let all = s.forward(tokens, Logits::All).unwrap();
+                    s.rewind(0);
+                    let one: Vec<f32> = tokens.iter().flat_map(|&t| s.forward(&[t], Logits::Last).unwrap()).collect();
+                    (all, one)
+                })
+            })
+            .collect();
+        ranks.into_iter().map(|r| r.join().unwrap()).collect()
+    })
+}
+
+/// Tensor parallelism's split ([`shard`]): every architecture's model cut over 2 ranks (heads,
+/// the MLP's width, the head's vocabulary rows; fused tensors part by part) gives each rank the
+/// whole model's logits, within the rounding of partial sums added in another order: batched
+/// and one token at a time, on f32 weights and on 8-bit ones with 8-bit activations (whose
+/// blocks each rank's columns keep whole). A world of 1 is the whole model, bit for bit.
+#[test]
+fn tensor_parallel_ranks_give_the_whole_model_s_logits() {
+    let tokens: Vec<u32> = (0..12u32).map(|i| (i * 37 + 5) % 256).collect();
+    let runs = [
+        (Arch::Llama, GgmlType::F32),
+        (Arch::Qwen2, GgmlType::F32),
+        (Arch::Qwen3, GgmlType::F32),
+        (Arch::Gemma3, GgmlType::F32),
+        (Arch::Phi3, GgmlType::F32),
+        (Arch::Llama3, GgmlType::F32),
+        (Arch::Qwen3, GgmlType::Q8_0),
+        (Arch::Gemma3, GgmlType::Q8_0),
+    ];
+    for (arch, ty) in runs {
+        let m = model_of(arch, ty);
+        let act = if ty == GgmlType::F32 { Activations::F32 } else { Activations::Quantized };
+        let mut whole = Session::new(
+            &m,
+            Cpu::new(m.file().clone(), 1).with_activations(act),
+            SessionOptions { kv_type: KvType::F32, ..SessionOptions::default() },
+        )
+        .unwrap();
+        let want = whole.forward(&tokens, Logits::All).unwrap();
+        let scale = want.iter().fold(0f32, |a, b| a.max(b.abs()));
+        for world in [1, 2] {
+            let ranks = ranks_logits(&m, world, act, &tokens);
+            for (rank, (all, one)) in ranks.iter().enumerate() {
+                assert_eq!((all, one), (&ranks[0].0, &ranks[0].1), "{arch:?} {ty:?}: rank {rank} of {world} differs from rank 0");
+                for (what, got) in [("batched", all), ("one at a time", one)] {
+                    let e = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0f32, f32::max) / scale;
+                    let bound = if world == 1 && what == "batched" { 0.0 } else { 2e-5 };
+                    assert!(e <= bound, "{arch:?} {ty:?}, {world} ranks, {what}: {e}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn models_that_ranks_cannot_split_are_errors_naming_the_numbers() {
+    let m = model_of(Arch::Llama, GgmlType::F32);
+    let err = |world: usize| shard::split(&m, Shard { rank: 0, world }).err().unwrap().to_string();
+    assert!(err(3).contains("cannot split the 4 query heads evenly (worlds that can: 1, 2, 4)"), "{}", err(3));
+    assert!(err(4).contains("cannot split the 2 key/value heads"), "{}", err(4));
+    assert!(err(0).contains("0 ranks"), "{}", err(0));
+    assert!(shard::split(&m, Shard { rank: 2, world: 2 }).err().unwrap().to_string().contains("rank 2 is not below the world size 2"));
+    // 8-bit blocks of 32 values: llama's 32-wide attention output cut at column 16
+    let q8 = model_of(Arch::Llama, GgmlType::Q8_0);
+    let e = shard::split(&q8, Shard { rank: 0, world: 2 }).err().unwrap().to_string();
+    assert!(e.contains("blk.0.attn_output.weight") && e.contains("Q8_0 blocks of 32 values") && e.contains("cut at column 16"), "{e}");
+    // a rank's part runs only on a backend of that rank, and a whole model on none of several
+    let part = shard::split(&m, Shard { rank: 1, world: 2 }).unwrap();
+    assert_eq!(part.config().shard, Shard { rank: 1, world: 2 });
+    assert_eq!((part.config().n_head, part.config().n_head_kv, part.config().n_ff), (HEADS / 2, KV_HEADS / 2, FF / 2));
+    let e = Session::new(&part, Cpu::new(part.file().clone(), 1), SessionOptions::default()).err().unwrap().to_string();
+    assert!(e.contains("the model is rank 1 of 2, but the cpu backend runs a whole model"), "{e}");
+    let e = shard::split(&part, Shard { rank: 0, world: 2 }).err().unwrap().to_string();
+    assert!(e.contains("already rank 1 of 2"), "{e}");
+    let mut group = LocalGroup::new(2);
+    let e =
+        Session::new(&m, Cpu::new(m.file().clone(), 1).with_group(Box::new(group.remove(0))), SessionOptions::default()).err().unwrap().to_string();
+    assert!(e.contains("the model is a whole model, but the cpu backend runs rank 0 of 2"), "{e}");
+    // a rank's file with one of the two keys, or a rank past its world
+    let edit = |rank: Option<u32>, world: Option<u32>| {
+        model_error(move |g, _| {
+            if let Some(r) = rank {
+                g.set(shard::RANK_KEY, r);
+            }
+            if let Some(w) = world {
+                g.set(shard::WORLD_KEY, w);
+            }
+        })
+    };
+    assert!(edit(Some(0), None).contains("rayo.tensor_parallel.world is missing"));
+    assert!(edit(None, Some(2)).contains("rayo.tensor_parallel.rank is missing"));
+    assert!(edit(Some(3), Some(2)).contains("rank 3 is not below the world size 2"));
+    assert!(edit(Some(0), Some(2)).contains("output.weight is missing: rank 0 of 2"), "{}", edit(Some(0), Some(2)));
 }

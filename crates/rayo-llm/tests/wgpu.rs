@@ -173,6 +173,7 @@ fn tiny_config(style: RopeStyle, n_head: usize, n_head_kv: usize, head_dim: usiz
         rope_freqs: None,
         long_rope: None,
         rope_attn_factor: 1.0,
+        shard: rayo_llm::shard::Shard::ALONE,
     }
 }
 

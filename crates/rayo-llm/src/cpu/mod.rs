@@ -8,7 +8,9 @@ mod weight;
 mod workers;
 
 use crate::backend::{Backend, KvType, RowBest};
+use crate::collective::Collective;
 use crate::config::Config;
+use crate::shard::Shard;
 use crate::weights::WeightRef;
 use crate::{Error, Result};
 pub use attention::CpuKv;
@@ -35,6 +37,8 @@ pub struct Cpu {
     /// [`Backend::one_token_rows`]: the leading rows of the products that take a row's
     /// one-token arithmetic (`None`: one row alone does, rows of a batch do not).
     one_token: Option<usize>,
+    /// The tensor-parallel world this backend runs a rank of ([`Cpu::with_group`]), else `None`.
+    group: Option<Box<dyn Collective>>,
 }
 
 impl Cpu {
@@ -49,7 +53,15 @@ impl Cpu {
             simd: rayo::Backend::selected(),
             scratch: Vec::new(),
             one_token: None,
+            group: None,
         }
+    }
+
+    /// The same running `group`'s rank of a tensor-parallel world: a session on it takes that
+    /// rank's part of a model ([`crate::shard::split`]).
+    pub fn with_group(mut self, group: Box<dyn Collective>) -> Cpu {
+        self.group = Some(group);
+        self
     }
 
     /// The same with the given kind of activations for the quantized products.
@@ -128,6 +140,38 @@ impl Backend for Cpu {
 
     fn name(&self) -> &'static str {
         "cpu"
+    }
+
+    fn shard(&self) -> Shard {
+        self.group.as_ref().map_or(Shard::ALONE, |g| g.shard())
+    }
+
+    fn all_reduce(&mut self, buf: &mut Vec<f32>, len: usize) -> Result<()> {
+        check_len("all_reduce", buf.len(), len)?;
+        let g = self.group.as_ref().ok_or_else(|| Error::backend("cpu", "has no all-reduce (it runs no tensor-parallel rank)"))?;
+        g.all_reduce_sum(&mut buf[..len])
+    }
+
+    fn all_gather_rows(&mut self, part: &Vec<f32>, m: usize, width: usize, out: &mut Vec<f32>) -> Result<()> {
+        let g = self.group.as_ref().ok_or_else(|| Error::backend("cpu", "has no all-gather (it runs no tensor-parallel rank)"))?;
+        let world = g.shard().world;
+        let mine = g.shard().part(width).len();
+        check_len("all_gather_rows", part.len(), m * mine)?;
+        check_len("all_gather_rows", out.len(), m * width)?;
+        // the ranks' parts one after the other (rank r: `m` rows of its width), then row by row
+        let mut all = std::mem::take(&mut self.scratch);
+        all.resize(m * width, 0.0);
+        g.all_gather(&part[..m * mine], &mut all)?;
+        let mut at = 0;
+        for r in 0..world {
+            let cols = Shard { rank: r, world }.part(width);
+            for i in 0..m {
+                out[i * width + cols.start..i * width + cols.end].copy_from_slice(&all[at..at + cols.len()]);
+                at += cols.len();
+            }
+        }
+        self.scratch = all;
+        Ok(())
     }
 
     fn one_token_rows(&mut self, n: usize) {

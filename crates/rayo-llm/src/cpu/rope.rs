@@ -81,6 +81,7 @@ mod tests {
             rope_freqs: None,
             long_rope: None,
             rope_attn_factor: 1.0,
+            shard: crate::shard::Shard::ALONE,
         }
     }
 
