@@ -114,6 +114,23 @@ pub struct ModelArgs {
     /// rows a step on. The CPU backend always is.
     #[arg(long)]
     pub deterministic: bool,
+    /// Split the model over N tensor-parallel ranks (Megatron's split: attention heads, the
+    /// MLP's width, the output head's vocabulary), each a thread of this process sharing
+    /// --threads; cpu only so far.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_world, allow_negative_numbers = true)]
+    pub tensor_parallel: usize,
+}
+
+/// The most ranks `--tensor-parallel` takes.
+pub const MAX_WORLD: usize = 64;
+
+/// A `--tensor-parallel` world size: 1 to [`MAX_WORLD`].
+pub fn parse_world(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_WORLD).contains(&n) => Ok(n),
+        Ok(_) => Err(format!("from 1 to {MAX_WORLD} ranks")),
+        Err(_) => Err("not a whole number".into()),
+    }
 }
 
 /// How the next token is chosen (llama.cpp's sampler chain: penalties, top-k, top-p, min-p,
@@ -355,6 +372,10 @@ pub struct BenchArgs {
     /// (default cpu; pp512 and tg128 on cuda).
     #[arg(long, value_name = "FILE")]
     pub model: Option<PathBuf>,
+    /// With --model: split it over N tensor-parallel ranks (as `rayo generate
+    /// --tensor-parallel`), each rank with the --threads given.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_world, allow_negative_numbers = true)]
+    pub tensor_parallel: usize,
 }
 
 #[derive(Debug, Args)]

@@ -7,7 +7,7 @@ use crate::out::{errln, outln};
 use rayo_llm::chat::{ChatTemplate, Message};
 use rayo_llm::cpu::Cpu;
 use rayo_llm::sample::{Sampler, SamplerConfig};
-use rayo_llm::{Forward, KvType, Logits, Model, Session, SessionOptions};
+use rayo_llm::{Forward, KvType, Logits, Model, Session, SessionOptions, TensorParallel};
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -32,20 +32,32 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(model: &Model, backend: &str, threads: usize, context: usize) -> Result<Engine, String> {
-        Engine::with_kv(model, backend, threads, context, KvType::F16, false)
-    }
-
     /// `deterministic`: [`cuda_backend`]'s.
     pub fn with_kv(model: &Model, backend: &str, threads: usize, context: usize, kv_type: KvType, deterministic: bool) -> Result<Engine, String> {
-        Engine::with_options(model, backend, threads, SessionOptions { context, kv_type, ..SessionOptions::default() }, deterministic)
+        Engine::with_options(model, backend, threads, SessionOptions { context, kv_type, ..SessionOptions::default() }, deterministic, 1)
     }
 
-    /// A session sized by `opts`.
-    pub fn with_options(model: &Model, backend: &str, threads: usize, opts: SessionOptions, deterministic: bool) -> Result<Engine, String> {
+    /// A session sized by `opts`; with `world` above 1, the model split over that many
+    /// tensor-parallel ranks, each on `threads` threads.
+    pub fn with_options(
+        model: &Model,
+        backend: &str,
+        threads: usize,
+        opts: SessionOptions,
+        deterministic: bool,
+        world: usize,
+    ) -> Result<Engine, String> {
         // (the CPU is deterministic always; wgpu runs each sequence in its own session)
         #[cfg(not(feature = "cuda"))]
         let _ = deterministic;
+        if world > 1 {
+            if backend != "cpu" {
+                return Err(format!("--tensor-parallel {world}: the {backend} backend has no collectives yet (the cpu backend has them)"));
+            }
+            let make = move |part: &Model, group| Ok(Cpu::new(part.file().clone(), threads).with_group(group));
+            let run = TensorParallel::start(model, world, opts, make).map_err(|e| format!("--tensor-parallel {world}: {e}"))?;
+            return Ok(Engine { run: Box::new(run) });
+        }
         let run: Box<dyn Forward> = match backend {
             "cpu" => Box::new(Session::new(model, Cpu::new(model.file().clone(), threads), opts).map_err(|e| e.to_string())?),
             #[cfg(feature = "cuda")]
@@ -94,7 +106,17 @@ pub fn resident_kb() -> Option<u64> {
 
 fn engine(m: &Model, a: &ModelArgs) -> Result<Engine, String> {
     let ctx = a.ctx.unwrap_or(m.config().context_length.min(4096));
-    Engine::with_kv(m, &a.backend, a.threads, ctx, if a.kv_f32 { KvType::F32 } else { KvType::F16 }, a.deterministic)
+    let kv_type = if a.kv_f32 { KvType::F32 } else { KvType::F16 };
+    // the ranks share the threads
+    let threads = (a.threads / a.tensor_parallel).max(1);
+    Engine::with_options(
+        m,
+        &a.backend,
+        threads,
+        SessionOptions { context: ctx, kv_type, ..SessionOptions::default() },
+        a.deterministic,
+        a.tensor_parallel,
+    )
 }
 
 fn sampler(s: &SampleArgs) -> Result<Sampler, String> {

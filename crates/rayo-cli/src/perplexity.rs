@@ -29,7 +29,14 @@ pub fn run(a: &PerplexityArgs) -> Result<(), String> {
     );
     let kv = if a.model.kv_f32 { KvType::F32 } else { KvType::F16 };
     let opts = perplexity::session_options(ctx, kv);
-    let mut e = Engine::with_options(&m, &a.model.backend, a.model.threads, opts, a.model.deterministic)?;
+    let mut e = Engine::with_options(
+        &m,
+        &a.model.backend,
+        (a.model.threads / a.model.tensor_parallel).max(1),
+        opts,
+        a.model.deterministic,
+        a.model.tensor_parallel,
+    )?;
     let bos = perplexity::chunk_bos(tok);
     let t1 = Instant::now();
     let mut progress = |c: usize, p: &Perplexity| -> rayo_llm::Result<()> {

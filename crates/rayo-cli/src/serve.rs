@@ -19,6 +19,12 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         let name = a.model.model.file_name().map_or_else(|| a.model.model.display().to_string(), |n| n.to_string_lossy().into_owned());
         name.strip_suffix(".gguf").map(str::to_string).unwrap_or(name)
     });
+    if a.model.tensor_parallel > 1 {
+        return Err(format!(
+            "rayo serve: --tensor-parallel {} is not supported yet (generate, chat, perplexity and bench --model take it)",
+            a.model.tensor_parallel
+        ));
+    }
     let factory: EngineFactory = {
         let (model, backend, threads, parallel) = (Arc::clone(&model), a.model.backend.clone(), a.model.threads, a.parallel);
         let deterministic = a.model.deterministic;

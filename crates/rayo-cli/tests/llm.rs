@@ -129,6 +129,45 @@ fn rayo_generate_prints_the_prompt_and_llama_cpp_s_greedy_text() {
     assert!(err.contains("prompt 5 tokens") && err.contains("generated 8 tokens"), "{err}");
 }
 
+/// SmolLM2's 9 query heads and 3 key/value heads split over 3 tensor-parallel ranks (threads
+/// of one process, `--tensor-parallel 3`): the same greedy text as the whole model, which is
+/// llama.cpp's; 2 ranks cannot split 9 heads, and the error says which worlds can.
+#[test]
+fn rayo_generate_on_three_tensor_parallel_ranks_prints_the_whole_model_s_text() {
+    let Some(path) = model("Q4_1") else { return };
+    let want = String::from_utf8_lossy(&llama_ref::greedy("Q4_1")[0].text).into_owned();
+    let run = |ranks: &str| {
+        let p = path.to_str().unwrap();
+        let args = [
+            "generate",
+            "--model",
+            p,
+            "--prompt",
+            "The capital of France is",
+            "--temperature",
+            "0",
+            "--max-tokens",
+            "24",
+            "--threads",
+            "2",
+            "--tensor-parallel",
+            ranks,
+        ];
+        Command::new(env!("CARGO_BIN_EXE_rayo")).args(args).output().unwrap()
+    };
+    let (whole, split) = (run("1"), run("3"));
+    assert!(split.status.success(), "{}", String::from_utf8_lossy(&split.stderr));
+    assert_eq!(String::from_utf8_lossy(&split.stdout), String::from_utf8_lossy(&whole.stdout));
+    let out = String::from_utf8(split.stdout).unwrap();
+    // llama.cpp's text up to its near tie at token 5 (as the test above)
+    let n = "The capital of France is".len();
+    let head: String = out[n..].chars().take(6).collect();
+    assert!(want.starts_with(&head), "rayo: {out:?}\nllama.cpp: {want:?}");
+    let two = run("2");
+    let err = String::from_utf8_lossy(&two.stderr);
+    assert!(!two.status.success() && err.contains("cannot split the 9 query heads evenly (worlds that can: 1, 3, 9)"), "{err}");
+}
+
 /// Teacher-forced over ~300 tokens in one batch: rayo's argmax equals llama.cpp's at ≥ 99% of
 /// the positions that are not near ties in llama.cpp's own logits, every difference is a near
 /// tie (in rayo's logits or in llama.cpp's), and the KL divergence from llama.cpp's distribution, over its

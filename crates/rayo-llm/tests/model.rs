@@ -14,7 +14,7 @@ use rayo::quant::{self, Activations, GgmlType};
 use rayo_llm::collective::{Collective, LocalGroup};
 use rayo_llm::cpu::Cpu;
 use rayo_llm::shard::{self, Shard};
-use rayo_llm::{KvType, Logits, Model, Session, SessionOptions};
+use rayo_llm::{Forward, KvType, Logits, Model, Session, SessionOptions, TensorParallel};
 
 const LAYERS: usize = 2;
 const D: usize = 32;
@@ -794,4 +794,32 @@ fn models_that_ranks_cannot_split_are_errors_naming_the_numbers() {
     assert!(edit(None, Some(2)).contains("rayo.tensor_parallel.rank is missing"));
     assert!(edit(Some(3), Some(2)).contains("rank 3 is not below the world size 2"));
     assert!(edit(Some(0), Some(2)).contains("output.weight is missing: rank 0 of 2"), "{}", edit(Some(0), Some(2)));
+}
+
+/// [`TensorParallel`]: a world of rank threads as one [`Forward`] gives the whole model's
+/// logits and greedy tokens; an input it refuses leaves the world running.
+#[test]
+fn a_tensor_parallel_world_is_one_forward() {
+    let m = model_of(Arch::Qwen3, GgmlType::Q8_0);
+    let tokens: Vec<u32> = (0..12u32).map(|i| (i * 37 + 5) % 256).collect();
+    let opts = SessionOptions { kv_type: KvType::F32, ..SessionOptions::default() };
+    let mut world = TensorParallel::start(&m, 2, opts, |part, group| Ok(Cpu::new(part.file().clone(), 1).with_group(group))).unwrap();
+    assert_eq!((world.world(), world.vocab(), world.context(), world.backend_name()), (2, VOCAB, CTX, "cpu"));
+    let ranks = ranks_logits(&m, 2, Activations::Quantized, &tokens);
+    assert_eq!(world.forward(&tokens, Logits::All).unwrap(), ranks[0].0);
+    let mut whole = Session::new(&m, Cpu::new(m.file().clone(), 1), opts).unwrap();
+    world.rewind(4);
+    whole.forward(&tokens[..4], Logits::Last).unwrap();
+    for _ in 0..6 {
+        let (t, w) = (world.forward_greedy(&[7]).unwrap(), whole.forward_greedy(&[7]).unwrap());
+        assert_eq!(t, w);
+    }
+    assert_eq!(world.position(), 10);
+    let e = world.forward(&[1; 20], Logits::Last).unwrap_err().to_string();
+    assert!(e.contains("20 tokens at position 10 do not fit the context of 24"), "{e}");
+    assert!(world.forward(&[VOCAB as u32], Logits::Last).unwrap_err().to_string().contains("past the vocabulary"));
+    assert_eq!(world.forward_top_k(&[3], 2).unwrap(), whole.forward_top_k(&[3], 2).unwrap());
+    // a world the model's heads cannot be split into
+    let e = TensorParallel::start(&m, 3, opts, |part, group| Ok(Cpu::new(part.file().clone(), 1).with_group(group))).err().unwrap().to_string();
+    assert!(e.contains("cannot split the 4 query heads"), "{e}");
 }

@@ -6,6 +6,7 @@
 use crate::json::rounded;
 use crate::llm::{open_model, Engine};
 use crate::out::{errln, outln};
+use rayo_llm::SessionOptions;
 use std::path::Path;
 use std::time::Instant;
 
@@ -21,7 +22,8 @@ fn rows(backend: &str) -> (usize, usize) {
 const REPS: usize = 5;
 
 /// The rows for each thread count, printed as they are measured.
-pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result<(), String> {
+/// `world`: tensor-parallel ranks (each on the threads of a row).
+pub fn run(model: &Path, backend: &str, threads: &[usize], world: usize, json: bool) -> Result<(), String> {
     let m = open_model(model)?;
     let name = model.file_name().map_or_else(|| model.display().to_string(), |n| n.to_string_lossy().into_owned());
     let size = m.file().as_bytes().len();
@@ -38,7 +40,8 @@ pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result
     let (pp_n, tg_n) = rows(backend);
     let (pp_op, tg_op) = (format!("pp{pp_n}"), format!("tg{tg_n}"));
     for &t in &threads {
-        let mut engine = Engine::new(&m, backend, t, pp_n.max(tg_n))?;
+        let opts = SessionOptions { context: pp_n.max(tg_n), ..SessionOptions::default() };
+        let mut engine = Engine::with_options(&m, backend, t, opts, false, world)?;
         let vocab = m.config().vocab_size as u32;
         let tokens: Vec<u32> = (0..pp_n.max(tg_n) as u32).map(|i| (i * 7919 + 13) % vocab).collect();
         let mut pp = || -> Result<f64, String> {
@@ -49,7 +52,7 @@ pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result
         };
         pp()?;
         let pp_s = (0..REPS).map(|_| pp()).sum::<Result<f64, String>>()? / REPS as f64;
-        report(json, &name, &pp_op, backend, t, pp_n, pp_s);
+        report(json, &name, &pp_op, (backend, world), t, pp_n, pp_s);
         let mut tg = || -> Result<f64, String> {
             engine.rewind(0);
             let t0 = Instant::now();
@@ -60,7 +63,7 @@ pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result
         };
         tg()?;
         let tg_s = (0..REPS).map(|_| tg()).sum::<Result<f64, String>>()? / REPS as f64;
-        report(json, &name, &tg_op, backend, t, tg_n, tg_s);
+        report(json, &name, &tg_op, (backend, world), t, tg_n, tg_s);
         if engine.forward().step_ops() > 0 {
             errln!("rayo bench: {backend}: each decoded token is one graph replay of {} kernel launches and copies", engine.forward().step_ops());
         }
@@ -68,7 +71,8 @@ pub fn run(model: &Path, backend: &str, threads: &[usize], json: bool) -> Result
     Ok(())
 }
 
-fn report(json: bool, model: &str, op: &str, backend: &str, threads: usize, tokens: usize, seconds: f64) {
+/// `ranks`: tensor-parallel ranks (1: the whole model on one backend).
+fn report(json: bool, model: &str, op: &str, (backend, ranks): (&str, usize), threads: usize, tokens: usize, seconds: f64) {
     let tps = tokens as f64 / seconds;
     if json {
         /// One row of `rayo bench --model FILE --json`.
@@ -79,13 +83,16 @@ fn report(json: bool, model: &str, op: &str, backend: &str, threads: usize, toke
             model: &'a str,
             backend: &'a str,
             threads: usize,
+            /// Tensor-parallel ranks, each on `threads` threads.
+            ranks: usize,
             tokens: usize,
             ns: f64,
             tokens_per_s: f64,
         }
-        let row = Json { op, model, backend, threads, tokens, ns: rounded(seconds * 1e9, 1), tokens_per_s: rounded(tps, 3) };
+        let row = Json { op, model, backend, threads, ranks, tokens, ns: rounded(seconds * 1e9, 1), tokens_per_s: rounded(tps, 3) };
         outln!("{}", crate::json::line(&row));
     } else {
+        let backend = if ranks > 1 { format!("{backend}/tp{ranks}") } else { backend.to_string() };
         outln!("{op:<6} {backend:<8} {threads:>7} {tps:>12.1} {:>10.2}", seconds * 1e3);
     }
     log_rss();

@@ -224,7 +224,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             [b] => crate::args::parse_llm_backend(b)?,
             _ => return Err("--model takes one --backend".into()),
         };
-        return llm::run(model, &backend, &args.threads, args.json);
+        return llm::run(model, &backend, &args.threads, args.tensor_parallel, args.json);
     }
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
     let json = args.json;
