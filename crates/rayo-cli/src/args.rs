@@ -115,8 +115,9 @@ pub struct ModelArgs {
     #[arg(long)]
     pub deterministic: bool,
     /// Split the model over N tensor-parallel ranks (Megatron's split: attention heads, the
-    /// MLP's width, the output head's vocabulary), each a thread of this process sharing
-    /// --threads; cpu only so far.
+    /// MLP's width, the output head's vocabulary), each a thread of this process: on cpu
+    /// sharing --threads, on cuda rank r on GPU r (ranks share GPUs when there are fewer; their
+    /// sums meet on the host so far, without CUDA graphs).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_world, allow_negative_numbers = true)]
     pub tensor_parallel: usize,
 }

@@ -51,11 +51,20 @@ impl Engine {
         #[cfg(not(feature = "cuda"))]
         let _ = deterministic;
         if world > 1 {
-            if backend != "cpu" {
-                return Err(format!("--tensor-parallel {world}: the {backend} backend has no collectives yet (the cpu backend has them)"));
-            }
-            let make = move |part: &Model, group| Ok(Cpu::new(part.file().clone(), threads).with_group(group));
-            let run = TensorParallel::start(model, world, opts, make).map_err(|e| format!("--tensor-parallel {world}: {e}"))?;
+            let started = match backend {
+                "cpu" => {
+                    TensorParallel::start(model, world, opts, move |part: &Model, group| Ok(Cpu::new(part.file().clone(), threads).with_group(group)))
+                }
+                #[cfg(feature = "cuda")]
+                "cuda" => TensorParallel::start(model, world, opts, move |part: &Model, group: Box<dyn rayo_llm::collective::Collective>| {
+                    // rank r on device r (several ranks share a device when there are fewer)
+                    let devices = rayo::cuda::device_count().max(1);
+                    let cuda = rayo_llm::cuda::Cuda::on_device(part.file().clone(), group.shard().rank % devices)?;
+                    Ok(cuda.with_deterministic(deterministic).with_group(group))
+                }),
+                other => return Err(format!("--tensor-parallel {world}: the {other} backend has no collectives (cpu and cuda have)")),
+            };
+            let run = started.map_err(|e| format!("--tensor-parallel {world}: {e}"))?;
             return Ok(Engine { run: Box::new(run) });
         }
         let run: Box<dyn Forward> = match backend {

@@ -20,7 +20,7 @@ use rayo::cuda::ActFormat;
 use rayo::quant::Activations;
 use rayo_llm::cpu::Cpu;
 use rayo_llm::cuda::Cuda;
-use rayo_llm::{Forward, Logits, Model, Session, SessionOptions};
+use rayo_llm::{Forward, Logits, Model, Session, SessionOptions, TensorParallel};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -132,6 +132,50 @@ fn new_architectures_agree_with_the_cpu_engine() {
             }
             if worst >= worst_ok {
                 failed.push(format!("{shape} {how}: max |Δlogit| {worst} is past {worst_ok}"));
+            }
+        }
+        assert!(failed.is_empty(), "{}", failed.join("; "));
+        std::fs::remove_file(path).unwrap();
+    }
+}
+
+/// Tensor parallelism on CUDA ([`TensorParallel`]): each shape split over 2 ranks, each rank a
+/// CUDA backend of its own (rank r on device r, or all on device 0; the ranks meet on the
+/// host), against the CPU engine's f32 arithmetic: a prompt (the tensor cores) and one token at
+/// a time, with the bounds of the whole model's test above (every clear argmax kept; |Δlogit|
+/// within 2% and 0.5% of the largest, or no farther than 8-bit activations move the CPU's).
+#[test]
+fn tensor_parallel_ranks_on_cuda_agree_with_the_cpu_engine() {
+    let tokens: Vec<u32> = (0..160u32).map(|i| (i * 7919 + 13) % 30_000).collect();
+    for shape in ["tiny-llama3", "tiny-qwen3", "qwen2-0.5b"] {
+        let Some((model, path)) = synth(shape) else { return };
+        if cuda(&model).is_none() {
+            return;
+        }
+        let opts = SessionOptions { context: 256, ..SessionOptions::default() };
+        let devices = rayo::cuda::device_count().max(1);
+        let start = move |part: &Model, group: Box<dyn rayo_llm::collective::Collective>| {
+            Ok(Cuda::on_device(Arc::clone(part.file()), group.shard().rank % devices)?.with_group(group))
+        };
+        let mut world = TensorParallel::start(&model, 2, opts, start).unwrap();
+        let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2).with_activations(Activations::F32), opts).unwrap();
+        let mut c8 = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2), opts).unwrap();
+        let vocab = model.config().vocab_size;
+        let lc = logits(&mut c, &tokens, 128);
+        let (agree8, clear8, worst8) = compare(&logits(&mut c8, &tokens, 128), &lc, vocab);
+        let mut failed = Vec::new();
+        for (how, batch, n, bound) in [("prefill in batches of 128", 128, 160, 0.02), ("one token at a time", 1, 64, 0.005)] {
+            let lg = logits(&mut world, &tokens[..n], batch);
+            let want = if batch == 1 { logits(&mut c, &tokens[..n], 1) } else { lc[..n * vocab].to_vec() };
+            let (agree, clear, worst) = compare(&lg, &want, vocab);
+            let scale = want.iter().fold(0f32, |a, &b| a.max(b.abs()));
+            println!("{shape} on 2 CUDA ranks, {how}: top-1 {agree}/{clear} where the CPU's top two are > 0.5 apart, max |Δlogit| {worst:.4} (largest |logit| {scale:.2})");
+            let lost_ok = if batch > 1 { clear8 - agree8 } else { 0 };
+            if clear - agree > lost_ok {
+                failed.push(format!("{shape} {how}: {} clear argmaxes differ", clear - agree));
+            }
+            if worst >= worst8.max(bound * scale) {
+                failed.push(format!("{shape} {how}: max |Δlogit| {worst} is past {}", worst8.max(bound * scale)));
             }
         }
         assert!(failed.is_empty(), "{}", failed.join("; "));

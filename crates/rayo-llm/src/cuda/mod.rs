@@ -33,7 +33,9 @@ pub use context::CudaKv;
 pub use memory::CudaBuf;
 
 use crate::backend::{Backend, KvType};
+use crate::collective::Collective;
 use crate::config::{Config, RopeStyle};
+use crate::shard::Shard;
 use crate::weights::WeightRef;
 use crate::{Error, Result};
 use context::{no_context, Context};
@@ -123,6 +125,9 @@ pub struct Cuda {
     /// Every row through the kernels a decoding row takes (no GEMM, no tensor cores), so a
     /// row's logits do not depend on the rows beside it ([`Cuda::with_deterministic`]).
     deterministic: bool,
+    /// The tensor-parallel world this backend runs a rank of ([`Cuda::with_group`]), else
+    /// `None`.
+    group: Option<Box<dyn Collective>>,
 }
 
 /// From this many values per activation row on, a decoding step's products take 8-bit
@@ -151,7 +156,12 @@ impl Cuda {
     /// A backend on CUDA device 0 for the weights of `file`. No driver or no device is an
     /// error that names the CPU backend as the alternative.
     pub fn new(file: Arc<GgufFile>) -> Result<Cuda> {
-        let dev = CudaDevice::new().map_err(|e| match e {
+        Cuda::on_device(file, 0)
+    }
+
+    /// [`Cuda::new`] on device `ordinal`.
+    pub fn on_device(file: Arc<GgufFile>, ordinal: usize) -> Result<Cuda> {
+        let dev = CudaDevice::with_ordinal(ordinal).map_err(|e| match e {
             rayo::Error::NoDevice { reason, .. } => {
                 rayo::Error::NoDevice { api: "cuda", reason: format!("{reason}; the CPU backend (--backend cpu) runs the model without a GPU") }
             }
@@ -192,6 +202,7 @@ impl Cuda {
             decode_act,
             fused_rope: knobs.cuda_fused_rope,
             deterministic: false,
+            group: None,
             dev,
         })
     }
@@ -223,6 +234,16 @@ impl Cuda {
     /// `RAYO_CUDA_GRAPHS=0`).
     pub fn with_graphs(mut self, on: bool) -> Cuda {
         self.graphs = on;
+        self
+    }
+
+    /// The same running `group`'s rank of a tensor-parallel world: a session on it takes that
+    /// rank's part of a model ([`crate::shard::split`]). The group's collectives meet on the
+    /// host (each all-reduce a copy of the sums' rows to the host and back), so this backend's
+    /// steps are not recorded.
+    pub fn with_group(mut self, group: Box<dyn Collective>) -> Cuda {
+        self.group = Some(group);
+        self.graphs = false;
         self
     }
 
@@ -377,6 +398,38 @@ impl Backend for Cuda {
 
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    fn shard(&self) -> Shard {
+        self.group.as_ref().map_or(Shard::ALONE, |g| g.shard())
+    }
+
+    fn all_reduce(&mut self, buf: &mut CudaBuf, len: usize) -> Result<()> {
+        let g = self.group.as_ref().ok_or_else(|| Error::backend("cuda", "has no all-reduce (it runs no tensor-parallel rank)"))?;
+        let mut host = vec![0f32; len];
+        self.dev.download_prefix(self.arena.get(buf)?, &mut host)?;
+        g.all_reduce_sum(&mut host)?;
+        self.with(&[], &[&*buf], |s, _, outs| Ok(s.dev.write_at(outs[0], 0, &host)?))
+    }
+
+    fn all_gather_rows(&mut self, part: &CudaBuf, m: usize, width: usize, out: &mut CudaBuf) -> Result<()> {
+        let g = self.group.as_ref().ok_or_else(|| Error::backend("cuda", "has no all-gather (it runs no tensor-parallel rank)"))?;
+        let world = g.shard().world;
+        let mut mine = vec![0f32; m * g.shard().part(width).len()];
+        self.dev.download_prefix(self.arena.get(part)?, &mut mine)?;
+        let mut all = vec![0f32; m * width];
+        g.all_gather(&mine, &mut all)?;
+        // the ranks' parts one after the other (rank r: `m` rows of its width), then row by row
+        let mut rows = vec![0f32; m * width];
+        let mut at = 0;
+        for r in 0..world {
+            let cols = Shard { rank: r, world }.part(width);
+            for i in 0..m {
+                rows[i * width + cols.start..i * width + cols.end].copy_from_slice(&all[at..at + cols.len()]);
+                at += cols.len();
+            }
+        }
+        self.with(&[], &[&*out], |s, _, outs| Ok(s.dev.write_at(outs[0], 0, &rows)?))
     }
 
     fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {

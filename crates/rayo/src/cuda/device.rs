@@ -73,6 +73,14 @@ pub fn is_available() -> bool {
     CudaDevice::global().is_ok()
 }
 
+/// CUDA devices present: 0 without a driver library or when the driver fails.
+pub fn device_count() -> usize {
+    if !ffi::driver_library_present() {
+        return 0;
+    }
+    CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+}
+
 impl CudaDevice {
     /// Opens device 0. No driver library, no device, or a failing driver: an error, never a panic.
     pub fn new() -> Result<CudaDevice> {

@@ -40,7 +40,7 @@ mod wgmma;
 pub use crate::ops::ReduceOp;
 pub use buffer::{DeviceBuffer, DeviceBytes};
 pub use capture::Replay;
-pub use device::{is_available, CudaDevice, DeviceInfo};
+pub use device::{device_count, is_available, CudaDevice, DeviceInfo};
 pub use elementwise::{variants as elementwise_variants, Expr, FusedKernel, MAX_INPUTS, MAX_SCALARS};
 pub use flash::FlashShape;
 pub use graph::{BufId, CudaGraph, GraphBuilder};
