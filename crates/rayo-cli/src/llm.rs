@@ -5,6 +5,7 @@
 use crate::args::{ChatArgs, GenerateArgs, ModelArgs, SampleArgs, TokenizeArgs};
 use crate::out::{errln, outln};
 use rayo_llm::chat::{ChatTemplate, Message};
+use rayo_llm::collective::Collective;
 use rayo_llm::cpu::Cpu;
 use rayo_llm::sample::{Sampler, SamplerConfig};
 use rayo_llm::{Forward, KvType, Logits, Model, Session, SessionOptions, TensorParallel};
@@ -52,17 +53,10 @@ impl Engine {
         let _ = deterministic;
         if world > 1 {
             let started = match backend {
-                "cpu" => {
-                    TensorParallel::start(model, world, opts, move |part: &Model, group| Ok(Cpu::new(part.file().clone(), threads).with_group(group)))
-                }
+                "cpu" => TensorParallel::start(model, world, opts, move |part: &Model, group| Ok(cpu_rank(part, group, threads))),
                 #[cfg(feature = "cuda")]
-                "cuda" => TensorParallel::start(model, world, opts, move |part: &Model, group: Box<dyn rayo_llm::collective::Collective>| {
-                    // rank r on device r (several ranks share a device when there are fewer)
-                    let devices = rayo::cuda::device_count().max(1);
-                    let cuda = rayo_llm::cuda::Cuda::on_device(part.file().clone(), group.shard().rank % devices)?;
-                    Ok(cuda.with_deterministic(deterministic).with_group(group))
-                }),
-                other => return Err(format!("--tensor-parallel {world}: the {other} backend has no collectives (cpu and cuda have)")),
+                "cuda" => TensorParallel::start(model, world, opts, move |part: &Model, group| cuda_rank(part, group, deterministic)),
+                other => return Err(no_collectives(world, other)),
             };
             let run = started.map_err(|e| format!("--tensor-parallel {world}: {e}"))?;
             return Ok(Engine { run: Box::new(run) });
@@ -104,6 +98,24 @@ impl Engine {
 #[cfg(feature = "cuda")]
 pub fn cuda_backend(model: &Model, deterministic: bool) -> Result<rayo_llm::cuda::Cuda, String> {
     Ok(rayo_llm::cuda::Cuda::new(model.file().clone()).map_err(|e| e.to_string())?.with_deterministic(deterministic))
+}
+
+/// The error for `--tensor-parallel` on a backend without collectives.
+pub fn no_collectives(world: usize, backend: &str) -> String {
+    format!("--tensor-parallel {world}: the {backend} backend has no collectives (cpu and cuda have)")
+}
+
+/// A tensor-parallel rank's CPU backend: `group`'s rank of `part` on `threads` threads.
+pub fn cpu_rank(part: &Model, group: Box<dyn Collective>, threads: usize) -> Cpu {
+    Cpu::new(part.file().clone(), threads).with_group(group)
+}
+
+/// A tensor-parallel rank's CUDA backend: rank r on device r (ranks share devices when there
+/// are fewer).
+#[cfg(feature = "cuda")]
+pub fn cuda_rank(part: &Model, group: Box<dyn Collective>, deterministic: bool) -> rayo_llm::Result<rayo_llm::cuda::Cuda> {
+    let device = group.shard().rank % rayo::cuda::device_count().max(1);
+    Ok(rayo_llm::cuda::Cuda::on_device(part.file().clone(), device)?.with_deterministic(deterministic).with_group(group))
 }
 
 /// Resident memory of this process in kB (Linux), for the stats lines.

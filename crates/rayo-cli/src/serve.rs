@@ -7,7 +7,7 @@
 use crate::args::ServeArgs;
 use crate::llm::{open_model, Engine};
 use rayo_llm::cpu::Cpu;
-use rayo_llm::{BatchOptions, BatchSession, KvType, SessionPool};
+use rayo_llm::{BatchOptions, BatchSession, KvType, Model, SessionPool, TensorParallelBatch};
 use rayo_serve::{EngineFactory, ServeOptions};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,11 +19,9 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         let name = a.model.model.file_name().map_or_else(|| a.model.model.display().to_string(), |n| n.to_string_lossy().into_owned());
         name.strip_suffix(".gguf").map(str::to_string).unwrap_or(name)
     });
-    if a.model.tensor_parallel > 1 {
-        return Err(format!(
-            "rayo serve: --tensor-parallel {} is not supported yet (generate, chat, perplexity and bench --model take it)",
-            a.model.tensor_parallel
-        ));
+    let world = a.model.tensor_parallel;
+    if world > 1 && a.engine != "batch" {
+        return Err(format!("rayo serve: --tensor-parallel {world} runs with --engine batch (not {})", a.engine));
     }
     let factory: EngineFactory = {
         let (model, backend, threads, parallel) = (Arc::clone(&model), a.model.backend.clone(), a.model.threads, a.parallel);
@@ -34,6 +32,21 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         let rows = a.step_tokens + parallel + 128;
         let batched = a.engine == "batch" && matches!(backend.as_str(), "cpu" | "cuda");
         Box::new(move || {
+            if world > 1 {
+                let opts = BatchOptions { slots: parallel, context: ctx, kv_type: kv, rows };
+                let threads = (threads / world).max(1);
+                let started = match backend.as_str() {
+                    "cpu" => {
+                        TensorParallelBatch::start(&model, world, opts, move |part: &Model, group| Ok(crate::llm::cpu_rank(part, group, threads)))
+                    }
+                    #[cfg(feature = "cuda")]
+                    "cuda" => {
+                        TensorParallelBatch::start(&model, world, opts, move |part: &Model, group| crate::llm::cuda_rank(part, group, deterministic))
+                    }
+                    other => return Err(crate::llm::no_collectives(world, other)),
+                };
+                return Ok(Box::new(started.map_err(|e| format!("--tensor-parallel {world}: {e}"))?) as Box<dyn rayo_llm::BatchForward>);
+            }
             if batched {
                 let opts = BatchOptions { slots: parallel, context: ctx, kv_type: kv, rows };
                 let engine: Box<dyn rayo_llm::BatchForward> = match backend.as_str() {

@@ -39,6 +39,6 @@ pub use generate::{generate, Stats, Stop};
 pub use model::Model;
 pub use session::{Forward, Logits, Session, SessionOptions, DEFAULT_CONTEXT};
 pub use shard::Shard;
-pub use tensor_parallel::TensorParallel;
+pub use tensor_parallel::{TensorParallel, TensorParallelBatch};
 pub use tokenizer::Tokenizer;
 pub use utf8::Utf8Stream;

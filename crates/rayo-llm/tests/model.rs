@@ -14,7 +14,10 @@ use rayo::quant::{self, Activations, GgmlType};
 use rayo_llm::collective::{Collective, LocalGroup};
 use rayo_llm::cpu::Cpu;
 use rayo_llm::shard::{self, Shard};
-use rayo_llm::{Forward, KvType, Logits, Model, Session, SessionOptions, TensorParallel};
+use rayo_llm::{
+    BatchForward, BatchOptions, BatchSession, Forward, KvType, Logits, Model, Session, SessionOptions, SlotWork, StepOut, TensorParallel,
+    TensorParallelBatch,
+};
 
 const LAYERS: usize = 2;
 const D: usize = 32;
@@ -822,4 +825,36 @@ fn a_tensor_parallel_world_is_one_forward() {
     // a world the model's heads cannot be split into
     let e = TensorParallel::start(&m, 3, opts, |part, group| Ok(Cpu::new(part.file().clone(), 1).with_group(group))).err().unwrap().to_string();
     assert!(e.contains("cannot split the 4 query heads"), "{e}");
+}
+
+/// [`TensorParallelBatch`]: a world of rank threads as one [`BatchForward`] (what `rayo serve
+/// --tensor-parallel` runs) gives a step of several sequences the whole model's logits; its
+/// input checks run before any rank.
+#[test]
+fn a_tensor_parallel_world_runs_batched_steps() {
+    let m = model_of(Arch::Llama, GgmlType::F32);
+    let opts = BatchOptions { slots: 3, context: CTX, kv_type: KvType::F32, rows: 32 };
+    let start = |part: &Model, group| Ok(Cpu::new(part.file().clone(), 1).with_activations(Activations::F32).with_group(group));
+    let mut world = TensorParallelBatch::start(&m, 2, opts, start).unwrap();
+    let mut whole = BatchSession::new(&m, Cpu::new(m.file().clone(), 1).with_activations(Activations::F32), opts).unwrap();
+    assert_eq!((world.slots(), world.context(), world.vocab()), (3, CTX, VOCAB));
+    let steps: [&[(usize, &[u32])]; 3] = [&[(0, &[1, 2, 3]), (2, &[9])], &[(0, &[4]), (1, &[5, 6]), (2, &[7])], &[(1, &[8])]];
+    for items in steps {
+        let work: Vec<SlotWork> = items.iter().map(|&(slot, tokens)| SlotWork { slot, tokens }).collect();
+        let (got, want) = (world.step(&work).unwrap(), whole.step(&work).unwrap());
+        for (g, w) in got.iter().zip(&want) {
+            let e = g.iter().zip(w).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+            assert!(e < 1e-4, "{e}");
+        }
+    }
+    assert_eq!((world.position(0), world.position(1), world.position(2)), (4, 3, 2));
+    world.rewind(0, 1);
+    assert_eq!(world.position(0), 1);
+    let e = world.step(&[SlotWork { slot: 3, tokens: &[1] }]).unwrap_err().to_string();
+    assert!(e.contains("slot 3 named, the batch has 3 slots"), "{e}");
+    let e = world.step(&[SlotWork { slot: 1, tokens: &[1; 40] }]).unwrap_err().to_string();
+    assert!(e.contains("do not fit the context") || e.contains("past the 32 a step runs"), "{e}");
+    // the world still runs after refusing them
+    let best = world.step_best(&[SlotWork { slot: 2, tokens: &[3] }], &[Some(2)]).unwrap();
+    assert!(matches!(&best[0], StepOut::Best(Ok(b)) if b.len() == 2));
 }
