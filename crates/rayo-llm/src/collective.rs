@@ -155,6 +155,20 @@ impl Collective for LocalGroup {
     }
 }
 
+/// Rows from an all-gather of row parts: `all` holds every rank's part one after the other
+/// (rank r: `m` rows of [`Shard::part`]`(width)` values, a world of `world`); `out` gets `m`
+/// whole rows of `width` values, each the ranks' parts in rank order.
+pub(crate) fn parts_to_rows(all: &[f32], m: usize, width: usize, world: usize, out: &mut [f32]) {
+    let mut at = 0;
+    for rank in 0..world {
+        let cols = Shard { rank, world }.part(width);
+        for i in 0..m {
+            out[i * width + cols.start..i * width + cols.end].copy_from_slice(&all[at..at + cols.len()]);
+            at += cols.len();
+        }
+    }
+}
+
 impl Drop for LocalGroup {
     fn drop(&mut self) {
         let mut st = self.lock();

@@ -158,18 +158,10 @@ impl Backend for Cpu {
         let mine = g.shard().part(width).len();
         check_len("all_gather_rows", part.len(), m * mine)?;
         check_len("all_gather_rows", out.len(), m * width)?;
-        // the ranks' parts one after the other (rank r: `m` rows of its width), then row by row
         let mut all = std::mem::take(&mut self.scratch);
         all.resize(m * width, 0.0);
         g.all_gather(&part[..m * mine], &mut all)?;
-        let mut at = 0;
-        for r in 0..world {
-            let cols = Shard { rank: r, world }.part(width);
-            for i in 0..m {
-                out[i * width + cols.start..i * width + cols.end].copy_from_slice(&all[at..at + cols.len()]);
-                at += cols.len();
-            }
-        }
+        crate::collective::parts_to_rows(&all, m, width, world, out);
         self.scratch = all;
         Ok(())
     }

@@ -419,16 +419,8 @@ impl Backend for Cuda {
         self.dev.download_prefix(self.arena.get(part)?, &mut mine)?;
         let mut all = vec![0f32; m * width];
         g.all_gather(&mine, &mut all)?;
-        // the ranks' parts one after the other (rank r: `m` rows of its width), then row by row
         let mut rows = vec![0f32; m * width];
-        let mut at = 0;
-        for r in 0..world {
-            let cols = Shard { rank: r, world }.part(width);
-            for i in 0..m {
-                rows[i * width + cols.start..i * width + cols.end].copy_from_slice(&all[at..at + cols.len()]);
-                at += cols.len();
-            }
-        }
+        crate::collective::parts_to_rows(&all, m, width, world, &mut rows);
         self.with(&[], &[&*out], |s, _, outs| Ok(s.dev.write_at(outs[0], 0, &rows)?))
     }
 
