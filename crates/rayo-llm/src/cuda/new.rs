@@ -81,7 +81,7 @@ impl Cuda {
     }
 
     /// The activations a decoding step's products take, for any model width (by default: 8
-    /// bits from [`Q8_MIN_WIDTH`] values a row on, f32 below, or as `RAYO_CUDA_DECODE` says).
+    /// bits from [`Q8_MIN_WIDTH`](super::Q8_MIN_WIDTH) values a row on, f32 below, or as `RAYO_CUDA_DECODE` says).
     /// Takes effect when the KV cache is made.
     pub fn with_decode_activations(mut self, act: ActFormat) -> Cuda {
         self.decode_act = Some(act);
