@@ -268,6 +268,18 @@ pub fn model_path(ty: &str) -> PathBuf {
     q4_1.with_file_name(format!("SmolLM2-135M-Instruct.{ty}.gguf"))
 }
 
+/// Whether a greedy step where rayo's argmax is not llama.cpp's token is one that rounding
+/// noise decides: a near tie in rayo's logits (`ours`, rayo's best logit less its logit of
+/// llama.cpp's token, within `tie`), or in llama.cpp's own (`theirs`, its top two's gap, within
+/// `tie`) with rayo's gap within twice that. On Gemma 3 (prompt 3, token 23, llama.cpp's gap
+/// 0.33) rayo's gap is 0.28 with libm's `tanhf` in the GELU and 0.62 with rayo's SIMD tanh, 1 ULP
+/// from it; on SmolLM2 Q4_K_M (prompt 6, token 21, llama.cpp's gap 0.0000) rayo's is 0.01 to
+/// 0.58 depending on the instruction set (scalar, SSE2, AVX2, AVX-512 round differently, and
+/// 8-bit activations carry a flipped rounding step through 30 layers).
+pub fn near_tie(ours: f32, theirs: f32, tie: f32) -> bool {
+    ours <= tie || (theirs <= tie && ours <= 2.0 * tie)
+}
+
 /// The first maximum (llama.cpp's greedy choice) and the runner-up.
 pub fn top2(l: &[f32]) -> (usize, usize) {
     let mut best = (0, 1);
