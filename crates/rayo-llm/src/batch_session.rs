@@ -18,7 +18,7 @@ use crate::session::checked_config;
 use crate::{Error, Result};
 
 /// How a batched session is sized.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchOptions {
     /// Sequences in flight at once, each with its own KV cache.
     pub slots: usize,

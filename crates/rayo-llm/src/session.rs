@@ -41,7 +41,7 @@ pub(crate) fn checked_config(model: &Model, asked: usize, sequences: usize) -> R
 }
 
 /// How a session is sized.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionOptions {
     /// Positions the KV cache holds: 0 = the model's context length, at most
     /// [`DEFAULT_CONTEXT`]; more than the model's context length is an error.

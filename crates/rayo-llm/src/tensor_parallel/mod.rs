@@ -1,5 +1,7 @@
-//! A model run by a world of tensor-parallel ranks in this process ([`crate::shard`]): a thread
-//! per rank, each with its part of the model, its backend and its session. [`TensorParallel`]
+//! A model run by a world of tensor-parallel ranks ([`crate::shard`]), each with its part of the
+//! model, its backend and its session: threads of this process ([`TensorParallel::start`]), or
+//! processes that meet at a rendezvous ([`TensorParallel::host`] in rank 0's, [`serve_rank`] in
+//! every other rank's; [`crate::rendezvous`]). [`TensorParallel`]
 //! is a [`Forward`] (each rank a [`Session`]) and [`TensorParallelBatch`] a [`BatchForward`]
 //! (each rank a [`BatchSession`]: what `rayo serve` runs). Every call goes to every rank, the
 //! ranks meet in their collectives ([`crate::collective`]), and rank 0's answer is the world's
@@ -15,13 +17,19 @@ use crate::batch::{check_work, BatchForward, SlotWork, StepOut};
 use crate::batch_session::{BatchOptions, BatchSession};
 use crate::collective::{Collective, LocalGroup};
 use crate::model::Model;
+use crate::rendezvous::{Link, Rendezvous, Tag, TcpGroup};
 use crate::session::{Forward, Logits, Session, SessionOptions};
 use crate::shard;
 use crate::{Error, Result};
 use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
+use wire::Spec;
+
+mod wire;
 
 /// A call, as every rank runs it.
+#[derive(Debug, PartialEq)]
 enum Call {
     Forward(Vec<u32>, Logits),
     Greedy(Vec<u32>),
@@ -56,66 +64,75 @@ struct Shape {
     rows: usize,
 }
 
-struct Rank {
-    calls: Sender<Call>,
-    answers: Receiver<Result<Answer>>,
-    thread: Option<JoinHandle<()>>,
+/// A rank as rank 0's process reaches it.
+enum Rank {
+    /// A thread of this process.
+    Thread { calls: Sender<Call>, answers: Receiver<Result<Answer>>, thread: Option<JoinHandle<()>> },
+    /// Another process, through its rendezvous link ([`crate::rendezvous`]).
+    Process(Link),
 }
 
-/// A world of rank threads, and the first error that ended one.
+/// A world of ranks, and the first error that ended one.
 struct World {
     ranks: Vec<Rank>,
     shape: Shape,
     failed: Option<Error>,
 }
 
+/// What makes a rank's backend: its part of the model and its side of the group.
+type MakeBackend<B> = dyn Fn(&Model, Box<dyn Collective>) -> Result<B> + Send + Sync;
+
+/// A thread running rank `group.shard()` of `model` with the backend `backend` makes and the
+/// engine `spec` gives; the receiver says when its engine is made (its shape) or why not.
+fn spawn_rank<B: Backend + 'static>(
+    model: &Model,
+    group: Box<dyn Collective>,
+    backend: Arc<MakeBackend<B>>,
+    spec: Spec,
+) -> Result<(Rank, Receiver<Result<Shape>>)> {
+    let rank = group.shard().rank;
+    let part = shard::split(model, group.shard())?;
+    let (calls, inbox) = channel::<Call>();
+    let (outbox, answers) = channel::<Result<Answer>>();
+    let (ready, started) = channel::<Result<Shape>>();
+    let thread = std::thread::Builder::new()
+        .name(format!("rayo-rank-{rank}"))
+        .spawn(move || {
+            let mut engine = match backend(&part, group).and_then(|b| Engine::new(&part, b, spec)) {
+                Ok(e) => {
+                    let _ = ready.send(Ok(e.shape()));
+                    e
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+            };
+            while let Ok(call) = inbox.recv() {
+                let answer = engine.run(call, rank == 0);
+                let failed = answer.is_err();
+                // a failed rank ends here: dropping its session breaks the group
+                if outbox.send(answer).is_err() || failed {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| Error::backend("cpu", format!("cannot start tensor-parallel rank {rank}: {e}")))?;
+    Ok((Rank::Thread { calls, answers, thread: Some(thread) }, started))
+}
+
 impl World {
     /// `model` split over `world` ranks ([`shard::split`]), each on its own thread with the
     /// backend `backend(part, group)` makes for its part and its side of the group, and the
-    /// engine `engine` makes over it.
-    fn start<B, F, E>(model: &Model, world: usize, backend: F, engine: E) -> Result<World>
-    where
-        B: Backend + 'static,
-        F: Fn(&Model, Box<dyn Collective>) -> Result<B> + Send + Sync + 'static,
-        E: Fn(&Model, B) -> Result<Engine<B>> + Send + Sync + 'static,
-    {
+    /// engine `spec` gives.
+    fn start<B: Backend + 'static>(model: &Model, world: usize, backend: Arc<MakeBackend<B>>, spec: Spec) -> Result<World> {
         shard::check(model.config(), world)?;
-        let make = std::sync::Arc::new((backend, engine));
         let mut ranks = Vec::with_capacity(world);
         let mut started = Vec::with_capacity(world);
         for group in LocalGroup::new(world) {
-            let part = shard::split(model, group.shard())?;
-            let (calls, inbox) = channel::<Call>();
-            let (outbox, answers) = channel::<Result<Answer>>();
-            let (ready, started_rx) = channel::<Result<Shape>>();
-            let make = std::sync::Arc::clone(&make);
-            let rank = group.shard().rank;
-            let thread = std::thread::Builder::new()
-                .name(format!("rayo-rank-{rank}"))
-                .spawn(move || {
-                    let (backend, engine) = &*make;
-                    let mut engine = match backend(&part, Box::new(group)).and_then(|b| engine(&part, b)) {
-                        Ok(e) => {
-                            let _ = ready.send(Ok(e.shape()));
-                            e
-                        }
-                        Err(e) => {
-                            let _ = ready.send(Err(e));
-                            return;
-                        }
-                    };
-                    while let Ok(call) = inbox.recv() {
-                        let answer = engine.run(call, rank == 0);
-                        let failed = answer.is_err();
-                        // a failed rank ends here: dropping its session breaks the group
-                        if outbox.send(answer).is_err() || failed {
-                            return;
-                        }
-                    }
-                })
-                .map_err(|e| Error::backend("cpu", format!("cannot start tensor-parallel rank {rank}: {e}")))?;
-            ranks.push(Rank { calls, answers, thread: Some(thread) });
-            started.push(started_rx);
+            let (rank, ready) = spawn_rank(model, Box::new(group), Arc::clone(&backend), spec)?;
+            ranks.push(rank);
+            started.push(ready);
         }
         let mut shape = None;
         for (r, s) in started.iter().enumerate() {
@@ -126,24 +143,88 @@ impl World {
         Ok(World { ranks, shape, failed: None })
     }
 
+    /// Rank 0 of a world of processes: waits at `rv`'s address for the other ranks
+    /// ([`serve_rank`]), tells them the engine `spec` gives, runs rank 0 on a thread of this
+    /// process, and checks every rank made the same engine of the same model.
+    fn host<B: Backend + 'static>(model: &Model, rv: &Rendezvous, backend: Arc<MakeBackend<B>>, spec: Spec) -> Result<World> {
+        shard::check(model.config(), rv.shard.world)?;
+        if rv.shard.rank != 0 {
+            return Err(Error::backend("cpu", format!("rank {} joins a world (serve_rank); rank 0 hosts it", rv.shard.rank)));
+        }
+        let mut links = rv.host()?;
+        let welcome = wire::welcome(model, spec);
+        for l in &mut links {
+            l.send(Tag::Welcome, &welcome)?;
+        }
+        let group_links = links.iter().map(Link::try_clone).collect::<Result<Vec<_>>>()?;
+        let group = TcpGroup::new(rv.shard, group_links);
+        let (rank0, ready) = spawn_rank(model, Box::new(group), backend, spec)?;
+        let shape = ready.recv().map_err(|_| Error::backend("cpu", "tensor-parallel rank 0 ended while starting"))?;
+        let shape = match shape {
+            Ok(s) => s,
+            Err(e) => {
+                links.iter().for_each(Link::hang_up);
+                return Err(e);
+            }
+        };
+        let mut ranks = vec![rank0];
+        for mut l in links {
+            let got = l.expect(Tag::Ready).and_then(|p| Shape::decode(&p));
+            let (context, slots, rows, name) = match got {
+                Ok(g) => g,
+                Err(e) => {
+                    // the world cannot run: ending rank 0's thread hangs up every link
+                    drop(World { ranks, shape, failed: None });
+                    return Err(e);
+                }
+            };
+            if (context, slots, rows, name.as_str()) != (shape.context, shape.slots, shape.rows, shape.backend) {
+                let r = l.peer;
+                drop(World { ranks, shape, failed: None });
+                return Err(Error::backend(
+                    "cpu",
+                    format!(
+                        "tensor-parallel rank {r} made a {name} engine of {context} positions, {slots} slots, {rows} rows a step; rank 0 a {} engine of {}, {}, {}: give every rank the same --backend",
+                        shape.backend, shape.context, shape.slots, shape.rows
+                    ),
+                ));
+            }
+            ranks.push(Rank::Process(l));
+        }
+        Ok(World { ranks, shape, failed: None })
+    }
+
     /// `call` on every rank; rank 0's answer.
     fn all(&mut self, call: impl Fn() -> Call) -> Result<Answer> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
         let gone = |r: usize| Error::backend("cpu", format!("tensor-parallel rank {r} has stopped"));
+        // other processes first: a rank's link carries the call before rank 0's collectives
+        // reach it (crate::rendezvous)
+        let mut sent = Ok(());
+        for rank in self.ranks.iter_mut() {
+            if let Rank::Process(l) = rank {
+                sent = sent.and(l.send(Tag::Call, &call().encode()));
+            }
+        }
         for (r, rank) in self.ranks.iter().enumerate() {
-            rank.calls.send(call()).map_err(|_| gone(r))?;
+            if let Rank::Thread { calls, .. } = rank {
+                calls.send(call()).map_err(|_| gone(r))?;
+            }
         }
         let mut first = None;
-        let mut error = None;
-        for (r, rank) in self.ranks.iter().enumerate() {
-            match rank.answers.recv() {
-                Ok(Ok(a)) if r == 0 => first = Some(a),
-                Ok(Ok(_)) => {}
+        let mut error = sent.err().map(|e| (usize::MAX, e));
+        for (r, rank) in self.ranks.iter_mut().enumerate() {
+            let got = match rank {
+                Rank::Thread { answers, .. } => answers.recv().unwrap_or_else(|_| Err(gone(r))),
+                Rank::Process(l) => l.expect(Tag::Answer).map(|_| Answer::Done),
+            };
+            match got {
+                Ok(a) if r == 0 => first = Some(a),
+                Ok(_) => {}
                 // the rank that failed first names the cause; the others' errors follow from it
-                Ok(Err(e)) => error = error.or(Some((r, e))),
-                Err(_) => error = error.or(Some((r, gone(r)))),
+                Err(e) => error = error.or(Some((r, e))),
             }
         }
         match (error, first) {
@@ -160,13 +241,65 @@ impl World {
 impl Drop for World {
     fn drop(&mut self) {
         for rank in &mut self.ranks {
-            // closing its inbox ends the rank's loop
-            let (closed, _) = channel();
-            rank.calls = closed;
+            match rank {
+                // closing its inbox ends the rank's loop
+                Rank::Thread { calls, .. } => *calls = channel().0,
+                // a rank's next read fails: it ends
+                Rank::Process(l) => l.hang_up(),
+            }
         }
         for rank in &mut self.ranks {
-            if let Some(t) = rank.thread.take() {
-                let _ = t.join();
+            if let Rank::Thread { thread, .. } = rank {
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
+        }
+    }
+}
+
+/// A rank of a world of processes other than rank 0: connects to rank 0 at `rv`'s address,
+/// makes the engine rank 0 asks for over its part of `model` (the same file rank 0 runs) with
+/// the backend `backend(part, group)` makes, and runs rank 0's calls until rank 0 hangs up
+/// (then `Ok`). Errors: no rank 0 within `rv.wait`, another model than rank 0's, an engine that
+/// cannot be made, a call that fails (rank 0 is told first, and its world fails with it).
+pub fn serve_rank<B, F>(model: &Model, rv: &Rendezvous, backend: F) -> Result<()>
+where
+    B: Backend + 'static,
+    F: Fn(&Model, Box<dyn Collective>) -> Result<B>,
+{
+    shard::check(model.config(), rv.shard.world)?;
+    let mut link = rv.join()?;
+    let spec = link.expect(Tag::Welcome).and_then(|p| wire::check_welcome(model, &p));
+    let made = spec.and_then(|spec| {
+        let part = shard::split(model, rv.shard)?;
+        let group = TcpGroup::new(rv.shard, vec![link.try_clone()?]);
+        let engine = Engine::new(&part, backend(&part, Box::new(group))?, spec)?;
+        Ok(engine)
+    });
+    let mut engine = match made {
+        Ok(e) => e,
+        Err(e) => {
+            let _ = link.send(Tag::Failed, e.to_string().as_bytes());
+            return Err(e);
+        }
+    };
+    link.send(Tag::Ready, &engine.shape().encode())?;
+    loop {
+        let call = match link.recv() {
+            Ok((Tag::Call, p)) => Call::decode(&p)?,
+            Ok((t, _)) => return Err(Error::backend("cpu", format!("tensor-parallel rank {}: rank 0 sent {t:?} where a call was due", rv.shard.rank))),
+            // rank 0 is done (or gone): so is this rank
+            Err(e) => {
+                log::info!("tensor-parallel rank {}: {e}; ending", rv.shard.rank);
+                return Ok(());
+            }
+        };
+        match engine.run(call, false) {
+            Ok(_) => link.send(Tag::Answer, &[])?,
+            Err(e) => {
+                let _ = link.send(Tag::Failed, e.to_string().as_bytes());
+                return Err(e);
             }
         }
     }
@@ -189,7 +322,20 @@ impl TensorParallel {
         B: Backend + 'static,
         F: Fn(&Model, Box<dyn Collective>) -> Result<B> + Send + Sync + 'static,
     {
-        let world = World::start(model, world, backend, move |part, b| Ok(Engine::One(Session::new(part, b, opts)?)))?;
+        let world = World::start(model, world, Arc::new(backend), Spec::One(opts))?;
+        Ok(TensorParallel { world, vocab: model.config().vocab_size, pos: 0 })
+    }
+
+    /// Rank 0 of a world of processes: waits at `rv`'s address for every other rank (each
+    /// running [`serve_rank`] on the same model file), then runs rank 0 here as
+    /// [`TensorParallel::start`] runs its ranks. Errors: those of `start`, ranks that do not
+    /// come within `rv.wait`, a rank on another model or another backend.
+    pub fn host<B, F>(model: &Model, rv: &Rendezvous, opts: SessionOptions, backend: F) -> Result<TensorParallel>
+    where
+        B: Backend + 'static,
+        F: Fn(&Model, Box<dyn Collective>) -> Result<B> + Send + Sync + 'static,
+    {
+        let world = World::host(model, rv, Arc::new(backend), Spec::One(opts))?;
         Ok(TensorParallel { world, vocab: model.config().vocab_size, pos: 0 })
     }
 
@@ -223,6 +369,13 @@ impl TensorParallel {
 }
 
 impl<B: Backend> Engine<B> {
+    fn new(part: &Model, backend: B, spec: Spec) -> Result<Engine<B>> {
+        Ok(match spec {
+            Spec::One(opts) => Engine::One(Session::new(part, backend, opts)?),
+            Spec::Many(opts) => Engine::Many(BatchSession::new(part, backend, opts)?),
+        })
+    }
+
     fn shape(&self) -> Shape {
         match self {
             Engine::One(s) => Shape { context: s.context(), backend: s.backend().name(), slots: 1, rows: 0 },
@@ -324,7 +477,18 @@ impl TensorParallelBatch {
         B: Backend + 'static,
         F: Fn(&Model, Box<dyn Collective>) -> Result<B> + Send + Sync + 'static,
     {
-        let world = World::start(model, world, backend, move |part, b| Ok(Engine::Many(BatchSession::new(part, b, opts)?)))?;
+        let world = World::start(model, world, Arc::new(backend), Spec::Many(opts))?;
+        let slots = world.shape.slots;
+        Ok(TensorParallelBatch { world, vocab: model.config().vocab_size, pos: vec![0; slots] })
+    }
+
+    /// [`TensorParallel::host`] with a [`BatchSession`] sized by `opts` on every rank.
+    pub fn host<B, F>(model: &Model, rv: &Rendezvous, opts: BatchOptions, backend: F) -> Result<TensorParallelBatch>
+    where
+        B: Backend + 'static,
+        F: Fn(&Model, Box<dyn Collective>) -> Result<B> + Send + Sync + 'static,
+    {
+        let world = World::host(model, rv, Arc::new(backend), Spec::Many(opts))?;
         let slots = world.shape.slots;
         Ok(TensorParallelBatch { world, vocab: model.config().vocab_size, pos: vec![0; slots] })
     }
