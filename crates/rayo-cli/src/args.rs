@@ -114,12 +114,32 @@ pub struct ModelArgs {
     /// rows a step on. The CPU backend always is.
     #[arg(long)]
     pub deterministic: bool,
+    #[command(flatten)]
+    pub ranks: RankArgs,
+}
+
+/// Where a model's tensor-parallel ranks run: threads of this process, or processes that meet
+/// at a rendezvous.
+#[derive(Debug, Args, Clone)]
+pub struct RankArgs {
     /// Split the model over N tensor-parallel ranks (Megatron's split: attention heads, the
-    /// MLP's width, the output head's vocabulary), each a thread of this process: on cpu
-    /// sharing --threads, on cuda rank r on GPU r (ranks share GPUs when there are fewer; their
-    /// sums meet on the host so far, without CUDA graphs).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_world, allow_negative_numbers = true)]
+    /// MLP's width, the output head's vocabulary). Alone: each rank a thread of this process,
+    /// on cpu sharing --threads, on cuda rank r on GPU r (ranks share GPUs when there are
+    /// fewer; their sums meet on the host so far, without CUDA graphs). With --rank and
+    /// --rendezvous: the size of a world of processes.
+    #[arg(long, visible_alias = "world-size", value_name = "N", default_value_t = 1, value_parser = parse_world, allow_negative_numbers = true)]
     pub tensor_parallel: usize,
+    /// This process is rank R (0 to N-1) of a world of N processes, one per GPU or host, each
+    /// started with the same model file, backend and flags (by hand, or by any launcher). Rank
+    /// 0 does the command's work; every other rank runs its part of the model for rank 0 and
+    /// ends when rank 0 does. On cuda, rank R uses GPU R mod the GPUs it sees.
+    #[arg(long, value_name = "R", requires = "rendezvous")]
+    pub rank: Option<usize>,
+    /// HOST:PORT where a world of processes meets: rank 0 listens there (waiting up to 5
+    /// minutes for every other rank), the others connect to it (the same minutes for rank 0
+    /// to come).
+    #[arg(long, value_name = "HOST:PORT", requires = "rank")]
+    pub rendezvous: Option<String>,
 }
 
 /// The most ranks `--tensor-parallel` takes.
@@ -373,10 +393,10 @@ pub struct BenchArgs {
     /// (default cpu; pp512 and tg128 on cuda).
     #[arg(long, value_name = "FILE")]
     pub model: Option<PathBuf>,
-    /// With --model: split it over N tensor-parallel ranks (as `rayo generate
-    /// --tensor-parallel`), each rank with the --threads given.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_world, allow_negative_numbers = true)]
-    pub tensor_parallel: usize,
+    /// With --model: its tensor-parallel ranks (as `rayo generate`'s), each rank with the
+    /// --threads given.
+    #[command(flatten)]
+    pub ranks: RankArgs,
 }
 
 #[derive(Debug, Args)]

@@ -2,15 +2,16 @@
 //! `rayo bench --model`). The backend is chosen at run time (`--backend`); everything after
 //! that runs over `rayo_llm::Forward`.
 
-use crate::args::{ChatArgs, GenerateArgs, ModelArgs, SampleArgs, TokenizeArgs};
+use crate::args::{ChatArgs, GenerateArgs, ModelArgs, RankArgs, SampleArgs, TokenizeArgs};
 use crate::out::{errln, outln};
 use rayo_llm::chat::{ChatTemplate, Message};
 use rayo_llm::collective::Collective;
 use rayo_llm::cpu::Cpu;
 use rayo_llm::sample::{Sampler, SamplerConfig};
-use rayo_llm::{Forward, KvType, Logits, Model, Session, SessionOptions, TensorParallel};
+use rayo_llm::{Backend, Forward, KvType, Logits, Model, Rendezvous, Session, SessionOptions, Shard, TensorParallel};
 use std::io::{BufRead, Write};
 use std::path::Path;
+use std::time::Duration;
 
 /// Opens and checks a model file, with a hint when it is absent (errors: [`crate::input`]).
 pub fn open_model(path: &Path) -> Result<Model, String> {
@@ -35,27 +36,35 @@ pub struct Engine {
 impl Engine {
     /// `deterministic`: [`cuda_backend`]'s.
     pub fn with_kv(model: &Model, backend: &str, threads: usize, context: usize, kv_type: KvType, deterministic: bool) -> Result<Engine, String> {
-        Engine::with_options(model, backend, threads, SessionOptions { context, kv_type, ..SessionOptions::default() }, deterministic, 1)
+        Engine::with_options(
+            model,
+            backend,
+            threads,
+            SessionOptions { context, kv_type, ..SessionOptions::default() },
+            deterministic,
+            &Ranks::Threads(1),
+        )
     }
 
-    /// A session sized by `opts`; with `world` above 1, the model split over that many
-    /// tensor-parallel ranks, each on `threads` threads.
+    /// A session sized by `opts`; over more than one rank ([`Ranks`]), the model split over
+    /// them, each rank of this process on `threads` threads.
     pub fn with_options(
         model: &Model,
         backend: &str,
         threads: usize,
         opts: SessionOptions,
         deterministic: bool,
-        world: usize,
+        ranks: &Ranks,
     ) -> Result<Engine, String> {
         // (the CPU is deterministic always; wgpu runs each sequence in its own session)
         #[cfg(not(feature = "cuda"))]
         let _ = deterministic;
+        let world = ranks.world();
         if world > 1 {
             let started = match backend {
-                "cpu" => TensorParallel::start(model, world, opts, move |part: &Model, group| Ok(cpu_rank(part, group, threads))),
+                "cpu" => ranks.forward(model, opts, move |part: &Model, group| Ok(cpu_rank(part, group, threads))),
                 #[cfg(feature = "cuda")]
-                "cuda" => TensorParallel::start(model, world, opts, move |part: &Model, group| cuda_rank(part, group, deterministic)),
+                "cuda" => ranks.forward(model, opts, move |part: &Model, group| cuda_rank(part, group, deterministic)),
                 other => return Err(no_collectives(world, other)),
             };
             let run = started.map_err(|e| format!("--tensor-parallel {world}: {e}"))?;
@@ -100,6 +109,85 @@ pub fn cuda_backend(model: &Model, deterministic: bool) -> Result<rayo_llm::cuda
     Ok(rayo_llm::cuda::Cuda::new(model.file().clone()).map_err(|e| e.to_string())?.with_deterministic(deterministic))
 }
 
+/// Where a model's tensor-parallel ranks run (`--tensor-parallel`, `--rank`, `--rendezvous`).
+pub enum Ranks {
+    /// `n` threads of this process (1: the model whole).
+    Threads(usize),
+    /// Rank 0 of a world of processes: this process hosts it and does the command's work.
+    Host(Rendezvous),
+    /// Another rank of a world of processes: this process runs its part for rank 0
+    /// ([`serve_other_rank`]).
+    Join(Rendezvous),
+}
+
+/// How long a rank waits at a rendezvous for the others.
+const RENDEZVOUS_WAIT: Duration = Duration::from_secs(300);
+
+impl Ranks {
+    pub fn of(a: &RankArgs) -> Result<Ranks, String> {
+        let world = a.tensor_parallel;
+        // (clap makes --rank and --rendezvous come together)
+        let (Some(rank), Some(addr)) = (a.rank, &a.rendezvous) else { return Ok(Ranks::Threads(world)) };
+        if world < 2 {
+            return Err(format!("--rank {rank} --rendezvous {addr}: a world of processes needs --tensor-parallel N of 2 or more (N = {world})"));
+        }
+        if rank >= world {
+            return Err(format!("--rank {rank} is not below --tensor-parallel {world} (ranks are 0 to {})", world - 1));
+        }
+        let rv = Rendezvous { addr: addr.clone(), shard: Shard { rank, world }, wait: RENDEZVOUS_WAIT };
+        Ok(if rank == 0 { Ranks::Host(rv) } else { Ranks::Join(rv) })
+    }
+
+    pub fn world(&self) -> usize {
+        match self {
+            Ranks::Threads(n) => *n,
+            Ranks::Host(rv) | Ranks::Join(rv) => rv.shard.world,
+        }
+    }
+
+    /// The threads each rank of this process gets out of `threads` (its threads share them;
+    /// a process's one rank takes them all).
+    pub fn threads_each(&self, threads: usize) -> usize {
+        match self {
+            Ranks::Threads(n) => (threads / n).max(1),
+            _ => threads,
+        }
+    }
+
+    /// The world of one sequence these ranks make, each rank's backend as `backend` makes it.
+    fn forward<B, F>(&self, model: &Model, opts: SessionOptions, backend: F) -> rayo_llm::Result<TensorParallel>
+    where
+        B: Backend + 'static,
+        F: Fn(&Model, Box<dyn Collective>) -> rayo_llm::Result<B> + Send + Sync + 'static,
+    {
+        match self {
+            Ranks::Host(rv) => TensorParallel::host(model, rv, opts, backend),
+            _ => TensorParallel::start(model, self.world(), opts, backend),
+        }
+    }
+}
+
+/// This process as a rank other than 0 ([`Ranks::Join`]): runs its part of the model at
+/// `backend` for rank 0 until rank 0 ends, then `Ok(true)`; for any other ranks `Ok(false)`
+/// (the command does its work).
+pub fn serve_other_rank(model: &Path, backend: &str, threads: usize, deterministic: bool, ranks: &RankArgs) -> Result<bool, String> {
+    let Ranks::Join(rv) = Ranks::of(ranks)? else { return Ok(false) };
+    #[cfg(not(feature = "cuda"))]
+    let _ = deterministic;
+    let m = open_model(model)?;
+    let Shard { rank, world } = rv.shard;
+    errln!("rayo: rank {rank} of {world} on {backend}, joining rank 0 at {}", rv.addr);
+    let served = match backend {
+        "cpu" => rayo_llm::serve_rank(&m, &rv, move |part: &Model, group| Ok(cpu_rank(part, group, threads))),
+        #[cfg(feature = "cuda")]
+        "cuda" => rayo_llm::serve_rank(&m, &rv, move |part: &Model, group| cuda_rank(part, group, deterministic)),
+        other => return Err(no_collectives(world, other)),
+    };
+    served.map_err(|e| format!("rank {rank} of {world}: {e}"))?;
+    errln!("rayo: rank {rank} of {world}: rank 0 is done");
+    Ok(true)
+}
+
 /// The error for `--tensor-parallel` on a backend without collectives.
 pub fn no_collectives(world: usize, backend: &str) -> String {
     format!("--tensor-parallel {world}: the {backend} backend has no collectives (cpu and cuda have)")
@@ -125,18 +213,22 @@ pub fn resident_kb() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// [`serve_other_rank`] for a command's model flags.
+pub fn other_rank(a: &ModelArgs) -> Result<bool, String> {
+    serve_other_rank(&a.model, &a.backend, a.threads, a.deterministic, &a.ranks)
+}
+
 fn engine(m: &Model, a: &ModelArgs) -> Result<Engine, String> {
     let ctx = a.ctx.unwrap_or(m.config().context_length.min(4096));
     let kv_type = if a.kv_f32 { KvType::F32 } else { KvType::F16 };
-    // the ranks share the threads
-    let threads = (a.threads / a.tensor_parallel).max(1);
+    let ranks = Ranks::of(&a.ranks)?;
     Engine::with_options(
         m,
         &a.backend,
-        threads,
+        ranks.threads_each(a.threads),
         SessionOptions { context: ctx, kv_type, ..SessionOptions::default() },
         a.deterministic,
-        a.tensor_parallel,
+        &ranks,
     )
 }
 
@@ -184,6 +276,9 @@ fn stats_line(s: &rayo_llm::Stats) {
 pub fn generate(a: &GenerateArgs) -> Result<(), String> {
     // The sampling values are checked before the model is loaded.
     let mut s = sampler(&a.sample)?;
+    if other_rank(&a.model)? {
+        return Ok(());
+    }
     let m = open_model(&a.model.model)?;
     let mut e = engine(&m, &a.model)?;
     let tok = m.tokenizer();
@@ -207,6 +302,9 @@ pub fn generate(a: &GenerateArgs) -> Result<(), String> {
 /// `rayo chat`: a conversation on stdin/stdout with the model's chat template.
 pub fn chat(a: &ChatArgs) -> Result<(), String> {
     let mut s = sampler(&a.sample)?;
+    if other_rank(&a.model)? {
+        return Ok(());
+    }
     let m = open_model(&a.model.model)?;
     let template = ChatTemplate::from_gguf(m.file().metadata())
         .map_err(|e| e.to_string())?

@@ -13,6 +13,9 @@ use std::time::Instant;
 const DEFAULT_CTX: usize = 512;
 
 pub fn run(a: &PerplexityArgs) -> Result<(), String> {
+    if crate::llm::other_rank(&a.model)? {
+        return Ok(());
+    }
     let text = std::fs::read_to_string(&a.file).map_err(|e| format!("{}: {e} (a UTF-8 text file is needed)", a.file.display()))?;
     let m = open_model(&a.model.model)?;
     let ctx = a.model.ctx.unwrap_or(DEFAULT_CTX);
@@ -29,14 +32,8 @@ pub fn run(a: &PerplexityArgs) -> Result<(), String> {
     );
     let kv = if a.model.kv_f32 { KvType::F32 } else { KvType::F16 };
     let opts = perplexity::session_options(ctx, kv);
-    let mut e = Engine::with_options(
-        &m,
-        &a.model.backend,
-        (a.model.threads / a.model.tensor_parallel).max(1),
-        opts,
-        a.model.deterministic,
-        a.model.tensor_parallel,
-    )?;
+    let ranks = crate::llm::Ranks::of(&a.model.ranks)?;
+    let mut e = Engine::with_options(&m, &a.model.backend, ranks.threads_each(a.model.threads), opts, a.model.deterministic, &ranks)?;
     let bos = perplexity::chunk_bos(tok);
     let t1 = Instant::now();
     let mut progress = |c: usize, p: &Perplexity| -> rayo_llm::Result<()> {

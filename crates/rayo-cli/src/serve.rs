@@ -5,7 +5,7 @@
 //! `SessionPool` of `--parallel` sessions run one after another.
 
 use crate::args::ServeArgs;
-use crate::llm::{open_model, Engine};
+use crate::llm::{open_model, Engine, Ranks};
 use rayo_llm::cpu::Cpu;
 use rayo_llm::{BatchOptions, BatchSession, KvType, Model, SessionPool, TensorParallelBatch};
 use rayo_serve::{EngineFactory, ServeOptions};
@@ -13,13 +13,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(a: &ServeArgs) -> Result<(), String> {
+    if crate::llm::other_rank(&a.model)? {
+        return Ok(());
+    }
+    let ranks = crate::llm::Ranks::of(&a.model.ranks)?;
     let model = Arc::new(open_model(&a.model.model)?);
     let ctx = a.model.ctx.unwrap_or(model.config().context_length.min(4096));
     let model_id = a.alias.clone().unwrap_or_else(|| {
         let name = a.model.model.file_name().map_or_else(|| a.model.model.display().to_string(), |n| n.to_string_lossy().into_owned());
         name.strip_suffix(".gguf").map(str::to_string).unwrap_or(name)
     });
-    let world = a.model.tensor_parallel;
+    let world = ranks.world();
     if world > 1 && a.engine != "batch" {
         return Err(format!("rayo serve: --tensor-parallel {world} runs with --engine batch (not {})", a.engine));
     }
@@ -34,15 +38,11 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         Box::new(move || {
             if world > 1 {
                 let opts = BatchOptions { slots: parallel, context: ctx, kv_type: kv, rows };
-                let threads = (threads / world).max(1);
+                let threads = ranks.threads_each(threads);
                 let started = match backend.as_str() {
-                    "cpu" => {
-                        TensorParallelBatch::start(&model, world, opts, move |part: &Model, group| Ok(crate::llm::cpu_rank(part, group, threads)))
-                    }
+                    "cpu" => batch_world(&ranks, &model, opts, move |part: &Model, group| Ok(crate::llm::cpu_rank(part, group, threads))),
                     #[cfg(feature = "cuda")]
-                    "cuda" => {
-                        TensorParallelBatch::start(&model, world, opts, move |part: &Model, group| crate::llm::cuda_rank(part, group, deterministic))
-                    }
+                    "cuda" => batch_world(&ranks, &model, opts, move |part: &Model, group| crate::llm::cuda_rank(part, group, deterministic)),
                     other => return Err(crate::llm::no_collectives(world, other)),
                 };
                 return Ok(Box::new(started.map_err(|e| format!("--tensor-parallel {world}: {e}"))?) as Box<dyn rayo_llm::BatchForward>);
@@ -77,4 +77,17 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         ..ServeOptions::default()
     };
     rayo_serve::serve(opts, model, factory)
+}
+
+/// The batched world `ranks` make (rank 0 hosting a world of processes, or threads of this
+/// process), each rank's backend as `backend` makes it.
+fn batch_world<B, F>(ranks: &Ranks, model: &Model, opts: BatchOptions, backend: F) -> rayo_llm::Result<TensorParallelBatch>
+where
+    B: rayo_llm::Backend + 'static,
+    F: Fn(&Model, Box<dyn rayo_llm::collective::Collective>) -> rayo_llm::Result<B> + Send + Sync + 'static,
+{
+    match ranks {
+        Ranks::Host(rv) => TensorParallelBatch::host(model, rv, opts, backend),
+        _ => TensorParallelBatch::start(model, ranks.world(), opts, backend),
+    }
 }

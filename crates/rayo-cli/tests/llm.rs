@@ -134,41 +134,104 @@ fn rayo_generate_prints_the_prompt_and_llama_cpp_s_greedy_text() {
     assert!(err.contains("prompt 5 tokens") && err.contains("generated 8 tokens"), "{err}");
 }
 
-/// SmolLM2's 9 query heads and 3 key/value heads split over 3 tensor-parallel ranks (threads
-/// of one process, `--tensor-parallel 3`): the same greedy text as the whole model, which is
-/// llama.cpp's; 2 ranks cannot split 9 heads, and the error says which worlds can.
+/// The whole model's greedy continuation of `prompt` on the CPU engine: its token ids and,
+/// at each step, the gap between its top two logits.
+fn whole_greedy(m: &Model, prompt: &str, n: usize) -> (Vec<u32>, Vec<f32>) {
+    let mut s = session(m);
+    let mut l = s.forward(&m.tokenizer().encode(prompt, true, true).unwrap(), Logits::Last).unwrap();
+    let (mut ids, mut gaps) = (vec![], vec![]);
+    for _ in 0..n {
+        let (a, b) = top2(&l);
+        ids.push(a as u32);
+        gaps.push(l[a] - l[b]);
+        l = s.forward(&[a as u32], Logits::Last).unwrap();
+    }
+    (ids, gaps)
+}
+
+/// `got` (a split model's text after `prompt`) is the whole model's greedy text up to a step
+/// where the whole model's top two logits are a near tie; from there its own choices follow.
+/// A split sums partial products in another order, which moves 8-bit activations by a
+/// rounding step now and then (as another instruction set does: see `llama_ref::near_tie`).
+/// Returns the tokens they share.
+fn whole_text_up_to_a_near_tie(m: &Model, prompt: &str, ids: &[u32], gaps: &[f32], got: &str) -> usize {
+    let got = got.strip_prefix(prompt).unwrap_or_else(|| panic!("{got:?} does not start with the prompt"));
+    let mut text = Vec::new();
+    for (k, &id) in ids.iter().enumerate() {
+        text.extend_from_slice(m.tokenizer().token_bytes(id).unwrap());
+        if !got.as_bytes().starts_with(&text) {
+            assert!(gaps[k] <= TIE, "the split's text leaves the whole model's at token {k}, where its top two are {} apart: {got:?}", gaps[k]);
+            return k;
+        }
+    }
+    ids.len()
+}
+
+/// SmolLM2's 9 query heads and 3 key/value heads split over 3 tensor-parallel ranks, as
+/// threads of one process (`--tensor-parallel 3`) and as 3 processes that meet at a rendezvous
+/// (`--rank R --rendezvous HOST:PORT`): the whole model's greedy text (up to a near tie of the
+/// whole model's, see above), the processes' the same bits as the threads' (rank 0 sums the
+/// parts in rank order, as the threads do); 2 ranks cannot split 9 heads, and the error says
+/// which worlds can.
 #[test]
 fn rayo_generate_on_three_tensor_parallel_ranks_prints_the_whole_model_s_text() {
     let Some(path) = model("Q4_1") else { return };
-    let want = String::from_utf8_lossy(&llama_ref::greedy("Q4_1")[0].text).into_owned();
-    let run = |ranks: &str| {
+    let m = Model::open(&path).unwrap();
+    let prompt = "The capital of France is";
+    let run = |ranks: &[&str]| {
         let p = path.to_str().unwrap();
-        let args = [
-            "generate",
-            "--model",
-            p,
-            "--prompt",
-            "The capital of France is",
-            "--temperature",
-            "0",
-            "--max-tokens",
-            "24",
-            "--threads",
-            "2",
-            "--tensor-parallel",
-            ranks,
-        ];
-        Command::new(env!("CARGO_BIN_EXE_rayo")).args(args).output().unwrap()
+        let args = ["generate", "--model", p, "--prompt", prompt, "--temperature", "0", "--max-tokens", "24", "--threads", "1", "--tensor-parallel"];
+        Command::new(env!("CARGO_BIN_EXE_rayo")).args(args).args(ranks).output().unwrap()
     };
-    let (whole, split) = (run("1"), run("3"));
+    let (whole, split) = (run(&["1"]), run(&["3"]));
     assert!(split.status.success(), "{}", String::from_utf8_lossy(&split.stderr));
-    assert_eq!(String::from_utf8_lossy(&split.stdout), String::from_utf8_lossy(&whole.stdout));
+    let (ids, gaps) = whole_greedy(&m, prompt, 24);
+    let text: Vec<u8> = ids.iter().flat_map(|&id| m.tokenizer().token_bytes(id).unwrap().to_vec()).collect();
+    assert_eq!(String::from_utf8_lossy(&whole.stdout), format!("{prompt}{}\n", String::from_utf8_lossy(&text)));
     let out = String::from_utf8(split.stdout).unwrap();
+    let same = whole_text_up_to_a_near_tie(&m, prompt, &ids, &gaps, &out);
+    println!("3 ranks: the whole model's text for {same} of 24 tokens");
     // llama.cpp's text up to its near tie at token 5 (as the test above)
-    let n = "The capital of France is".len();
-    let head: String = out[n..].chars().take(6).collect();
+    let want = String::from_utf8_lossy(&llama_ref::greedy("Q4_1")[0].text).into_owned();
+    let head: String = out[prompt.len()..].chars().take(6).collect();
     assert!(want.starts_with(&head), "rayo: {out:?}\nllama.cpp: {want:?}");
-    let two = run("2");
+
+    // the same world as 3 processes: ranks 1 and 2 first (they wait for rank 0), then rank 0
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("127.0.0.1:{}", l.local_addr().unwrap().port())
+    };
+    let others: Vec<_> = ["1", "2"]
+        .iter()
+        .map(|r| {
+            let p = path.to_str().unwrap();
+            let args = ["generate", "--model", p, "--prompt", prompt, "--threads", "1", "--tensor-parallel", "3", "--rank", r, "--rendezvous", &addr];
+            Command::new(env!("CARGO_BIN_EXE_rayo"))
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let rank0 = run(&["3", "--rank", "0", "--rendezvous", &addr]);
+    assert!(rank0.status.success(), "{}", String::from_utf8_lossy(&rank0.stderr));
+    assert_eq!(String::from_utf8_lossy(&rank0.stdout), out, "3 processes, 3 threads");
+    for o in others {
+        let o = o.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success() && o.stdout.is_empty() && err.contains("rank 0 is done"), "{err}");
+    }
+    // a rank past the world, a world of one process
+    for (ranks, want) in [
+        (&["3", "--rank", "3", "--rendezvous", "127.0.0.1:1"][..], "--rank 3 is not below --tensor-parallel 3 (ranks are 0 to 2)"),
+        (&["1", "--rank", "0", "--rendezvous", "127.0.0.1:1"][..], "needs --tensor-parallel N of 2 or more"),
+    ] {
+        let o = run(ranks);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(want), "{err}");
+    }
+    let two = run(&["2"]);
     let err = String::from_utf8_lossy(&two.stderr);
     assert!(!two.status.success() && err.contains("cannot split the 9 query heads evenly (worlds that can: 1, 3, 9)"), "{err}");
 }

@@ -93,7 +93,8 @@ impl Link {
 
     pub(crate) fn send(&mut self, tag: Tag, payload: &[u8]) -> Result<()> {
         let len = u32::try_from(payload.len()).ok().filter(|&n| n as usize <= MAX_FRAME);
-        let len = len.ok_or_else(|| wire_error(format!("a frame of {} bytes to rank {}, past the {MAX_FRAME} a frame holds", payload.len(), self.peer)))?;
+        let len =
+            len.ok_or_else(|| wire_error(format!("a frame of {} bytes to rank {}, past the {MAX_FRAME} a frame holds", payload.len(), self.peer)))?;
         let mut head = [0u8; 5];
         head[0] = tag as u8;
         head[1..].copy_from_slice(&len.to_le_bytes());

@@ -4,7 +4,7 @@
 //! llama-bench does). Token ids are arbitrary (speed does not depend on them).
 
 use crate::json::rounded;
-use crate::llm::{open_model, Engine};
+use crate::llm::{open_model, Engine, Ranks};
 use crate::out::{errln, outln};
 use rayo_llm::SessionOptions;
 use std::path::Path;
@@ -22,8 +22,13 @@ fn rows(backend: &str) -> (usize, usize) {
 const REPS: usize = 5;
 
 /// The rows for each thread count, printed as they are measured.
-/// `world`: tensor-parallel ranks (each on the threads of a row).
-pub fn run(model: &Path, backend: &str, threads: &[usize], world: usize, json: bool) -> Result<(), String> {
+/// `ranks`: tensor-parallel ranks (each on the threads of a row; a world of processes
+/// measures one thread count, as its other ranks make one engine).
+pub fn run(model: &Path, backend: &str, threads: &[usize], ranks: &Ranks, json: bool) -> Result<(), String> {
+    if matches!(ranks, Ranks::Host(_)) && threads.len() > 1 {
+        return Err(format!("a world of processes measures one --threads value, not {}", threads.len()));
+    }
+    let world = ranks.world();
     let m = open_model(model)?;
     let name = model.file_name().map_or_else(|| model.display().to_string(), |n| n.to_string_lossy().into_owned());
     let size = m.file().as_bytes().len();
@@ -41,7 +46,7 @@ pub fn run(model: &Path, backend: &str, threads: &[usize], world: usize, json: b
     let (pp_op, tg_op) = (format!("pp{pp_n}"), format!("tg{tg_n}"));
     for &t in &threads {
         let opts = SessionOptions { context: pp_n.max(tg_n), ..SessionOptions::default() };
-        let mut engine = Engine::with_options(&m, backend, t, opts, false, world)?;
+        let mut engine = Engine::with_options(&m, backend, t, opts, false, ranks)?;
         let vocab = m.config().vocab_size as u32;
         let tokens: Vec<u32> = (0..pp_n.max(tg_n) as u32).map(|i| (i * 7919 + 13) % vocab).collect();
         let mut pp = || -> Result<f64, String> {

@@ -224,7 +224,10 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             [b] => crate::args::parse_llm_backend(b)?,
             _ => return Err("--model takes one --backend".into()),
         };
-        return llm::run(model, &backend, &args.threads, args.tensor_parallel, args.json);
+        if crate::llm::serve_other_rank(model, &backend, args.threads.first().copied().unwrap_or(1), false, &args.ranks)? {
+            return Ok(());
+        }
+        return llm::run(model, &backend, &args.threads, &crate::llm::Ranks::of(&args.ranks)?, args.json);
     }
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
     let json = args.json;

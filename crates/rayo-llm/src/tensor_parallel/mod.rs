@@ -288,7 +288,9 @@ where
     loop {
         let call = match link.recv() {
             Ok((Tag::Call, p)) => Call::decode(&p)?,
-            Ok((t, _)) => return Err(Error::backend("cpu", format!("tensor-parallel rank {}: rank 0 sent {t:?} where a call was due", rv.shard.rank))),
+            Ok((t, _)) => {
+                return Err(Error::backend("cpu", format!("tensor-parallel rank {}: rank 0 sent {t:?} where a call was due", rv.shard.rank)))
+            }
             // rank 0 is done (or gone): so is this rank
             Err(e) => {
                 log::info!("tensor-parallel rank {}: {e}; ending", rv.shard.rank);

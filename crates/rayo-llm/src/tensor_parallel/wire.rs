@@ -128,7 +128,10 @@ pub(crate) fn check_welcome(model: &Model, p: &[u8]) -> Result<Spec> {
     let theirs = String::from_utf8_lossy(i.take(n)?).into_owned();
     let mine = model_print(model);
     if theirs != mine {
-        return Err(Error::backend("cpu", format!("tensor-parallel rank 0 runs another model ({theirs}) than this rank ({mine}): give every rank the same file")));
+        return Err(Error::backend(
+            "cpu",
+            format!("tensor-parallel rank 0 runs another model ({theirs}) than this rank ({mine}): give every rank the same file"),
+        ));
     }
     Spec::decode(i.p)
 }
