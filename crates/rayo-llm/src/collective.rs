@@ -20,6 +20,27 @@ pub trait Collective: Send {
     /// Every rank's `part`, in rank order, into every rank's `out`, whose length must be the
     /// parts' total.
     fn all_gather(&self, part: &[f32], out: &mut [f32]) -> Result<()>;
+
+    /// Rank 0's `bytes` into every rank's `bytes` (every rank passes the same length): how a
+    /// backend hands its ranks something made once, such as an NCCL world's id. Through
+    /// [`Collective::all_gather`] of the bytes as f32 bit patterns, which a gather moves
+    /// unchanged.
+    fn broadcast_bytes(&self, bytes: &mut [u8]) -> Result<()> {
+        let Shard { rank, world } = self.shard();
+        let words = bytes.len().div_ceil(4);
+        let mut padded = bytes.to_vec();
+        padded.resize(words * 4, 0);
+        let part: Vec<f32> = if rank == 0 {
+            padded.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect()
+        } else {
+            vec![0.0; words]
+        };
+        let mut all = vec![0f32; words * world];
+        self.all_gather(&part, &mut all)?;
+        let got: Vec<u8> = all[..words].iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
+        bytes.copy_from_slice(&got[..bytes.len()]);
+        Ok(())
+    }
 }
 
 /// A world of ranks in one process: [`LocalGroup::new`] makes one handle per rank, each to be
@@ -182,6 +203,33 @@ impl Drop for LocalGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bit patterns arithmetic would change (a signaling and a quiet NaN, -0, a denormal),
+    /// then bytes of an odd count.
+    fn bytes() -> Vec<u8> {
+        let mut b: Vec<u8> = [0x7F80_0001u32, 0xFFC0_0000, 0x8000_0000, 1].iter().flat_map(|x| x.to_le_bytes()).collect();
+        b.extend(0..=200u8);
+        b
+    }
+
+    #[test]
+    fn a_broadcast_gives_every_rank_rank_0_s_bytes_unchanged() {
+        for world in 1..=3 {
+            let threads: Vec<_> = LocalGroup::new(world)
+                .into_iter()
+                .map(|g| {
+                    std::thread::spawn(move || {
+                        let mut b = if g.shard().rank == 0 { bytes() } else { vec![7; bytes().len()] };
+                        g.broadcast_bytes(&mut b).unwrap();
+                        b
+                    })
+                })
+                .collect();
+            for t in threads {
+                assert_eq!(t.join().unwrap(), bytes(), "world {world}");
+            }
+        }
+    }
 
     #[test]
     fn sums_and_gathers_are_every_rank_s_in_rank_order() {

@@ -17,6 +17,8 @@
 //! | `RAYO_CUDA_FUSED_ROPE` | a boolean (a decoding step's RoPE, KV store and attention in one launch) | on |
 //! | `RAYO_CUDA_PREFILL` | `auto mma f32` (a prompt's products: `wgmma` on Hopper, `mma.sync`, or exact fp32) | `auto` |
 //! | `RAYO_CUDA_DECODE` | `auto f32 f16 q8` (the activations a decoding step's products take) | `auto`: q8 from 1024 values a row |
+//! | `RAYO_NCCL` | a boolean (tensor-parallel CUDA ranks sum through NCCL, where its library loads and each rank has a GPU of its own) | on |
+//! | `RAYO_NCCL_LIBRARY` | a path or file name of NCCL's library | `libnccl.so.2`, then `libnccl.so` |
 //!
 //! A value rayo does not understand is not ignored silently: it is reported once, through the
 //! `log` crate at warn level (naming the variable, the value and what is accepted), and the
@@ -65,6 +67,12 @@ pub struct Config {
     pub cuda_prefill: CudaPrefill,
     /// `RAYO_CUDA_DECODE`: the activations a decoding step's products take.
     pub cuda_decode: CudaDecode,
+    /// `RAYO_NCCL`: tensor-parallel CUDA ranks sum and gather through NCCL where they can
+    /// (else through the host).
+    pub nccl: bool,
+    /// `RAYO_NCCL_LIBRARY`: where NCCL's library is (`None`: `libnccl.so.2`, then `libnccl.so`,
+    /// on the loader's path).
+    pub nccl_library: Option<String>,
 }
 
 /// `RAYO_CUDA_PREFILL`: the GEMM of the LLM engine's prompt products on CUDA.
@@ -128,13 +136,15 @@ impl Default for Config {
             cuda_fused_rope: true,
             cuda_prefill: CudaPrefill::Auto,
             cuda_decode: CudaDecode::Auto,
+            nccl: true,
+            nccl_library: None,
         }
     }
 }
 
 impl Config {
     /// Every variable [`Config`] reads.
-    pub const VARS: [EnvVar; 16] = [
+    pub const VARS: [EnvVar; 18] = [
         EnvVar { name: "RAYO_BACKEND", accepts: BACKEND_ACCEPTS, default: "auto" },
         EnvVar { name: "RAYO_FORCE_CPU", accepts: BOOL_ACCEPTS, default: "0" },
         EnvVar { name: "RAYO_GEMM_KC", accepts: BLOCK_ACCEPTS, default: "from the L2 size" },
@@ -151,6 +161,8 @@ impl Config {
         EnvVar { name: "RAYO_CUDA_FUSED_ROPE", accepts: BOOL_ACCEPTS, default: "1" },
         EnvVar { name: "RAYO_CUDA_PREFILL", accepts: PREFILL_ACCEPTS, default: "auto" },
         EnvVar { name: "RAYO_CUDA_DECODE", accepts: DECODE_ACCEPTS, default: "auto" },
+        EnvVar { name: "RAYO_NCCL", accepts: BOOL_ACCEPTS, default: "1" },
+        EnvVar { name: "RAYO_NCCL_LIBRARY", accepts: "a path or file name", default: "libnccl.so.2, then libnccl.so" },
     ];
 
     /// The configuration of this process: the environment, read on first use and then fixed.
@@ -225,6 +237,7 @@ impl Config {
         c.cuda_pdl = flag("RAYO_CUDA_PDL", true);
         c.cuda_graphs = flag("RAYO_CUDA_GRAPHS", true);
         c.cuda_fused_rope = flag("RAYO_CUDA_FUSED_ROPE", true);
+        c.nccl = flag("RAYO_NCCL", true);
         let lanes = [("1", 1), ("2", 2), ("4", 4), ("8", 8), ("16", 16), ("32", 32), ("64", 64)];
         c.wgpu_lanes = choice("RAYO_WGPU_LANES", LANES_ACCEPTS, &lanes).map(usize::from);
         c.wgpu_f16 = choice("RAYO_WGPU_F16", AUTO_BOOL_ACCEPTS, AUTO_BOOL).and_then(|x| (x != 2).then_some(x == 1));
@@ -241,6 +254,7 @@ impl Config {
             Some(3) => CudaDecode::Q8,
             _ => CudaDecode::Auto,
         };
+        c.nccl_library = get("RAYO_NCCL_LIBRARY").map(|v| v.trim().to_string());
         (c, problems)
     }
 }
@@ -276,7 +290,9 @@ impl fmt::Display for Config {
             CudaDecode::F16 => "f16",
             CudaDecode::Q8 => "q8",
         };
-        write!(f, "RAYO_CUDA_DECODE={decode}")
+        writeln!(f, "RAYO_CUDA_DECODE={decode}")?;
+        writeln!(f, "RAYO_NCCL={}", u8::from(self.nccl))?;
+        write!(f, "RAYO_NCCL_LIBRARY={}", self.nccl_library.as_deref().unwrap_or("default"))
     }
 }
 

@@ -130,6 +130,8 @@ pub struct Cuda {
     /// The tensor-parallel world this backend runs a rank of ([`Cuda::with_group`]), else
     /// `None`.
     group: Option<Box<dyn Collective>>,
+    /// The group's collectives on the device, where every rank could make a communicator.
+    nccl: Option<rayo::cuda::nccl::Communicator>,
 }
 
 /// From this many values per activation row on, a decoding step's products take 8-bit
@@ -297,11 +299,11 @@ impl Backend for Cuda {
     }
 
     fn all_reduce(&mut self, buf: &mut CudaBuf, len: usize) -> Result<()> {
-        self.sum_on_host(buf, len)
+        self.sum(buf, len)
     }
 
     fn all_gather_rows(&mut self, part: &CudaBuf, m: usize, width: usize, out: &mut CudaBuf) -> Result<()> {
-        self.gather_on_host(part, m, width, out)
+        self.gather(part, m, width, out)
     }
 
     fn check_config(&self, cfg: &Config, context: usize) -> Result<()> {

@@ -61,6 +61,7 @@ impl Cuda {
             fused_rope: knobs.cuda_fused_rope,
             deterministic: false,
             group: None,
+            nccl: None,
             dev,
         })
     }

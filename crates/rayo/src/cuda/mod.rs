@@ -31,6 +31,7 @@ mod flash;
 mod graph;
 mod launch;
 mod narrow;
+pub mod nccl;
 mod ops;
 mod pinned;
 mod prompt;
