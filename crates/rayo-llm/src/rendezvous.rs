@@ -1,6 +1,6 @@
 //! A world of tensor-parallel ranks in several processes, on one host or on many: the ranks
 //! find each other at a TCP address any launcher can give (`--rank`, `--tensor-parallel`,
-//! `--rendezvous HOST:PORT`), and [`TcpGroup`] is their [`Collective`] over those links.
+//! `--rendezvous HOST:PORT`), and `TcpGroup` is their [`Collective`] over those links.
 //!
 //! Rank 0 listens at the address and every other rank connects to it (a star): rank 0 sums
 //! and gathers the parts in rank order and sends the result back, so every rank gets the same
