@@ -8,7 +8,9 @@ use rayo_llm::chat::{ChatTemplate, Message};
 use rayo_llm::collective::Collective;
 use rayo_llm::cpu::Cpu;
 use rayo_llm::sample::{Sampler, SamplerConfig};
-use rayo_llm::{Backend, Forward, KvType, Logits, Model, Rendezvous, Session, SessionOptions, Shard, TensorParallel};
+use rayo_llm::{
+    Backend, BatchOptions, Forward, KvType, Logits, Model, Rendezvous, Session, SessionOptions, Shard, TensorParallel, TensorParallelBatch,
+};
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -163,6 +165,18 @@ impl Ranks {
         match self {
             Ranks::Host(rv) => TensorParallel::host(model, rv, opts, backend),
             _ => TensorParallel::start(model, self.world(), opts, backend),
+        }
+    }
+
+    /// The world of many sequences (`rayo serve`'s) these ranks make, as [`Ranks::forward`].
+    pub fn batch<B, F>(&self, model: &Model, opts: BatchOptions, backend: F) -> rayo_llm::Result<TensorParallelBatch>
+    where
+        B: Backend + 'static,
+        F: Fn(&Model, Box<dyn Collective>) -> rayo_llm::Result<B> + Send + Sync + 'static,
+    {
+        match self {
+            Ranks::Host(rv) => TensorParallelBatch::host(model, rv, opts, backend),
+            _ => TensorParallelBatch::start(model, self.world(), opts, backend),
         }
     }
 }

@@ -5,9 +5,9 @@
 //! `SessionPool` of `--parallel` sessions run one after another.
 
 use crate::args::ServeArgs;
-use crate::llm::{open_model, Engine, Ranks};
+use crate::llm::{open_model, Engine};
 use rayo_llm::cpu::Cpu;
-use rayo_llm::{BatchOptions, BatchSession, KvType, Model, SessionPool, TensorParallelBatch};
+use rayo_llm::{BatchOptions, BatchSession, KvType, Model, SessionPool};
 use rayo_serve::{EngineFactory, ServeOptions};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,9 +40,9 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
                 let opts = BatchOptions { slots: parallel, context: ctx, kv_type: kv, rows };
                 let threads = ranks.threads_each(threads);
                 let started = match backend.as_str() {
-                    "cpu" => batch_world(&ranks, &model, opts, move |part: &Model, group| Ok(crate::llm::cpu_rank(part, group, threads))),
+                    "cpu" => ranks.batch(&model, opts, move |part: &Model, group| Ok(crate::llm::cpu_rank(part, group, threads))),
                     #[cfg(feature = "cuda")]
-                    "cuda" => batch_world(&ranks, &model, opts, move |part: &Model, group| crate::llm::cuda_rank(part, group, deterministic)),
+                    "cuda" => ranks.batch(&model, opts, move |part: &Model, group| crate::llm::cuda_rank(part, group, deterministic)),
                     other => return Err(crate::llm::no_collectives(world, other)),
                 };
                 return Ok(Box::new(started.map_err(|e| format!("--tensor-parallel {world}: {e}"))?) as Box<dyn rayo_llm::BatchForward>);
@@ -77,17 +77,4 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
         ..ServeOptions::default()
     };
     rayo_serve::serve(opts, model, factory)
-}
-
-/// The batched world `ranks` make (rank 0 hosting a world of processes, or threads of this
-/// process), each rank's backend as `backend` makes it.
-fn batch_world<B, F>(ranks: &Ranks, model: &Model, opts: BatchOptions, backend: F) -> rayo_llm::Result<TensorParallelBatch>
-where
-    B: rayo_llm::Backend + 'static,
-    F: Fn(&Model, Box<dyn rayo_llm::collective::Collective>) -> rayo_llm::Result<B> + Send + Sync + 'static,
-{
-    match ranks {
-        Ranks::Host(rv) => TensorParallelBatch::host(model, rv, opts, backend),
-        _ => TensorParallelBatch::start(model, ranks.world(), opts, backend),
-    }
 }

@@ -92,7 +92,7 @@ impl LocalGroup {
     }
 
     fn broken(why: &str) -> Error {
-        Error::backend("cpu", format!("tensor-parallel group: {why}"))
+        Error::TensorParallel(format!("group: {why}"))
     }
 
     /// Brings `data` to a round of `op`; returns the round's result.

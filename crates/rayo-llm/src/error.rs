@@ -54,6 +54,10 @@ pub enum Error {
     /// A perplexity run that cannot be computed (too few tokens, a short context, NaN logits).
     #[error("perplexity: {0}")]
     Perplexity(String),
+    /// A tensor-parallel world that cannot go on: a rank that stopped or disagrees, a
+    /// rendezvous that failed (`crate::collective`, `crate::rendezvous`).
+    #[error("tensor parallelism: {0}")]
+    TensorParallel(String),
 }
 
 /// The engine's result type.

@@ -76,11 +76,11 @@ pub(crate) struct Link {
 }
 
 fn io_error(what: String, e: std::io::Error) -> Error {
-    Error::backend("cpu", format!("tensor-parallel rendezvous: {what}: {e}"))
+    Error::TensorParallel(format!("rendezvous: {what}: {e}"))
 }
 
 fn wire_error(what: String) -> Error {
-    Error::backend("cpu", format!("tensor-parallel rendezvous: {what}"))
+    Error::TensorParallel(format!("rendezvous: {what}"))
 }
 
 impl Link {

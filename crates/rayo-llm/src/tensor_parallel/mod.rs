@@ -117,7 +117,7 @@ fn spawn_rank<B: Backend + 'static>(
                 }
             }
         })
-        .map_err(|e| Error::backend("cpu", format!("cannot start tensor-parallel rank {rank}: {e}")))?;
+        .map_err(|e| Error::TensorParallel(format!("cannot start rank {rank}: {e}")))?;
     Ok((Rank::Thread { calls, answers, thread: Some(thread) }, started))
 }
 
@@ -136,7 +136,7 @@ impl World {
         }
         let mut shape = None;
         for (r, s) in started.iter().enumerate() {
-            let got = s.recv().map_err(|_| Error::backend("cpu", format!("tensor-parallel rank {r} ended while starting")))??;
+            let got = s.recv().map_err(|_| Error::TensorParallel(format!("rank {r} ended while starting")))??;
             shape.get_or_insert(got);
         }
         let shape = shape.expect("a world has at least one rank");
@@ -149,7 +149,7 @@ impl World {
     fn host<B: Backend + 'static>(model: &Model, rv: &Rendezvous, backend: Arc<MakeBackend<B>>, spec: Spec) -> Result<World> {
         shard::check(model.config(), rv.shard.world)?;
         if rv.shard.rank != 0 {
-            return Err(Error::backend("cpu", format!("rank {} joins a world (serve_rank); rank 0 hosts it", rv.shard.rank)));
+            return Err(Error::TensorParallel(format!("rank {} joins a world (serve_rank); rank 0 hosts it", rv.shard.rank)));
         }
         let mut links = rv.host()?;
         let welcome = wire::welcome(model, spec);
@@ -159,7 +159,7 @@ impl World {
         let group_links = links.iter().map(Link::try_clone).collect::<Result<Vec<_>>>()?;
         let group = TcpGroup::new(rv.shard, group_links);
         let (rank0, ready) = spawn_rank(model, Box::new(group), backend, spec)?;
-        let shape = ready.recv().map_err(|_| Error::backend("cpu", "tensor-parallel rank 0 ended while starting"))?;
+        let shape = ready.recv().map_err(|_| Error::TensorParallel("rank 0 ended while starting".into()))?;
         let shape = match shape {
             Ok(s) => s,
             Err(e) => {
@@ -181,10 +181,8 @@ impl World {
             if (context, slots, rows, name.as_str()) != (shape.context, shape.slots, shape.rows, shape.backend) {
                 let r = l.peer;
                 drop(World { ranks, shape, failed: None });
-                return Err(Error::backend(
-                    "cpu",
-                    format!(
-                        "tensor-parallel rank {r} made a {name} engine of {context} positions, {slots} slots, {rows} rows a step; rank 0 a {} engine of {}, {}, {}: give every rank the same --backend",
+                return Err(Error::TensorParallel(format!(
+                        "rank {r} made a {name} engine of {context} positions, {slots} slots, {rows} rows a step; rank 0 a {} engine of {}, {}, {}: give every rank the same --backend",
                         shape.backend, shape.context, shape.slots, shape.rows
                     ),
                 ));
@@ -199,7 +197,7 @@ impl World {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let gone = |r: usize| Error::backend("cpu", format!("tensor-parallel rank {r} has stopped"));
+        let gone = |r: usize| Error::TensorParallel(format!("rank {r} has stopped"));
         // other processes first: a rank's link carries the call before rank 0's collectives
         // reach it (crate::rendezvous)
         let mut sent = Ok(());
@@ -288,9 +286,7 @@ where
     loop {
         let call = match link.recv() {
             Ok((Tag::Call, p)) => Call::decode(&p)?,
-            Ok((t, _)) => {
-                return Err(Error::backend("cpu", format!("tensor-parallel rank {}: rank 0 sent {t:?} where a call was due", rv.shard.rank)))
-            }
+            Ok((t, _)) => return Err(Error::TensorParallel(format!("rank {}: rank 0 sent {t:?} where a call was due", rv.shard.rank))),
             // rank 0 is done (or gone): so is this rank
             Err(e) => {
                 log::info!("tensor-parallel rank {}: {e}; ending", rv.shard.rank);
@@ -419,7 +415,7 @@ fn run<B: Backend>(s: &mut Session<B>, call: Call) -> Result<Answer> {
 }
 
 fn unexpected() -> Error {
-    Error::backend("cpu", "a tensor-parallel rank was given a call of the other kind of session")
+    Error::TensorParallel("a rank was given a call of the other kind of session".into())
 }
 
 impl Forward for TensorParallel {

@@ -43,7 +43,7 @@ struct In<'a> {
 
 impl<'a> In<'a> {
     fn short(&self) -> Error {
-        Error::backend("cpu", format!("tensor-parallel rendezvous: a {} cut short", self.what))
+        Error::TensorParallel(format!("rendezvous: a {} cut short", self.what))
     }
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         if self.p.len() < n {
@@ -74,14 +74,14 @@ impl<'a> In<'a> {
         }
     }
     fn bad(&self, kind: u8) -> Error {
-        Error::backend("cpu", format!("tensor-parallel rendezvous: a {} of unknown kind {kind}", self.what))
+        Error::TensorParallel(format!("rendezvous: a {} of unknown kind {kind}", self.what))
     }
     /// The payload must end here.
     fn end<T>(&self, v: T) -> Result<T> {
         if self.p.is_empty() {
             Ok(v)
         } else {
-            Err(Error::backend("cpu", format!("tensor-parallel rendezvous: a {} with {} bytes too many", self.what, self.p.len())))
+            Err(Error::TensorParallel(format!("rendezvous: a {} with {} bytes too many", self.what, self.p.len())))
         }
     }
 }
@@ -128,10 +128,7 @@ pub(crate) fn check_welcome(model: &Model, p: &[u8]) -> Result<Spec> {
     let theirs = String::from_utf8_lossy(i.take(n)?).into_owned();
     let mine = model_print(model);
     if theirs != mine {
-        return Err(Error::backend(
-            "cpu",
-            format!("tensor-parallel rank 0 runs another model ({theirs}) than this rank ({mine}): give every rank the same file"),
-        ));
+        return Err(Error::TensorParallel(format!("rank 0 runs another model ({theirs}) than this rank ({mine}): give every rank the same file")));
     }
     Spec::decode(i.p)
 }
