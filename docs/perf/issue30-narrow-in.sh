@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 30, part 1: the products narrowing their own input (QMatvecKernel::narrowing_in: each
+# block narrows its f32 row into shared memory, no narrowing launch) against the binary before,
+# in one call on the GPU machine. Carries dev-bin/base/rayo.gz (before), dev-bin/new/rayo.gz
+# (after), dev-bin/new/cuda_llm.gz (the CUDA tests of the LLM kernels, with the new kernels'
+# bit-equality test) and dev-bin/b1/tok.gguf. For each shape in $SHAPES: `rayo bench --model
+# --backend cuda` (pp512, tg128) with the binary before and after (RAYO_CUDA_NARROW_IN=auto),
+# alternated twice; on the first shape also after with off, 1, 2 and 4 rows a warp; and the
+# greedy text's md5 of each (the kernels give the narrowing launch's bits: it must not change).
+# PyTorch's read stream first and last.
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+mkdir -p /tmp/f
+for b in base new; do gunzip -c dev-bin/$b/rayo.gz >/tmp/f/rayo-$b && chmod +x /tmp/f/rayo-$b; done
+gunzip -c dev-bin/new/cuda_llm.gz >/tmp/f/cuda_llm && chmod +x /tmp/f/cuda_llm
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader
+echo "## cuda_llm tests"
+/tmp/f/cuda_llm --test-threads 1 2>&1 | grep -E "^test |test result|panicked|cuda device" | sort | uniq -c | sort -rn | head -20
+python3 docs/perf/issue30-read-stream.py
+first=1
+for spec in ${SHAPES:-llama-3.2-1b:Q4_K smollm2-135m:Q4_1 llama-3.1-8b:Q4_K qwen2-0.5b:Q5_0}; do
+  shape=${spec%%:*} ty=${spec##*:}
+  f=/tmp/f/$shape-$ty.gguf
+  /tmp/f/rayo-base synth $f --shape $shape --type $ty --tokenizer dev-bin/b1/tok.gguf >/dev/null
+  echo "## $shape $ty"
+  variants="base auto"
+  if [ $first = 1 ]; then variants="base auto off 1 2 4"; fi
+  for r in 1 2; do
+    for v in $variants; do
+      b=new; [ $v = base ] && b=base
+      RAYO_CUDA_NARROW_IN=$([ $v = base ] && echo auto || echo $v) /tmp/f/rayo-$b bench --model $f --backend cuda 2>&1 | grep -E "^(pp|tg)" | sed "s/^/$v: /"
+    done
+  done
+  for v in $variants; do
+    b=new; [ $v = base ] && b=base
+    RAYO_CUDA_NARROW_IN=$([ $v = base ] && echo auto || echo $v) /tmp/f/rayo-$b generate --model $f --backend cuda --prompt "The capital of France is" --max-tokens 32 --temperature 0 2>/dev/null | md5sum | sed "s/^/$v greedy md5: /"
+  done
+  /tmp/f/rayo-new bench --model $f --backend cuda 2>&1 | grep -E "graph replay"
+  first=0
+  rm -f $f
+done
+python3 docs/perf/issue30-read-stream.py
