@@ -7,7 +7,11 @@
 # --backend cuda` (pp512, tg128) with the binary before and after (RAYO_CUDA_NARROW_IN=auto),
 # alternated twice; on the first shape also after with off, 1, 2 and 4 rows a warp; and the
 # greedy text's md5 of each (the kernels give the narrowing launch's bits: it must not change).
-# PyTorch's read stream first and last.
+# PyTorch's read stream first and last. The binary after (and the test binary) are built from the
+# tree with docs/perf/issue30/narrow-in-attempt.diff applied (`git apply`): `cargo build
+# --release -p rayo-cli`, `cargo test -p rayo --features cuda --release --test cuda_llm --no-run`.
+# (The run recorded in docs/perf/issue30/narrow-in-h200.txt spelled `variant` out inline; the same
+# commands.)
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 mkdir -p /tmp/f
@@ -17,6 +21,11 @@ nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader
 echo "## cuda_llm tests"
 /tmp/f/cuda_llm --test-threads 1 2>&1 | grep -E "^test |test result|panicked|cuda device" | sort | uniq -c | sort -rn | head -20
 python3 docs/perf/issue30-read-stream.py
+# `variant VARIANT ARGS...`: the binary before (base), or after with RAYO_CUDA_NARROW_IN=VARIANT
+variant() {
+  local v=$1; shift
+  if [ $v = base ]; then /tmp/f/rayo-base "$@"; else RAYO_CUDA_NARROW_IN=$v /tmp/f/rayo-new "$@"; fi
+}
 first=1
 for spec in ${SHAPES:-llama-3.2-1b:Q4_K smollm2-135m:Q4_1 llama-3.1-8b:Q4_K qwen2-0.5b:Q5_0}; do
   shape=${spec%%:*} ty=${spec##*:}
@@ -27,13 +36,11 @@ for spec in ${SHAPES:-llama-3.2-1b:Q4_K smollm2-135m:Q4_1 llama-3.1-8b:Q4_K qwen
   if [ $first = 1 ]; then variants="base auto off 1 2 4"; fi
   for r in 1 2; do
     for v in $variants; do
-      b=new; [ $v = base ] && b=base
-      RAYO_CUDA_NARROW_IN=$([ $v = base ] && echo auto || echo $v) /tmp/f/rayo-$b bench --model $f --backend cuda 2>&1 | grep -E "^(pp|tg)" | sed "s/^/$v: /"
+      variant $v bench --model $f --backend cuda 2>&1 | grep -E "^(pp|tg)" | sed "s/^/$v: /"
     done
   done
   for v in $variants; do
-    b=new; [ $v = base ] && b=base
-    RAYO_CUDA_NARROW_IN=$([ $v = base ] && echo auto || echo $v) /tmp/f/rayo-$b generate --model $f --backend cuda --prompt "The capital of France is" --max-tokens 32 --temperature 0 2>/dev/null | md5sum | sed "s/^/$v greedy md5: /"
+    variant $v generate --model $f --backend cuda --prompt "The capital of France is" --max-tokens 32 --temperature 0 2>/dev/null | md5sum | sed "s/^/$v greedy md5: /"
   done
   /tmp/f/rayo-new bench --model $f --backend cuda 2>&1 | grep -E "graph replay"
   first=0
