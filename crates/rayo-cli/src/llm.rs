@@ -126,10 +126,20 @@ pub enum Ranks {
 const RENDEZVOUS_WAIT: Duration = Duration::from_secs(300);
 
 impl Ranks {
-    pub fn of(a: &RankArgs) -> Result<Ranks, String> {
+    /// The ranks of a command's flags on `backend`. With `--tensor-parallel N` alone where
+    /// ranks are processes (cuda, or `--rank-processes`), this starts ranks 1 to N-1
+    /// ([`crate::local_ranks`]) and is rank 0.
+    pub fn of(a: &RankArgs, backend: &str) -> Result<Ranks, String> {
         let world = a.tensor_parallel;
         // (clap makes --rank and --rendezvous come together)
-        let (Some(rank), Some(addr)) = (a.rank, &a.rendezvous) else { return Ok(Ranks::Threads(world)) };
+        let (Some(rank), Some(addr)) = (a.rank, &a.rendezvous) else {
+            if world > 1 && (a.rank_processes || backend == "cuda") {
+                let addr = crate::local_ranks::start(world)?;
+                let rv = Rendezvous { addr, shard: Shard { rank: 0, world }, wait: RENDEZVOUS_WAIT };
+                return Ok(Ranks::Host(rv));
+            }
+            return Ok(Ranks::Threads(world));
+        };
         if world < 2 {
             return Err(format!("--rank {rank} --rendezvous {addr}: a world of processes needs --tensor-parallel N of 2 or more (N = {world})"));
         }
@@ -185,7 +195,10 @@ impl Ranks {
 /// `backend` for rank 0 until rank 0 ends, then `Ok(true)`; for any other ranks `Ok(false)`
 /// (the command does its work).
 pub fn serve_other_rank(model: &Path, backend: &str, threads: usize, deterministic: bool, ranks: &RankArgs) -> Result<bool, String> {
-    let Ranks::Join(rv) = Ranks::of(ranks)? else { return Ok(false) };
+    if ranks.rank.is_none() {
+        return Ok(false);
+    }
+    let Ranks::Join(rv) = Ranks::of(ranks, backend)? else { return Ok(false) };
     #[cfg(not(feature = "cuda"))]
     let _ = deterministic;
     let m = open_model(model)?;
@@ -235,7 +248,7 @@ pub fn other_rank(a: &ModelArgs) -> Result<bool, String> {
 fn engine(m: &Model, a: &ModelArgs) -> Result<Engine, String> {
     let ctx = a.ctx.unwrap_or(m.config().context_length.min(4096));
     let kv_type = if a.kv_f32 { KvType::F32 } else { KvType::F16 };
-    let ranks = Ranks::of(&a.ranks)?;
+    let ranks = Ranks::of(&a.ranks, &a.backend)?;
     Engine::with_options(
         m,
         &a.backend,

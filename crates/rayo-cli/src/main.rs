@@ -11,6 +11,7 @@ mod info;
 mod input;
 mod json;
 mod llm;
+mod local_ranks;
 mod out;
 mod perplexity;
 mod ptx;
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,rayo_serve=info")).init();
     // Before any thread starts (setting the environment is only sound while there is one).
     private_runtime_dir();
+    no_multicast();
     // Usage errors (a bad flag or value) print clap's message and exit with status 2;
     // `--help` and `--version` exit with 0.
     let cli = Cli::parse();
@@ -45,6 +47,8 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve::run(&a),
         Command::Synth(a) => synth::run(&a),
     };
+    // the tensor-parallel ranks this process started, if any
+    local_ranks::reap(result.is_ok());
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -53,6 +57,26 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// NVLink multicast stays off in this process and in every process it starts (the ranks of
+/// `--tensor-parallel`, NCCL's): on a shared host it can take GPUs out of service for a long
+/// time. NCCL, PyTorch's symmetric memory and NVSHMEM each read their own switch; a value
+/// that would turn it on is replaced, with a warning.
+fn no_multicast() {
+    for (var, off) in MULTICAST_OFF {
+        match std::env::var(var) {
+            Ok(v) if v == off => {}
+            Ok(v) => {
+                log::warn!("{var}={v} would let NVLink multicast on; rayo sets {var}={off}");
+                std::env::set_var(var, off);
+            }
+            Err(_) => std::env::set_var(var, off),
+        }
+    }
+}
+
+/// The variables that keep NVLink multicast off, and their values.
+const MULTICAST_OFF: [(&str, &str); 3] = [("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")];
 
 /// Sets XDG_RUNTIME_DIR to a private directory when it is unset (a container, a CI job, `su`).
 ///

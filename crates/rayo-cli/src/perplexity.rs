@@ -32,7 +32,7 @@ pub fn run(a: &PerplexityArgs) -> Result<(), String> {
     );
     let kv = if a.model.kv_f32 { KvType::F32 } else { KvType::F16 };
     let opts = perplexity::session_options(ctx, kv);
-    let ranks = crate::llm::Ranks::of(&a.model.ranks)?;
+    let ranks = crate::llm::Ranks::of(&a.model.ranks, &a.model.backend)?;
     let mut e = Engine::with_options(&m, &a.model.backend, ranks.threads_each(a.model.threads), opts, a.model.deterministic, &ranks)?;
     let bos = perplexity::chunk_bos(tok);
     let t1 = Instant::now();

@@ -16,7 +16,7 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
     if crate::llm::other_rank(&a.model)? {
         return Ok(());
     }
-    let ranks = crate::llm::Ranks::of(&a.model.ranks)?;
+    let ranks = crate::llm::Ranks::of(&a.model.ranks, &a.model.backend)?;
     let model = Arc::new(open_model(&a.model.model)?);
     let ctx = a.model.ctx.unwrap_or(model.config().context_length.min(4096));
     let model_id = a.alias.clone().unwrap_or_else(|| {

@@ -168,8 +168,8 @@ fn whole_text_up_to_a_near_tie(m: &Model, prompt: &str, ids: &[u32], gaps: &[f32
 }
 
 /// SmolLM2's 9 query heads and 3 key/value heads split over 3 tensor-parallel ranks, as
-/// threads of one process (`--tensor-parallel 3`) and as 3 processes that meet at a rendezvous
-/// (`--rank R --rendezvous HOST:PORT`): the whole model's greedy text (up to a near tie of the
+/// threads of one process (`--tensor-parallel 3`), as 3 processes that meet at a rendezvous
+/// (`--rank R --rendezvous HOST:PORT`) and as 3 processes rank 0 starts (`--rank-processes`): the whole model's greedy text (up to a near tie of the
 /// whole model's, see above), the processes' the same bits as the threads' (rank 0 sums the
 /// parts in rank order, as the threads do); 2 ranks cannot split 9 heads, and the error says
 /// which worlds can.
@@ -222,6 +222,17 @@ fn rayo_generate_on_three_tensor_parallel_ranks_prints_the_whole_model_s_text() 
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success() && o.stdout.is_empty() && err.contains("rank 0 is done"), "{err}");
     }
+    // the same world, its ranks 1 and 2 started by rank 0 itself (the default on cuda)
+    let started = run(&["3", "--rank-processes"]);
+    let err = String::from_utf8_lossy(&started.stderr);
+    assert!(started.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&started.stdout), out, "3 processes rank 0 started, 3 threads");
+    assert!(err.contains("rank 1 of 3: rank 0 is done") && err.contains("rank 2 of 3: rank 0 is done"), "{err}");
+    // ... and when the world cannot be made, rank 0's error (the rank it started is ended
+    // with it: `output` returns only once every holder of the stderr pipe has gone)
+    let bad = run(&["2", "--rank-processes"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success() && err.contains("--tensor-parallel 2: 2 tensor-parallel ranks cannot split the 9 query heads"), "{err}");
     // a rank past the world, a world of one process
     for (ranks, want) in [
         (&["3", "--rank", "3", "--rendezvous", "127.0.0.1:1"][..], "--rank 3 is not below --tensor-parallel 3 (ranks are 0 to 2)"),

@@ -227,7 +227,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         if crate::llm::serve_other_rank(model, &backend, args.threads.first().copied().unwrap_or(1), false, &args.ranks)? {
             return Ok(());
         }
-        return llm::run(model, &backend, &args.threads, &crate::llm::Ranks::of(&args.ranks)?, args.json);
+        return llm::run(model, &backend, &args.threads, &crate::llm::Ranks::of(&args.ranks, &backend)?, args.json);
     }
     let plan = if args.quick { Plan::QUICK } else { Plan::FULL };
     let json = args.json;

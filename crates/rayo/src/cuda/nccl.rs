@@ -170,6 +170,14 @@ impl Communicator {
     /// called it with the same `id` (each on its own GPU: NCCL refuses two ranks on one).
     pub fn new(dev: &CudaDevice, id: &NcclId, rank: usize, world: usize) -> Result<Communicator> {
         let n = nccl()?;
+        // NVLink multicast (NCCL's NVLS) can take a shared host's GPUs out of service: rayo
+        // never lets NCCL use it (the `rayo` binary sets this itself at start)
+        if std::env::var("NCCL_NVLS_ENABLE").as_deref() != Ok("0") {
+            return Err(Error::Device {
+                api: "nccl",
+                message: "NCCL_NVLS_ENABLE is not 0: set NCCL_NVLS_ENABLE=0 (rayo never uses NVLink multicast) before the first communicator".into(),
+            });
+        }
         if world == 0 || rank >= world || world > c_int::MAX as usize {
             return Err(Error::Device { api: "nccl", message: format!("rank {rank} of a world of {world}") });
         }
