@@ -123,10 +123,11 @@ pub struct ModelArgs {
 #[derive(Debug, Args, Clone)]
 pub struct RankArgs {
     /// Split the model over N tensor-parallel ranks (Megatron's split: attention heads, the
-    /// MLP's width, the output head's vocabulary). Alone: on cuda, this process is rank 0 and
-    /// starts the other ranks as processes (rank r on GPU r; ranks share GPUs when there are
-    /// fewer); on cpu, each rank a thread of this process sharing --threads (--rank-processes:
-    /// processes there too). With --rank and --rendezvous: the size of a world of processes.
+    /// MLP's width, the output head's vocabulary). Alone: on cuda with a GPU for each rank,
+    /// this process is rank 0 and starts the other ranks as processes (rank r on GPU r, their
+    /// sums through NCCL); else each rank a thread of this process (on cpu sharing --threads;
+    /// on cuda sharing the GPUs, the sums through the host). --rank-processes: processes
+    /// always. With --rank and --rendezvous: the size of a world of processes.
     #[arg(long, visible_alias = "world-size", value_name = "N", default_value_t = 1, value_parser = parse_world, allow_negative_numbers = true)]
     pub tensor_parallel: usize,
     /// This process is rank R (0 to N-1) of a world of N processes, one per GPU or host, each
@@ -142,8 +143,8 @@ pub struct RankArgs {
     pub rendezvous: Option<String>,
     /// With --tensor-parallel N alone: this process is rank 0 and starts ranks 1 to N-1 as
     /// processes of this program on this host (each with these flags, meeting at a free local
-    /// port) rather than threads. The default on cuda (one process per GPU, as NCCL expects);
-    /// this flag asks for it on cpu too. (The ranks it starts get it too, with their --rank:
+    /// port) rather than threads. The default on cuda where each rank has a GPU of its own
+    /// (one process per GPU, as NCCL expects); this flag asks for it everywhere. (The ranks it starts get it too, with their --rank:
     /// there it does nothing.)
     #[arg(long)]
     pub rank_processes: bool,

@@ -127,13 +127,13 @@ const RENDEZVOUS_WAIT: Duration = Duration::from_secs(300);
 
 impl Ranks {
     /// The ranks of a command's flags on `backend`. With `--tensor-parallel N` alone where
-    /// ranks are processes (cuda, or `--rank-processes`), this starts ranks 1 to N-1
-    /// ([`crate::local_ranks`]) and is rank 0.
+    /// ranks are processes (cuda with a GPU for each rank, or `--rank-processes`), this starts
+    /// ranks 1 to N-1 ([`crate::local_ranks`]) and is rank 0.
     pub fn of(a: &RankArgs, backend: &str) -> Result<Ranks, String> {
         let world = a.tensor_parallel;
         // (clap makes --rank and --rendezvous come together)
         let (Some(rank), Some(addr)) = (a.rank, &a.rendezvous) else {
-            if world > 1 && (a.rank_processes || backend == "cuda") {
+            if world > 1 && (a.rank_processes || gpu_each(backend, world)) {
                 let addr = crate::local_ranks::start(world)?;
                 let rv = Rendezvous { addr, shard: Shard { rank: 0, world }, wait: RENDEZVOUS_WAIT };
                 return Ok(Ranks::Host(rv));
@@ -189,6 +189,20 @@ impl Ranks {
             _ => TensorParallelBatch::start(model, self.world(), opts, backend),
         }
     }
+}
+
+/// Whether `world` ranks on `backend` each get a GPU of their own: CUDA ranks are then
+/// processes, one per GPU, whose sums run through NCCL. Ranks that share a GPU cannot share an
+/// NCCL world, and their sums go through the host, faster between threads than over a local
+/// socket (an H200, the Llama-3.2-1B shape on 2 ranks: 237 tokens/s as threads, 76 as
+/// processes; docs/perf/issue30.md).
+fn gpu_each(backend: &str, world: usize) -> bool {
+    #[cfg(feature = "cuda")]
+    if backend == "cuda" {
+        return rayo::cuda::device_count() >= world;
+    }
+    let _ = (backend, world);
+    false
 }
 
 /// This process as a rank other than 0 ([`Ranks::Join`]): runs its part of the model at
