@@ -186,7 +186,14 @@ pub(crate) fn layers_pass<B: Backend>(
     // their caches and positions
     let one_rows: Vec<(usize, usize)> = segments[..ones].iter().map(|s| (s.kv, s.pos0)).collect();
     let Buffers { x, xn, q, k, v, qk_normed, att, gate, up, post, segment, .. } = f;
-    b.embed(&w.token_embd, tokens, x)?;
+    if c.shard.is_alone() {
+        b.embed(&w.token_embd, tokens, x)?;
+    } else {
+        // each rank's rows of the table (the zero row for the others' tokens), added
+        let rows: Vec<u32> = tokens.iter().map(|&t| crate::shard::embedding_row(c.shard, c.vocab_size, t)).collect::<Result<_>>()?;
+        b.embed(&w.token_embd, &rows, x)?;
+        b.all_reduce(x, m * c.n_embd)?;
+    }
     if c.arch.embed_scale {
         // as llama.cpp: √n_embd in f32
         b.scale(x, (c.n_embd as f32).sqrt(), m * c.n_embd)?;

@@ -9,8 +9,10 @@
 //!   residual add.
 //! - The output head by vocabulary rows: each rank's logits, gathered
 //!   ([`crate::Backend::all_gather_rows`]).
-//! - Whole on every rank: the norms, the per-head QK-norms, RoPE's divisors, and the embedding
-//!   table (a lookup reads only a step's rows of it).
+//! - The embedding table by vocabulary rows, and one row of zeros after them: a rank looks up
+//!   the tokens in its rows and the zero row for every other token, and the all-reduce adds
+//!   the ranks' rows ([`embedding_row`]).
+//! - Whole on every rank: the norms, the per-head QK-norms and RoPE's divisors.
 //!
 //! A rank's part is itself a GGUF file, made in memory ([`split`]): its metadata names the
 //! rank's heads and MLP width, and [`RANK_KEY`] / [`WORLD_KEY`]. Every backend loads a rank as
@@ -72,12 +74,38 @@ enum Cut {
     Cols,
 }
 
+/// The embedding table's name.
+const EMBEDDING: &str = "token_embd.weight";
+
+/// The rows of a rank's embedding table: its part of the vocabulary, and the zero row.
+pub fn embedding_rows(shard: Shard, vocab: usize) -> usize {
+    match shard.is_alone() {
+        true => vocab,
+        false => shard.part(vocab).len() + 1,
+    }
+}
+
+/// The row of `shard`'s embedding table that token `id` (of a vocabulary of `vocab`) reads:
+/// its own row where the rank holds it, else the zero row after them (alone: `id`). A token
+/// past the vocabulary is an error naming both.
+pub fn embedding_row(shard: Shard, vocab: usize, id: u32) -> Result<u32> {
+    if id as usize >= vocab {
+        return Err(Error::TokenPastVocab { id, vocab });
+    }
+    if shard.is_alone() {
+        return Ok(id);
+    }
+    let part = shard.part(vocab);
+    let row = if part.contains(&(id as usize)) { id as usize - part.start } else { part.len() };
+    Ok(row as u32)
+}
+
 /// How tensor `name` of a model of `cfg` is cut (the names [`crate::weights::Weights`] reads).
 fn cut_of(name: &str, cfg: &Config) -> Cut {
     let (q, kv, ff) = (cfg.q_width(), cfg.kv_width(), cfg.n_ff);
     let Some((_, tensor)) = name.strip_prefix("blk.").and_then(|rest| rest.split_once('.')) else {
         return match name {
-            "output.weight" => Cut::Rows(vec![cfg.vocab_size]),
+            "output.weight" | EMBEDDING => Cut::Rows(vec![cfg.vocab_size]),
             _ => Cut::Whole,
         };
     };
@@ -155,13 +183,20 @@ pub fn split(model: &Model, shard: Shard) -> Result<Model> {
         // the head size no longer follows from the width and the rank's heads
         ("attention.key_length", cfg.head_dim),
         ("attention.value_length", cfg.head_dim),
+        // nor the vocabulary from the embedding table's rows
+        ("vocab_size", cfg.vocab_size),
     ] {
         out.set(format!("{arch}.{key}"), v as u32);
     }
     out.set(RANK_KEY, shard.rank as u32);
     out.set(WORLD_KEY, w as u32);
     for t in file.tensors() {
-        let (shape, bytes) = cut(t, file.tensor_data(t)?, &cut_of(&t.name, cfg), shard)?;
+        let (mut shape, mut bytes) = cut(t, file.tensor_data(t)?, &cut_of(&t.name, cfg), shard)?;
+        if t.name == EMBEDDING && !shard.is_alone() {
+            // the zero row: every value 0 in any format (a block's scales and values all 0)
+            bytes.resize(bytes.len() + t.ty.bytes_for(cfg.n_embd)?, 0);
+            shape[1] += 1;
+        }
         out.add_tensor(&t.name, t.ty, &shape, bytes)?;
     }
     if file.tensor("output.weight").is_none() {
@@ -256,5 +291,32 @@ mod tests {
             }
         }
         assert!(Shard::new(2, 2).is_err());
+    }
+
+    #[test]
+    fn each_token_reads_one_rank_s_row_and_the_others_their_zero_row() {
+        for world in 1..=4 {
+            for vocab in [1usize, 7, 10] {
+                if vocab < world {
+                    continue;
+                }
+                for id in 0..vocab as u32 {
+                    let rows: Vec<u32> = (0..world).map(|rank| embedding_row(Shard { rank, world }, vocab, id).unwrap()).collect();
+                    let owners: Vec<usize> = (0..world).filter(|&r| Shard { rank: r, world }.part(vocab).contains(&(id as usize))).collect();
+                    assert_eq!(owners.len(), 1, "token {id} of {vocab} over {world}");
+                    for (rank, &row) in rows.iter().enumerate() {
+                        let shard = Shard { rank, world };
+                        let zero = embedding_rows(shard, vocab) as u32 - 1;
+                        match rank == owners[0] {
+                            true => assert_eq!(row as usize, id as usize - shard.part(vocab).start),
+                            false => assert_eq!(row, zero, "token {id}, rank {rank} of {world}"),
+                        }
+                        assert!((row as usize) < embedding_rows(shard, vocab));
+                    }
+                }
+                let e = embedding_row(Shard { rank: 0, world }, vocab, vocab as u32).unwrap_err().to_string();
+                assert!(e.contains(&vocab.to_string()), "{e}");
+            }
+        }
     }
 }

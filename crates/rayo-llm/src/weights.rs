@@ -76,16 +76,17 @@ impl Weights {
         let mut t = Tensors { file, used: Vec::new() };
         let (d, q, kv, ff, hd) = (cfg.n_embd, cfg.q_width(), cfg.kv_width(), cfg.n_ff, cfg.head_dim);
         let arch = cfg.arch;
-        let token_embd = t.matrix("token_embd.weight", cfg.vocab_size, d)?;
+        let s = cfg.shard;
+        if !s.is_alone() && file.tensor("output.weight").is_none() {
+            return Err(Error::tensor("output.weight", format!("is missing: rank {} of {} holds its rows of the head", s.rank, s.world)));
+        }
+        // a tensor-parallel rank's table: its rows of the vocabulary and a zero row
+        let token_embd = t.matrix("token_embd.weight", crate::shard::embedding_rows(s, cfg.vocab_size), d)?;
         // a tensor-parallel rank's head holds its part of the vocabulary's rows
-        let head_rows = cfg.shard.part(cfg.vocab_size).len();
+        let head_rows = s.part(cfg.vocab_size).len();
         let output = match file.tensor("output.weight") {
             Some(_) => t.matrix("output.weight", head_rows, d)?,
-            None if cfg.shard.is_alone() => token_embd.clone(),
-            None => {
-                let s = cfg.shard;
-                return Err(Error::tensor("output.weight", format!("is missing: rank {} of {} holds its rows of the head", s.rank, s.world)));
-            }
+            None => token_embd.clone(),
         };
         // grown as tensors are found: a hostile block_count must not reserve memory up front
         let mut layers = Vec::new();

@@ -41,7 +41,8 @@ fn ranks_logits(model: &Model, world: usize, act: Activations, tokens: &[u32]) -
 /// the MLP's width, the head's vocabulary rows; fused tensors part by part) gives each rank the
 /// whole model's logits, within the rounding of partial sums added in another order: batched
 /// and one token at a time, on f32 weights and on 8-bit ones with 8-bit activations (whose
-/// blocks each rank's columns keep whole). A world of 1 is the whole model, bit for bit.
+/// blocks each rank's columns keep whole). Each rank's embedding table is its vocabulary rows
+/// and a zero row. A world of 1 is the whole model, bit for bit.
 #[test]
 fn tensor_parallel_ranks_give_the_whole_model_s_logits() {
     let tokens: Vec<u32> = (0..12u32).map(|i| (i * 37 + 5) % 256).collect();
@@ -67,6 +68,14 @@ fn tensor_parallel_ranks_give_the_whole_model_s_logits() {
         let want = whole.forward(&tokens, Logits::All).unwrap();
         let scale = want.iter().fold(0f32, |a, b| a.max(b.abs()));
         for world in [1, 2] {
+            // each rank holds its rows of the embedding table (and a zero row), not all of them
+            for rank in 0..world {
+                let shard = Shard { rank, world };
+                let part = shard::split(&m, shard).unwrap();
+                let rows = part.file().tensor("token_embd.weight").unwrap().shape[1] as usize;
+                let vocab = m.config().vocab_size;
+                assert_eq!(rows, if world == 1 { vocab } else { shard.part(vocab).len() + 1 }, "{arch:?}: rank {rank} of {world}'s embedding rows");
+            }
             let ranks = ranks_logits(&m, world, act, &tokens);
             for (rank, (all, one)) in ranks.iter().enumerate() {
                 assert_eq!((all, one), (&ranks[0].0, &ranks[0].1), "{arch:?} {ty:?}: rank {rank} of {world} differs from rank 0");
