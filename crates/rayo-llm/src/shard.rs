@@ -92,12 +92,17 @@ pub fn embedding_row(shard: Shard, vocab: usize, id: u32) -> Result<u32> {
     if id as usize >= vocab {
         return Err(Error::TokenPastVocab { id, vocab });
     }
+    Ok(row_of_id(shard, vocab, id))
+}
+
+/// [`embedding_row`] of an id already checked to be below `vocab`.
+pub(crate) fn row_of_id(shard: Shard, vocab: usize, id: u32) -> u32 {
     if shard.is_alone() {
-        return Ok(id);
+        return id;
     }
     let part = shard.part(vocab);
     let row = if part.contains(&(id as usize)) { id as usize - part.start } else { part.len() };
-    Ok(row as u32)
+    row as u32
 }
 
 /// How tensor `name` of a model of `cfg` is cut (the names [`crate::weights::Weights`] reads).

@@ -94,7 +94,7 @@ impl Context {
             rope: table(global.unwrap_or(0))?,
             rope_local: local.map(table).transpose()?,
             windows,
-            inputs: StepInputs::with_slots(dev, rows, positions, slots, cfg.vocab_size)?,
+            inputs: StepInputs::with_slots(dev, rows, positions, slots, cfg.vocab_size)?.for_shard(cfg.shard),
             scratch: DecodeScratch::rows(dev, slots, cfg.n_head, cfg.head_dim)?,
             narrow,
             act,

@@ -9,8 +9,10 @@ use rayo::cuda::kernels::{EmbedKernel, RopeKernel, RopePairs};
 use rayo::cuda::{CudaDevice, DeviceBuffer, DeviceBytes, QFormat};
 use rayo::{Error, Result};
 
-/// A pass's inputs where the kernels read them: the token ids, a position per row and a KV
-/// cache slot per row, in device memory, so that a captured graph of a pass replays for any
+/// A pass's inputs where the kernels read them: each token's row of the embedding table (its
+/// id; on a tensor-parallel rank, the row of the rank's part or its zero row:
+/// [`crate::shard::embedding_row`]), a position per row and a KV cache slot per row, in device
+/// memory, so that a captured graph of a pass replays for any
 /// token at any position. The host side remembers what it wrote (the pass's segments: each
 /// sequence's rows, slot and first position), and each launch checks its sizes against that.
 ///
@@ -33,6 +35,8 @@ pub struct StepInputs {
     pub(super) positions: usize,
     pub(super) cache_slots: usize,
     vocab: usize,
+    /// The rank whose embedding rows the ids are written as (alone: the ids themselves).
+    shard: crate::shard::Shard,
     device: u64,
 }
 
@@ -66,8 +70,16 @@ impl StepInputs {
             positions,
             cache_slots: cache_slots.max(1),
             vocab,
+            shard: crate::shard::Shard { rank: 0, world: 1 },
             device: dev.id(),
         })
+    }
+
+    /// The same inputs for tensor-parallel rank `shard`: each id written as the row of the
+    /// rank's embedding table it reads ([`crate::shard::embedding_row`]).
+    pub fn for_shard(mut self, shard: crate::shard::Shard) -> StepInputs {
+        self.shard = shard;
+        self
     }
 
     /// The positions a pass over these inputs may reach.
@@ -122,13 +134,15 @@ impl StepInputs {
         if let Some(&t) = tokens.iter().find(|&&t| t as usize >= self.vocab) {
             return Err(Error::InvalidArgument { op: OP, name: "token", value: (t as usize).into(), reason: "past the vocabulary" });
         }
-        let ids: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+        // (every id below the vocabulary, checked above)
+        let rows: Vec<u32> = tokens.iter().map(|&t| crate::shard::row_of_id(self.shard, self.vocab, t)).collect();
+        let ids: Vec<u8> = rows.iter().flat_map(|t| t.to_le_bytes()).collect();
         dev.write_bytes_at(&mut self.tokens, 0, &ids)?;
         dev.write_bytes_at(&mut self.pos, 0, &pos)?;
         dev.write_bytes_at(&mut self.slots, 0, &slots)?;
         self.written = written;
         self.rows = total;
-        self.max_id = tokens.iter().copied().max().unwrap_or(0);
+        self.max_id = rows.iter().copied().max().unwrap_or(0);
         Ok(())
     }
 
