@@ -15,15 +15,8 @@
 // them in shared memory until it does). Median of 30 steps; counters carry across steps (the
 // target grows by S each step), so nothing is reset between launches.
 // Build and run: docs/perf/issue30-dataflow-floor.sh.
-#include <cstdio>
 #include <cstdint>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
-
-struct Phase { unsigned long long off, bytes; };
+#include "issue30-step.cuh"
 
 __device__ unsigned xsum(const uint4 *p, unsigned long long n) {
     unsigned acc = 0;
@@ -73,20 +66,9 @@ __global__ void flow(const uint4 *__restrict__ w, const Phase *phases, int nphas
 }
 
 int main() {
-    const unsigned long long embd = 2048, ff = 8192, kv = 512, vocab = 128256, layers = 16;
-    auto q4k = [](unsigned long long r, unsigned long long c) { return (r * c * 9 / 16 + 4095) / 4096 * 4096; };
-    std::vector<Phase> step;
-    unsigned long long off = 0;
-    auto add = [&](unsigned long long bytes) { step.push_back({off, bytes}); off += bytes; };
-    for (unsigned long long l = 0; l < layers; l++) {
-        add(q4k(embd + 2 * kv, embd));
-        add(256ull * kv * 2 * 2);
-        add(q4k(embd, embd));
-        add(q4k(2 * ff, embd));
-        add(q4k(embd, ff));
-    }
-    add(q4k(vocab, embd));
-    unsigned long long total = off;
+    // (phases rounded to 4 KB: every tile of up to 32 x 32 a whole number of 16-byte loads)
+    std::vector<Phase> step = one_b_step(4096);
+    unsigned long long total = bytes_of(step);
     uint4 *w; Phase *ph; unsigned *done; float *sink;
     CK(cudaMalloc(&w, total));
     CK(cudaMemset(w, 0x5a, total));
@@ -106,19 +88,13 @@ int main() {
             for (int S : {4, 8, 16, 32}) {
                 for (int lf : {0, 1}) {
                     CK(cudaMemset(done, 0, step.size() * 64 * 4));
-                    std::vector<float> ts;
-                    cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
-                    for (unsigned it = 0; it < 33; it++) {
-                        void *args[] = {&w, &ph, &n, &S, &lf, &it, &done, &sink};
-                        cudaEventRecord(a);
-                        CK(cudaLaunchCooperativeKernel((void *)flow, blocks, threads, args, 0, 0));
-                        cudaEventRecord(b);
-                        CK(cudaEventSynchronize(b));
-                        float ms; cudaEventElapsedTime(&ms, a, b);
-                        if (it >= 3) ts.push_back(ms * 1000);
-                    }
-                    std::sort(ts.begin(), ts.end());
-                    float us = ts[ts.size() / 2];
+                    unsigned stepno = 0;
+                    void *args[] = {&w, &ph, &n, &S, &lf, &stepno, &done, &sink};
+                    float us = median_us((void *)flow, blocks, threads, 0, [&](unsigned it) {
+                        stepno = it;
+                        return args;
+                    });
+                    if (us < 0) return 1;
                     printf("%4d threads x %d blocks/SM  S %2d (%4d tiles a phase)  %-10s  %7.1f us a step  %5.0f GB/s\n", threads, bps, S, S * S,
                            lf ? "load first" : "wait first", us, total / (us * 1e3));
                 }

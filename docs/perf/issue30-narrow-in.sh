@@ -12,15 +12,9 @@
 # --release -p rayo-cli`, `cargo test -p rayo --features cuda --release --test cuda_llm --no-run`.
 # (The run recorded in docs/perf/issue30/narrow-in-h200.txt spelled `variant` out inline; the same
 # commands.)
-set -u
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-mkdir -p /tmp/f
-for b in base new; do gunzip -c dev-bin/$b/rayo.gz >/tmp/f/rayo-$b && chmod +x /tmp/f/rayo-$b; done
-gunzip -c dev-bin/new/cuda_llm.gz >/tmp/f/cuda_llm && chmod +x /tmp/f/cuda_llm
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader
-echo "## cuda_llm tests"
-/tmp/f/cuda_llm --test-threads 1 2>&1 | grep -E "^test |test result|panicked|cuda device" | sort | uniq -c | sort -rn | head -20
-python3 docs/perf/issue30-read-stream.py
+# (The setup now comes from docs/perf/issue30-ab.sh, with the same commands.)
+. docs/perf/issue30-ab.sh
+ab_setup
 # `variant VARIANT ARGS...`: the binary before (base), or after with RAYO_CUDA_NARROW_IN=VARIANT
 variant() {
   local v=$1; shift

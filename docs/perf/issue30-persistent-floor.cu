@@ -10,15 +10,8 @@
 // stream); `staged` (below). Median of 30 steps each, for several grid shapes.
 // Build and run (docs/perf/issue30-persistent-floor.sh): nvcc -O3 -arch=sm_90 -o pf
 // issue30-persistent-floor.cu && ./pf
-#include <cstdio>
 #include <cstdint>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
-
-struct Phase { unsigned long long off, bytes; };
+#include "issue30-step.cuh"
 
 // A sense-reversing grid barrier: the last block to arrive flips the generation.
 __device__ void grid_barrier(unsigned *count, volatile unsigned *gen, unsigned blocks) {
@@ -117,20 +110,8 @@ __global__ void walk_staged(const uint4 *__restrict__ w, const Phase *phases, in
 }
 
 int main() {
-    const unsigned long long embd = 2048, ff = 8192, kv = 512, vocab = 128256, layers = 16;
-    auto q4k = [](unsigned long long r, unsigned long long c) { return (r * c * 9 / 16 + 127) / 128 * 128; };
-    std::vector<Phase> step;
-    unsigned long long off = 0;
-    auto add = [&](unsigned long long bytes) { step.push_back({off, bytes}); off += bytes; };
-    for (unsigned long long l = 0; l < layers; l++) {
-        add(q4k(embd + 2 * kv, embd));   // Q, K, V
-        add(256ull * kv * 2 * 2);        // attention over 256 positions of f16 K and V
-        add(q4k(embd, embd));            // O
-        add(q4k(2 * ff, embd));          // gate, up
-        add(q4k(embd, ff));              // down
-    }
-    add(q4k(vocab, embd));               // the head
-    unsigned long long total = off;
+    std::vector<Phase> step = one_b_step(128);
+    unsigned long long total = bytes_of(step);
     std::vector<Phase> none = step, one = {{0, total}};
     for (auto &p : none) p.bytes = 0;
     uint4 *w; Phase *ph; unsigned *count, *gen; float *sink;
@@ -153,21 +134,10 @@ int main() {
                 int n = (int)v.phases->size();
                 CK(cudaMemcpy(ph, v.phases->data(), n * sizeof(Phase), cudaMemcpyHostToDevice));
                 void *args[] = {&w, &ph, &n, &v.ahead, &count, &gen, &sink};
-                std::vector<float> ts;
-                cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
-                for (int it = 0; it < 33; it++) {
-                    cudaEventRecord(a);
-                    CK(cudaLaunchCooperativeKernel((void *)walk, blocks, threads, args, 0, 0));
-                    cudaEventRecord(b);
-                    CK(cudaEventSynchronize(b));
-                    float ms; cudaEventElapsedTime(&ms, a, b);
-                    if (it >= 3) ts.push_back(ms * 1000);
-                }
-                std::sort(ts.begin(), ts.end());
-                float us = ts[ts.size() / 2];
-                unsigned long long bytes = 0; for (auto &p : *v.phases) bytes += p.bytes;
+                float us = median_us((void *)walk, blocks, threads, 0, [&](unsigned) { return args; });
+                if (us < 0) return 1;
                 printf("%4d threads x %d blocks/SM  %-9s  %7.1f us a step  %5.0f GB/s  (%.2f us a phase)\n", threads, bps, v.name, us,
-                       bytes / (us * 1e3), us / v.phases->size());
+                       bytes_of(*v.phases) / (us * 1e3), us / n);
             }
         }
     }
@@ -184,21 +154,10 @@ int main() {
                 int n = (int)phs->size();
                 CK(cudaMemcpy(ph, phs->data(), n * sizeof(Phase), cudaMemcpyHostToDevice));
                 void *args[] = {&w, &ph, &n, &stage, &count, &gen, &sink};
-                std::vector<float> ts;
-                cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
-                for (int it = 0; it < 33; it++) {
-                    cudaEventRecord(a);
-                    CK(cudaLaunchCooperativeKernel((void *)walk_staged, blocks, threads, args, stage, 0));
-                    cudaEventRecord(b);
-                    CK(cudaEventSynchronize(b));
-                    float ms; cudaEventElapsedTime(&ms, a, b);
-                    if (it >= 3) ts.push_back(ms * 1000);
-                }
-                std::sort(ts.begin(), ts.end());
-                float us = ts[ts.size() / 2];
-                unsigned long long bytes = 0; for (auto &p : *phs) bytes += p.bytes;
+                float us = median_us((void *)walk_staged, blocks, threads, stage, [&](unsigned) { return args; });
+                if (us < 0) return 1;
                 printf("%4d threads x %d blocks/SM  staged %3u KB %-8s  %7.1f us a step  %5.0f GB/s  (%.2f us a phase)\n", threads, bps, stage >> 10,
-                       phs == &step ? "" : "no bytes", us, bytes / (us * 1e3), us / n);
+                       phs == &step ? "" : "no bytes", us, bytes_of(*phs) / (us * 1e3), us / n);
             }
         }
     }

@@ -144,8 +144,8 @@ pub struct RankArgs {
     /// With --tensor-parallel N alone: this process is rank 0 and starts ranks 1 to N-1 as
     /// processes of this program on this host (each with these flags, meeting at a free local
     /// port) rather than threads. The default on cuda where each rank has a GPU of its own
-    /// (one process per GPU, as NCCL expects); this flag asks for it everywhere. (The ranks it starts get it too, with their --rank:
-    /// there it does nothing.)
+    /// (one process per GPU, as NCCL expects); this flag asks for it everywhere. (The ranks it
+    /// starts get it too, beside their --rank: there it does nothing.)
     #[arg(long)]
     pub rank_processes: bool,
 }

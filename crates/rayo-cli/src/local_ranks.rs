@@ -1,8 +1,9 @@
 //! `--tensor-parallel N` alone, as processes: this process is rank 0 and starts ranks 1 to
 //! N-1 itself, each a process of this same binary with this command's flags and `--rank R
 //! --rendezvous 127.0.0.1:PORT` added (what a launcher on several hosts gives by hand). One
-//! process per GPU is how NCCL expects its ranks; on cuda this is the default, elsewhere
-//! `--rank-processes` asks for it (else the ranks are threads of this process).
+//! process per GPU is how NCCL expects its ranks: the default on cuda where each rank has a
+//! GPU of its own; elsewhere `--rank-processes` asks for it (else the ranks are threads of
+//! this process, [`crate::llm::Ranks`]).
 //!
 //! The ranks it starts print nothing on stdout (rank 0 does the command's work) and their
 //! stderr is this one's. Each ends when rank 0 closes its link; [`reap`] waits for them when

@@ -169,10 +169,10 @@ fn whole_text_up_to_a_near_tie(m: &Model, prompt: &str, ids: &[u32], gaps: &[f32
 
 /// SmolLM2's 9 query heads and 3 key/value heads split over 3 tensor-parallel ranks, as
 /// threads of one process (`--tensor-parallel 3`), as 3 processes that meet at a rendezvous
-/// (`--rank R --rendezvous HOST:PORT`) and as 3 processes rank 0 starts (`--rank-processes`): the whole model's greedy text (up to a near tie of the
-/// whole model's, see above), the processes' the same bits as the threads' (rank 0 sums the
-/// parts in rank order, as the threads do); 2 ranks cannot split 9 heads, and the error says
-/// which worlds can.
+/// (`--rank R --rendezvous HOST:PORT`) and as 3 processes rank 0 starts (`--rank-processes`):
+/// the whole model's greedy text (up to a near tie of the whole model's, see above), the
+/// processes' the same bits as the threads' (rank 0 sums the parts in rank order, as the
+/// threads do); 2 ranks cannot split 9 heads, and the error says which worlds can.
 #[test]
 fn rayo_generate_on_three_tensor_parallel_ranks_prints_the_whole_model_s_text() {
     let Some(path) = model("Q4_1") else { return };

@@ -186,12 +186,11 @@ pub(crate) fn layers_pass<B: Backend>(
     // their caches and positions
     let one_rows: Vec<(usize, usize)> = segments[..ones].iter().map(|s| (s.kv, s.pos0)).collect();
     let Buffers { x, xn, q, k, v, qk_normed, att, gate, up, post, segment, .. } = f;
-    if c.shard.is_alone() {
-        b.embed(&w.token_embd, tokens, x)?;
-    } else {
-        // each rank's rows of the table (the zero row for the others' tokens), added
-        let rows: Vec<u32> = tokens.iter().map(|&t| crate::shard::embedding_row(c.shard, c.vocab_size, t)).collect::<Result<_>>()?;
-        b.embed(&w.token_embd, &rows, x)?;
+    // each token's row of the table (a tensor-parallel rank's: its own rows, the zero row for
+    // the others' tokens, then added over the ranks)
+    let rows: Vec<u32> = tokens.iter().map(|&t| crate::shard::embedding_row(c.shard, c.vocab_size, t)).collect::<Result<_>>()?;
+    b.embed(&w.token_embd, &rows, x)?;
+    if !c.shard.is_alone() {
         b.all_reduce(x, m * c.n_embd)?;
     }
     if c.arch.embed_scale {

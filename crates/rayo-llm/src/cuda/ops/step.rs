@@ -12,9 +12,9 @@ use rayo::{Error, Result};
 /// A pass's inputs where the kernels read them: each token's row of the embedding table (its
 /// id; on a tensor-parallel rank, the row of the rank's part or its zero row:
 /// [`crate::shard::embedding_row`]), a position per row and a KV cache slot per row, in device
-/// memory, so that a captured graph of a pass replays for any
-/// token at any position. The host side remembers what it wrote (the pass's segments: each
-/// sequence's rows, slot and first position), and each launch checks its sizes against that.
+/// memory, so that a captured graph of a pass replays for any token at any position. The host
+/// side remembers what it wrote (the pass's segments: each sequence's rows, slot and first
+/// position), and each launch checks its sizes against that.
 ///
 /// A recorded pass reads these without the host's checks, so every write is checked against
 /// what any pass over them may index: every segment's `pos0 + rows` within the cache's
