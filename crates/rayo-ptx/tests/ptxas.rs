@@ -137,3 +137,51 @@ fn ptxas_rejects_a_broken_module() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("error"));
 }
+
+/// A persistent kernel of a decoding step's kinds of phases (a norm and narrowing, products a
+/// warp and a block per row with their block sums, the attention, a smaller block than the
+/// kernel's) assembles: the device functions, their module-scope shared arrays and named
+/// barriers, the calls and the grid barriers.
+#[test]
+fn a_persistent_kernel_assembles_for_sm90() {
+    use rayo_ptx::kernels::{ActFormat, DecodeAttentionKernel, Epilogue, NarrowKernel, PersistentKernel, Phase, QFormat, QMatvecKernel, RopePairs};
+    let Some(ptxas) = tool("RAYO_PTXAS", "ptxas") else {
+        assert!(!required(), "RAYO_REQUIRE_PTXAS=1 but no ptxas: set RAYO_PTXAS or run scripts/test.sh");
+        println!("skip: no ptxas (set RAYO_PTXAS, or run scripts/test.sh which installs it from PyPI)");
+        return;
+    };
+    let narrow = NarrowKernel::new(true, ActFormat::Q8).unwrap();
+    let qkv = QMatvecKernel::fused(QFormat::Q4_K, false, 3, Epilogue::Store).unwrap().with_activations(ActFormat::Q8).unwrap().per_block(true);
+    let down = QMatvecKernel::fused(QFormat::Q4_K, false, 1, Epilogue::Add).unwrap().with_activations(ActFormat::Q8).unwrap();
+    let attn = DecodeAttentionKernel::new(64, 8192, true, RopePairs::HalfSplit).unwrap();
+    let built: Vec<(rayo_ptx::ptx::PtxKernel, rayo_ptx::kernels::LaunchConfig)> = vec![
+        (narrow.build(90), narrow.launch(1)),
+        (qkv.build(90), qkv.launch(3072, 1)),
+        (attn.build(90), attn.launch(32)),
+        (down.build(90), down.launch(2048, 1)),
+    ];
+    let mut phases: Vec<Phase> = built
+        .iter()
+        .map(|(k, c)| Phase { kernel: k, threads: c.block.0, grid: c.grid, args: k.params().iter().enumerate().map(|(i, _)| 0x7000_0000_0000 + 256 * i as u64).collect() })
+        .collect();
+    // the same kernel again, with a smaller block than the persistent kernel's
+    phases.push(Phase { kernel: &built[0].0, threads: 64, grid: (2, 1, 1), args: phases[0].args.clone() });
+    let p = PersistentKernel::new(128, phases).unwrap();
+    let text = p.module_text("sm_90");
+    assert_eq!(text.matches(".func ").count(), 5, "one device function per kernel and block size");
+    let dir = std::env::temp_dir().join(format!("rayo-ptxas-persistent-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("persistent.ptx");
+    std::fs::write(&file, &text).unwrap();
+    let out = Command::new(&ptxas).arg("-arch=sm_90").arg("-v").arg(&file).arg("-o").arg(file.with_extension("cubin")).output().expect("run ptxas");
+    let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "ptxas rejected the persistent kernel:\n{log}\n{}", text.lines().take(400).collect::<Vec<_>>().join("\n"));
+    println!("{}", log.lines().filter(|l| l.contains("registers") || l.contains("spill") || l.contains("stack")).collect::<Vec<_>>().join("\n"));
+    // misuse: a block larger than the kernel's, values for other parameters
+    let k = &built[1].0;
+    assert!(PersistentKernel::new(128, vec![Phase { kernel: k, threads: 256, grid: (1, 1, 1), args: vec![0; k.params().len()] }]).is_err());
+    assert!(PersistentKernel::new(128, vec![Phase { kernel: k, threads: 128, grid: (1, 1, 1), args: vec![0; 2] }]).is_err());
+    assert!(PersistentKernel::new(128, vec![Phase { kernel: k, threads: 128, grid: (0, 1, 1), args: vec![0; k.params().len()] }]).is_err());
+    assert!(PersistentKernel::new(100, vec![]).is_err());
+}

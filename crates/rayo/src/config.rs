@@ -61,6 +61,9 @@ pub struct Config {
     pub cuda_matvec_block: Option<bool>,
     /// `RAYO_CUDA_GRAPHS`: the LLM engine records a one-token step once and replays it.
     pub cuda_graphs: bool,
+    /// `RAYO_CUDA_PERSISTENT`: the recorded one-token step replays as one persistent kernel
+    /// (`Some(0)`: as many blocks an SM as fit; `Some(n)`: at most `n`), not as a graph.
+    pub cuda_persistent: Option<u32>,
     /// `RAYO_CUDA_FUSED_ROPE`: a decoding step's RoPE, KV store and attention in one launch.
     pub cuda_fused_rope: bool,
     /// `RAYO_CUDA_PREFILL`: the GEMM a prompt's products run on.
@@ -113,6 +116,7 @@ const GROUPS_ACCEPTS: &str = "an integer in 64..=65535";
 const LANES_ACCEPTS: &str = "1|2|4|8|16|32|64";
 const AUTO_BOOL_ACCEPTS: &str = "auto, or 1|true|yes|on or 0|false|no|off";
 const MATVEC_ACCEPTS: &str = "auto|block|warp";
+const PERSISTENT_ACCEPTS: &str = "0|off, 1|on (as many blocks an SM as fit), or 2|3|4|6|8|12|16 blocks an SM at most";
 const PREFILL_ACCEPTS: &str = "auto|mma|f32";
 const DECODE_ACCEPTS: &str = "auto|f32|f16|q8";
 
@@ -133,6 +137,7 @@ impl Default for Config {
             cuda_pdl: true,
             cuda_matvec_block: None,
             cuda_graphs: true,
+            cuda_persistent: None,
             cuda_fused_rope: true,
             cuda_prefill: CudaPrefill::Auto,
             cuda_decode: CudaDecode::Auto,
@@ -144,7 +149,7 @@ impl Default for Config {
 
 impl Config {
     /// Every variable [`Config`] reads.
-    pub const VARS: [EnvVar; 18] = [
+    pub const VARS: [EnvVar; 19] = [
         EnvVar { name: "RAYO_BACKEND", accepts: BACKEND_ACCEPTS, default: "auto" },
         EnvVar { name: "RAYO_FORCE_CPU", accepts: BOOL_ACCEPTS, default: "0" },
         EnvVar { name: "RAYO_GEMM_KC", accepts: BLOCK_ACCEPTS, default: "from the L2 size" },
@@ -158,6 +163,7 @@ impl Config {
         EnvVar { name: "RAYO_CUDA_PDL", accepts: BOOL_ACCEPTS, default: "1" },
         EnvVar { name: "RAYO_CUDA_MATVEC", accepts: MATVEC_ACCEPTS, default: "auto" },
         EnvVar { name: "RAYO_CUDA_GRAPHS", accepts: BOOL_ACCEPTS, default: "1" },
+        EnvVar { name: "RAYO_CUDA_PERSISTENT", accepts: PERSISTENT_ACCEPTS, default: "0" },
         EnvVar { name: "RAYO_CUDA_FUSED_ROPE", accepts: BOOL_ACCEPTS, default: "1" },
         EnvVar { name: "RAYO_CUDA_PREFILL", accepts: PREFILL_ACCEPTS, default: "auto" },
         EnvVar { name: "RAYO_CUDA_DECODE", accepts: DECODE_ACCEPTS, default: "auto" },
@@ -238,6 +244,13 @@ impl Config {
         c.cuda_graphs = flag("RAYO_CUDA_GRAPHS", true);
         c.cuda_fused_rope = flag("RAYO_CUDA_FUSED_ROPE", true);
         c.nccl = flag("RAYO_NCCL", true);
+        let persistent = [("0", 0), ("off", 0), ("1", 1), ("on", 1), ("2", 2), ("3", 3), ("4", 4), ("6", 6), ("8", 8), ("12", 12), ("16", 16)];
+        // (1 = as many blocks an SM as fit; 0 = off)
+        c.cuda_persistent = match choice("RAYO_CUDA_PERSISTENT", PERSISTENT_ACCEPTS, &persistent) {
+            None | Some(0) => None,
+            Some(1) => Some(0),
+            Some(n) => Some(u32::from(n)),
+        };
         let lanes = [("1", 1), ("2", 2), ("4", 4), ("8", 8), ("16", 16), ("32", 32), ("64", 64)];
         c.wgpu_lanes = choice("RAYO_WGPU_LANES", LANES_ACCEPTS, &lanes).map(usize::from);
         c.wgpu_f16 = choice("RAYO_WGPU_F16", AUTO_BOOL_ACCEPTS, AUTO_BOOL).and_then(|x| (x != 2).then_some(x == 1));
@@ -277,6 +290,7 @@ impl fmt::Display for Config {
         writeln!(f, "RAYO_CUDA_PDL={}", u8::from(self.cuda_pdl))?;
         writeln!(f, "RAYO_CUDA_MATVEC={}", self.cuda_matvec_block.map_or("auto", |b| if b { "block" } else { "warp" }))?;
         writeln!(f, "RAYO_CUDA_GRAPHS={}", u8::from(self.cuda_graphs))?;
+        writeln!(f, "RAYO_CUDA_PERSISTENT={}", self.cuda_persistent.map_or("0".to_string(), |n| if n == 0 { "1".into() } else { n.to_string() }))?;
         writeln!(f, "RAYO_CUDA_FUSED_ROPE={}", u8::from(self.cuda_fused_rope))?;
         let prefill = match self.cuda_prefill {
             CudaPrefill::Auto => "auto",
@@ -344,6 +358,7 @@ mod tests {
             ("RAYO_CUDA_PDL", "0"),
             ("RAYO_CUDA_MATVEC", "warp"),
             ("RAYO_CUDA_GRAPHS", "no"),
+            ("RAYO_CUDA_PERSISTENT", "4"),
             ("RAYO_CUDA_FUSED_ROPE", "false"),
             ("RAYO_CUDA_PREFILL", "MMA"),
             ("RAYO_CUDA_DECODE", "q8"),
@@ -356,6 +371,7 @@ mod tests {
         assert_eq!((c.wgpu_lanes, c.wgpu_fuse, c.wgpu_f16), (Some(8), false, None));
         assert_eq!((c.cuda_pdl, c.cuda_matvec_block, c.cuda_graphs, c.cuda_fused_rope), (false, Some(false), false, false));
         assert_eq!((c.cuda_prefill, c.cuda_decode), (CudaPrefill::Mma, CudaDecode::Q8));
+        assert_eq!(c.cuda_persistent, Some(4));
         let shown = c.to_string();
         assert!(shown.contains("RAYO_GEMM_KC=256") && shown.contains("RAYO_CUDA_PREFILL=mma") && shown.contains("RAYO_WGPU_LANES=8"), "{c}");
         assert_eq!(shown.lines().count(), Config::VARS.len(), "{c}");

@@ -6,7 +6,7 @@
 use super::context::no_context;
 use super::Cuda;
 use crate::Result;
-use rayo::cuda::Replay;
+use rayo::cuda::{PersistentStep, Replay};
 use std::collections::HashMap;
 
 /// The recorded steps: the one-token step ([`crate::Backend::one_token_step`]) and the steps of `n`
@@ -14,11 +14,18 @@ use std::collections::HashMap;
 #[derive(Default)]
 pub(super) struct Recordings {
     pub(super) one: Option<Replay>,
+    /// The one-token step as a persistent kernel (`RAYO_CUDA_PERSISTENT`), replayed instead of
+    /// `one` when it could be made.
+    one_persistent: Option<PersistentStep>,
     rows: HashMap<usize, Replay>,
 }
 
+/// Threads a block of the persistent step: the decoding products' and the attention's block.
+const PERSISTENT_THREADS: u32 = 128;
+
 impl Recordings {
     pub(super) fn clear(&mut self) {
+        self.one_persistent = None;
         self.one = None;
         self.rows.clear();
     }
@@ -38,8 +45,15 @@ impl Cuda {
             // embedding table's rows when recorded), a position below the inputs' positions
             // even for an empty write; the recorded step is one row, and its launches checked
             // that the cache and RoPE's table hold every position the inputs can name
-            // (`cuda/ops/args.rs`).
-            return unsafe { g.replay().map_err(crate::Error::from) };
+            // (`cuda/ops/args.rs`). The persistent form runs the same launches with the same
+            // values, and is dropped with the recording.
+            return unsafe {
+                match &self.graph.one_persistent {
+                    Some(p) => p.replay(&self.dev),
+                    None => g.replay(),
+                }
+                .map_err(crate::Error::from)
+            };
         }
         if !self.graphs || !self.stepped_once {
             self.stepped_once = true;
@@ -52,8 +66,23 @@ impl Cuda {
         let ended = self.dev.end_capture();
         recorded?;
         let g = self.graph.one.insert(ended?);
+        if let Some(blocks) = rayo::Config::get().cuda_persistent {
+            match self.dev.persistent(g, PERSISTENT_THREADS, (blocks > 0).then_some(blocks)) {
+                Ok(p) => {
+                    log::info!("cuda: the one-token step is {} launches: {} of its {} as persistent kernels", p.pieces(), p.phases(), p.launches());
+                    self.graph.one_persistent = Some(p);
+                }
+                Err(e) => log::warn!("cuda: the one-token step stays a graph: {e}"),
+            }
+        }
         // SAFETY: as above: the recording was just made over this backend's memory.
-        unsafe { g.replay().map_err(crate::Error::from) }
+        unsafe {
+            match &self.graph.one_persistent {
+                Some(p) => p.replay(&self.dev),
+                None => g.replay(),
+            }
+            .map_err(crate::Error::from)
+        }
     }
 
     /// [`crate::Backend::one_token_rows_step`]: as [`Cuda::recorded_step`], a recording per row count.

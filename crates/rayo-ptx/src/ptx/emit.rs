@@ -163,7 +163,9 @@ fn write_inst(w: &mut W, i: &Inst) {
         }
         Op::Ld { space, ty, dst, addr, nc } => {
             w.pad(&LD[*space as usize]);
-            if *nc {
+            // (a phase of a persistent kernel reads what earlier phases of the same launch
+            // wrote: never through the read-only path)
+            if *nc && w.func.is_none() {
                 w.s(".nc");
             }
             w.s(vec_suffix(dst.len()));
@@ -341,7 +343,15 @@ fn write_inst(w: &mut W, i: &Inst) {
         }
         Op::BarSync(n) => {
             w.s("bar.sync ");
-            w.u(*n as u64);
+            match w.func {
+                // barrier 0 is the persistent kernel's own
+                Some(threads) => {
+                    w.u(*n as u64 + 1);
+                    w.s(", ");
+                    w.u(threads as u64);
+                }
+                None => w.u(*n as u64),
+            }
         }
         Op::MembarGl => w.s("membar.gl"),
         Op::PrefetchL2 { addr } => {
@@ -362,6 +372,97 @@ fn write_inst(w: &mut W, i: &Inst) {
 }
 
 /// The `.entry` of one kernel.
+/// `k` as a `.func` a persistent kernel calls once per virtual block of a phase
+/// ([`crate::kernels::PersistentKernel`]): the same body, with the block index, the grid and the
+/// block's size (`%ctaid`, `%nctaid`, `%ntid`) read from seven leading `.u32` parameters, its
+/// shared arrays at module scope named `{function}__{array}` (the function is `{kernel}__t{threads}`), its barriers a named barrier of its
+/// `threads` (the calling block may be larger; the threads past them do not call), and no load
+/// through the read-only path. Launch bounds and clusters are the calling kernel's.
+pub(crate) fn device_function(k: &PtxKernel, threads: u32, out: &mut Vec<u8>) {
+    let fname = device_function_name(&k.name, threads);
+    let mut w = W::new(out, k);
+    w.func = Some(threads);
+    w.prefix = fname.clone();
+    for s in &k.shared {
+        if s.count == 0 {
+            w.s(".extern .shared .align ");
+            w.u(s.align as u64);
+            w.s(" .b8 ");
+        } else {
+            w.s(".shared .align ");
+            w.u(s.align as u64);
+            w.c(b' ');
+            w.ty(s.ty);
+            w.c(b' ');
+        }
+        w.s(&fname);
+        w.s("__");
+        w.name(s.name);
+        if s.count == 0 {
+            w.s("[];\n");
+        } else {
+            w.c(b'[');
+            w.u(s.count as u64);
+            w.s("];\n");
+        }
+    }
+    w.s(".func ");
+    w.s(&fname);
+    w.c(b'(');
+    for i in 0..writer::VIRTUAL_SPECIALS.len() {
+        w.s("\n\t.param .u32 __vsp");
+        w.u(i as u64);
+        w.c(b',');
+    }
+    for (i, p) in k.params.iter().enumerate() {
+        w.s("\n\t.param ");
+        w.ty(p.ty);
+        w.c(b' ');
+        w.name(p.name);
+        if i + 1 < k.params.len() {
+            w.c(b',');
+        }
+    }
+    w.s("\n)\n{\n");
+    for (slot, ty) in PtxType::ALL.iter().enumerate() {
+        let n = k.reg_counts[slot];
+        if n > 0 {
+            w.s("\t.reg ");
+            w.ty(*ty);
+            w.c(b' ');
+            w.pad(&SIGIL[*ty as usize]);
+            w.c(b'<');
+            w.u(n as u64);
+            w.s(">;\n");
+        }
+    }
+    w.s("\t.reg .u32 %vsp<");
+    w.u(writer::VIRTUAL_SPECIALS.len() as u64);
+    w.s(">;\n");
+    for i in 0..writer::VIRTUAL_SPECIALS.len() {
+        w.s("\tld.param.u32 %vsp");
+        w.u(i as u64);
+        w.s(", [__vsp");
+        w.u(i as u64);
+        w.s("];\n");
+    }
+    w.c(b'\n');
+    for i in &k.insts {
+        if !matches!(i.op, Op::Label(_)) {
+            w.c(b'\t');
+        }
+        write_inst(&mut w, i);
+        w.c(b'\n');
+    }
+    w.s("}\n");
+    w.finish();
+}
+
+/// The name of `kernel`'s device function for blocks of `threads`.
+pub(crate) fn device_function_name(kernel: &str, threads: u32) -> String {
+    format!("{kernel}__t{threads}")
+}
+
 pub(crate) fn kernel(k: &PtxKernel, out: &mut Vec<u8>) {
     let mut w = W::new(out, k);
     // dynamic shared memory: declared at module scope, sized at launch

@@ -478,6 +478,20 @@ impl PtxKernel {
     }
     /// Whether the kernel waits for its programmatic dependencies (so a launch may overlap the
     /// previous grid).
+    /// The kernel as a `.func` a persistent kernel calls for each of a phase's blocks, with
+    /// `threads` threads (its launch's block): see [`crate::kernels::PersistentKernel`]. Its
+    /// shared arrays are declared before it, at module scope.
+    pub fn emit_device_function(&self, threads: u32) -> String {
+        let mut out = Vec::with_capacity(1024 + 48 * self.insts.len());
+        super::emit::device_function(self, threads, &mut out);
+        super::emit::into_string(out)
+    }
+
+    /// The name of the function [`PtxKernel::emit_device_function`] writes for `threads`.
+    pub fn device_function_name(&self, threads: u32) -> String {
+        super::emit::device_function_name(&self.name, threads)
+    }
+
     pub fn waits_for_dependencies(&self) -> bool {
         self.insts.iter().any(|i| matches!(i.op, Op::GridDepWait))
     }

@@ -74,6 +74,7 @@ impl CudaDevice {
         if data.is_empty() {
             return Ok(());
         }
+        self.queued_other("a copy to the device");
         self.stream.memcpy_htod(data, &mut buf.slice).map_err(drv)
     }
 
@@ -175,6 +176,7 @@ impl CudaDevice {
         if data.is_empty() {
             return Ok(());
         }
+        self.queued_other("a copy to the device");
         self.stream.memcpy_htod(data, &mut buf.slice.slice_mut(at..end)).map_err(drv)
     }
 
@@ -190,6 +192,7 @@ impl CudaDevice {
         if data.is_empty() {
             return Ok(());
         }
+        self.queued_other("a copy to the device");
         self.stream.memcpy_htod(data, &mut buf.slice.slice_mut(at..end)).map_err(drv)
     }
 
@@ -224,6 +227,7 @@ impl CudaDevice {
         if n == 0 {
             return Ok(());
         }
+        self.queued_other("a copy on the device");
         self.stream.memcpy_dtod(&src.slice.slice(src_at..s_end), &mut dst.slice.slice_mut(dst_at..d_end)).map_err(drv)
     }
 }

@@ -11,6 +11,9 @@ use std::sync::atomic::Ordering;
 /// A captured stream of work (one decoding step), replayed with one driver call.
 pub struct Replay {
     pub(super) graph: cudarc::driver::CudaGraph,
+    /// The kernels it launches, in order, with their parameters, or why it is more than
+    /// kernels (what [`CudaDevice::persistent`] is made from).
+    pub(super) launches: std::result::Result<Vec<super::persistent::Observed>, String>,
 }
 
 impl Replay {
@@ -34,6 +37,7 @@ impl CudaDevice {
         if self.capturing.swap(true, Ordering::AcqRel) {
             return Err(Error::Device { api: "cuda", message: "begin_capture: the stream is already recording".into() });
         }
+        *self.observed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Ok(Vec::new()));
         let begun = self.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(drv);
         if begun.is_err() {
             self.capturing.store(false, Ordering::Release);
@@ -46,8 +50,9 @@ impl CudaDevice {
         let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
         let ended = self.stream.end_capture(flags).map_err(drv);
         self.capturing.store(false, Ordering::Release);
+        let launches = self.observed.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_else(|| Err("nothing observed".into()));
         let graph = ended?.ok_or(Error::Device { api: "cuda", message: "stream capture produced no graph".into() })?;
         graph.upload().map_err(drv)?;
-        Ok(Replay { graph })
+        Ok(Replay { graph, launches })
     }
 }

@@ -97,6 +97,10 @@ pub(crate) struct Loaded {
     pub(crate) name: Arc<str>,
     pub(crate) func: CudaFunction,
     pub(crate) params: Arc<[Slot]>,
+    /// The kernel as built (a persistent kernel calls it as a device function) and its PTX
+    /// target.
+    pub(crate) kernel: Arc<rayo_ptx::ptx::PtxKernel>,
+    pub(crate) target: Arc<str>,
     /// Launched with programmatic stream serialization: the kernel waits for the previous
     /// grid's writes itself (`griddepcontrol.wait`), so it may start while that grid finishes.
     pub(crate) pdl: bool,
@@ -148,11 +152,45 @@ pub(crate) fn launch(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernel
 /// finished (Hopper's programmatic dependent launch; inside a graph capture, a programmatic
 /// edge). Also the path of arguments that are addresses inside a buffer.
 fn launch_ex(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::LaunchConfig, args: &mut [Arg]) -> Result<()> {
-    use cudarc::driver::{DevicePtr, DevicePtrMut};
     stream.context().bind_to_thread().map_err(drv)?;
-    // Each parameter's value in a slot of its own (pointers as u64, u32/f32 in the low bytes:
-    // the driver reads as many bytes as the kernel declares); `_keep` holds cudarc's records
-    // of the buffers' use until the launch is queued.
+    let (mut values, maps, _keep) = arg_values(stream, args);
+    let mut params: Vec<*mut std::ffi::c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+    for (i, p) in maps {
+        params[i] = p;
+    }
+    let mut attr = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
+    };
+    let config = sys::CUlaunchConfig {
+        gridDimX: cfg.grid.0,
+        gridDimY: cfg.grid.1,
+        gridDimZ: cfg.grid.2,
+        blockDimX: cfg.block.0,
+        blockDimY: cfg.block.1,
+        blockDimZ: cfg.block.2,
+        sharedMemBytes: cfg.shared_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: u32::from(k.pdl),
+    };
+    // SAFETY: the arguments match the kernel's declared parameters in number and type (checked
+    // by `launch`), each `params[i]` points to a live value of at least the parameter's size
+    // (`values`, or a tensor map borrowed by `args`: alive until after the call), `config` and
+    // `attr` outlive the call, and the callers checked every buffer's length (past an offset,
+    // the extent from there) against what the kernel indexes. With the attribute on
+    // (`Loaded::pdl`), the kernel waits for the previous grid before reading what it wrote.
+    unsafe { sys::cuLaunchKernelEx(&config, k.func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(drv)?;
+    Ok(())
+}
+
+/// Each argument's value as a kernel parameter slot holds it (pointers as u64, u32/f32 in the
+/// low bytes: the driver reads as many bytes as the kernel declares; a tensor map's slot 0),
+/// the tensor maps as (argument index, address), and cudarc's records of the buffers' use,
+/// to be kept until the launch is queued.
+pub(crate) fn arg_values<'a>(stream: &'a Arc<CudaStream>, args: &'a mut [Arg]) -> (Vec<u64>, Vec<(usize, *mut std::ffi::c_void)>, Vec<cudarc::driver::SyncOnDrop<'a>>) {
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
     let mut _keep = Vec::new();
     let mut values: Vec<u64> = Vec::with_capacity(args.len());
     // tensor maps are passed from where they are: (argument index, address)
@@ -198,15 +236,20 @@ fn launch_ex(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::Launc
             }
         });
     }
+    (values, maps, _keep)
+}
+
+/// Launches `func` with parameter values as [`arg_values`] makes them (no tensor map), as a
+/// cooperative grid when `cooperative` (every block resident at once, or the driver refuses).
+///
+/// # Safety
+/// `values` must be, in number and order, the parameters `func` declares, each pointer one
+/// the kernel may use for as long as the launch runs (a recorded launch: memory that outlives
+/// every replay), within the extents the kernel indexes.
+pub(crate) unsafe fn launch_values(stream: &Arc<CudaStream>, func: &CudaFunction, cfg: rayo_ptx::kernels::LaunchConfig, values: &mut [u64], cooperative: bool) -> Result<()> {
+    stream.context().bind_to_thread().map_err(drv)?;
     let mut params: Vec<*mut std::ffi::c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
-    for (i, p) in maps {
-        params[i] = p;
-    }
-    let mut attr = sys::CUlaunchAttribute {
-        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-        pad: [0; 4],
-        value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
-    };
+    let mut attr = sys::CUlaunchAttribute { id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE, pad: [0; 4], value: sys::CUlaunchAttributeValue { cooperative: 1 } };
     let config = sys::CUlaunchConfig {
         gridDimX: cfg.grid.0,
         gridDimY: cfg.grid.1,
@@ -217,16 +260,12 @@ fn launch_ex(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::Launc
         sharedMemBytes: cfg.shared_bytes,
         hStream: stream.cu_stream(),
         attrs: &mut attr,
-        numAttrs: u32::from(k.pdl),
+        numAttrs: u32::from(cooperative),
     };
-    // SAFETY: the arguments match the kernel's declared parameters in number and type (checked
-    // by `launch`), each `params[i]` points to a live value of at least the parameter's size
-    // (`values`, or a tensor map borrowed by `args`: alive until after the call), `config` and
-    // `attr` outlive the call, and the callers checked every buffer's length (past an offset,
-    // the extent from there) against what the kernel indexes. With the attribute on
-    // (`Loaded::pdl`), the kernel waits for the previous grid before reading what it wrote.
-    unsafe { sys::cuLaunchKernelEx(&config, k.func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(drv)?;
-    Ok(())
+    // SAFETY: each `params[i]` points to a live u64 (`values`, alive until after the call), of
+    // at least the parameter's size; the values are the kernel's parameters (the caller's
+    // promise); `config` and `attr` outlive the call.
+    unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(drv)
 }
 
 /// A page-locked host allocation of `len` floats, zero-filled before anyone can read it.

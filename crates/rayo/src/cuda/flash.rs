@@ -3,7 +3,7 @@
 
 use super::buffer::DeviceBytes;
 use super::device::CudaDevice;
-use super::ffi::{allow_dynamic_shared, device_address, launch, tensor_map_3d, Arg};
+use super::ffi::{allow_dynamic_shared, device_address, tensor_map_3d, Arg};
 use super::rows::{prod, room, u32_of};
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::WgmmaAttentionKernel;
@@ -107,6 +107,6 @@ impl CudaDevice {
             Arg::U32(kv_heads as u32),
             Arg::F32(scale),
         ];
-        launch(&self.stream, &f, kern.launch(n as u32, heads as u32, batch as u32), &mut args)
+        self.queue(&f, kern.launch(n as u32, heads as u32, batch as u32), &mut args)
     }
 }

@@ -23,7 +23,7 @@
 
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
-use super::ffi::{launch, Arg};
+use super::ffi::Arg;
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::{Kernel, LaunchConfig};
 
@@ -121,6 +121,6 @@ impl CudaDevice {
                 Param::F32(v) => Arg::F32(v),
             })
             .collect();
-        launch(&self.stream, &f, config, &mut raw)
+        self.queue(&f, config, &mut raw)
     }
 }

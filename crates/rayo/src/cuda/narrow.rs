@@ -5,7 +5,7 @@
 
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
-use super::ffi::{launch, Arg};
+use super::ffi::Arg;
 use super::rows::{prod, room, u32_of};
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::{ActFormat, NarrowKernel, QMatvecKernel};
@@ -88,7 +88,7 @@ impl CudaDevice {
         if to == ActFormat::Q8 {
             args.push(Arg::Out(&mut out.scales.slice));
         }
-        launch(&self.stream, &f, k.launch(m as u32), &mut args)
+        self.queue(&f, k.launch(m as u32), &mut args)
     }
 
     /// [`CudaDevice::qmatvec_fused`] on activations [`CudaDevice::narrow_activations`] wrote (`m`

@@ -206,6 +206,7 @@ impl Communicator {
         if len > buf.len() {
             return Err(Error::LengthMismatch { op: OP, expected: buf.len(), actual: len });
         }
+        dev.queued_other("a collective");
         let stream = dev.stream.cu_stream() as *mut c_void;
         let (ptr, _sync) = buf.slice.device_ptr_mut(&dev.stream);
         // SAFETY: `ptr` holds at least `len` f32 values on this communicator's device (checked
@@ -225,6 +226,7 @@ impl Communicator {
         if len > part.len() || total > out.len() {
             return Err(Error::LengthMismatch { op: OP, expected: out.len(), actual: total });
         }
+        dev.queued_other("a collective");
         let stream = dev.stream.cu_stream() as *mut c_void;
         let (src, _s) = part.slice.device_ptr(&dev.stream);
         let (dst, _d) = out.slice.device_ptr_mut(&dev.stream);

@@ -6,7 +6,7 @@
 use super::buffer::DeviceBuffer;
 use super::device::CudaDevice;
 use super::elementwise::{Expr, FusedKernel};
-use super::ffi::{launch, Arg};
+use super::ffi::Arg;
 use crate::error::{check_len, Error, Result};
 use crate::ops::{ReduceCombine, ReduceLoad, ReduceOp};
 use rayo_ptx::kernels::{self as ptx, GemmKernel, NormKernel, NormKind, ReduceKernel, SoftmaxKernel};
@@ -73,7 +73,7 @@ impl CudaDevice {
         args.push(Arg::Out(&mut out.slice));
         args.push(Arg::U32(n));
         args.extend(scalars.iter().map(|&v| Arg::F32(v)));
-        launch(&self.stream, &f, k.launch(n as usize, self.info().multiprocessors), &mut args)
+        self.queue(&f, k.launch(n as usize, self.info().multiprocessors), &mut args)
     }
 
     /// Reduces `x` (and `y` for [`ReduceOp::Dot`]) on the device; the result stays there (one
@@ -103,12 +103,12 @@ impl CudaDevice {
         }
         args.push(Arg::Out(&mut partials.slice));
         args.push(Arg::U32(n));
-        launch(&self.stream, &f1, cfg, &mut args)?;
+        self.queue(&f1, cfg, &mut args)?;
         let k2 = k1.second_pass(op == ReduceOp::NormL2);
         let f2 = self.loaded(&k2)?;
         let mut out = self.zeros(1)?;
         let blocks = cfg.grid.0;
-        launch(&self.stream, &f2, k2.launch(1, 1), &mut [Arg::In(&partials.slice), Arg::Out(&mut out.slice), Arg::U32(blocks)])?;
+        self.queue(&f2, k2.launch(1, 1), &mut [Arg::In(&partials.slice), Arg::Out(&mut out.slice), Arg::U32(blocks)])?;
         Ok(out)
     }
 
@@ -124,7 +124,7 @@ impl CudaDevice {
         check_len(op, x.len(), out.len())?;
         let k = SoftmaxKernel::new(c, log);
         let f = self.loaded(&k)?;
-        launch(&self.stream, &f, k.launch(r), &mut [Arg::In(&x.slice), Arg::Out(&mut out.slice), Arg::U32(k.cols())])
+        self.queue(&f, k.launch(r), &mut [Arg::In(&x.slice), Arg::Out(&mut out.slice), Arg::U32(k.cols())])
     }
 
     /// `out = softmax(x)` over the whole buffer (one row), as `Vector::softmax`; an empty `x`
@@ -170,7 +170,7 @@ impl CudaDevice {
         let k = NormKernel::new(NormKind::LayerNorm, c, eps);
         let f = self.loaded(&k)?;
         let mut args = [Arg::In(&x.slice), Arg::In(&gamma.slice), Arg::In(&beta.slice), Arg::Out(&mut out.slice), Arg::U32(c), Arg::F32(eps)];
-        launch(&self.stream, &f, k.launch(r), &mut args)
+        self.queue(&f, k.launch(r), &mut args)
     }
 
     /// RMSNorm over each row: `x / sqrt(mean(x²) + eps) * gamma`.
@@ -184,7 +184,7 @@ impl CudaDevice {
         let k = NormKernel::new(NormKind::RmsNorm, c, eps);
         let f = self.loaded(&k)?;
         let mut args = [Arg::In(&x.slice), Arg::In(&gamma.slice), Arg::Out(&mut out.slice), Arg::U32(c), Arg::F32(eps)];
-        launch(&self.stream, &f, k.launch(r), &mut args)
+        self.queue(&f, k.launch(r), &mut args)
     }
 
     /// `c = a · b` for row-major `a: [m, k]`, `b: [k, n]`, `c: [m, n]` (the argument order of
@@ -232,11 +232,12 @@ impl CudaDevice {
         }
         let f = self.loaded(&g)?;
         if g.needs_zeroed_output() {
+            self.queued_other("a fill");
             self.stream.memset_zeros(&mut c.slice.slice_mut(0..m * n)).map_err(super::ffi::drv)?;
         }
         let [sm, sk, sn] = g.scalars();
         let mut args = [Arg::In(&a.slice), Arg::In(&b.slice), Arg::Out(&mut c.slice), Arg::U32(sm), Arg::U32(sk), Arg::U32(sn)];
-        launch(&self.stream, &f, cfg, &mut args)
+        self.queue(&f, cfg, &mut args)
     }
 }
 

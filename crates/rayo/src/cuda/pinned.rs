@@ -72,6 +72,7 @@ impl CudaDevice {
         if src.is_empty() {
             return Ok(());
         }
+        self.queued_other("a copy to the device");
         self.stream.memcpy_htod(&src.host, &mut dst.slice).map_err(drv)?;
         let ev = self.stream.record_event(None).map_err(drv)?;
         *src.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(ev);
@@ -94,6 +95,7 @@ impl CudaDevice {
             return Ok(());
         }
         let len = src.len();
+        self.queued_other("a copy to the host");
         self.stream.memcpy_dtoh(&src.slice.slice(0..len), &mut dst.host).map_err(drv)?;
         self.synchronize()
     }

@@ -5,7 +5,7 @@
 
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
-use super::ffi::{launch, Arg};
+use super::ffi::Arg;
 use super::rows::{prod, room, u32_of};
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::{DequantF16Kernel, HalfEpilogue, HalfGemmKernel, QFormat};
@@ -59,7 +59,7 @@ impl CudaDevice {
         let u = |v: usize| Arg::U32(v as u32);
         let dq = DequantF16Kernel::new(fmt);
         let f = self.loaded(&dq)?;
-        launch(&self.stream, &f, dq.launch(rows as u32, cols as u32), &mut [Arg::BytesIn(&w.slice), Arg::BytesOut(&mut wh.slice), u(rows), u(cols)])
+        self.queue(&f, dq.launch(rows as u32, cols as u32), &mut [Arg::BytesIn(&w.slice), Arg::BytesOut(&mut wh.slice), u(rows), u(cols)])
     }
 
     /// `y = x·whᵀ` (`add`: `y += x·whᵀ`) for the first `m` rows of `x` on the tensor cores:
@@ -90,7 +90,7 @@ impl CudaDevice {
         let f = self.loaded(&g)?;
         let u = |v: usize| Arg::U32(v as u32);
         let mut args = [Arg::In(&x.slice), Arg::BytesIn(&wh.slice), Arg::Out(&mut y.slice), u(m), u(cols), u(rows)];
-        launch(&self.stream, &f, g.launch(m as u32, rows as u32), &mut args)
+        self.queue(&f, g.launch(m as u32, rows as u32), &mut args)
     }
 }
 

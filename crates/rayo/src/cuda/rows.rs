@@ -6,7 +6,7 @@
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
 use super::elementwise::{Expr, FusedKernel};
-use super::ffi::{launch, Arg};
+use super::ffi::Arg;
 use crate::error::{Error, Result};
 use rayo_ptx::kernels::{AddRowsKernel, CopyColsKernel, DequantTKernel, GemmKernel, NormKernel, NormKind};
 
@@ -164,7 +164,7 @@ impl CudaDevice {
         let nrows = if swiglu { 1 } else { mats.len() };
         args.extend(mats.iter().take(nrows).map(|&(_, r)| Arg::U32(r as u32)));
         args.extend(biases.iter().map(|b| Arg::In(&b.slice)));
-        launch(&self.stream, &f, k.launch(total, mm), &mut args)
+        self.queue(&f, k.launch(total, mm), &mut args)
     }
 
     /// `y = x·Wᵀ` for the first `m` rows of `x` through the fp32 GEMM (a prompt's rows): `W`
@@ -206,8 +206,7 @@ impl CudaDevice {
         let dq = DequantTKernel::new(fmt);
         let f = self.loaded(&dq)?;
         let u = |v: usize| Arg::U32(v as u32);
-        launch(
-            &self.stream,
+        self.queue(
             &f,
             dq.launch(rows as u32, cols as u32),
             &mut [Arg::BytesIn(&w.slice), Arg::Out(&mut wt.slice), u(rows), u(cols), u(ld)],
@@ -217,7 +216,7 @@ impl CudaDevice {
         let total = m * rows;
         let cp = CopyColsKernel;
         let f = self.loaded(&cp)?;
-        launch(&self.stream, &f, cp.launch(total as u32), &mut [Arg::In(&yp.slice), Arg::Out(&mut y.slice), u(rows), u(ld), u(total)])
+        self.queue(&f, cp.launch(total as u32), &mut [Arg::In(&yp.slice), Arg::Out(&mut y.slice), u(rows), u(ld), u(total)])
     }
 
     /// `x[r] += b` for the first `m` rows of `x` (rows of `b.len()` values): a projection's bias
@@ -234,7 +233,7 @@ impl CudaDevice {
         let k = AddRowsKernel;
         let f = self.loaded(&k)?;
         let mut args = [Arg::Out(&mut x.slice), Arg::In(&b.slice), Arg::U32(b.len() as u32), Arg::U32(total as u32)];
-        launch(&self.stream, &f, k.launch(total as u32), &mut args)
+        self.queue(&f, k.launch(total as u32), &mut args)
     }
 
     /// RMSNorm of the first `m` rows of `x` (`cols` values each) into `out`.
@@ -271,7 +270,7 @@ impl CudaDevice {
         let k = if residual { k.residual() } else { k };
         let f = self.loaded(&k)?;
         let mut args = [Arg::In(&x.slice), Arg::In(&gamma.slice), Arg::Out(&mut out.slice), Arg::U32(c), Arg::F32(eps)];
-        launch(&self.stream, &f, k.launch(u32_of(op, "m", m)?), &mut args)
+        self.queue(&f, k.launch(u32_of(op, "m", m)?), &mut args)
     }
 
     /// [`CudaDevice::elementwise`] over the first `n` values of each buffer.
@@ -297,6 +296,6 @@ impl CudaDevice {
         args.push(Arg::Out(&mut out.slice));
         args.push(Arg::U32(nn));
         args.extend(scalars.iter().map(|&v| Arg::F32(v)));
-        launch(&self.stream, &f, k.launch(n, self.info().multiprocessors), &mut args)
+        self.queue(&f, k.launch(n, self.info().multiprocessors), &mut args)
     }
 }

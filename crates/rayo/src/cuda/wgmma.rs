@@ -4,7 +4,7 @@
 
 use super::buffer::{DeviceBuffer, DeviceBytes};
 use super::device::CudaDevice;
-use super::ffi::{allow_dynamic_shared, device_address, launch, max_active_clusters, tensor_map_2d, Arg};
+use super::ffi::{allow_dynamic_shared, device_address, max_active_clusters, tensor_map_2d, Arg};
 use super::narrow::NarrowActivations;
 use super::rows::{prod, room, u32_of};
 use crate::error::{Error, Result};
@@ -207,7 +207,7 @@ impl CudaDevice {
             let fit = max_active_clusters(&self.stream, &f, cfg)?.max(1);
             cfg.grid.0 = cfg.grid.0.min(fit * kern.cluster());
         }
-        launch(&self.stream, &f, cfg, &mut args)
+        self.queue(&f, cfg, &mut args)
     }
 }
 

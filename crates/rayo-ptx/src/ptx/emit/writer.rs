@@ -124,6 +124,13 @@ pub(super) struct W<'a> {
     n: usize,
     out: &'a mut Vec<u8>,
     pub(super) k: &'a PtxKernel,
+    /// Writing the kernel as a device function of a persistent kernel ([`super::device_function`]):
+    /// its block's threads. Then the block and grid indices and sizes read the function's
+    /// parameters (`%vsp0..4`), shared arrays are the module's (named after the function),
+    /// and its block barriers are a named barrier of that many threads.
+    pub(super) func: Option<u32>,
+    /// The device function's name, which its shared arrays' names start with.
+    pub(super) prefix: String,
 }
 
 /// Moves the gathered bytes to the output.
@@ -135,7 +142,7 @@ pub(super) fn spill(out: &mut Vec<u8>, b: &[u8]) {
 
 impl<'a> W<'a> {
     pub(super) fn new(out: &'a mut Vec<u8>, k: &'a PtxKernel) -> W<'a> {
-        W { b: [0; CAP], n: 0, out, k }
+        W { b: [0; CAP], n: 0, out, k, func: None, prefix: String::new() }
     }
     /// Makes room for `m` more bytes (`m <= CAP`).
     #[inline(always)]
@@ -236,8 +243,22 @@ impl<'a> W<'a> {
                 self.s("0d");
                 self.hex(v.to_bits(), 16);
             }
-            Operand::Special(s) => self.pad(&SPECIAL[s as usize]),
-            Operand::Symbol(n) => self.name(n),
+            Operand::Special(s) => match (self.func, virtual_special(s)) {
+                (Some(_), Some(i)) => {
+                    self.s("%vsp");
+                    self.u(i as u64);
+                }
+                _ => self.pad(&SPECIAL[s as usize]),
+            },
+            Operand::Symbol(n) => {
+                if self.func.is_some() {
+                    let p = std::mem::take(&mut self.prefix);
+                    self.s(&p);
+                    self.s("__");
+                    self.prefix = p;
+                }
+                self.name(n)
+            }
         }
     }
     /// `, a`
@@ -368,3 +389,14 @@ mod tests {
         }
     }
 }
+
+/// A special register a device function reads from its parameters (the phase's virtual block
+/// and grid, [`super::device_function`]): its index among `%vsp0..`, the order of
+/// [`VIRTUAL_SPECIALS`].
+pub(super) fn virtual_special(s: Special) -> Option<usize> {
+    VIRTUAL_SPECIALS.iter().position(|&v| v == s)
+}
+
+/// The block index, the grid and the block's size as a device function receives them.
+pub(super) const VIRTUAL_SPECIALS: [Special; 7] =
+    [Special::CtaidX, Special::CtaidY, Special::CtaidZ, Special::NctaidX, Special::NctaidY, Special::NtidX, Special::NtidY];
