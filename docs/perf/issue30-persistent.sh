@@ -4,7 +4,8 @@
 # the CUDA graph, in one call on the GPU machine. Carries dev-bin/new/rayo.gz,
 # dev-bin/new/cuda_persistent.gz (the bit-equality test of a persistent replay) and
 # dev-bin/b1/tok.gguf. Variants: graph (RAYO_CUDA_PERSISTENT=0), pN (N blocks of 128 threads
-# an SM at most; p1 = as many as fit). Same kernels, same values: the greedy md5 must not change.
+# an SM at most; p1 = as many as fit), pNsS (N blocks an SM of S sub-blocks of 128 threads,
+# RAYO_CUDA_PERSISTENT_SUBS=S). Same kernels, same values: the greedy md5 must not change.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 mkdir -p /tmp/f
@@ -18,6 +19,7 @@ variant() {
   local v=$1; shift
   case $v in
     graph) RAYO_CUDA_PERSISTENT=0 timeout 120 /tmp/f/rayo "$@" ;;
+    p*s*) local b=${v#p}; RAYO_CUDA_PERSISTENT=${b%s*} RAYO_CUDA_PERSISTENT_SUBS=${b#*s} timeout 120 /tmp/f/rayo "$@" ;;
     p*) RAYO_CUDA_PERSISTENT=${v:1} timeout 120 /tmp/f/rayo "$@" ;;
   esac
 }
@@ -27,7 +29,7 @@ shape() {
   local f=/tmp/f/$shape-$ty.gguf
   /tmp/f/rayo synth $f --shape $shape --type $ty --tokenizer dev-bin/b1/tok.gguf >/dev/null
   echo "## $shape $ty"
-  RUST_LOG=info RAYO_CUDA_PERSISTENT=1 timeout 120 /tmp/f/rayo generate --model $f --backend cuda --prompt "The capital of France is" --max-tokens 4 --temperature 0 2>&1 | grep -iE "persistent|one-token step|error" | head -8
+  RUST_LOG=info RAYO_CUDA_PERSISTENT=1 RAYO_CUDA_PERSISTENT_SUBS=4 timeout 120 /tmp/f/rayo generate --model $f --backend cuda --prompt "The capital of France is" --max-tokens 4 --temperature 0 2>&1 | grep -iE "persistent|one-token step|error" | head -8
   for r in 1 2; do
     for v in "$@"; do
       variant $v bench --model $f --backend cuda 2>&1 | grep -E "^(tg)|rror" | sed "s/^/$v: /"

@@ -166,8 +166,9 @@ fn a_persistent_kernel_assembles_for_sm90() {
         .collect();
     // the same kernel again, with a smaller block than the persistent kernel's
     phases.push(Phase { kernel: &built[0].0, threads: 64, grid: (2, 1, 1), args: phases[0].args.clone() });
-    let p = PersistentKernel::new(128, phases).unwrap();
+    let p = PersistentKernel::new(128, phases).unwrap().blocks_per_sm(2).sub_blocks(4).unwrap();
     let text = p.module_text("sm_90");
+    assert!(text.contains(".minnctapersm 2") && text.contains(".maxntid 512, 1, 1"));
     assert_eq!(text.matches(".func ").count(), 5, "one device function per kernel and block size");
     let dir = std::env::temp_dir().join(format!("rayo-ptxas-persistent-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -184,4 +185,6 @@ fn a_persistent_kernel_assembles_for_sm90() {
     assert!(PersistentKernel::new(128, vec![Phase { kernel: k, threads: 128, grid: (1, 1, 1), args: vec![0; 2] }]).is_err());
     assert!(PersistentKernel::new(128, vec![Phase { kernel: k, threads: 128, grid: (0, 1, 1), args: vec![0; k.params().len()] }]).is_err());
     assert!(PersistentKernel::new(100, vec![]).is_err());
+    assert!(PersistentKernel::new(128, vec![]).unwrap().sub_blocks(8).is_err(), "8 sub-blocks need 17 barriers");
+    assert!(PersistentKernel::new(256, vec![]).unwrap().sub_blocks(5).is_err(), "more than 1,024 threads");
 }

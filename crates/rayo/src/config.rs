@@ -64,6 +64,8 @@ pub struct Config {
     /// `RAYO_CUDA_PERSISTENT`: the recorded one-token step replays as one persistent kernel
     /// (`Some(0)`: as many blocks an SM as fit; `Some(n)`: at most `n`), not as a graph.
     pub cuda_persistent: Option<u32>,
+    /// `RAYO_CUDA_PERSISTENT_SUBS`: sub-blocks of 128 threads a block of the persistent step.
+    pub cuda_persistent_subs: u32,
     /// `RAYO_CUDA_FUSED_ROPE`: a decoding step's RoPE, KV store and attention in one launch.
     pub cuda_fused_rope: bool,
     /// `RAYO_CUDA_PREFILL`: the GEMM a prompt's products run on.
@@ -117,6 +119,7 @@ const LANES_ACCEPTS: &str = "1|2|4|8|16|32|64";
 const AUTO_BOOL_ACCEPTS: &str = "auto, or 1|true|yes|on or 0|false|no|off";
 const MATVEC_ACCEPTS: &str = "auto|block|warp";
 const PERSISTENT_ACCEPTS: &str = "0|off, 1|on (as many blocks an SM as fit), or 2|3|4|6|8|12|16 blocks an SM at most";
+const SUBS_ACCEPTS: &str = "1|2|4";
 const PREFILL_ACCEPTS: &str = "auto|mma|f32";
 const DECODE_ACCEPTS: &str = "auto|f32|f16|q8";
 
@@ -138,6 +141,7 @@ impl Default for Config {
             cuda_matvec_block: None,
             cuda_graphs: true,
             cuda_persistent: None,
+            cuda_persistent_subs: 1,
             cuda_fused_rope: true,
             cuda_prefill: CudaPrefill::Auto,
             cuda_decode: CudaDecode::Auto,
@@ -149,7 +153,7 @@ impl Default for Config {
 
 impl Config {
     /// Every variable [`Config`] reads.
-    pub const VARS: [EnvVar; 19] = [
+    pub const VARS: [EnvVar; 20] = [
         EnvVar { name: "RAYO_BACKEND", accepts: BACKEND_ACCEPTS, default: "auto" },
         EnvVar { name: "RAYO_FORCE_CPU", accepts: BOOL_ACCEPTS, default: "0" },
         EnvVar { name: "RAYO_GEMM_KC", accepts: BLOCK_ACCEPTS, default: "from the L2 size" },
@@ -164,6 +168,7 @@ impl Config {
         EnvVar { name: "RAYO_CUDA_MATVEC", accepts: MATVEC_ACCEPTS, default: "auto" },
         EnvVar { name: "RAYO_CUDA_GRAPHS", accepts: BOOL_ACCEPTS, default: "1" },
         EnvVar { name: "RAYO_CUDA_PERSISTENT", accepts: PERSISTENT_ACCEPTS, default: "0" },
+        EnvVar { name: "RAYO_CUDA_PERSISTENT_SUBS", accepts: SUBS_ACCEPTS, default: "1" },
         EnvVar { name: "RAYO_CUDA_FUSED_ROPE", accepts: BOOL_ACCEPTS, default: "1" },
         EnvVar { name: "RAYO_CUDA_PREFILL", accepts: PREFILL_ACCEPTS, default: "auto" },
         EnvVar { name: "RAYO_CUDA_DECODE", accepts: DECODE_ACCEPTS, default: "auto" },
@@ -251,6 +256,7 @@ impl Config {
             Some(1) => Some(0),
             Some(n) => Some(u32::from(n)),
         };
+        c.cuda_persistent_subs = choice("RAYO_CUDA_PERSISTENT_SUBS", SUBS_ACCEPTS, &[("1", 1), ("2", 2), ("4", 4)]).map_or(1, u32::from);
         let lanes = [("1", 1), ("2", 2), ("4", 4), ("8", 8), ("16", 16), ("32", 32), ("64", 64)];
         c.wgpu_lanes = choice("RAYO_WGPU_LANES", LANES_ACCEPTS, &lanes).map(usize::from);
         c.wgpu_f16 = choice("RAYO_WGPU_F16", AUTO_BOOL_ACCEPTS, AUTO_BOOL).and_then(|x| (x != 2).then_some(x == 1));
@@ -290,6 +296,7 @@ impl fmt::Display for Config {
         writeln!(f, "RAYO_CUDA_PDL={}", u8::from(self.cuda_pdl))?;
         writeln!(f, "RAYO_CUDA_MATVEC={}", self.cuda_matvec_block.map_or("auto", |b| if b { "block" } else { "warp" }))?;
         writeln!(f, "RAYO_CUDA_GRAPHS={}", u8::from(self.cuda_graphs))?;
+        writeln!(f, "RAYO_CUDA_PERSISTENT_SUBS={}", self.cuda_persistent_subs)?;
         writeln!(f, "RAYO_CUDA_PERSISTENT={}", self.cuda_persistent.map_or("0".to_string(), |n| if n == 0 { "1".into() } else { n.to_string() }))?;
         writeln!(f, "RAYO_CUDA_FUSED_ROPE={}", u8::from(self.cuda_fused_rope))?;
         let prefill = match self.cuda_prefill {
@@ -359,6 +366,7 @@ mod tests {
             ("RAYO_CUDA_MATVEC", "warp"),
             ("RAYO_CUDA_GRAPHS", "no"),
             ("RAYO_CUDA_PERSISTENT", "4"),
+            ("RAYO_CUDA_PERSISTENT_SUBS", "2"),
             ("RAYO_CUDA_FUSED_ROPE", "false"),
             ("RAYO_CUDA_PREFILL", "MMA"),
             ("RAYO_CUDA_DECODE", "q8"),
@@ -371,7 +379,7 @@ mod tests {
         assert_eq!((c.wgpu_lanes, c.wgpu_fuse, c.wgpu_f16), (Some(8), false, None));
         assert_eq!((c.cuda_pdl, c.cuda_matvec_block, c.cuda_graphs, c.cuda_fused_rope), (false, Some(false), false, false));
         assert_eq!((c.cuda_prefill, c.cuda_decode), (CudaPrefill::Mma, CudaDecode::Q8));
-        assert_eq!(c.cuda_persistent, Some(4));
+        assert_eq!((c.cuda_persistent, c.cuda_persistent_subs), (Some(4), 2));
         let shown = c.to_string();
         assert!(shown.contains("RAYO_GEMM_KC=256") && shown.contains("RAYO_CUDA_PREFILL=mma") && shown.contains("RAYO_WGPU_LANES=8"), "{c}");
         assert_eq!(shown.lines().count(), Config::VARS.len(), "{c}");

@@ -38,39 +38,35 @@ fn a_persistent_replay_gives_the_recordings_bits() {
     dev.begin_capture().unwrap();
     chain(&dev, &x, &gamma, &mut a, &mut s, &mut b, &mut out);
     let g = dev.end_capture().unwrap();
-    let p = dev.persistent(&g, 256, None).unwrap();
-    println!("{} launches, {} as phases, {} pieces", p.launches(), p.phases(), p.pieces());
-    assert_eq!(p.phases(), p.launches(), "every launch of the chain fits blocks of 256");
-    assert_eq!(p.pieces(), 1);
-    for round in 0..3 {
-        dev.write(&mut x, &rng.vec(n, -3.0, 3.0)).unwrap();
-        // SAFETY: every buffer the recording used is alive (all of this test's, still owned).
-        unsafe { g.replay().unwrap() };
-        let want = dev.download(&out).unwrap();
-        dev.write(&mut out, &vec![f32::NAN; n]).unwrap();
-        // SAFETY: as above.
-        unsafe { p.replay(&dev).unwrap() };
-        let got = dev.download(&out).unwrap();
-        let same = got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits());
-        assert!(same, "round {round}: the persistent replay's bits differ from the graph's");
+    // one sub-block a block (as many blocks as fit, and one an SM: the virtual blocks dealt
+    // over fewer real ones), then 2 and 4 sub-blocks side by side, each with its own shared
+    // arrays and barriers
+    for (subs, per_sm) in [(1, None), (1, Some(1)), (2, None), (4, Some(1))] {
+        let p = dev.persistent(&g, 256, subs, per_sm).unwrap();
+        println!("{subs} sub-blocks, {per_sm:?} an SM: {} launches, {} as phases, {} pieces", p.launches(), p.phases(), p.pieces());
+        assert_eq!(p.phases(), p.launches(), "every launch of the chain fits blocks of 256");
+        assert_eq!(p.pieces(), 1);
+        for round in 0..3 {
+            dev.write(&mut x, &rng.vec(n, -3.0, 3.0)).unwrap();
+            // SAFETY: every buffer the recording used is alive (all of this test's, still owned).
+            unsafe { g.replay().unwrap() };
+            let want = dev.download(&out).unwrap();
+            dev.write(&mut out, &vec![f32::NAN; n]).unwrap();
+            // SAFETY: as above.
+            unsafe { p.replay(&dev).unwrap() };
+            let got = dev.download(&out).unwrap();
+            let same = got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits());
+            assert!(same, "{subs} sub-blocks, round {round}: the persistent replay's bits differ from the graph's");
+        }
     }
-    // at most one block an SM: the virtual blocks are dealt over fewer real ones
-    let p1 = dev.persistent(&g, 256, Some(1)).unwrap();
-    // SAFETY: as above.
-    unsafe { g.replay().unwrap() };
-    let want = dev.download(&out).unwrap();
-    dev.write(&mut out, &vec![f32::NAN; n]).unwrap();
-    // SAFETY: as above.
-    unsafe { p1.replay(&dev).unwrap() };
-    assert!(dev.download(&out).unwrap().iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()));
     // blocks of 128 hold none of these 256-thread launches
-    let e = dev.persistent(&g, 128, None).err().expect("no launch fits 128 threads");
+    let e = dev.persistent(&g, 128, 1, None).err().expect("no launch fits 128 threads");
     assert!(e.to_string().contains("no run"), "{e}");
     // work other than kernels: a graph only
     dev.begin_capture().unwrap();
     chain(&dev, &x, &gamma, &mut a, &mut s, &mut b, &mut out);
     dev.copy_within_device(&a, 0, &mut s, 0, 16).unwrap();
     let g2 = dev.end_capture().unwrap();
-    let e = dev.persistent(&g2, 256, None).err().expect("a copy is not a kernel");
+    let e = dev.persistent(&g2, 256, 1, None).err().expect("a copy is not a kernel");
     assert!(e.to_string().contains("a copy on the device"), "{e}");
 }

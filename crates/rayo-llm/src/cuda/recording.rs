@@ -66,8 +66,9 @@ impl Cuda {
         let ended = self.dev.end_capture();
         recorded?;
         let g = self.graph.one.insert(ended?);
-        if let Some(blocks) = rayo::Config::get().cuda_persistent {
-            match self.dev.persistent(g, PERSISTENT_THREADS, (blocks > 0).then_some(blocks)) {
+        let knobs = rayo::Config::get();
+        if let Some(blocks) = knobs.cuda_persistent {
+            match self.dev.persistent(g, PERSISTENT_THREADS, knobs.cuda_persistent_subs, (blocks > 0).then_some(blocks)) {
                 Ok(p) => {
                     log::info!("cuda: the one-token step is {} launches: {} of its {} as persistent kernels", p.pieces(), p.phases(), p.launches());
                     self.graph.one_persistent = Some(p);

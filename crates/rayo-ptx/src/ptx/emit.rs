@@ -344,10 +344,10 @@ fn write_inst(w: &mut W, i: &Inst) {
         Op::BarSync(n) => {
             w.s("bar.sync ");
             match w.func {
-                // barrier 0 is the persistent kernel's own
+                // the sub-block's own (barrier 0 is the persistent kernel's; a device function
+                // has one barrier, whatever number the kernel gave it)
                 Some(threads) => {
-                    w.u(*n as u64 + 1);
-                    w.s(", ");
+                    w.s("%vbar, ");
                     w.u(threads as u64);
                 }
                 None => w.u(*n as u64),
@@ -373,16 +373,23 @@ fn write_inst(w: &mut W, i: &Inst) {
 
 /// The `.entry` of one kernel.
 /// `k` as a `.func` a persistent kernel calls once per virtual block of a phase
-/// ([`crate::kernels::PersistentKernel`]): the same body, with the block index, the grid and the
-/// block's size (`%ctaid`, `%nctaid`, `%ntid`) read from seven leading `.u32` parameters, its
-/// shared arrays at module scope named `{function}__{array}` (the function is `{kernel}__t{threads}`), its barriers a named barrier of its
-/// `threads` (the calling block may be larger; the threads past them do not call), and no load
-/// through the read-only path. Launch bounds and clusters are the calling kernel's.
-pub(crate) fn device_function(k: &PtxKernel, threads: u32, out: &mut Vec<u8>) {
+/// ([`crate::kernels::PersistentKernel`]), run by a *sub-block* of `threads` threads of the
+/// calling block, one of `subs` side by side. The same body, with:
+/// - the block index, the grid, the block's size and the thread's index in it (`%ctaid`,
+///   `%nctaid`, `%ntid`, `%tid.x`) read from leading `.u32` parameters (`__vsp0..7`, in the
+///   order of `VIRTUAL_SPECIALS`), then the sub-block's index (`__vsub`) and its barrier
+///   (`__vbar`);
+/// - each shared array declared at module scope as `{function}__{array}`, `subs` times its
+///   size, the sub-block's copy at `sub ·` its bytes (the function is `{kernel}__t{threads}`);
+/// - every block barrier the sub-block's named barrier of `threads` threads (the threads of
+///   the sub-block past them do not call);
+/// - no load through the read-only path.
+///
+/// Launch bounds and clusters are the calling kernel's.
+pub(crate) fn device_function(k: &PtxKernel, threads: u32, subs: u32, out: &mut Vec<u8>) {
     let fname = device_function_name(&k.name, threads);
     let mut w = W::new(out, k);
     w.func = Some(threads);
-    w.prefix = fname.clone();
     for s in &k.shared {
         if s.count == 0 {
             w.s(".extern .shared .align ");
@@ -402,7 +409,7 @@ pub(crate) fn device_function(k: &PtxKernel, threads: u32, out: &mut Vec<u8>) {
             w.s("[];\n");
         } else {
             w.c(b'[');
-            w.u(s.count as u64);
+            w.u(s.count as u64 * subs as u64);
             w.s("];\n");
         }
     }
@@ -414,14 +421,12 @@ pub(crate) fn device_function(k: &PtxKernel, threads: u32, out: &mut Vec<u8>) {
         w.u(i as u64);
         w.c(b',');
     }
-    for (i, p) in k.params.iter().enumerate() {
-        w.s("\n\t.param ");
+    w.s("\n\t.param .u32 __vsub,\n\t.param .u32 __vbar");
+    for p in &k.params {
+        w.s(",\n\t.param ");
         w.ty(p.ty);
         w.c(b' ');
         w.name(p.name);
-        if i + 1 < k.params.len() {
-            w.c(b',');
-        }
     }
     w.s("\n)\n{\n");
     for (slot, ty) in PtxType::ALL.iter().enumerate() {
@@ -438,13 +443,38 @@ pub(crate) fn device_function(k: &PtxKernel, threads: u32, out: &mut Vec<u8>) {
     }
     w.s("\t.reg .u32 %vsp<");
     w.u(writer::VIRTUAL_SPECIALS.len() as u64);
-    w.s(">;\n");
+    w.s(">;\n\t.reg .u32 %vsub;\n\t.reg .u32 %vbar;\n");
+    if !k.shared.is_empty() {
+        w.s("\t.reg .u32 %vsh<");
+        w.u(k.shared.len() as u64);
+        w.s(">;\n");
+    }
     for i in 0..writer::VIRTUAL_SPECIALS.len() {
         w.s("\tld.param.u32 %vsp");
         w.u(i as u64);
         w.s(", [__vsp");
         w.u(i as u64);
         w.s("];\n");
+    }
+    w.s("\tld.param.u32 %vsub, [__vsub];\n\tld.param.u32 %vbar, [__vbar];\n");
+    // the sub-block's copy of each shared array (dynamic shared memory is not split)
+    for (i, s) in k.shared.iter().enumerate() {
+        w.s("\tmov.u32 %vsh");
+        w.u(i as u64);
+        w.s(", ");
+        w.s(&fname);
+        w.s("__");
+        w.name(s.name);
+        w.s(";\n");
+        if s.count > 0 {
+            w.s("\tmad.lo.u32 %vsh");
+            w.u(i as u64);
+            w.s(", %vsub, ");
+            w.u(s.count as u64 * s.ty.bytes() as u64);
+            w.s(", %vsh");
+            w.u(i as u64);
+            w.s(";\n");
+        }
     }
     w.c(b'\n');
     for i in &k.insts {

@@ -478,12 +478,13 @@ impl PtxKernel {
     }
     /// Whether the kernel waits for its programmatic dependencies (so a launch may overlap the
     /// previous grid).
-    /// The kernel as a `.func` a persistent kernel calls for each of a phase's blocks, with
-    /// `threads` threads (its launch's block): see [`crate::kernels::PersistentKernel`]. Its
-    /// shared arrays are declared before it, at module scope.
-    pub fn emit_device_function(&self, threads: u32) -> String {
+    /// The kernel as a `.func` a persistent kernel calls for each of a phase's blocks, run by
+    /// `threads` threads (its launch's block) of a sub-block, one of `subs` in the calling
+    /// block: see [`crate::kernels::PersistentKernel`]. Its shared arrays are declared before
+    /// it, at module scope, a copy per sub-block.
+    pub fn emit_device_function(&self, threads: u32, subs: u32) -> String {
         let mut out = Vec::with_capacity(1024 + 48 * self.insts.len());
-        super::emit::device_function(self, threads, &mut out);
+        super::emit::device_function(self, threads, subs, &mut out);
         super::emit::into_string(out)
     }
 

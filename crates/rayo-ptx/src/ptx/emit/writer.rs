@@ -125,12 +125,10 @@ pub(super) struct W<'a> {
     out: &'a mut Vec<u8>,
     pub(super) k: &'a PtxKernel,
     /// Writing the kernel as a device function of a persistent kernel ([`super::device_function`]):
-    /// its block's threads. Then the block and grid indices and sizes read the function's
-    /// parameters (`%vsp0..4`), shared arrays are the module's (named after the function),
-    /// and its block barriers are a named barrier of that many threads.
+    /// its block's threads. Then the block and grid indices and sizes and the thread's index
+    /// read the function's parameters (`%vsp`), shared arrays are the sub-block's copies
+    /// (`%vsh`), and its block barriers are the sub-block's named barrier of that many threads.
     pub(super) func: Option<u32>,
-    /// The device function's name, which its shared arrays' names start with.
-    pub(super) prefix: String,
 }
 
 /// Moves the gathered bytes to the output.
@@ -142,7 +140,7 @@ pub(super) fn spill(out: &mut Vec<u8>, b: &[u8]) {
 
 impl<'a> W<'a> {
     pub(super) fn new(out: &'a mut Vec<u8>, k: &'a PtxKernel) -> W<'a> {
-        W { b: [0; CAP], n: 0, out, k, func: None, prefix: String::new() }
+        W { b: [0; CAP], n: 0, out, k, func: None }
     }
     /// Makes room for `m` more bytes (`m <= CAP`).
     #[inline(always)]
@@ -250,15 +248,14 @@ impl<'a> W<'a> {
                 }
                 _ => self.pad(&SPECIAL[s as usize]),
             },
-            Operand::Symbol(n) => {
-                if self.func.is_some() {
-                    let p = std::mem::take(&mut self.prefix);
-                    self.s(&p);
-                    self.s("__");
-                    self.prefix = p;
+            Operand::Symbol(n) => match (self.func, self.k.shared.iter().position(|s| s.name == n)) {
+                // the sub-block's copy of the array (`%vsh`, see `device_function`)
+                (Some(_), Some(i)) => {
+                    self.s("%vsh");
+                    self.u(i as u64);
                 }
-                self.name(n)
-            }
+                _ => self.name(n),
+            },
         }
     }
     /// `, a`
@@ -397,6 +394,7 @@ pub(super) fn virtual_special(s: Special) -> Option<usize> {
     VIRTUAL_SPECIALS.iter().position(|&v| v == s)
 }
 
-/// The block index, the grid and the block's size as a device function receives them.
-pub(super) const VIRTUAL_SPECIALS: [Special; 7] =
-    [Special::CtaidX, Special::CtaidY, Special::CtaidZ, Special::NctaidX, Special::NctaidY, Special::NtidX, Special::NtidY];
+/// The block index, the grid, the block's size and the thread's index as a device function
+/// receives them.
+pub(super) const VIRTUAL_SPECIALS: [Special; 8] =
+    [Special::CtaidX, Special::CtaidY, Special::CtaidZ, Special::NctaidX, Special::NctaidY, Special::NtidX, Special::NtidY, Special::TidX];
