@@ -41,5 +41,8 @@ shape() {
   rm -f $f
 }
 shape llama-3.2-1b Q4_K ${VARIANTS:-graph p1 p2 p4 p8}
-[ -n "${MORE:-}" ] && shape smollm2-135m Q4_1 ${VARIANTS:-graph p1 p4}
+if [ -n "${MORE:-}" ]; then
+  shape smollm2-135m Q4_1 ${MORE_VARIANTS:-graph p4}
+  shape llama-3.1-8b Q4_K ${MORE_VARIANTS:-graph p4}
+fi
 python3 docs/perf/issue30-read-stream.py

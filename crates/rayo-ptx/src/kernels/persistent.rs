@@ -195,8 +195,12 @@ impl<'a> PersistentKernel<'a> {
             let _ = writeln!(o, "\tcall {}, ({});", p.kernel.device_function_name(p.threads), names.join(", "));
             o.push_str("\t}\n");
             let _ = writeln!(o, "$P{i}_next:");
-            // the sub-block's shared arrays are its next virtual block's
-            let _ = writeln!(o, "\tbar.sync %r19, {q};\n\tadd.u32 %r3, %r3, %r17;");
+            // the sub-block's shared arrays are its next virtual block's (a kernel with none
+            // needs no barrier between them)
+            if !p.kernel.shared.is_empty() {
+                let _ = writeln!(o, "\tbar.sync %r19, {q};");
+            }
+            o.push_str("\tadd.u32 %r3, %r3, %r17;\n");
             let _ = writeln!(o, "\tbra.uni $P{i}_loop;");
             let _ = writeln!(o, "$P{i}_end:");
             if i + 1 < self.phases.len() {
