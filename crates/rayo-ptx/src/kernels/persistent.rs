@@ -153,47 +153,25 @@ impl<'a> PersistentKernel<'a> {
             let total = p.blocks();
             let _ = writeln!(o, "\n\t// phase {i}: {} over {gx} x {gy} x {gz} blocks of {}", p.kernel.name(), p.threads);
             let _ = writeln!(o, "\tsetp.lt.u32 %p1, %r0, {};", p.threads);
+            if i > 0 {
+                let before = self.phases[i - 1].blocks().div_ceil(subs);
+                arrive(o, i, before);
+                // the prologue of the sub-block's first virtual block (its weights fetched into
+                // L2) while the other blocks finish the phase before, as a launch that waits for
+                // its dependencies overlaps the grid before it
+                if p.kernel.waits_for_dependencies() {
+                    let _ = writeln!(o, "\tsetp.ge.u32 %p0, %r21, {total};\n\t@%p0 bra $W{i}_ahead;\n\t@!%p1 bra $W{i}_ahead;\n\tmov.u32 %r3, %r21;");
+                    self.call(o, p, 1);
+                    let _ = writeln!(o, "$W{i}_ahead:");
+                }
+                wait(o, i, before);
+            }
             let _ = writeln!(o, "\tmov.u32 %r3, %r21;");
             let _ = writeln!(o, "$P{i}_loop:");
             let _ = writeln!(o, "\tsetp.ge.u32 %p0, %r3, {total};");
             let _ = writeln!(o, "\t@%p0 bra $P{i}_end;");
-            let _ = writeln!(o, "\trem.u32 %r4, %r3, {gx};\n\tdiv.u32 %r5, %r3, {gx};\n\trem.u32 %r6, %r5, {gy};\n\tdiv.u32 %r7, %r5, {gy};");
             let _ = writeln!(o, "\t@!%p1 bra $P{i}_next;");
-            o.push_str("\t{\n");
-            // the virtual specials (ctaid x y z, nctaid x y, ntid x y, tid x), the sub-block, its barrier
-            let specials = [("%r4", None), ("%r6", None), ("%r7", None), ("", Some(gx)), ("", Some(gy)), ("", Some(p.threads)), ("", Some(1)), ("%r0", None), ("%r16", None), ("%r18", None)];
-            let mut names = Vec::new();
-            for (j, (reg, imm)) in specials.iter().enumerate() {
-                let _ = writeln!(o, "\t.param .u32 v{j};");
-                match imm {
-                    Some(v) => {
-                        let _ = writeln!(o, "\tmov.u32 %r8, {v};\n\tst.param.u32 [v{j}], %r8;");
-                    }
-                    None => {
-                        let _ = writeln!(o, "\tst.param.u32 [v{j}], {reg};");
-                    }
-                }
-                names.push(format!("v{j}"));
-            }
-            for (j, (q, &v)) in p.kernel.params().iter().zip(&p.args).enumerate() {
-                let bits = scalar_bits(q.ty).expect("checked in new");
-                let ty = q.ty.dotted();
-                let _ = writeln!(o, "\t.param {ty} a{j};");
-                match (q.ty, bits) {
-                    (PtxType::F32, _) => {
-                        let _ = writeln!(o, "\tmov.f32 %f0, 0f{:08X};\n\tst.param.f32 [a{j}], %f0;", v as u32);
-                    }
-                    (_, 64) => {
-                        let _ = writeln!(o, "\tmov.u64 %rd1, {v};\n\tst.param{ty} [a{j}], %rd1;");
-                    }
-                    _ => {
-                        let _ = writeln!(o, "\tmov.u32 %r8, {};\n\tst.param{ty} [a{j}], %r8;", v as u32);
-                    }
-                }
-                names.push(format!("a{j}"));
-            }
-            let _ = writeln!(o, "\tcall {}, ({});", p.kernel.device_function_name(p.threads), names.join(", "));
-            o.push_str("\t}\n");
+            self.call(o, p, 0);
             let _ = writeln!(o, "$P{i}_next:");
             // the sub-block's shared arrays are its next virtual block's (a kernel with none
             // needs no barrier between them)
@@ -203,32 +181,94 @@ impl<'a> PersistentKernel<'a> {
             o.push_str("\tadd.u32 %r3, %r3, %r17;\n");
             let _ = writeln!(o, "\tbra.uni $P{i}_loop;");
             let _ = writeln!(o, "$P{i}_end:");
-            if i + 1 < self.phases.len() {
-                grid_barrier(o, i, total.div_ceil(subs));
-            }
         }
         o.push_str("\tret;\n}\n");
     }
 }
 
-/// A grid-wide barrier after phase `i`, whose work the first `total` blocks had: every block's writes before it are
-/// seen by every block after it. Thread 0 of each block that had work in the phase adds one to
-/// the arrivals, releasing the block's writes (which the block's barrier ordered before it);
-/// thread 0 of every block then waits, acquiring, until the arrivals reach this barrier's
-/// target. The count only grows (a launch's number sets where it starts), so no one resets it
-/// while another still reads it.
-fn grid_barrier(o: &mut String, i: usize, total: u32) {
-    // (`total`: the blocks that had work, those below it)
+impl PersistentKernel<'_> {
+    /// The call of phase `p`'s device function for virtual block `%r3` in `mode` (0: all of
+    /// it; 1: its prologue), with the virtual specials, the sub-block and its barrier, and the
+    /// recorded parameter values.
+    fn call(&self, o: &mut String, p: &Phase, mode: u32) {
+        let (gx, gy, _) = p.grid;
+        let _ = writeln!(o, "\trem.u32 %r4, %r3, {gx};\n\tdiv.u32 %r5, %r3, {gx};\n\trem.u32 %r6, %r5, {gy};\n\tdiv.u32 %r7, %r5, {gy};");
+        o.push_str("\t{\n");
+        // ctaid x y z, nctaid x y, ntid x y, tid x; the sub-block, its barrier, the mode
+        let specials = [
+            ("%r4", None),
+            ("%r6", None),
+            ("%r7", None),
+            ("", Some(gx)),
+            ("", Some(gy)),
+            ("", Some(p.threads)),
+            ("", Some(1)),
+            ("%r0", None),
+            ("%r16", None),
+            ("%r18", None),
+            ("", Some(mode)),
+        ];
+        let mut names = Vec::new();
+        for (j, (reg, imm)) in specials.iter().enumerate() {
+            let _ = writeln!(o, "\t.param .u32 v{j};");
+            match imm {
+                Some(v) => {
+                    let _ = writeln!(o, "\tmov.u32 %r8, {v};\n\tst.param.u32 [v{j}], %r8;");
+                }
+                None => {
+                    let _ = writeln!(o, "\tst.param.u32 [v{j}], {reg};");
+                }
+            }
+            names.push(format!("v{j}"));
+        }
+        for (j, (q, &v)) in p.kernel.params().iter().zip(&p.args).enumerate() {
+            let bits = scalar_bits(q.ty).expect("checked in new");
+            let ty = q.ty.dotted();
+            let _ = writeln!(o, "\t.param {ty} a{j};");
+            match (q.ty, bits) {
+                (PtxType::F32, _) => {
+                    let _ = writeln!(o, "\tmov.f32 %f0, 0f{:08X};\n\tst.param.f32 [a{j}], %f0;", v as u32);
+                }
+                (_, 64) => {
+                    let _ = writeln!(o, "\tmov.u64 %rd1, {v};\n\tst.param{ty} [a{j}], %rd1;");
+                }
+                _ => {
+                    let _ = writeln!(o, "\tmov.u32 %r8, {};\n\tst.param{ty} [a{j}], %r8;", v as u32);
+                }
+            }
+            names.push(format!("a{j}"));
+        }
+        let _ = writeln!(o, "\tcall {}, ({});", p.kernel.device_function_name(p.threads), names.join(", "));
+        o.push_str("\t}\n");
+    }
+}
+
+/// The first half of the grid-wide barrier before phase `i`, whose phase before it the first
+/// `worked` blocks had work in: thread 0 of each of those adds one to the arrivals, releasing
+/// the block's writes (which the block's barrier ordered before it). See [`wait`].
+fn arrive(o: &mut String, i: usize, worked: u32) {
     let _ = write!(
         o,
         "\tbar.sync 0;
-\tmin.u32 %r14, %r2, {total};
+\tsetp.ne.u32 %p2, %r20, 0;
+\tsetp.ge.or.u32 %p2, %r1, {worked}, %p2;
+\t@!%p2 red.release.gpu.global.add.u32 [%rd0], 1;
+"
+    );
+    let _ = i;
+}
+
+/// The second half: thread 0 of every block waits, acquiring, until the arrivals reach the
+/// barrier's target; then the block goes on. Every write of the phases before is seen by every
+/// block after it. The count only grows (a launch's number sets where it starts), so no one
+/// resets it while another still reads it.
+fn wait(o: &mut String, i: usize, worked: u32) {
+    let _ = write!(
+        o,
+        "\tmin.u32 %r14, %r2, {worked};
 \tadd.u32 %r12, %r12, %r14;
 \tsetp.ne.u32 %p2, %r20, 0;
 \t@%p2 bra $B{i}_done;
-\tsetp.ge.u32 %p3, %r1, {total};
-\t@%p3 bra $B{i}_wait;
-\tred.release.gpu.global.add.u32 [%rd0], 1;
 $B{i}_wait:
 \tld.acquire.gpu.global.u32 %r10, [%rd0];
 \tsub.u32 %r9, %r10, %r12;
