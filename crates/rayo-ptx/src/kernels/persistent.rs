@@ -4,10 +4,15 @@
 //! ([`PtxKernel::emit_device_function`]), and the entry calls it for every block of the phase's
 //! grid, dealing those virtual blocks over its own blocks. A block is `S` sub-blocks of the
 //! phases' threads side by side ([`PersistentKernel::sub_blocks`]); sub-block `s` of block `b`
-//! takes virtual blocks `bS + s`, `bS + s + GS`, … of a grid of `G` blocks. A grid-wide barrier separates two phases, as the
-//! launch boundary did: the later phase sees every write of the earlier ones. The parameters
-//! are the values the launches were recorded with, written into the code as immediates, so the
-//! entry takes only the barrier's word and the launch's number.
+//! takes virtual blocks `bS + s`, `bS + s + GS`, … of a grid of `G` blocks. A grid-wide
+//! barrier separates two phases, as the launch boundary did: the later phase sees every write
+//! of the earlier ones. The parameters are the values the launches were recorded with, written
+//! into the code as immediates, so the entry takes only the barrier's word and the launch's
+//! number.
+//!
+//! Measured on an H200 (`docs/perf/issue30.md`), a decoding step this way is 0.65–0.85× the
+//! speed of the same launches in a CUDA graph with programmatic dependent launch: a grid
+//! barrier costs more than the launch boundary it replaces.
 //!
 //! The grid must be resident as a whole (a cooperative launch): a block that waits at a
 //! barrier for a block that never runs would wait forever.
@@ -155,15 +160,7 @@ impl<'a> PersistentKernel<'a> {
             let _ = writeln!(o, "\tsetp.lt.u32 %p1, %r0, {};", p.threads);
             if i > 0 {
                 let before = self.phases[i - 1].blocks().div_ceil(subs);
-                arrive(o, i, before);
-                // the prologue of the sub-block's first virtual block (its weights fetched into
-                // L2) while the other blocks finish the phase before, as a launch that waits for
-                // its dependencies overlaps the grid before it
-                if p.kernel.waits_for_dependencies() {
-                    let _ = writeln!(o, "\tsetp.ge.u32 %p0, %r21, {total};\n\t@%p0 bra $W{i}_ahead;\n\t@!%p1 bra $W{i}_ahead;\n\tmov.u32 %r3, %r21;");
-                    self.call(o, p, 1);
-                    let _ = writeln!(o, "$W{i}_ahead:");
-                }
+                arrive(o, before);
                 wait(o, i, before);
             }
             let _ = writeln!(o, "\tmov.u32 %r3, %r21;");
@@ -171,7 +168,7 @@ impl<'a> PersistentKernel<'a> {
             let _ = writeln!(o, "\tsetp.ge.u32 %p0, %r3, {total};");
             let _ = writeln!(o, "\t@%p0 bra $P{i}_end;");
             let _ = writeln!(o, "\t@!%p1 bra $P{i}_next;");
-            self.call(o, p, 0);
+            self.call(o, p);
             let _ = writeln!(o, "$P{i}_next:");
             // the sub-block's shared arrays are its next virtual block's (a kernel with none
             // needs no barrier between them)
@@ -187,14 +184,13 @@ impl<'a> PersistentKernel<'a> {
 }
 
 impl PersistentKernel<'_> {
-    /// The call of phase `p`'s device function for virtual block `%r3` in `mode` (0: all of
-    /// it; 1: its prologue), with the virtual specials, the sub-block and its barrier, and the
-    /// recorded parameter values.
-    fn call(&self, o: &mut String, p: &Phase, mode: u32) {
+    /// The call of phase `p`'s device function for virtual block `%r3`, with the virtual
+    /// specials, the sub-block and its barrier, and the recorded parameter values.
+    fn call(&self, o: &mut String, p: &Phase) {
         let (gx, gy, _) = p.grid;
         let _ = writeln!(o, "\trem.u32 %r4, %r3, {gx};\n\tdiv.u32 %r5, %r3, {gx};\n\trem.u32 %r6, %r5, {gy};\n\tdiv.u32 %r7, %r5, {gy};");
         o.push_str("\t{\n");
-        // ctaid x y z, nctaid x y, ntid x y, tid x; the sub-block, its barrier, the mode
+        // ctaid x y z, nctaid x y, ntid x y, tid x; the sub-block, its barrier
         let specials = [
             ("%r4", None),
             ("%r6", None),
@@ -206,7 +202,6 @@ impl PersistentKernel<'_> {
             ("%r0", None),
             ("%r16", None),
             ("%r18", None),
-            ("", Some(mode)),
         ];
         let mut names = Vec::new();
         for (j, (reg, imm)) in specials.iter().enumerate() {
@@ -243,10 +238,10 @@ impl PersistentKernel<'_> {
     }
 }
 
-/// The first half of the grid-wide barrier before phase `i`, whose phase before it the first
+/// The first half of the grid-wide barrier before a phase, whose phase before it the first
 /// `worked` blocks had work in: thread 0 of each of those adds one to the arrivals, releasing
 /// the block's writes (which the block's barrier ordered before it). See [`wait`].
-fn arrive(o: &mut String, i: usize, worked: u32) {
+fn arrive(o: &mut String, worked: u32) {
     let _ = write!(
         o,
         "\tbar.sync 0;
@@ -255,7 +250,6 @@ fn arrive(o: &mut String, i: usize, worked: u32) {
 \t@!%p2 red.release.gpu.global.add.u32 [%rd0], 1;
 "
     );
-    let _ = i;
 }
 
 /// The second half: thread 0 of every block waits, acquiring, until the arrivals reach the

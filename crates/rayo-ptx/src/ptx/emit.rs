@@ -364,9 +364,6 @@ fn write_inst(w: &mut W, i: &Inst) {
             w.s(", ");
             w.addr(addr);
         }
-        // in a device function: where a prologue call (`__vmode` 1) returns, before the
-        // kernel reads what earlier phases wrote
-        Op::GridDepWait if w.func.is_some() => w.s("setp.ne.u32 %vpre, %vmode, 0;\n\t@%vpre ret"),
         Op::GridDepWait => w.s("griddepcontrol.wait"),
         Op::GridDepLaunch => w.s("griddepcontrol.launch_dependents"),
         Op::Ret => w.s("ret"),
@@ -380,9 +377,10 @@ fn write_inst(w: &mut W, i: &Inst) {
 /// calling block, one of `subs` side by side. The same body, with:
 /// - the block index, the grid, the block's size and the thread's index in it (`%ctaid`,
 ///   `%nctaid`, `%ntid`, `%tid.x`) read from leading `.u32` parameters (`__vsp0..7`, in the
-///   order of `VIRTUAL_SPECIALS`), then the sub-block's index (`__vsub`), its barrier
-///   (`__vbar`) and the mode (`__vmode`: 1 runs only the kernel's prologue, returning where it
-///   would wait for its dependencies, `griddepcontrol.wait`; 0 runs it all, not waiting);
+///   order of `VIRTUAL_SPECIALS`), then the sub-block's index (`__vsub`) and its barrier
+///   (`__vbar`);
+/// - `griddepcontrol` as it is: a no-op in a launch without programmatic dependencies (the
+///   persistent kernel's grid barriers order the phases);
 /// - each shared array declared at module scope as `{function}__{array}`, `subs` times its
 ///   size, the sub-block's copy at `sub ·` its bytes (the function is `{kernel}__t{threads}`);
 /// - every block barrier the sub-block's named barrier of `threads` threads (the threads of
@@ -425,7 +423,7 @@ pub(crate) fn device_function(k: &PtxKernel, threads: u32, subs: u32, out: &mut 
         w.u(i as u64);
         w.c(b',');
     }
-    w.s("\n\t.param .u32 __vsub,\n\t.param .u32 __vbar,\n\t.param .u32 __vmode");
+    w.s("\n\t.param .u32 __vsub,\n\t.param .u32 __vbar");
     for p in &k.params {
         w.s(",\n\t.param ");
         w.ty(p.ty);
@@ -447,7 +445,7 @@ pub(crate) fn device_function(k: &PtxKernel, threads: u32, subs: u32, out: &mut 
     }
     w.s("\t.reg .u32 %vsp<");
     w.u(writer::VIRTUAL_SPECIALS.len() as u64);
-    w.s(">;\n\t.reg .u32 %vsub;\n\t.reg .u32 %vbar;\n\t.reg .u32 %vmode;\n\t.reg .pred %vpre;\n");
+    w.s(">;\n\t.reg .u32 %vsub;\n\t.reg .u32 %vbar;\n");
     if !k.shared.is_empty() {
         w.s("\t.reg .u32 %vsh<");
         w.u(k.shared.len() as u64);
@@ -460,7 +458,7 @@ pub(crate) fn device_function(k: &PtxKernel, threads: u32, subs: u32, out: &mut 
         w.u(i as u64);
         w.s("];\n");
     }
-    w.s("\tld.param.u32 %vsub, [__vsub];\n\tld.param.u32 %vbar, [__vbar];\n\tld.param.u32 %vmode, [__vmode];\n");
+    w.s("\tld.param.u32 %vsub, [__vsub];\n\tld.param.u32 %vbar, [__vbar];\n");
     // the sub-block's copy of each shared array (dynamic shared memory is not split)
     for (i, s) in k.shared.iter().enumerate() {
         w.s("\tmov.u32 %vsh");
