@@ -10,7 +10,7 @@
 //! into the code as immediates, so the entry takes only the barrier's word and the launch's
 //! number.
 //!
-//! Measured on an H200 (`docs/perf/issue30.md`), a decoding step this way is 0.65–0.85× the
+//! Measured on an H200 (`docs/perf/issue30.md`), a decoding step this way is 0.6–0.85× the
 //! speed of the same launches in a CUDA graph with programmatic dependent launch: a grid
 //! barrier costs more than the launch boundary it replaces.
 //!
