@@ -16,3 +16,11 @@ for t in cuda cuda_llm cuda_nccl cuda_persistent; do
 done
 echo "## cuda_synth"
 RAYO_SMOLLM2=dev-bin/b1/tok.gguf RAYO_BIN=/tmp/f/rayo /tmp/f/cuda_synth --test-threads 1 2>&1 | grep -E "^test result|panicked|FAILED|SKIP" | head -10
+# and the decode speed of the 1B shape as a graph, and persistent (p4), two rounds
+f=/tmp/f/1b.gguf
+/tmp/f/rayo synth $f --shape llama-3.2-1b --type Q4_K --tokenizer dev-bin/b1/tok.gguf >/dev/null
+echo "## llama-3.2-1b Q4_K"
+for r in 1 2; do
+  for p in 0 4; do RAYO_CUDA_PERSISTENT=$p /tmp/f/rayo bench --model $f --backend cuda 2>&1 | grep -E "^tg|rror" | sed "s/^/RAYO_CUDA_PERSISTENT=$p: /"; done
+done
+for p in 0 4; do RAYO_CUDA_PERSISTENT=$p /tmp/f/rayo generate --model $f --backend cuda --prompt "The capital of France is" --max-tokens 32 --temperature 0 2>/dev/null | md5sum | sed "s/^/RAYO_CUDA_PERSISTENT=$p greedy md5: /"; done

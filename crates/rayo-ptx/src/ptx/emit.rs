@@ -431,18 +431,7 @@ pub(crate) fn device_function(k: &PtxKernel, threads: u32, subs: u32, out: &mut 
         w.name(p.name);
     }
     w.s("\n)\n{\n");
-    for (slot, ty) in PtxType::ALL.iter().enumerate() {
-        let n = k.reg_counts[slot];
-        if n > 0 {
-            w.s("\t.reg ");
-            w.ty(*ty);
-            w.c(b' ');
-            w.pad(&SIGIL[*ty as usize]);
-            w.c(b'<');
-            w.u(n as u64);
-            w.s(">;\n");
-        }
-    }
+    registers(&mut w, k);
     w.s("\t.reg .u32 %vsp<");
     w.u(writer::VIRTUAL_SPECIALS.len() as u64);
     w.s(">;\n\t.reg .u32 %vsub;\n\t.reg .u32 %vbar;\n");
@@ -479,15 +468,36 @@ pub(crate) fn device_function(k: &PtxKernel, threads: u32, subs: u32, out: &mut 
         }
     }
     w.c(b'\n');
+    instructions(&mut w, k);
+    w.finish();
+}
+
+/// The `.reg` declarations of `k`'s registers, by type.
+fn registers(w: &mut W, k: &PtxKernel) {
+    for (slot, ty) in PtxType::ALL.iter().enumerate() {
+        let n = k.reg_counts[slot];
+        if n > 0 {
+            w.s("\t.reg ");
+            w.ty(*ty);
+            w.c(b' ');
+            w.pad(&SIGIL[*ty as usize]);
+            w.c(b'<');
+            w.u(n as u64);
+            w.s(">;\n");
+        }
+    }
+}
+
+/// `k`'s instructions, a line each, and the body's closing brace.
+fn instructions(w: &mut W, k: &PtxKernel) {
     for i in &k.insts {
         if !matches!(i.op, Op::Label(_)) {
             w.c(b'\t');
         }
-        write_inst(&mut w, i);
+        write_inst(w, i);
         w.c(b'\n');
     }
     w.s("}\n");
-    w.finish();
 }
 
 /// The name of `kernel`'s device function for blocks of `threads`.
@@ -540,18 +550,7 @@ pub(crate) fn kernel(k: &PtxKernel, out: &mut Vec<u8>) {
         w.dims(dims);
     }
     w.s("{\n");
-    for (slot, ty) in PtxType::ALL.iter().enumerate() {
-        let n = k.reg_counts[slot];
-        if n > 0 {
-            w.s("\t.reg ");
-            w.ty(*ty);
-            w.c(b' ');
-            w.pad(&SIGIL[*ty as usize]);
-            w.c(b'<');
-            w.u(n as u64);
-            w.s(">;\n");
-        }
-    }
+    registers(&mut w, k);
     for s in k.shared.iter().filter(|s| s.count > 0) {
         w.s("\t.shared .align ");
         w.u(s.align as u64);
@@ -564,13 +563,6 @@ pub(crate) fn kernel(k: &PtxKernel, out: &mut Vec<u8>) {
         w.s("];\n");
     }
     w.c(b'\n');
-    for i in &k.insts {
-        if !matches!(i.op, Op::Label(_)) {
-            w.c(b'\t');
-        }
-        write_inst(&mut w, i);
-        w.c(b'\n');
-    }
-    w.s("}\n");
+    instructions(&mut w, k);
     w.finish();
 }

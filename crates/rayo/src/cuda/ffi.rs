@@ -158,11 +158,35 @@ fn launch_ex(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::Launc
     for (i, p) in maps {
         params[i] = p;
     }
-    let mut attr = sys::CUlaunchAttribute {
+    let attr = k.pdl.then_some(sys::CUlaunchAttribute {
         id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
         pad: [0; 4],
         value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
-    };
+    });
+    // SAFETY: the arguments match the kernel's declared parameters in number and type (checked
+    // by `launch`), each `params[i]` points to a live value of at least the parameter's size
+    // (`values`, or a tensor map borrowed by `args`: alive until after the call), and the
+    // callers checked every buffer's length (past an offset, the extent from there) against
+    // what the kernel indexes. With the attribute on (`Loaded::pdl`), the kernel waits for the
+    // previous grid before reading what it wrote.
+    unsafe { launch_kernel_ex(stream, &k.func, cfg, &mut params, attr) }
+}
+
+/// `cuLaunchKernelEx` of `func` on `stream` with `params` and at most one launch attribute.
+///
+/// # Safety
+/// `params` must point, one for each parameter `func` declares, to live values of at least the
+/// parameter's size, that the kernel may use as it does (the caller's checks).
+unsafe fn launch_kernel_ex(
+    stream: &Arc<CudaStream>,
+    func: &CudaFunction,
+    cfg: rayo_ptx::kernels::LaunchConfig,
+    params: &mut [*mut std::ffi::c_void],
+    attr: Option<sys::CUlaunchAttribute>,
+) -> Result<()> {
+    // (with no attribute the slot is unread: `numAttrs` is 0)
+    let unread = sys::CUlaunchAttribute { id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE, pad: [0; 4], value: sys::CUlaunchAttributeValue { cooperative: 0 } };
+    let mut slot = attr.unwrap_or(unread);
     let config = sys::CUlaunchConfig {
         gridDimX: cfg.grid.0,
         gridDimY: cfg.grid.1,
@@ -172,17 +196,11 @@ fn launch_ex(stream: &Arc<CudaStream>, k: &Loaded, cfg: rayo_ptx::kernels::Launc
         blockDimZ: cfg.block.2,
         sharedMemBytes: cfg.shared_bytes,
         hStream: stream.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: u32::from(k.pdl),
+        attrs: &mut slot,
+        numAttrs: u32::from(attr.is_some()),
     };
-    // SAFETY: the arguments match the kernel's declared parameters in number and type (checked
-    // by `launch`), each `params[i]` points to a live value of at least the parameter's size
-    // (`values`, or a tensor map borrowed by `args`: alive until after the call), `config` and
-    // `attr` outlive the call, and the callers checked every buffer's length (past an offset,
-    // the extent from there) against what the kernel indexes. With the attribute on
-    // (`Loaded::pdl`), the kernel waits for the previous grid before reading what it wrote.
-    unsafe { sys::cuLaunchKernelEx(&config, k.func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(drv)?;
-    Ok(())
+    // SAFETY: `config` and `slot` outlive the call; `params` is the caller's promise.
+    unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(drv)
 }
 
 /// Each argument's value as a kernel parameter slot holds it (pointers as u64, u32/f32 in the
@@ -249,23 +267,15 @@ pub(crate) fn arg_values<'a>(stream: &'a Arc<CudaStream>, args: &'a mut [Arg]) -
 pub(crate) unsafe fn launch_values(stream: &Arc<CudaStream>, func: &CudaFunction, cfg: rayo_ptx::kernels::LaunchConfig, values: &mut [u64], cooperative: bool) -> Result<()> {
     stream.context().bind_to_thread().map_err(drv)?;
     let mut params: Vec<*mut std::ffi::c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
-    let mut attr = sys::CUlaunchAttribute { id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE, pad: [0; 4], value: sys::CUlaunchAttributeValue { cooperative: 1 } };
-    let config = sys::CUlaunchConfig {
-        gridDimX: cfg.grid.0,
-        gridDimY: cfg.grid.1,
-        gridDimZ: cfg.grid.2,
-        blockDimX: cfg.block.0,
-        blockDimY: cfg.block.1,
-        blockDimZ: cfg.block.2,
-        sharedMemBytes: cfg.shared_bytes,
-        hStream: stream.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: u32::from(cooperative),
-    };
+    let attr = cooperative.then_some(sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue { cooperative: 1 },
+    });
     // SAFETY: each `params[i]` points to a live u64 (`values`, alive until after the call), of
     // at least the parameter's size; the values are the kernel's parameters (the caller's
-    // promise); `config` and `attr` outlive the call.
-    unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result().map_err(drv)
+    // promise).
+    unsafe { launch_kernel_ex(stream, func, cfg, &mut params, attr) }
 }
 
 /// A page-locked host allocation of `len` floats, zero-filled before anyone can read it.
