@@ -162,7 +162,12 @@ fn a_persistent_kernel_assembles_for_sm90() {
     ];
     let mut phases: Vec<Phase> = built
         .iter()
-        .map(|(k, c)| Phase { kernel: k, threads: c.block.0, grid: c.grid, args: k.params().iter().enumerate().map(|(i, _)| 0x7000_0000_0000 + 256 * i as u64).collect() })
+        .map(|(k, c)| Phase {
+            kernel: k,
+            threads: c.block.0,
+            grid: c.grid,
+            args: k.params().iter().enumerate().map(|(i, _)| 0x7000_0000_0000 + 256 * i as u64).collect(),
+        })
         .collect();
     // the same kernel again, with a smaller block than the persistent kernel's
     phases.push(Phase { kernel: &built[0].0, threads: 64, grid: (2, 1, 1), args: phases[0].args.clone() });

@@ -15,7 +15,15 @@ const COLS: usize = 2_711;
 
 /// The chain: element-wise over the whole input, a softmax per row, element-wise again, an
 /// RMSNorm per row.
-fn chain(dev: &CudaDevice, x: &DeviceBuffer, gamma: &DeviceBuffer, a: &mut DeviceBuffer, s: &mut DeviceBuffer, b: &mut DeviceBuffer, out: &mut DeviceBuffer) {
+fn chain(
+    dev: &CudaDevice,
+    x: &DeviceBuffer,
+    gamma: &DeviceBuffer,
+    a: &mut DeviceBuffer,
+    s: &mut DeviceBuffer,
+    b: &mut DeviceBuffer,
+    out: &mut DeviceBuffer,
+) {
     let e = Expr::input(0).mul(Expr::input(0)).add(Expr::input(0));
     dev.elementwise(&e, &[x], a).unwrap();
     dev.softmax_rows(a, ROWS, COLS, s).unwrap();

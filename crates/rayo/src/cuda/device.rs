@@ -117,7 +117,17 @@ impl CudaDevice {
         let sm = ((cc.0 * 10 + cc.1) as u32).min(90);
         let id = NEXT_DEVICE.fetch_add(1, Ordering::Relaxed);
         let pdl = sm >= 90 && crate::Config::get().cuda_pdl;
-        Ok(CudaDevice { ctx, stream, id, info, sm, pdl, cache: Mutex::new(HashMap::new()), capturing: AtomicBool::new(false), observed: Mutex::new(None) })
+        Ok(CudaDevice {
+            ctx,
+            stream,
+            id,
+            info,
+            sm,
+            pdl,
+            cache: Mutex::new(HashMap::new()),
+            capturing: AtomicBool::new(false),
+            observed: Mutex::new(None),
+        })
     }
 
     /// The process-wide device 0, opened once (lazily). The error is remembered too.
@@ -195,7 +205,8 @@ impl CudaDevice {
             .map_err(|e| Error::Device { api: "cuda", message: format!("loading {name}: {e}") })?;
         let func = m.load_function(name).map_err(drv)?;
         let pdl = self.pdl && entry.waits_for_dependencies();
-        let loaded = Loaded { name: Arc::from(name.as_str()), func, params, pdl, kernel: Arc::new(entry.clone()), target: Arc::from(module.get_target()) };
+        let loaded =
+            Loaded { name: Arc::from(name.as_str()), func, params, pdl, kernel: Arc::new(entry.clone()), target: Arc::from(module.get_target()) };
         cache.insert(key, loaded.clone());
         Ok(loaded)
     }

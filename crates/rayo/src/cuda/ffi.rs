@@ -185,7 +185,11 @@ unsafe fn launch_kernel_ex(
     attr: Option<sys::CUlaunchAttribute>,
 ) -> Result<()> {
     // (with no attribute the slot is unread: `numAttrs` is 0)
-    let unread = sys::CUlaunchAttribute { id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE, pad: [0; 4], value: sys::CUlaunchAttributeValue { cooperative: 0 } };
+    let unread = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue { cooperative: 0 },
+    };
     let mut slot = attr.unwrap_or(unread);
     let config = sys::CUlaunchConfig {
         gridDimX: cfg.grid.0,
@@ -207,7 +211,10 @@ unsafe fn launch_kernel_ex(
 /// low bytes: the driver reads as many bytes as the kernel declares; a tensor map's slot 0),
 /// the tensor maps as (argument index, address), and cudarc's records of the buffers' use,
 /// to be kept until the launch is queued.
-pub(crate) fn arg_values<'a>(stream: &'a Arc<CudaStream>, args: &'a mut [Arg]) -> (Vec<u64>, Vec<(usize, *mut std::ffi::c_void)>, Vec<cudarc::driver::SyncOnDrop<'a>>) {
+pub(crate) fn arg_values<'a>(
+    stream: &'a Arc<CudaStream>,
+    args: &'a mut [Arg],
+) -> (Vec<u64>, Vec<(usize, *mut std::ffi::c_void)>, Vec<cudarc::driver::SyncOnDrop<'a>>) {
     use cudarc::driver::{DevicePtr, DevicePtrMut};
     let mut _keep = Vec::new();
     let mut values: Vec<u64> = Vec::with_capacity(args.len());
@@ -264,7 +271,13 @@ pub(crate) fn arg_values<'a>(stream: &'a Arc<CudaStream>, args: &'a mut [Arg]) -
 /// `values` must be, in number and order, the parameters `func` declares, each pointer one
 /// the kernel may use for as long as the launch runs (a recorded launch: memory that outlives
 /// every replay), within the extents the kernel indexes.
-pub(crate) unsafe fn launch_values(stream: &Arc<CudaStream>, func: &CudaFunction, cfg: rayo_ptx::kernels::LaunchConfig, values: &mut [u64], cooperative: bool) -> Result<()> {
+pub(crate) unsafe fn launch_values(
+    stream: &Arc<CudaStream>,
+    func: &CudaFunction,
+    cfg: rayo_ptx::kernels::LaunchConfig,
+    values: &mut [u64],
+    cooperative: bool,
+) -> Result<()> {
     stream.context().bind_to_thread().map_err(drv)?;
     let mut params: Vec<*mut std::ffi::c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
     let attr = cooperative.then_some(sys::CUlaunchAttribute {

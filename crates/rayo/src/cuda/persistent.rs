@@ -55,8 +55,9 @@ impl CudaDevice {
     /// The recording `r` as persistent kernels and the launches between them: blocks of `subs`
     /// sub-blocks of `threads` threads (a multiple of 32; each sub-block takes the phases'
     /// blocks of its own), and `blocks_per_sm` resident blocks an SM (the registers limited so
-    /// that they fit), or as many as fit. An error, and nothing made, when the recording holds work other than
-    /// kernels, no run of at least two launches fits, or the module does not load.
+    /// that they fit), or as many as fit. An error, and nothing made, when the recording holds
+    /// work other than kernels, no run of at least two launches fits, or the module does not
+    /// load.
     pub fn persistent(&self, r: &Replay, threads: u32, subs: u32, blocks_per_sm: Option<u32>) -> Result<PersistentStep> {
         let err = |message: String| Error::Device { api: "cuda", message: format!("persistent step: {message}") };
         let launches = r.launches.as_ref().map_err(|why| err(why.clone()))?;
@@ -93,7 +94,8 @@ impl CudaDevice {
             kernel = kernel.blocks_per_sm(b);
         }
         // the module's target: an architecture-specific one (sm_90a) if a phase needs it
-        let target = run.iter().map(|o| o.loaded.target.to_string()).max_by_key(|t| t.ends_with('a')).unwrap_or_else(|| format!("sm_{}", self.ptx_target()));
+        let target =
+            run.iter().map(|o| o.loaded.target.to_string()).max_by_key(|t| t.ends_with('a')).unwrap_or_else(|| format!("sm_{}", self.ptx_target()));
         let text = kernel.module_text(&target);
         let module = self
             .ctx
@@ -114,7 +116,13 @@ impl CudaDevice {
         self.check_not_capturing("persistent step")?;
         let barrier = self.stream.alloc_zeros::<u8>(PersistentKernel::BARRIER_BYTES).map_err(drv)?;
         log::info!("cuda: persistent kernel {index}: {} phases, {grid} blocks of {subs} x {threads} threads ({per_sm} an SM)", run.len());
-        Ok(Piece::Persistent { func, cfg: LaunchConfig { grid: (grid, 1, 1), block: (block, 1, 1), shared_bytes: shared }, barrier, phases: run.len(), epoch: AtomicU32::new(0) })
+        Ok(Piece::Persistent {
+            func,
+            cfg: LaunchConfig { grid: (grid, 1, 1), block: (block, 1, 1), shared_bytes: shared },
+            barrier,
+            phases: run.len(),
+            epoch: AtomicU32::new(0),
+        })
     }
 }
 

@@ -206,11 +206,7 @@ impl CudaDevice {
         let dq = DequantTKernel::new(fmt);
         let f = self.loaded(&dq)?;
         let u = |v: usize| Arg::U32(v as u32);
-        self.queue(
-            &f,
-            dq.launch(rows as u32, cols as u32),
-            &mut [Arg::BytesIn(&w.slice), Arg::Out(&mut wt.slice), u(rows), u(cols), u(ld)],
-        )?;
+        self.queue(&f, dq.launch(rows as u32, cols as u32), &mut [Arg::BytesIn(&w.slice), Arg::Out(&mut wt.slice), u(rows), u(cols), u(ld)])?;
         let g = GemmKernel::for_device(m_pad as u32, cols as u32, ld as u32, self.info().multiprocessors);
         self.gemm_prefix(g, x, wt, yp)?;
         let total = m * rows;

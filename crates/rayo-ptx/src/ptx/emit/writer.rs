@@ -337,6 +337,18 @@ pub(crate) fn into_string(v: Vec<u8>) -> String {
     String::from_utf8(v).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// A special register a device function reads from its parameters (the phase's virtual block
+/// and grid, [`super::device_function`]): its index among `%vsp0..`, the order of
+/// [`VIRTUAL_SPECIALS`].
+pub(super) fn virtual_special(s: Special) -> Option<usize> {
+    VIRTUAL_SPECIALS.iter().position(|&v| v == s)
+}
+
+/// The block index, the grid, the block's size and the thread's index as a device function
+/// receives them.
+pub(super) const VIRTUAL_SPECIALS: [Special; 8] =
+    [Special::CtaidX, Special::CtaidY, Special::CtaidZ, Special::NctaidX, Special::NctaidY, Special::NtidX, Special::NtidY, Special::TidX];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,15 +398,3 @@ mod tests {
         }
     }
 }
-
-/// A special register a device function reads from its parameters (the phase's virtual block
-/// and grid, [`super::device_function`]): its index among `%vsp0..`, the order of
-/// [`VIRTUAL_SPECIALS`].
-pub(super) fn virtual_special(s: Special) -> Option<usize> {
-    VIRTUAL_SPECIALS.iter().position(|&v| v == s)
-}
-
-/// The block index, the grid, the block's size and the thread's index as a device function
-/// receives them.
-pub(super) const VIRTUAL_SPECIALS: [Special; 8] =
-    [Special::CtaidX, Special::CtaidY, Special::CtaidZ, Special::NctaidX, Special::NctaidY, Special::NtidX, Special::NtidY, Special::TidX];
