@@ -224,7 +224,7 @@ fi
 
 if section cuda; then
   echo "rayo::cuda (no-driver path here; every kernel against f64 where a GPU exists); every op's fused kernel through ptxas"
-  run cargo test -p rayo --features cuda --release --test cuda --test cuda_llm --test parity -- --nocapture
+  run cargo test -p rayo --features cuda --release --test cuda --test cuda_llm --test cuda_persistent --test parity -- --nocapture
   # The CUDA LLM engine against the CPU engine on SmolLM2 (skips without a device).
   run cargo test -p rayo-llm --features cuda --release --test cuda --test cuda_misuse --test cuda_ops --test cuda_batch -- --nocapture
   # ... and on `rayo synth`'s files of the new architectures (llama3, qwen3, phi3, gemma3)

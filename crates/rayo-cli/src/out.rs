@@ -32,12 +32,21 @@ macro_rules! outln {
     };
 }
 
-/// `eprintln!` that ignores a closed stderr instead of panicking.
+/// Writes one line to stderr in one `write` call, ignoring a closed stderr. Stderr is unbuffered,
+/// so `writeln!` would write each formatted piece on its own, and the lines of processes that
+/// share one stderr (the ranks `--rank-processes` starts) would interleave mid-line; one write
+/// of a line shorter than `PIPE_BUF` (4,096 bytes) reaches a pipe whole.
+pub fn write_err_line(args: std::fmt::Arguments) {
+    let mut line = args.to_string();
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// `eprintln!` that writes its line whole and ignores a closed stderr instead of panicking.
 macro_rules! errln {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($t)*);
-    }};
+    ($($t:tt)*) => {
+        $crate::out::write_err_line(format_args!($($t)*))
+    };
 }
 
 pub(crate) use {errln, outln};
