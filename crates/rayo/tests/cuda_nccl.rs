@@ -8,7 +8,7 @@
 #![cfg(feature = "cuda")]
 
 use rayo::cuda::nccl::{self, Communicator};
-use rayo::cuda::CudaDevice;
+use rayo::cuda::{CudaDevice, DeviceBuffer, Expr};
 use rayo::Error;
 
 mod cuda_support;
@@ -71,6 +71,41 @@ fn a_world_of_one_sums_and_gathers_on_the_device() {
     assert!(matches!(comm.all_reduce_sum(&other, &mut foreign, 10), Err(Error::ForeignBuffer { .. })));
     // a rank past its world
     assert!(Communicator::new(dev, &id, 1, 1).is_err());
+    recorded_sum(dev, &mut comm, 1, &x);
+}
+
+/// A step with a sum in it (`2x`, summed over the world, then `+ 1`), run once as it comes,
+/// then recorded as a CUDA graph and replayed on new inputs: the replay's values are the
+/// world's sum, as a tensor-parallel rank's recorded step needs; the recording cannot become
+/// a persistent kernel (a collective is not a kernel), and says so. `x` is this rank's input;
+/// every rank of the `world` adds the same.
+fn recorded_sum(dev: &CudaDevice, comm: &mut Communicator, world: usize, x: &[f32]) {
+    let n = x.len();
+    let (mut input, mut y, mut z) = (dev.upload(x).unwrap(), dev.zeros(n).unwrap(), dev.zeros(n).unwrap());
+    let twice = Expr::input(0).add(Expr::input(0));
+    let plus_one = Expr::input(0).add(Expr::constant(1.0));
+    let mut step = |input: &DeviceBuffer, y: &mut DeviceBuffer, z: &mut DeviceBuffer| {
+        dev.elementwise(&twice, &[input], y).unwrap();
+        comm.all_reduce_sum(dev, y, n).unwrap();
+        dev.elementwise(&plus_one, &[y], z).unwrap();
+    };
+    step(&input, &mut y, &mut z);
+    dev.begin_capture().unwrap();
+    step(&input, &mut y, &mut z);
+    let g = dev.end_capture().unwrap();
+    for round in 1..=3 {
+        let new: Vec<f32> = x.iter().map(|v| v * round as f32 - 0.25).collect();
+        dev.write(&mut input, &new).unwrap();
+        dev.write(&mut z, &vec![f32::NAN; n]).unwrap();
+        // SAFETY: every buffer the recording used (`input`, `y`, `z`) is alive and owned here.
+        unsafe { g.replay().unwrap() };
+        let got = dev.download(&z).unwrap();
+        let want: Vec<f32> = new.iter().map(|v| (v + v) * world as f32 + 1.0).collect();
+        assert_eq!(got, want, "round {round} of the recorded sum over {world} ranks");
+    }
+    let e = dev.persistent(&g, 256, 1, None).err().expect("a collective is not a kernel");
+    assert!(e.to_string().contains("a collective"), "{e}");
+    println!("nccl: a recorded sum over {world} ranks replayed");
 }
 
 #[test]
@@ -88,7 +123,12 @@ fn two_ranks_sum_on_two_gpus_and_are_refused_on_one() {
                 let mut comm = Communicator::new(&dev, &id, rank, 2)?;
                 let mut buf = dev.upload(&[1.0 + rank as f32, -0.0, 1e30 * rank as f32])?;
                 comm.all_reduce_sum(&dev, &mut buf, 3)?;
-                dev.download(&buf)
+                let summed = dev.download(&buf)?;
+                if gpus >= 2 {
+                    // every rank adds the same inputs, so the world's sum is 2× its own
+                    recorded_sum(&dev, &mut comm, 2, &[0.5, -3.0, 7.25, 1e-3]);
+                }
+                Ok(summed)
             })
         })
         .collect();

@@ -85,6 +85,10 @@ pub struct Cuda {
     /// Spare buffers by length: an op writing `x` from `x` computes into a spare and swaps it
     /// into `x`'s slot (never freed: a recording may hold either address).
     spare: HashMap<usize, Vec<DeviceBuffer>>,
+    /// A tensor-parallel rank's gathers of several rows through NCCL: the ranks' parts, one
+    /// after another, by length (made by the first gather of a length, never freed: a
+    /// recording may hold it).
+    gathered: HashMap<usize, DeviceBuffer>,
     /// The recorded steps, and whether recording is on (`RAYO_CUDA_GRAPHS=0`: off).
     graph: Recordings,
     graphs: bool,

@@ -43,6 +43,7 @@ impl Cuda {
             context: None,
             generations: 0,
             spare: HashMap::new(),
+            gathered: HashMap::new(),
             graph: Recordings::default(),
             graphs: knobs.cuda_graphs,
             stepped_once: false,

@@ -1,9 +1,10 @@
 //! A CUDA backend as one tensor-parallel rank ([`crate::shard`]). Its group's sums and gathers
 //! run through NCCL on the device where every rank can ([`rayo::cuda::nccl`]: its library
 //! loads, each rank has a GPU of its own, `RAYO_NCCL` is not off); else they meet in host
-//! memory (each a copy of the rows to the host and back). Either way a rank's steps are not
-//! recorded as CUDA graphs: NCCL's calls can be, but that is not yet tried on a machine of
-//! several GPUs.
+//! memory (each a copy of the rows to the host and back). Through NCCL a rank's steps are
+//! recorded as CUDA graphs (NCCL's calls are captured with the kernels; a gather NCCL cannot
+//! make, of parts of unequal lengths, is refused while recording, and that step then runs as
+//! it comes); through the host they are not.
 
 use super::{Cuda, CudaBuf};
 use crate::collective::{parts_to_rows, Collective};
@@ -14,13 +15,23 @@ use rayo::cuda::nccl::{self, Communicator, NcclId};
 impl Cuda {
     /// The same running `group`'s rank of a tensor-parallel world: a session on it takes that
     /// rank's part of a model ([`crate::shard::split`]). Every rank of the world must make its
-    /// backend at once (they agree here on NCCL or the host for their collectives); this
-    /// backend's steps are not recorded.
+    /// backend at once (they agree here on NCCL or the host for their collectives); its steps
+    /// are recorded only when the collectives run through NCCL (a sum through the host waits
+    /// for the other ranks on the CPU, which a recording cannot).
     pub fn with_group(mut self, group: Box<dyn Collective>) -> Cuda {
         self.nccl = self.nccl_world(&*group);
         self.group = Some(group);
-        self.graphs = false;
+        self.graphs &= self.nccl.is_some();
         self
+    }
+
+    /// A collective through the host, refused while a step records (it would wait for the
+    /// other ranks on the CPU, and a replay would not run it).
+    fn host_collective(&self, what: &str) -> Result<()> {
+        if self.capturing {
+            return Err(Error::backend("cuda", format!("a recorded step cannot hold {what} through the host")));
+        }
+        Ok(())
     }
 
     /// Whether the collectives run through NCCL (else through the host).
@@ -91,6 +102,7 @@ impl Cuda {
             });
         }
         let g = self.group.as_ref().ok_or_else(|| Error::backend("cuda", "has no all-reduce (it runs no tensor-parallel rank)"))?;
+        self.host_collective("a sum")?;
         let mut host = vec![0f32; len];
         self.dev.download_prefix(self.arena.get(buf)?, &mut host)?;
         g.all_reduce_sum(&mut host)?;
@@ -113,16 +125,20 @@ impl Cuda {
                 }
                 // rank r's m rows of w values, one rank after another; then each row's parts
                 // to their columns
-                let mut all = s.dev.zeros(m * width)?;
-                comm.all_gather(&s.dev, ins[0], m * w, &mut all)?;
+                let all = match s.gathered.entry(m * width) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => e.insert(s.dev.zeros(m * width)?),
+                };
+                comm.all_gather(&s.dev, ins[0], m * w, all)?;
                 for r in 0..world {
                     for i in 0..m {
-                        s.dev.copy_within_device(&all, (r * m + i) * w, outs[0], i * width + r * w, w)?;
+                        s.dev.copy_within_device(all, (r * m + i) * w, outs[0], i * width + r * w, w)?;
                     }
                 }
                 Ok(())
             });
         }
+        self.host_collective("a gather")?;
         let mut mine = vec![0f32; m * w];
         self.dev.download_prefix(self.arena.get(part)?, &mut mine)?;
         let mut all = vec![0f32; m * width];

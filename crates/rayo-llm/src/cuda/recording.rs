@@ -64,8 +64,17 @@ impl Cuda {
         let recorded = ops(self);
         self.capturing = false;
         let ended = self.dev.end_capture();
-        recorded?;
-        let g = self.graph.one.insert(ended?);
+        let g = match (recorded, ended) {
+            (Ok(()), Ok(g)) => self.graph.one.insert(g),
+            (r, e) => {
+                // a step that cannot be recorded (a rank's gather through the host): it runs as
+                // it comes from now on
+                let why = r.err().map(|e| e.to_string()).or(e.err().map(|e| e.to_string())).unwrap_or_default();
+                log::warn!("cuda: the one-token step cannot be recorded ({why}); it runs as it comes");
+                self.graphs = false;
+                return ops(self);
+            }
+        };
         let knobs = rayo::Config::get();
         if let Some(blocks) = knobs.cuda_persistent {
             match self.dev.persistent(g, PERSISTENT_THREADS, knobs.cuda_persistent_subs, (blocks > 0).then_some(blocks)) {
