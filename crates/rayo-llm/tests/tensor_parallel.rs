@@ -89,6 +89,53 @@ fn tensor_parallel_ranks_give_the_whole_model_s_logits() {
     }
 }
 
+/// `arch`'s small model with as many key/value heads as query heads ([`HEADS`]): each layer's
+/// K and V rows (and biases) twice over, so a world of 4 ranks can split them.
+fn model_of_4_kv_heads(arch: Arch) -> Model {
+    let kv = KV_HEADS * arch.hd();
+    let file = gguf(&Weights::random_of(arch), GgmlType::F32, |g, tensors| {
+        g.set(format!("{}.attention.head_count_kv", arch.name()), HEADS as u32);
+        for (name, rows, cols, v) in tensors.iter_mut() {
+            let k_or_v = name.contains(".attn_k.") || name.contains(".attn_v.");
+            if k_or_v && *rows == kv {
+                *rows *= 2;
+                *v = [v.as_slice(), v.as_slice()].concat();
+            } else if k_or_v && *rows == 1 && *cols == kv {
+                *cols *= 2;
+                *v = [v.as_slice(), v.as_slice()].concat();
+            }
+        }
+    });
+    Model::from_file(file).unwrap()
+}
+
+/// A world of 4 ranks (each one query head and one key/value head, a quarter of the MLP's
+/// width, the vocabulary's 257 rows as 64 + 64 + 64 + 65) gives each rank the whole model's
+/// logits, batched and one token at a time, for the architectures whose K and V are tensors of
+/// their own.
+#[test]
+fn four_ranks_give_the_whole_model_s_logits() {
+    let tokens: Vec<u32> = (0..12u32).map(|i| (i * 53 + 11) % 256).collect();
+    for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3, Arch::Llama3] {
+        let m = model_of_4_kv_heads(arch);
+        assert_eq!(m.config().n_head_kv, HEADS, "{arch:?}");
+        let options = SessionOptions { kv_type: KvType::F32, ..SessionOptions::default() };
+        let mut whole = Session::new(&m, Cpu::new(m.file().clone(), 1).with_activations(Activations::F32), options).unwrap();
+        let want = whole.forward(&tokens, Logits::All).unwrap();
+        let scale = want.iter().fold(0f32, |a, b| a.max(b.abs()));
+        let parts: Vec<usize> = (0..4).map(|rank| Shard { rank, world: 4 }.part(m.config().vocab_size).len()).collect();
+        assert_eq!(parts, [64, 64, 64, 65]);
+        let ranks = ranks_logits(&m, 4, Activations::F32, &tokens);
+        for (rank, (all, one)) in ranks.iter().enumerate() {
+            assert_eq!((all, one), (&ranks[0].0, &ranks[0].1), "{arch:?}: rank {rank} of 4 differs from rank 0");
+            for (what, got) in [("batched", all), ("one at a time", one)] {
+                let e = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0f32, f32::max) / scale;
+                assert!(e <= 2e-5, "{arch:?}, 4 ranks, {what}: {e}");
+            }
+        }
+    }
+}
+
 #[test]
 fn models_that_ranks_cannot_split_are_errors_naming_the_numbers() {
     let m = model_of(Arch::Llama, GgmlType::F32);

@@ -22,7 +22,9 @@ impl Replay {
     /// # Safety
     /// Every device buffer the captured work used must still be alive (the graph holds their
     /// addresses, not the buffers): replaying after one was dropped reads or writes freed
-    /// device memory.
+    /// device memory. So must every NCCL communicator whose collectives it recorded, and
+    /// every other rank of their worlds must replay its own recording of the same collectives
+    /// (else the sum waits on the device for ranks that never come).
     pub unsafe fn replay(&self) -> Result<()> {
         self.graph.launch().map_err(drv)
     }

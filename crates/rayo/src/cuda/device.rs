@@ -146,7 +146,6 @@ impl CudaDevice {
         self.id
     }
 
-    /// An error unless `owner` (a buffer's device id) is this device.
     /// An error while the stream records a graph (see [`CudaDevice::begin_capture`]): `op`
     /// would allocate, which a recording cannot hold.
     pub(crate) fn check_not_capturing(&self, op: &'static str) -> Result<()> {
@@ -156,6 +155,7 @@ impl CudaDevice {
         Ok(())
     }
 
+    /// An error unless `owner` (a buffer's device id) is this device.
     pub(crate) fn check_owner(&self, op: &'static str, owner: u64) -> Result<()> {
         if owner == self.id {
             Ok(())
