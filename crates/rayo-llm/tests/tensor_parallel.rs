@@ -37,6 +37,27 @@ fn ranks_logits(model: &Model, world: usize, act: Activations, tokens: &[u32]) -
     })
 }
 
+/// The whole (unsplit) model's logits for `tokens`, all of them in one forward.
+fn whole_logits(model: &Model, act: Activations, tokens: &[u32]) -> Vec<f32> {
+    let options = SessionOptions { kv_type: KvType::F32, ..SessionOptions::default() };
+    let mut whole = Session::new(model, Cpu::new(model.file().clone(), 1).with_activations(act), options).unwrap();
+    whole.forward(tokens, Logits::All).unwrap()
+}
+
+/// Every rank's logits (batched, and one token at a time) are rank 0's, and within `bound`
+/// of `want` (the whole model's) relative to its largest; `bound(what)` for "batched" or
+/// "one at a time".
+fn assert_each_rank_is_the_whole(label: &str, ranks: &[(Vec<f32>, Vec<f32>)], want: &[f32], bound: impl Fn(&str) -> f32) {
+    let scale = want.iter().fold(0f32, |a, b| a.max(b.abs()));
+    for (rank, (all, one)) in ranks.iter().enumerate() {
+        assert_eq!((all, one), (&ranks[0].0, &ranks[0].1), "{label}: rank {rank} of {} differs from rank 0", ranks.len());
+        for (what, got) in [("batched", all), ("one at a time", one)] {
+            let e = got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0f32, f32::max) / scale;
+            assert!(e <= bound(what), "{label}, {} ranks, {what}: {e}", ranks.len());
+        }
+    }
+}
+
 /// Tensor parallelism's split ([`shard`]): every architecture's model cut over 2 ranks (heads,
 /// the MLP's width, the head's vocabulary rows; fused tensors part by part) gives each rank the
 /// whole model's logits, within the rounding of partial sums added in another order: batched
@@ -59,14 +80,7 @@ fn tensor_parallel_ranks_give_the_whole_model_s_logits() {
     for (arch, ty) in runs {
         let m = model_of(arch, ty);
         let act = if ty == GgmlType::F32 { Activations::F32 } else { Activations::Quantized };
-        let mut whole = Session::new(
-            &m,
-            Cpu::new(m.file().clone(), 1).with_activations(act),
-            SessionOptions { kv_type: KvType::F32, ..SessionOptions::default() },
-        )
-        .unwrap();
-        let want = whole.forward(&tokens, Logits::All).unwrap();
-        let scale = want.iter().fold(0f32, |a, b| a.max(b.abs()));
+        let want = whole_logits(&m, act, &tokens);
         for world in [1, 2] {
             // each rank holds its rows of the embedding table (and a zero row), not all of them
             for rank in 0..world {
@@ -77,14 +91,8 @@ fn tensor_parallel_ranks_give_the_whole_model_s_logits() {
                 assert_eq!(rows, if world == 1 { vocab } else { shard.part(vocab).len() + 1 }, "{arch:?}: rank {rank} of {world}'s embedding rows");
             }
             let ranks = ranks_logits(&m, world, act, &tokens);
-            for (rank, (all, one)) in ranks.iter().enumerate() {
-                assert_eq!((all, one), (&ranks[0].0, &ranks[0].1), "{arch:?} {ty:?}: rank {rank} of {world} differs from rank 0");
-                for (what, got) in [("batched", all), ("one at a time", one)] {
-                    let e = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0f32, f32::max) / scale;
-                    let bound = if world == 1 && what == "batched" { 0.0 } else { 2e-5 };
-                    assert!(e <= bound, "{arch:?} {ty:?}, {world} ranks, {what}: {e}");
-                }
-            }
+            let bound = |what: &str| if world == 1 && what == "batched" { 0.0 } else { 2e-5 };
+            assert_each_rank_is_the_whole(&format!("{arch:?} {ty:?}"), &ranks, &want, bound);
         }
     }
 }
@@ -119,20 +127,11 @@ fn four_ranks_give_the_whole_model_s_logits() {
     for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma3, Arch::Llama3] {
         let m = model_of_4_kv_heads(arch);
         assert_eq!(m.config().n_head_kv, HEADS, "{arch:?}");
-        let options = SessionOptions { kv_type: KvType::F32, ..SessionOptions::default() };
-        let mut whole = Session::new(&m, Cpu::new(m.file().clone(), 1).with_activations(Activations::F32), options).unwrap();
-        let want = whole.forward(&tokens, Logits::All).unwrap();
-        let scale = want.iter().fold(0f32, |a, b| a.max(b.abs()));
+        let want = whole_logits(&m, Activations::F32, &tokens);
         let parts: Vec<usize> = (0..4).map(|rank| Shard { rank, world: 4 }.part(m.config().vocab_size).len()).collect();
         assert_eq!(parts, [64, 64, 64, 65]);
         let ranks = ranks_logits(&m, 4, Activations::F32, &tokens);
-        for (rank, (all, one)) in ranks.iter().enumerate() {
-            assert_eq!((all, one), (&ranks[0].0, &ranks[0].1), "{arch:?}: rank {rank} of 4 differs from rank 0");
-            for (what, got) in [("batched", all), ("one at a time", one)] {
-                let e = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0f32, f32::max) / scale;
-                assert!(e <= 2e-5, "{arch:?}, 4 ranks, {what}: {e}");
-            }
-        }
+        assert_each_rank_is_the_whole(&format!("{arch:?}"), &ranks, &want, |_| 2e-5);
     }
 }
 
