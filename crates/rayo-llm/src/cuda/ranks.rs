@@ -11,6 +11,7 @@ use crate::collective::{parts_to_rows, Collective};
 use crate::shard::Shard;
 use crate::{Error, Result};
 use rayo::cuda::nccl::{self, Communicator, NcclId};
+use std::collections::hash_map::Entry;
 
 impl Cuda {
     /// The same running `group`'s rank of a tensor-parallel world: a session on it takes that
@@ -126,8 +127,8 @@ impl Cuda {
                 // rank r's m rows of w values, one rank after another; then each row's parts
                 // to their columns
                 let all = match s.gathered.entry(m * width) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => e.insert(s.dev.zeros(m * width)?),
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => e.insert(s.dev.zeros(m * width)?),
                 };
                 comm.all_gather(&s.dev, ins[0], m * w, all)?;
                 for r in 0..world {

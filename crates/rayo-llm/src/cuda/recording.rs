@@ -59,20 +59,19 @@ impl Cuda {
             self.stepped_once = true;
             return ops(self);
         }
-        self.dev.begin_capture()?;
-        (self.ops, self.capturing) = (0, true);
-        let recorded = ops(self);
-        self.capturing = false;
-        let ended = self.dev.end_capture();
-        let g = match (recorded, ended) {
-            (Ok(()), Ok(g)) => self.graph.one.insert(g),
-            (r, e) => {
-                // a step that cannot be recorded (a rank's gather through the host): it runs as
-                // it comes from now on
-                let why = r.err().map(|e| e.to_string()).or(e.err().map(|e| e.to_string())).unwrap_or_default();
-                log::warn!("cuda: the one-token step cannot be recorded ({why}); it runs as it comes");
-                self.graphs = false;
-                return ops(self);
+        self.ops = 0;
+        let g = match self.record(ops) {
+            Ok(g) => self.graph.one.insert(g),
+            Err(why) => {
+                // a step that cannot be recorded (a rank's gather through the host) runs as it
+                // comes, from now on if it runs so; an error of the step itself is returned,
+                // and the next step is recorded again
+                let ran = ops(self);
+                if ran.is_ok() {
+                    log::warn!("cuda: the one-token step cannot be recorded ({why}); it runs as it comes");
+                    self.graphs = false;
+                }
+                return ran;
             }
         };
         let knobs = rayo::Config::get();
@@ -116,25 +115,31 @@ impl Cuda {
         if !self.graphs || self.rows_stepped.insert(rows) {
             return ops(self);
         }
-        self.dev.begin_capture()?;
-        self.capturing = true;
-        let recorded = ops(self);
-        self.capturing = false;
-        let ended = self.dev.end_capture();
-        match (recorded, ended) {
-            (Ok(()), Ok(g)) => {
+        match self.record(ops) {
+            Ok(g) => {
                 let g = self.graph.rows.entry(rows).or_insert(g);
                 // SAFETY: as above: the recording was just made over this backend's memory,
                 // for the inputs checked above.
                 unsafe { g.replay().map_err(crate::Error::from) }
             }
-            (r, e) => {
+            Err(why) => {
                 // (something of the pass still had to grow): this time without a recording
-                let why = r.err().map(|e| e.to_string()).or(e.err().map(|e| e.to_string())).unwrap_or_default();
                 log::warn!("cuda: a step of {rows} rows was not recorded ({why}); run as it comes");
                 self.rows_stepped.remove(&rows);
                 ops(self)
             }
         }
+    }
+
+    /// `ops` recorded, not run: the recording, or why none was made (the recording's own error
+    /// or the step's; nothing of it ran on the device either way).
+    fn record(&mut self, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> std::result::Result<Replay, String> {
+        self.dev.begin_capture().map_err(|e| e.to_string())?;
+        self.capturing = true;
+        let recorded = ops(self);
+        self.capturing = false;
+        let ended = self.dev.end_capture();
+        recorded.map_err(|e| e.to_string())?;
+        ended.map_err(|e| e.to_string())
     }
 }
