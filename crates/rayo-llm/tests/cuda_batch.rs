@@ -1,6 +1,8 @@
 //! Many sequences in one step on CUDA ([`BatchSession`] over one cache of slots) against each
-//! sequence alone ([`Session`] on CUDA): every greedy token is the one the sequence draws alone,
-//! and every logit within 0.25 of its logit alone, whether a step's rows are all decoding rows
+//! sequence alone ([`Session`] on CUDA): every greedy token is the one the sequence draws alone
+//! wherever the sequence alone has its top two more than 0.5 apart (a near tie may go either
+//! way: the test prompts are arbitrary token ids, and their logits have such ties), and every
+//! logit within 0.25 of its logit alone, whether a step's rows are all decoding rows
 //! (their RoPE, KV store and attention in one launch: bit-identical to one-row launches,
 //! `tests/cuda_ops.rs`), prompts beside decoding rows, or 16 rows and more (the products on the
 //! tensor cores). Not bit-identical by default: a step of several rows sums a product's row in
@@ -35,6 +37,10 @@ fn cuda(test: &str, model: &Model) -> Option<Cuda> {
 fn prompts(n: usize) -> Vec<Vec<u32>> {
     (0..n as u32).map(|s| (0..3 + (s * 5) % 12).map(|i| (i * 97 + s * 31 + 7) % 1000).collect()).collect()
 }
+
+/// A greedy token batched may differ from the sequence's alone only where the sequence alone
+/// has its top two at most this far apart (nats), as the CPU tests judge near ties.
+const NEAR_TIE: f32 = 0.5;
 
 fn argmax(l: &[f32]) -> u32 {
     llama_ref::top2(l).0 as u32
@@ -103,17 +109,30 @@ fn batched_against_alone(model: &Model, n: usize, decode: usize, (together, det)
         }
         step += 1;
     }
-    let (mut same, mut all, mut worst) = (0, 0, 0.0f32);
+    let (mut same, mut all, mut worst, mut ties) = (0, 0, 0.0f32, Vec::new());
     for p in 0..n {
         for (i, (g, w)) in got[p].iter().zip(&want[p].0).enumerate() {
-            assert_eq!(argmax(g), argmax(w), "{what}: sequence {p}, logits {i}: greedy token differs from the sequence alone");
+            if argmax(g) != argmax(w) {
+                // the sequence alone is the reference: its top two within NEAR_TIE is a near tie
+                let (a, b) = llama_ref::top2(w);
+                let gap = w[a] - w[b];
+                assert!(
+                    gap <= NEAR_TIE,
+                    "{what}: sequence {p}, logits {i}: greedy token {} differs from the sequence alone's {a}, whose top two are {gap} apart (> {NEAR_TIE}: no near tie)",
+                    argmax(g)
+                );
+                ties.push((p, i, argmax(g), a, gap));
+            }
             same += usize::from(bits(g) == bits(w));
             all += 1;
             worst = worst.max(max_diff(g, w));
         }
         assert_eq!(b.position(slot(p)), ps[p].len() + decode, "{what}: sequence {p}");
     }
-    println!("{what}: {n} sequences, {same}/{all} logit vectors bit-identical to each alone, largest difference {worst:e}");
+    println!("{what}: {n} sequences, {same}/{all} logit vectors bit-identical to each alone, largest difference {worst:e}; greedy tokens that differ at a near tie (sequence, logits, token, alone, gap alone): {ties:?}");
+    if det {
+        assert!(ties.is_empty(), "{what}: a deterministic row's greedy token differs from the sequence alone");
+    }
     assert!(worst <= 0.25, "{what}: a logit {worst} away from the sequence's alone");
     (same, all, worst)
 }

@@ -1,7 +1,9 @@
 //! `rayo_llm::perplexity` against llama-perplexity on real files: SmolLM2-135M-Instruct Q4_1
 //! and Gemma 3 270M over the Debian Policy Manual (scripts/fetch-text.sh), chunks of 512, the
 //! chunks llama.cpp scored (tests/data/perplexity-ref.txt, from scripts/ref/perplexity-refs.sh):
-//! the same number of scored tokens, and a perplexity within 0.5% of llama.cpp's.
+//! the same number of scored tokens, and a perplexity within 0.5% of llama.cpp's. The suite
+//! scores the first 20 of llama.cpp's 100 chunks (against its running value there); the long
+//! form is `RAYO_PPL_CHUNKS=100 cargo test --release -p rayo-llm --test perplexity`.
 //! Without the text or a model, a `SKIP perplexity: ...` line; `RAYO_REQUIRE_TEXT=1` (with the
 //! models' own variables) makes that a failure.
 
@@ -12,13 +14,31 @@ use rayo_llm::perplexity::{self, Perplexity};
 use rayo_llm::{KvType, Model, Session};
 use std::path::PathBuf;
 
-/// llama-perplexity's line for model `name`: (chunks, tokens scored, PPL).
-fn reference(name: &str) -> (usize, usize, f64) {
+/// How many of llama.cpp's 100 chunks to score: `RAYO_PPL_CHUNKS` (1 to 100; the long form is
+/// 100), else 20. The running perplexity after each chunk is in the reference too, so a prefix of
+/// the chunks checks the same thing in a fifth of the time.
+fn chunks_to_score() -> usize {
+    std::env::var("RAYO_PPL_CHUNKS").ok().map_or(20, |v| v.parse().unwrap_or_else(|_| panic!("RAYO_PPL_CHUNKS={v}: not a number of chunks")))
+}
+
+/// llama-perplexity's figures for model `name` after its first `n` chunks: (chunks, tokens
+/// scored, PPL): its final line for all of them, else its running value after chunk `n` (4
+/// decimals).
+fn reference(name: &str, n: usize) -> (usize, usize, f64) {
     let path = llama_ref::data_dir().join("perplexity-ref.txt");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let line = text.lines().find(|l| l.split_whitespace().take(2).eq(["ppl", name])).unwrap_or_else(|| panic!("no `ppl {name}` line"));
-    let f: Vec<&str> = line.split_whitespace().collect();
-    (f[4].parse().unwrap(), f[5].parse().unwrap(), f[6].parse().unwrap())
+    let line = |key: &str| -> Vec<&str> {
+        let l = text.lines().find(|l| l.split_whitespace().take(2).eq([key, name])).unwrap_or_else(|| panic!("no `{key} {name}` line"));
+        l.split_whitespace().collect()
+    };
+    let f = line("ppl");
+    let (all, scored): (usize, usize) = (f[4].parse().unwrap(), f[5].parse().unwrap());
+    assert!((1..=all).contains(&n), "RAYO_PPL_CHUNKS={n}: the reference has 1 to {all} chunks");
+    if n == all {
+        return (all, scored, f[6].parse().unwrap());
+    }
+    let running = line("chunks");
+    (n, scored / all * n, running[1 + n].parse().unwrap())
 }
 
 fn text(test: &str) -> Option<String> {
@@ -36,7 +56,7 @@ fn text(test: &str) -> Option<String> {
 
 /// rayo's perplexity of `model` over the text in llama.cpp's chunks, against its figure.
 fn check(name: &str, model: PathBuf, text: &str) {
-    let (chunks, scored, want) = reference(name);
+    let (chunks, scored, want) = reference(name, chunks_to_score());
     let m = Model::open(&model).unwrap();
     let tokens = perplexity::text_tokens(m.tokenizer(), text).unwrap();
     assert_eq!(perplexity::chunks(tokens.len(), 512, Some(chunks)).unwrap(), chunks, "{name}: the text holds {} tokens", tokens.len());

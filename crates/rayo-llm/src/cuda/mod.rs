@@ -101,6 +101,9 @@ pub struct Cuda {
     /// recorded step's count.
     ops: usize,
     capturing: bool,
+    /// Whether the step being recorded asked for a collective through the host (refused while
+    /// recording): that step runs unrecorded from then on, where any other refusal is an error.
+    host_refused: bool,
     /// The GEMM path's scratch (a prompt's products): the transposed dequantized weights and
     /// the padded product.
     gemm: Option<(DeviceBuffer, DeviceBuffer)>,

@@ -50,6 +50,7 @@ impl Cuda {
             rows_stepped: Default::default(),
             ops: 0,
             capturing: false,
+            host_refused: false,
             gemm: None,
             tensor_cores,
             wgmma,

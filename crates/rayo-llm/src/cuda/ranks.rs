@@ -27,9 +27,10 @@ impl Cuda {
     }
 
     /// A collective through the host, refused while a step records (it would wait for the
-    /// other ranks on the CPU, and a replay would not run it).
-    fn host_collective(&self, what: &str) -> Result<()> {
+    /// other ranks on the CPU, and a replay would not run it): the step then runs unrecorded.
+    fn host_collective(&mut self, what: &str) -> Result<()> {
         if self.capturing {
+            self.host_refused = true;
             return Err(Error::backend("cuda", format!("a recorded step cannot hold {what} through the host")));
         }
         Ok(())
@@ -102,8 +103,11 @@ impl Cuda {
                 Ok(comm.all_reduce_sum(&s.dev, outs[0], len)?)
             });
         }
-        let g = self.group.as_ref().ok_or_else(|| Error::backend("cuda", "has no all-reduce (it runs no tensor-parallel rank)"))?;
+        if self.group.is_none() {
+            return Err(Error::backend("cuda", "has no all-reduce (it runs no tensor-parallel rank)"));
+        }
         self.host_collective("a sum")?;
+        let g = self.group.as_ref().expect("checked above");
         let mut host = vec![0f32; len];
         self.dev.download_prefix(self.arena.get(buf)?, &mut host)?;
         g.all_reduce_sum(&mut host)?;
@@ -140,6 +144,7 @@ impl Cuda {
             });
         }
         self.host_collective("a gather")?;
+        let g = self.group.as_ref().expect("checked above");
         let mut mine = vec![0f32; m * w];
         self.dev.download_prefix(self.arena.get(part)?, &mut mine)?;
         let mut all = vec![0f32; m * width];

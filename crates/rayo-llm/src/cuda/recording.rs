@@ -62,10 +62,13 @@ impl Cuda {
         self.ops = 0;
         let g = match self.record(ops) {
             Ok(g) => self.graph.one.insert(g),
+            // a step that cannot be recorded because it holds a collective through the host (a
+            // rank's gather of parts of unequal length) runs as it comes, from now on if it runs
+            // so (an error of the step itself is returned, and the next step is recorded
+            // again); any other refusal while recording (an allocation, a host read, a
+            // recording inside the recording) is the caller's error
+            Err(why) if !std::mem::take(&mut self.host_refused) => return Err(why),
             Err(why) => {
-                // a step that cannot be recorded (a rank's gather through the host) runs as it
-                // comes, from now on if it runs so; an error of the step itself is returned,
-                // and the next step is recorded again
                 let ran = ops(self);
                 if ran.is_ok() {
                     log::warn!("cuda: the one-token step cannot be recorded ({why}); it runs as it comes");
@@ -133,13 +136,14 @@ impl Cuda {
 
     /// `ops` recorded, not run: the recording, or why none was made (the recording's own error
     /// or the step's; nothing of it ran on the device either way).
-    fn record(&mut self, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> std::result::Result<Replay, String> {
-        self.dev.begin_capture().map_err(|e| e.to_string())?;
+    fn record(&mut self, ops: &mut dyn FnMut(&mut Self) -> Result<()>) -> Result<Replay> {
+        self.host_refused = false;
+        self.dev.begin_capture()?;
         self.capturing = true;
         let recorded = ops(self);
         self.capturing = false;
         let ended = self.dev.end_capture();
-        recorded.map_err(|e| e.to_string())?;
-        ended.map_err(|e| e.to_string())
+        recorded?;
+        Ok(ended?)
     }
 }

@@ -46,20 +46,64 @@ pub fn greedy(s: &mut dyn Forward, model: &Model, ids: &[u32], n: usize) -> Vec<
     out
 }
 
-/// Greedy continuations of the committed prompts for model `ty`, 32 tokens each: `gpu`'s tokens
-/// equal `cpu`'s (the CPU engine with f32 activations: the same arithmetic up to summation order).
+/// Where two engines' greedy texts may part: at a step where the reference's top two logits are
+/// at most this far apart (nats), as the CPU tests judge llama.cpp's near ties.
+pub const NEAR_TIE: f32 = 0.5;
+
+/// The reference's greedy tokens after `ids` (up to `n`, stopping after an end-of-generation
+/// token), each with the gap between its top two logits at that step.
+pub fn greedy_with_gaps(s: &mut dyn Forward, model: &Model, ids: &[u32], n: usize) -> (Vec<u32>, Vec<f32>) {
+    s.rewind(0);
+    let mut logits = s.forward(ids, Logits::Last).unwrap();
+    let (mut out, mut gaps) = (vec![], vec![]);
+    for _ in 0..n {
+        let (t, second) = llama_ref::top2(&logits);
+        out.push(t as u32);
+        gaps.push(logits[t] - logits[second]);
+        if model.tokenizer().is_eog(t as u32) {
+            break;
+        }
+        logits = s.forward(&[t as u32], Logits::Last).unwrap();
+    }
+    (out, gaps)
+}
+
+/// Greedy continuations of the committed prompts for model `ty`, 32 tokens each, against
+/// `cpu`'s (the CPU engine with f32 activations: the same arithmetic up to summation order and
+/// the narrower activations a GPU engine may take). The texts are equal up to the first token
+/// where they part, and that token must be a near tie in the reference (its top two within
+/// [`NEAR_TIE`]): after it the two continue different texts and are not compared.
 pub fn greedy_equals_cpu(ty: &str, model: &Model, gpu: &mut dyn Forward, cpu: &mut dyn Forward) {
-    let (mut same, mut total) = (0, 0);
+    let (mut same, mut total, mut parted) = (0, 0, 0);
     for r in llama_ref::greedy(ty) {
         let t0 = std::time::Instant::now();
         let a = greedy(gpu, model, &r.prompt_ids, 32);
         let dt = t0.elapsed().as_secs_f64();
-        let b = greedy(cpu, model, &r.prompt_ids, 32);
+        let (b, gaps) = greedy_with_gaps(cpu, model, &r.prompt_ids, 32);
         let n = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-        println!("{ty}: {:?}: {n}/{} tokens equal ({dt:.2} s on the GPU)", r.prompt.chars().take(40).collect::<String>(), b.len());
+        let prompt = r.prompt.chars().take(40).collect::<String>();
+        if a == b {
+            println!("{ty}: {prompt:?}: {n}/{} tokens equal ({dt:.2} s on the GPU)", b.len());
+        } else {
+            assert!(n < a.len() && n < b.len(), "{ty}: {prompt:?}: one text ends where the other goes on ({} and {} tokens)", a.len(), b.len());
+            let gap = gaps[n];
+            println!(
+                "{ty}: {prompt:?}: {n}/{} tokens equal, then {} where the reference has {} (its top two {gap:.4} apart: a near tie) ({dt:.2} s on the GPU)",
+                b.len(),
+                a[n],
+                b[n]
+            );
+            assert!(
+                gap <= NEAR_TIE,
+                "{ty}: greedy text differs on {:?} at token {n}: {} against the reference's {}, whose top two are {gap} apart (> {NEAR_TIE}: no near tie)",
+                r.prompt,
+                a[n],
+                b[n]
+            );
+            parted += 1;
+        }
         same += n;
         total += b.len();
-        assert_eq!(a, b, "{ty}: greedy text differs on {:?}", r.prompt);
     }
-    println!("{ty}: greedy {same}/{total} tokens equal to the CPU engine's (f32 activations)");
+    println!("{ty}: greedy {same}/{total} tokens equal to the CPU engine's; {parted} texts part at a near tie");
 }
