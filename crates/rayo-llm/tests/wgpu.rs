@@ -360,7 +360,8 @@ fn attention_ref(cfg: &Config, q: &[f64], keys: &[f64], vals: &[f64], m: usize, 
 }
 
 /// Greedy continuations of the committed prompts: the wgpu engine's tokens equal the CPU
-/// engine's with f32 activations (the same arithmetic up to summation order), 32 tokens each.
+/// engine's with f32 activations (the same arithmetic up to summation order), 16 tokens each
+/// on a software adapter (each token is the same step; RAYO_TEST_FULL_SIZES=1: 32), else 32.
 #[test]
 fn greedy_text_equals_the_cpu_engine() {
     let Some(dev) = device("greedy_text_equals_the_cpu_engine") else { return };
@@ -369,7 +370,9 @@ fn greedy_text_equals_the_cpu_engine() {
         let opts = SessionOptions { context: 256, ..SessionOptions::default() };
         let mut g = Session::new(&model, Wgpu::with_device(dev.clone(), Arc::clone(model.file())), opts).unwrap();
         let mut c = Session::new(&model, Cpu::new(Arc::clone(model.file()), 2).with_activations(Activations::F32), opts).unwrap();
-        greedy_equals_cpu(&ty, &model, &mut g, &mut c);
+        let software = dev.adapter_info().device_type == "cpu";
+        let n = if software && std::env::var_os("RAYO_TEST_FULL_SIZES").is_none() { 16 } else { 32 };
+        greedy_equals_cpu(&ty, &model, &mut g, &mut c, n);
         // the weights split over bindings of 4 MiB (the tied 28 MiB embedding table and LM head
         // into 8): the same tokens on the first prompt
         let split = Wgpu::with_device(dev.clone(), Arc::clone(model.file())).with_weight_binding_limit(4 << 20);

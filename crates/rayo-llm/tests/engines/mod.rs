@@ -68,18 +68,18 @@ pub fn greedy_with_gaps(s: &mut dyn Forward, model: &Model, ids: &[u32], n: usiz
     (out, gaps)
 }
 
-/// Greedy continuations of the committed prompts for model `ty`, 32 tokens each, against
+/// Greedy continuations of the committed prompts for model `ty`, `tokens` each, against
 /// `cpu`'s (the CPU engine with f32 activations: the same arithmetic up to summation order and
 /// the narrower activations a GPU engine may take). The texts are equal up to the first token
 /// where they part, and that token must be a near tie in the reference (its top two within
 /// [`NEAR_TIE`]): after it the two continue different texts and are not compared.
-pub fn greedy_equals_cpu(ty: &str, model: &Model, gpu: &mut dyn Forward, cpu: &mut dyn Forward) {
+pub fn greedy_equals_cpu(ty: &str, model: &Model, gpu: &mut dyn Forward, cpu: &mut dyn Forward, tokens: usize) {
     let (mut same, mut total, mut parted) = (0, 0, 0);
     for r in llama_ref::greedy(ty) {
         let t0 = std::time::Instant::now();
-        let a = greedy(gpu, model, &r.prompt_ids, 32);
+        let a = greedy(gpu, model, &r.prompt_ids, tokens);
         let dt = t0.elapsed().as_secs_f64();
-        let (b, gaps) = greedy_with_gaps(cpu, model, &r.prompt_ids, 32);
+        let (b, gaps) = greedy_with_gaps(cpu, model, &r.prompt_ids, tokens);
         let n = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
         let prompt = r.prompt.chars().take(40).collect::<String>();
         if a == b {
