@@ -128,35 +128,26 @@ export NCCL_NVLS_ENABLE=0
 # the mix of Q4_K, Q6_K and Q8_0 that the CUDA LLM tests compare beside Q4_1
 kmix=.cache/models/SmolLM2-135M-Instruct.Q4_K_M.gguf
 [ -f "$kmix" ] || "$RAYO_BIN" quantize "$model" "$kmix" Q4_K_M >/dev/null 2>&1 || say "gpu-test: rayo quantize Q4_K_M failed: its tests run on Q4_1 only"
-# The binaries run side by side (GPU_TEST_JOBS at a time, default all: the machine has 16
-# cores and one GPU, and the CPU engine's references take 2 threads each); each one's tests one
-# at a time, their output in order in the log.
-one() {
-  local name=$1 dir=$2 filt=$3 args=(--test-threads 1 --nocapture) start rc
+# One binary at a time, each one's tests one at a time: the GPU is time-sliced between
+# processes, and the decoding tests' thousands of small steps crawl when several share it (all
+# eleven side by side ran past 330 s on an H100, against 331 s one after another). Each
+# binary's line is printed, and its output appended to the log, as it ends.
+total_pass=0 total_fail=0 total_skip=0 bad=()
+printf '%-28s %6s %6s %6s %8s\n' binary passed failed SKIP seconds | tee -a "$log"
+while IFS=$'\t' read -r name dir filt; do
+  args=(--test-threads 1 --nocapture)
   [ "$filt" = "-" ] || args+=("$filt")
   start=$(date +%s%N)
   set +e
   (cd "$dir" && "$work/bin/$name" "${args[@]}") >"$work/out.$name" 2>&1 </dev/null
   rc=$?
   set -e
-  echo "$rc $(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }') ${args[*]}" >"$work/rc.$name"
-}
-jobs_max=${GPU_TEST_JOBS:-100}
-while IFS=$'\t' read -r name dir filt; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
-  one "$name" "$dir" "$filt" &
-done <"$work/manifest.tsv"
-wait
-total_pass=0 total_fail=0 total_skip=0 bad=()
-printf '%-28s %6s %6s %6s %8s\n' binary passed failed SKIP seconds | tee -a "$log"
-while IFS=$'\t' read -r name dir filt; do
-  read -r rc secs args <"$work/rc.$name"
-  out=$(cat "$work/out.$name")
-  { echo "==== $name (in $dir, $args): exit $rc"; echo "$out"; } >>"$log"
-  line=$(grep -E '^test result:' <<<"$out" | tail -1)
+  secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+  { echo "==== $name (in $dir, ${args[*]}): exit $rc"; cat "$work/out.$name"; } >>"$log"
+  line=$(grep -E '^test result:' "$work/out.$name" | tail -1)
   pass=$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$line"); pass=${pass:-0}
   fail=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line"); fail=${fail:-0}
-  skip=$(grep -c '^SKIP ' <<<"$out" || true)
+  skip=$(grep -c '^SKIP ' "$work/out.$name" || true)
   [ "$rc" -eq 0 ] || { [ "$fail" -gt 0 ] || fail=1; bad+=("$name"); }
   printf '%-28s %6s %6s %6s %8s\n' "${name/__//}" "$pass" "$fail" "$skip" "$secs" | tee -a "$log"
   total_pass=$((total_pass + pass)) total_fail=$((total_fail + fail)) total_skip=$((total_skip + skip))

@@ -42,8 +42,29 @@ fn every_variant_assembles_for_sm80_and_sm90() {
     std::fs::create_dir_all(&dir).unwrap();
     let kernels = all_variants();
     assert!(kernels.len() >= 26, "only {} variants", kernels.len());
+    // ptxas is one process per module: the kernels split over the cores, each part in a thread
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (n, part) = (kernels.len(), kernels.len().div_ceil(threads));
+    let checked: usize = std::thread::scope(|s| {
+        // (each thread makes its own list: a kernel is not Sync)
+        let parts: Vec<_> = (0..n)
+            .step_by(part)
+            .map(|from| {
+                let (ptxas, cuobjdump, dir) = (&ptxas, cuobjdump.as_deref(), &dir);
+                s.spawn(move || assemble(&all_variants()[from..(from + part).min(n)], ptxas, cuobjdump, dir))
+            })
+            .collect();
+        parts.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).sum()
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("ptxas accepted {checked} kernels ({} variants x sm_80, sm_90)", kernels.len());
+}
+
+/// Assembles each of `kernels` for sm_80 and sm_90 with `ptxas` in `dir` (the GEMMs' SASS read
+/// by `cuobjdump` where there is one): the number assembled.
+fn assemble(kernels: &[Box<dyn Kernel>], ptxas: &std::path::Path, cuobjdump: Option<&std::path::Path>, dir: &std::path::Path) -> usize {
     let mut checked = 0;
-    for kern in &kernels {
+    for kern in kernels {
         for sm in [80, 90] {
             kern.check(sm).unwrap_or_else(|e| panic!("{}: checker: {e}", kern.name()));
             let ptx = kern.emit_ptx_for(sm);
@@ -61,7 +82,7 @@ fn every_variant_assembles_for_sm80_and_sm90() {
             if kern.name().starts_with("gemm_") {
                 assert!(log.contains("0 bytes spill stores"), "{} sm_{sm} spills:\n{log}", kern.name());
                 assert!(log.contains("0 bytes stack frame"), "{} sm_{sm} uses a stack frame:\n{log}", kern.name());
-                if let Some(cuobjdump) = &cuobjdump {
+                if let Some(cuobjdump) = cuobjdump {
                     let sass = Command::new(cuobjdump).arg("-sass").arg(&cubin).output().expect("run cuobjdump");
                     assert!(sass.status.success(), "cuobjdump failed on {}", kern.name());
                     let sass = String::from_utf8_lossy(&sass.stdout);
@@ -75,8 +96,7 @@ fn every_variant_assembles_for_sm80_and_sm90() {
             checked += 1;
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    println!("ptxas accepted {checked} kernels ({} variants x sm_80, sm_90)", kernels.len());
+    checked
 }
 
 /// The Hopper-only kernels (`wgmma`, `setmaxnreg`, TMA) assemble for sm_90a with no spills
