@@ -71,7 +71,7 @@ fn assemble(kernels: &[Box<dyn Kernel>], ptxas: &std::path::Path, cuobjdump: Opt
             let file = dir.join(format!("{}_sm{sm}.ptx", kern.name()));
             let cubin = file.with_extension("cubin");
             std::fs::write(&file, &ptx).unwrap();
-            let out = Command::new(&ptxas).arg(format!("-arch=sm_{sm}")).arg("-v").arg(&file).arg("-o").arg(&cubin).output().expect("run ptxas");
+            let out = Command::new(ptxas).arg(format!("-arch=sm_{sm}")).arg("-v").arg(&file).arg("-o").arg(&cubin).output().expect("run ptxas");
             let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
             assert!(out.status.success(), "ptxas rejected {} for sm_{sm}:\n{log}", kern.name());
             if kern.name().starts_with("flash_") {
