@@ -225,9 +225,9 @@ if [ -s "$BINS" ] && [ "${RAYO_TEST_PREBUILD:-1}" = 1 ]; then
   (
     set +e
     pb() { case ",${RAYO_TEST_SKIP:-}," in *",$1,"*) return ;; esac; shift; nice -n 19 "$@" >>"$PREBUILD_LOG" 2>&1; }
-    pb aarch64 cargo test -p rayo --release --target aarch64-unknown-linux-gnu --no-run
-    pb aarch64 cargo test -p rayo-llm --release --target aarch64-unknown-linux-gnu --lib --no-run
-    pb wasm32 cargo test -p rayo --release --target wasm32-wasip1 --no-run
+    pb aarch64 cargo test -p rayo --profile ci --target aarch64-unknown-linux-gnu --no-run
+    pb aarch64 cargo test -p rayo-llm --profile ci --target aarch64-unknown-linux-gnu --lib --no-run
+    pb wasm32 cargo test -p rayo --profile ci --target wasm32-wasip1 --no-run
     pb wasm32 cargo check -p rayo --release --target wasm32-unknown-unknown
     pb wasm-gpu cargo check -p rayo --release --target wasm32-unknown-unknown --features gpu-wasm
     pb wasm-gpu cargo check -p rayo --features gpu,gpu-wasm
@@ -323,21 +323,21 @@ fi
 
 # ---- aarch64 NEON under qemu ----
 if section aarch64; then
-  echo "aarch64 tests under qemu (scalar, neon)"
+  echo "aarch64 tests under qemu (scalar, neon), profile ci as the native tests (checks on)"
   # The GEMMs' large sizes test the blocking and threads, the same code on every instruction
   # set (run at 1000³ natively): under qemu smaller blocks and sizes take their place
   # (RAYO_TEST_FULL_SIZES=1: the native sizes).
   export RAYO_TEST_EMULATED=1
-  run rayo cargo test -p rayo --release --target aarch64-unknown-linux-gnu
+  run rayo cargo test -p rayo --profile ci --target aarch64-unknown-linux-gnu
   # The LLM crate's unit tests (sampler, chat template, RoPE, workers, UTF-8 stream).
-  run rayo-llm cargo test -p rayo-llm --release --target aarch64-unknown-linux-gnu --lib
+  run rayo-llm cargo test -p rayo-llm --profile ci --target aarch64-unknown-linux-gnu --lib
   unset RAYO_TEST_EMULATED
 fi
 
 # ---- wasm32 SIMD128 under node WASI ----
 if section wasm32; then
-  echo "wasm32-wasip1 tests under node (scalar, simd128)"
-  run rayo cargo test -p rayo --release --target wasm32-wasip1
+  echo "wasm32-wasip1 tests under node (scalar, simd128), profile ci"
+  run rayo cargo test -p rayo --profile ci --target wasm32-wasip1
   # the library alone for the browser's target (no features)
   run rayo cargo check -p rayo --release --target wasm32-unknown-unknown
 fi
