@@ -331,7 +331,9 @@ def _(srv):
         ("/v1/chat/completions", b'{"messages": "hello"}'),
         ("/v1/chat/completions", b'{"messages": [{"role": "user", "content": "x"}], "stop": 5}'),
         ("/v1/completions", b'{"prompt": "x", "n": 2}'),
-        ("/v1/completions", b'{"prompt": "x", "model": "gpt-4"}'),
+        ("/v1/completions", b'{"prompt": "x", "suffix": "y"}'),
+        ("/v1/completions", b'{"prompt": "x", "best_of": 2}'),
+        ("/v1/completions", b'{"prompt": "x", "echo": true, "logprobs": 1}'),
         ("/v1/completions", b'{"prompt": "x", "max_tokens": 0}'),
         ("/v1/completions", b'\xff\xfe\x00garbage'),
     ]
@@ -345,9 +347,12 @@ def _(srv):
         raise AssertionError("temperature -1 was accepted")
     except openai.BadRequestError as e:
         assert e.body["param"] == "temperature", e.body
-    # unknown fields are ignored
+    # unknown fields are ignored (and logged)
     r = srv.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=2, extra_body={"no_such_field": [1, {"a": 2}]})
     assert r.usage.completion_tokens <= 2
+    # another model's name: this model answers, and says so
+    r = srv.client.completions.create(model="gpt-4", prompt="x", max_tokens=2)
+    assert r.model == MODEL_ID and r.usage.completion_tokens <= 2, r
 
 
 @check("a prompt over the context: 400 naming both numbers")

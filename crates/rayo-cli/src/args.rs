@@ -218,12 +218,18 @@ pub struct ChatArgs {
 }
 
 const SERVE_AFTER_HELP: &str = "Endpoints: POST /v1/chat/completions, POST /v1/completions (streamed as server-sent events
-with \"stream\": true), GET /v1/models, GET /health (200 ready, 503 loading or draining),
-GET /metrics (Prometheus text), POST /tokenize, POST /detokenize, POST /apply-template (the
-prompt text a chat request's messages render to). With --api-key every route
-but /health needs `Authorization: Bearer KEY` or `X-Api-Key: KEY`. The bound address is printed
-on stderr (--port 0 picks a free port); one log line per request on stderr (RUST_LOG).
-SIGINT/SIGTERM: no new requests, running ones get --grace seconds, then exit 0.
+with \"stream\": true), GET /v1/models, GET /health (200 ready; 503 loading, draining or after an engine failure, with
+the error), GET /metrics (Prometheus text), POST /tokenize, POST /detokenize, POST /apply-template
+(the prompt text a chat request's messages render to). With an API key (--api-key,
+--api-key-file or RAYO_API_KEY) every route but /health needs `Authorization: Bearer KEY` or
+`X-Api-Key: KEY`. The bound address is printed on stderr (--port 0 picks a free port); one log
+line per request on stderr (RUST_LOG).
+SIGINT/SIGTERM: no new requests, running ones get --grace seconds, then exit 0; a second signal
+exits at once (status 1). A failed engine step: /health and new requests answer 503 and, by
+default, the server drains and exits 1 (--on-engine-error).
+A request naming another model is answered by this one (its `model` says which; --strict-model-name:
+404). A field that would change the answer and is not supported is a 400 naming it; unknown
+fields are logged and ignored.
 Sampling fields left out of a request follow llama-server (temperature 0.8, top_k 40, top_p 0.95,
 min_p 0.05); temperature 0 is greedy and gives `rayo generate --temperature 0`'s text.
 
@@ -246,14 +252,47 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = parse_parallel, allow_negative_numbers = true)]
     pub parallel: usize,
     /// Require this key (Authorization: Bearer KEY or X-Api-Key: KEY) on every route but /health.
-    #[arg(long, value_name = "KEY")]
+    /// Visible to other users in the process list: --api-key-file or RAYO_API_KEY are not.
+    #[arg(long, value_name = "KEY", conflicts_with = "api_key_file")]
     pub api_key: Option<String>,
-    /// The model's name in /v1/models and requests (default: the file name without .gguf).
+    /// Read the API key from this file (its first line). Without either flag, the environment
+    /// variable RAYO_API_KEY is the key when set.
+    #[arg(long, value_name = "FILE")]
+    pub api_key_file: Option<PathBuf>,
+    /// The model's name in /v1/models and in every response (default: the file name without .gguf).
     #[arg(long, value_name = "NAME")]
     pub alias: Option<String>,
-    /// Requests that may wait for a slot; more are answered 429.
+    /// Answer 404 to a request that names another model (vLLM's way), instead of serving it with
+    /// this one (llama-server's and Ollama's way, the default).
+    #[arg(long)]
+    pub strict_model_name: bool,
+    /// Requests that may wait for a slot (queued, or being read and tokenized); more are
+    /// answered 429 before any work is done for them.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = parse_parallel, allow_negative_numbers = true)]
     pub queue: usize,
+    /// The largest request body in bytes; a larger one is answered 413.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20, value_parser = parse_count, allow_negative_numbers = true)]
+    pub body_limit: usize,
+    /// Seconds a client has to send a request's headers, from their first byte; then the
+    /// connection is closed (against clients that trickle them). 0: no limit.
+    #[arg(long, value_name = "S", default_value_t = 10, allow_negative_numbers = true)]
+    pub header_timeout: u64,
+    /// Seconds a client has to send a request's body once its headers are in; then 408. 0: no limit.
+    #[arg(long, value_name = "S", default_value_t = 30, allow_negative_numbers = true)]
+    pub body_timeout: u64,
+    /// Seconds a keep-alive connection with no request in flight stays open (longer than a load
+    /// balancer's idle timeout, 60 s on many, so it never reuses one closed here). 0: no limit.
+    #[arg(long, value_name = "S", default_value_t = 75, allow_negative_numbers = true)]
+    pub idle_timeout: u64,
+    /// The most tokens a request may ask for (max_tokens); more is a 400 naming both numbers,
+    /// and a request without max_tokens gets this many at most. Default: up to the context.
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub max_tokens_limit: Option<usize>,
+    /// After an engine step fails (a CUDA fault is sticky): exit (drain, then exit 1, for an
+    /// orchestrator to restart the server) or stay (up but unhealthy until stopped). Either way
+    /// /health and new requests answer 503 with the error.
+    #[arg(long, value_name = "WHAT", default_value = "exit", value_parser = ["exit", "stay"])]
+    pub on_engine_error: String,
     /// A request's time limit in seconds (then it ends with finish_reason "length").
     #[arg(long, value_name = "S", default_value_t = 600, allow_negative_numbers = true)]
     pub timeout: u64,
@@ -272,6 +311,14 @@ pub struct ServeArgs {
     /// of waiting prompts.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = parse_parallel, allow_negative_numbers = true)]
     pub step_tokens: usize,
+}
+
+/// A whole number from 1 (tokens, bytes).
+pub fn parse_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("a whole number from 1".into()),
+    }
 }
 
 /// 1 ..= 1024 (slots, queue places, step tokens).

@@ -8,7 +8,8 @@ use crate::args::ServeArgs;
 use crate::llm::{open_model, Engine};
 use rayo_llm::cpu::Cpu;
 use rayo_llm::{BatchOptions, BatchSession, KvType, Model, SessionPool};
-use rayo_serve::{EngineFactory, ServeOptions};
+use rayo_serve::{EngineFactory, OnEngineError, ServeOptions};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,17 +65,64 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
             Ok(Box::new(pool) as Box<dyn rayo_llm::BatchForward>)
         })
     };
+    let secs = |s: u64| (s > 0).then(|| Duration::from_secs(s));
     let opts = ServeOptions {
         host: a.host.clone(),
         port: a.port,
         model_id,
-        api_key: a.api_key.clone(),
+        strict_model_name: a.strict_model_name,
+        api_key: api_key(a.api_key.as_deref(), a.api_key_file.as_deref(), std::env::var("RAYO_API_KEY").ok())?,
         queue: a.queue,
+        body_limit: a.body_limit,
+        header_timeout: secs(a.header_timeout),
+        body_timeout: secs(a.body_timeout),
+        idle_timeout: secs(a.idle_timeout),
+        max_tokens_limit: a.max_tokens_limit,
         timeout: Duration::from_secs(a.timeout),
         grace: Duration::from_secs(a.grace),
         keep_alive: Duration::from_secs(a.keep_alive as u64),
         step_tokens: a.step_tokens,
-        ..ServeOptions::default()
+        on_engine_error: if a.on_engine_error == "stay" { OnEngineError::Stay } else { OnEngineError::Exit },
     };
     rayo_serve::serve(opts, model, factory)
+}
+
+/// The API key: --api-key, else the first line of --api-key-file, else RAYO_API_KEY (`env`; the
+/// last two keep it out of the process list). An empty key is an error, not "no key".
+fn api_key(flag: Option<&str>, file: Option<&Path>, env: Option<String>) -> Result<Option<String>, String> {
+    let (key, from) = match (flag, file, env) {
+        (Some(k), _, _) => (k.to_string(), "--api-key".to_string()),
+        (None, Some(path), _) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("--api-key-file {}: {e}", path.display()))?;
+            (text.lines().next().unwrap_or_default().to_string(), format!("--api-key-file {}", path.display()))
+        }
+        (None, None, Some(k)) => (k, "RAYO_API_KEY".to_string()),
+        (None, None, None) => return Ok(None),
+    };
+    let key = key.trim().to_string();
+    if key.is_empty() {
+        return Err(format!("the API key from {from} is empty"));
+    }
+    Ok(Some(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_key_comes_from_the_flag_a_file_or_the_environment() {
+        let env = || Some("from-env".to_string());
+        assert_eq!(api_key(Some("k"), None, env()).unwrap().as_deref(), Some("k"));
+        assert_eq!(api_key(None, None, env()).unwrap().as_deref(), Some("from-env"));
+        assert_eq!(api_key(None, None, None).unwrap(), None);
+        let path = std::env::temp_dir().join(format!("rayo-api-key-{}", std::process::id()));
+        std::fs::write(&path, "secret\n").unwrap();
+        assert_eq!(api_key(None, Some(&path), env()).unwrap().as_deref(), Some("secret"));
+        std::fs::write(&path, "\n").unwrap();
+        assert!(api_key(None, Some(&path), None).unwrap_err().contains("is empty"));
+        std::fs::remove_file(&path).unwrap();
+        assert!(api_key(None, Some(&path), None).unwrap_err().contains("--api-key-file"));
+        assert!(api_key(None, None, Some(" ".into())).unwrap_err().contains("RAYO_API_KEY"));
+    }
 }

@@ -86,12 +86,16 @@ pub struct GenerateRequest {
     pub stream: bool,
     /// `stream_options.include_usage`: a last chunk with `usage` and no choices.
     pub include_usage: bool,
+    /// `/v1/completions`' `echo`: the prompt's text comes before the completion's.
+    pub echo: bool,
 }
 
 /// The most alternatives `top_logprobs` (or a completion's `logprobs`) may ask for (OpenAI's).
 pub const MAX_TOP_LOGPROBS: usize = 20;
 /// The most stop strings a request may give.
 pub const MAX_STOPS: usize = 16;
+/// The longest stop string, in bytes (each is matched against the text held back at every token).
+pub const MAX_STOP_BYTES: usize = 256;
 
 /// Parses a body as a JSON object.
 pub fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
@@ -177,8 +181,12 @@ impl<'a> Fields<'a> {
 
 /// Reads a generation request for `endpoint` from `body`.
 pub fn parse_generate(endpoint: Endpoint, body: &[u8]) -> Result<GenerateRequest, ApiError> {
-    let obj = object(body)?;
-    let f = Fields(&obj);
+    generate_request(endpoint, &object(body)?)
+}
+
+/// Reads a generation request for `endpoint` from its JSON object.
+pub fn generate_request(endpoint: Endpoint, obj: &Map<String, Value>) -> Result<GenerateRequest, ApiError> {
+    let f = Fields(obj);
     let model = f.str("model")?.map(str::to_string);
     let input = match endpoint {
         Endpoint::Chat => {
@@ -244,6 +252,9 @@ pub fn parse_generate(endpoint: Endpoint, body: &[u8]) -> Result<GenerateRequest
     if stop.len() > MAX_STOPS {
         return Err(ApiError::field("stop", format!("'stop' has {} strings; at most {MAX_STOPS}", stop.len())));
     }
+    if let Some(long) = stop.iter().find(|s| s.len() > MAX_STOP_BYTES) {
+        return Err(ApiError::field("stop", format!("a 'stop' string is {} bytes long; at most {MAX_STOP_BYTES}", long.len())));
+    }
     if stop.iter().any(String::is_empty) {
         return Err(ApiError::field("stop", "'stop' holds an empty string"));
     }
@@ -259,6 +270,13 @@ pub fn parse_generate(endpoint: Endpoint, body: &[u8]) -> Result<GenerateRequest
         }
         Endpoint::Completion => f.int("logprobs", 0, top)?.map(|n| n as usize),
     };
+    let echo = match endpoint {
+        Endpoint::Completion => f.bool("echo")?.unwrap_or(false),
+        Endpoint::Chat => false,
+    };
+    if echo && logprobs.is_some() {
+        return Err(ApiError::field("echo", "'echo' with 'logprobs' asks for the prompt's log-probabilities, which are not served yet"));
+    }
     let stream = f.bool("stream")?.unwrap_or(false);
     let include_usage = match f.get("stream_options") {
         None => false,
@@ -279,6 +297,7 @@ pub fn parse_generate(endpoint: Endpoint, body: &[u8]) -> Result<GenerateRequest
         ignore_eos: f.bool("ignore_eos")?.unwrap_or(false),
         stream,
         include_usage,
+        echo,
     })
 }
 

@@ -57,9 +57,35 @@ impl ApiError {
         ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "invalid_request_error", format!("{path} does not take {method}"))
     }
 
-    /// 413: the body is over the limit.
-    pub fn too_large(limit: usize) -> ApiError {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request_error", format!("the request body is over the limit of {limit} bytes"))
+    /// 404: a request names another model and `--strict-model-name` is on (vLLM's answer).
+    pub fn model_not_found(asked: &str, served: &str) -> ApiError {
+        ApiError {
+            param: Some("model".into()),
+            code: Some("model_not_found"),
+            ..ApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                format!("the model {asked:?} does not exist here; this server has {served:?}"),
+            )
+        }
+    }
+
+    /// 413: the body is over the limit (`size`: its declared length, or the bytes read so far).
+    pub fn too_large(size: u64, limit: usize) -> ApiError {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            format!("the request body is {size} bytes or more, over the limit of {limit} bytes (--body-limit)"),
+        )
+    }
+
+    /// 408: the body did not all arrive in time (`got`: the bytes that did).
+    pub fn body_timeout(limit: std::time::Duration, got: usize) -> ApiError {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            format!("the request body did not arrive within {} s ({got} bytes came; --body-timeout)", limit.as_secs_f64()),
+        )
     }
 
     /// 429: the queue is full.
@@ -117,7 +143,10 @@ mod tests {
         );
         assert_eq!(ApiError::unauthorized().status.as_u16(), 401);
         assert_eq!(ApiError::queue_full(4).status.as_u16(), 429);
-        assert_eq!(ApiError::too_large(10).status.as_u16(), 413);
+        assert_eq!(ApiError::too_large(11, 10).status.as_u16(), 413);
+        assert!(ApiError::too_large(11, 10).message.contains("11 bytes or more, over the limit of 10 bytes"));
+        assert_eq!(ApiError::body_timeout(std::time::Duration::from_secs(2), 5).status.as_u16(), 408);
+        assert_eq!(ApiError::model_not_found("gpt-4", "m").status.as_u16(), 404);
         assert_eq!(ApiError::unavailable("loading").status.as_u16(), 503);
     }
 }

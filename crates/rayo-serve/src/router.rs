@@ -1,29 +1,32 @@
 //! The HTTP side: axum routes that speak the OpenAI API (JSON in, SSE out), the API key, the
-//! body limit, one log line and one count per request. Owns nothing of the model: requests are
-//! checked and tokenized here, then handed to the scheduler.
+//! body's size and time limits, one log line and one count per request. Owns nothing of the
+//! model: requests are admitted ([`crate::admission`]), checked and tokenized here, then handed
+//! to the scheduler.
 
+use crate::admission::{self, check_ready};
 use crate::api::{self, Endpoint, GenerateRequest, Input};
 use crate::error::ApiError;
+use crate::params;
 use crate::scheduler::{Done, Event, Job, TokenLogprob};
 use crate::sse::{self, Response as Chunks};
-use crate::{ServeOptions, Shared, DRAINING, FAILED, LOADING};
-use axum::body::{Body, Bytes};
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use crate::{ServeOptions, Shared};
+use axum::body::{Body, BodyDataStream, Bytes, HttpBody};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use futures_util::StreamExt;
 use rayo_llm::chat::ChatTemplate;
 use rayo_llm::Model;
 use serde_json::json;
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// What every handler sees.
@@ -41,7 +44,6 @@ pub struct App {
 struct LoggedByScheduler;
 
 pub fn router(app: App) -> Router {
-    let limit = app.opts.body_limit;
     Router::new()
         .route("/health", get(health))
         .route("/v1/health", get(health))
@@ -54,7 +56,6 @@ pub fn router(app: App) -> Router {
         .route("/v1/completions", post(completions))
         .fallback(|req: Request| async move { ApiError::not_found(req.uri().path()) })
         .method_not_allowed_fallback(|req: Request| async move { ApiError::method_not_allowed(req.method().as_str(), req.uri().path()) })
-        .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(app.clone(), around))
         .with_state(app)
 }
@@ -74,11 +75,14 @@ fn route_label(path: &str) -> &'static str {
     }
 }
 
-/// Whether `headers` carry `key` (Authorization: Bearer, or X-Api-Key).
+/// Whether `headers` carry `key` (Authorization: Bearer, the scheme in any case, or X-Api-Key).
 fn authorized(headers: &HeaderMap, key: &str) -> bool {
     let eq = |given: &str| given.len() == key.len() && given.bytes().zip(key.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
-    let bearer =
-        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|k| eq(k.trim()));
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .is_some_and(|(scheme, k)| scheme.eq_ignore_ascii_case("bearer") && eq(k.trim()));
     let x_key = headers.get("x-api-key").and_then(|v| v.to_str().ok()).is_some_and(|k| eq(k.trim()));
     bearer || x_key
 }
@@ -106,23 +110,59 @@ async fn around(State(app): State<App>, req: Request, next: Next) -> Response {
     resp
 }
 
-/// 503 unless the engine is ready.
-fn check_ready(app: &App) -> Result<(), ApiError> {
-    match app.shared.status() {
-        LOADING => Err(ApiError::unavailable("the model is loading")),
-        DRAINING => Err(ApiError::unavailable("the server is shutting down")),
-        FAILED => Err(ApiError::unavailable("the engine failed to start")),
-        _ => Ok(()),
+/// The request's body: at most `--body-limit` bytes (else 413, before a byte is read when the
+/// length is declared), all in within `--body-timeout` of the headers (else 408).
+async fn read_body(app: &App, body: Body) -> Result<Bytes, ApiError> {
+    let limit = app.opts.body_limit;
+    let declared = body.size_hint().lower();
+    let mut stream = body.into_data_stream();
+    if declared > limit as u64 {
+        discard(stream, app.opts.body_timeout);
+        return Err(ApiError::too_large(declared, limit));
     }
+    let got = AtomicUsize::new(0);
+    let read = async {
+        let mut buf = Vec::with_capacity(declared as usize);
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?;
+            if buf.len() + chunk.len() > limit {
+                return Err(ApiError::too_large((buf.len() + chunk.len()) as u64, limit));
+            }
+            buf.extend_from_slice(&chunk);
+            got.store(buf.len(), Ordering::Relaxed);
+        }
+        Ok(Bytes::from(buf))
+    };
+    let r = match app.opts.body_timeout {
+        None => read.await,
+        Some(t) => tokio::time::timeout(t, read).await.unwrap_or_else(|_| Err(ApiError::body_timeout(t, got.load(Ordering::Relaxed)))),
+    };
+    if r.as_ref().is_err_and(|e| e.status == StatusCode::PAYLOAD_TOO_LARGE) {
+        discard(stream, app.opts.body_timeout);
+    }
+    r
 }
 
-/// The body, or 413 over the limit / 400 for a body that could not be read.
-fn body(b: Result<Bytes, BytesRejection>, limit: usize) -> Result<Bytes, ApiError> {
-    b.map_err(|r| if r.status() == StatusCode::PAYLOAD_TOO_LARGE { ApiError::too_large(limit) } else { ApiError::bad_request(r.body_text()) })
+/// Reads and drops the rest of a body refused as too large, in the background (64 MiB at most,
+/// within the body's time limit), so that a client still sending it gets to read the 413 instead
+/// of a reset connection (nginx's lingering close).
+fn discard(mut stream: BodyDataStream, timeout: Option<Duration>) {
+    tokio::spawn(async move {
+        let mut left: usize = 64 << 20;
+        let drain = async {
+            while let Some(Ok(chunk)) = stream.next().await {
+                left = left.saturating_sub(chunk.len());
+                if left == 0 {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(timeout.unwrap_or(Duration::from_secs(30)), drain).await;
+    });
 }
 
 async fn health(State(app): State<App>) -> Response {
-    match check_ready(&app) {
+    match check_ready(&app.shared) {
         Ok(()) => axum::Json(json!({"status": "ok"})).into_response(),
         Err(e) => e.into_response(),
     }
@@ -145,8 +185,8 @@ async fn metrics(State(app): State<App>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], app.shared.metrics.render()).into_response()
 }
 
-async fn tokenize(State(app): State<App>, b: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
-    let req = api::parse_tokenize(&body(b, app.opts.body_limit)?)?;
+async fn tokenize(State(app): State<App>, b: Body) -> Result<Response, ApiError> {
+    let req = api::parse_tokenize(&read_body(&app, b).await?)?;
     tokio::task::spawn_blocking(move || tokenize_now(&app, &req)).await.map_err(|e| ApiError::internal(format!("tokenizing: {e}")))?
 }
 
@@ -169,8 +209,8 @@ fn tokenize_now(app: &App, req: &api::TokenizeRequest) -> Result<Response, ApiEr
     Ok(axum::Json(json!({"tokens": pieces})).into_response())
 }
 
-async fn detokenize(State(app): State<App>, b: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
-    let ids = api::parse_detokenize(&body(b, app.opts.body_limit)?)?;
+async fn detokenize(State(app): State<App>, b: Body) -> Result<Response, ApiError> {
+    let ids = api::parse_detokenize(&read_body(&app, b).await?)?;
     let tok = app.model.tokenizer();
     if let Some(&bad) = ids.iter().find(|&&t| t as usize >= tok.vocab_size()) {
         return Err(ApiError::field("tokens", format!("token id {bad} is past the vocabulary of {}", tok.vocab_size())));
@@ -180,20 +220,20 @@ async fn detokenize(State(app): State<App>, b: Result<Bytes, BytesRejection>) ->
 }
 
 /// The prompt text a chat request's messages render to (llama-server's `/apply-template`).
-async fn apply_template(State(app): State<App>, b: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
-    let messages = api::parse_apply_template(&body(b, app.opts.body_limit)?)?;
+async fn apply_template(State(app): State<App>, b: Body) -> Result<Response, ApiError> {
+    let messages = api::parse_apply_template(&read_body(&app, b).await?)?;
     let t = app.template.as_ref().ok_or_else(|| ApiError::field("messages", "this model has no chat template (tokenizer.chat_template)"))?;
     let text = t.render(&messages, true).map_err(|e| ApiError::field("messages", e.to_string()))?;
     Ok(axum::Json(json!({"prompt": text})).into_response())
 }
 
-async fn chat(State(app): State<App>, b: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
-    let b = body(b, app.opts.body_limit)?;
+async fn chat(State(app): State<App>, b: Body) -> Result<Response, ApiError> {
+    let b = read_body(&app, b).await?;
     generate(app, Endpoint::Chat, b).await
 }
 
-async fn completions(State(app): State<App>, b: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
-    let b = body(b, app.opts.body_limit)?;
+async fn completions(State(app): State<App>, b: Body) -> Result<Response, ApiError> {
+    let b = read_body(&app, b).await?;
     generate(app, Endpoint::Completion, b).await
 }
 
@@ -243,26 +283,53 @@ fn prompt_ids(app: &App, req: &GenerateRequest) -> Result<Vec<u32>, ApiError> {
     Ok(ids)
 }
 
-/// `/v1/chat/completions` and `/v1/completions`: check, tokenize, queue, answer.
+/// The text `echo` puts before the completion: the prompt as given (token ids decoded).
+fn echo_text(app: &App, req: &GenerateRequest, ids: &[u32]) -> Result<String, ApiError> {
+    match &req.input {
+        Input::Text(s) => Ok(s.clone()),
+        _ => app.model.tokenizer().decode(ids).map_err(|e| ApiError::field("prompt", format!("'echo': the prompt's tokens do not decode: {e}"))),
+    }
+}
+
+/// `/v1/chat/completions` and `/v1/completions`: admit, check, tokenize, queue, answer.
 async fn generate(app: App, endpoint: Endpoint, body: Bytes) -> Result<Response, ApiError> {
     let received = Instant::now();
-    check_ready(&app)?;
-    let req = api::parse_generate(endpoint, &body)?;
-    if let Some(m) = &req.model {
-        if !m.is_empty() && *m != app.opts.model_id {
-            return Err(ApiError {
-                code: Some("model_not_found"),
-                ..ApiError::field("model", format!("model {m:?} is not served here; this server has {:?}", app.opts.model_id))
-            });
-        }
+    check_ready(&app.shared)?;
+    // A place in the queue before any work is done for the request: past the queue, 429 at once.
+    let place = admission::reserve(&app.shared, app.opts.queue)?;
+    let obj = api::object(&body)?;
+    drop(body);
+    params::refuse_unsupported(endpoint, &obj)?;
+    let mut req = api::generate_request(endpoint, &obj)?;
+    params::cap_max_tokens(&mut req, &obj, app.opts.max_tokens_limit)?;
+    let unknown = params::unknown(endpoint, &obj);
+    drop(obj);
+    // Another model's name: this one answers (as llama-server and Ollama do; many clients send
+    // a default name), unless --strict-model-name asks for vLLM's 404.
+    let other_model = req.model.as_deref().filter(|m| !m.is_empty() && *m != app.opts.model_id).map(str::to_string);
+    if let (Some(m), true) = (&other_model, app.opts.strict_model_name) {
+        return Err(ApiError::model_not_found(m, &app.opts.model_id));
     }
     // Rendering and tokenizing a long prompt takes a while: off the async workers.
-    let prompt = {
+    let (prompt, echo) = {
         let (app, req) = (app.clone(), req.clone());
-        tokio::task::spawn_blocking(move || prompt_ids(&app, &req)).await.map_err(|e| ApiError::internal(format!("tokenizing: {e}")))??
+        tokio::task::spawn_blocking(move || {
+            let ids = prompt_ids(&app, &req)?;
+            let echo = if req.echo { Some(echo_text(&app, &req, &ids)?) } else { None };
+            Ok::<_, ApiError>((ids, echo))
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("tokenizing: {e}")))??
     };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let id = request_id(endpoint);
+    if let Some(m) = &other_model {
+        log::info!("{id}: the request names model {m:?}; {:?} answers it", app.opts.model_id);
+    }
+    if !unknown.is_empty() {
+        log::warn!("{id}: fields this server does not know were ignored: {}", unknown.join(", "));
+    }
+    let prompt_tokens = prompt.len();
     let job = Job {
         id: id.clone(),
         endpoint,
@@ -276,29 +343,58 @@ async fn generate(app: App, endpoint: Endpoint, body: Bytes) -> Result<Response,
         deadline: received + app.opts.timeout,
         events: tx,
     };
-    let queued = &app.shared.metrics.queued;
-    queued.fetch_add(1, Ordering::SeqCst);
     match app.jobs.try_send(job) {
-        Ok(()) => {}
-        Err(TrySendError::Full(_)) => {
-            queued.fetch_sub(1, Ordering::SeqCst);
-            return Err(ApiError::queue_full(app.opts.queue));
-        }
-        Err(TrySendError::Disconnected(_)) => {
-            queued.fetch_sub(1, Ordering::SeqCst);
-            return Err(ApiError::unavailable("the engine has stopped"));
-        }
+        Ok(()) => place.hand_over(),
+        // (not expected: the channel holds as many as there are places)
+        Err(TrySendError::Full(_)) => return Err(ApiError::queue_full(app.opts.queue)),
+        Err(TrySendError::Disconnected(_)) => return Err(ApiError::unavailable("the engine has stopped")),
     }
+    let ending = Ending { shared: Arc::clone(&app.shared), received, prompt_tokens, counted: false };
     let chunks = Chunks { endpoint, id, created: now_s(), model: app.opts.model_id.clone(), include_usage: req.include_usage };
-    let mut resp =
-        if req.stream { stream(chunks, rx, req.logprobs.is_some(), app.opts.keep_alive) } else { whole(chunks, rx, req.logprobs.is_some()).await? };
+    let logprobs_on = req.logprobs.is_some();
+    let mut resp = if req.stream {
+        stream(chunks, rx, logprobs_on, app.opts.keep_alive, echo, ending)
+    } else {
+        whole(chunks, rx, logprobs_on, echo, ending).await?
+    };
     resp.extensions_mut().insert(LoggedByScheduler);
     Ok(resp)
 }
 
+/// Counts a generation request's end in the metrics: how it finished, or `cancelled` when its
+/// response is dropped first (the client went away).
+struct Ending {
+    shared: Arc<Shared>,
+    received: Instant,
+    prompt_tokens: usize,
+    counted: bool,
+}
+
+impl Ending {
+    /// `reason`: one of [`crate::metrics::FINISH_REASONS`]; `generated`: when it ran to its end.
+    fn count(&mut self, reason: &str, generated: Option<usize>) {
+        if !std::mem::replace(&mut self.counted, true) {
+            let tokens = generated.map(|g| (self.prompt_tokens, g));
+            self.shared.metrics.finished(reason, self.received.elapsed().as_secs_f64(), tokens);
+        }
+    }
+}
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        self.count("cancelled", None);
+    }
+}
+
 /// A non-streamed answer: every event collected, one JSON body.
-async fn whole(chunks: Chunks, mut rx: UnboundedReceiver<Event>, logprobs_on: bool) -> Result<Response, ApiError> {
-    let mut text = String::new();
+async fn whole(
+    chunks: Chunks,
+    mut rx: UnboundedReceiver<Event>,
+    logprobs_on: bool,
+    echo: Option<String>,
+    mut ending: Ending,
+) -> Result<Response, ApiError> {
+    let mut text = echo.unwrap_or_default();
     let mut lps: Vec<TokenLogprob> = Vec::new();
     loop {
         match rx.recv().await {
@@ -307,11 +403,18 @@ async fn whole(chunks: Chunks, mut rx: UnboundedReceiver<Event>, logprobs_on: bo
                 lps.extend(d.logprobs);
             }
             Some(Event::Done(Done { finish, usage })) => {
+                ending.count(finish.as_str(), Some(usage.completion_tokens));
                 let body = chunks.body(&text, logprobs_on.then_some(&lps[..]), finish, &usage);
                 return Ok(axum::Json(body).into_response());
             }
-            Some(Event::Error(e)) => return Err(ApiError::internal(e)),
-            None => return Err(ApiError::unavailable("the engine stopped before the request ended")),
+            Some(Event::Error(e)) => {
+                ending.count("error", None);
+                return Err(ApiError::internal(e));
+            }
+            None => {
+                ending.count("error", None);
+                return Err(ApiError::unavailable("the engine stopped before the request ended"));
+            }
         }
     }
 }
@@ -319,17 +422,28 @@ async fn whole(chunks: Chunks, mut rx: UnboundedReceiver<Event>, logprobs_on: bo
 /// A streamed answer: SSE frames as events arrive, keep-alive comments while none do. When
 /// the client goes away the body is dropped, and with it the receiver: the scheduler sees the
 /// closed channel and frees the slot.
-fn stream(chunks: Chunks, rx: UnboundedReceiver<Event>, logprobs_on: bool, keep_alive: std::time::Duration) -> Response {
+fn stream(
+    chunks: Chunks,
+    rx: UnboundedReceiver<Event>,
+    logprobs_on: bool,
+    keep_alive: std::time::Duration,
+    echo: Option<String>,
+    ending: Ending,
+) -> Response {
     struct St {
         chunks: Chunks,
         rx: UnboundedReceiver<Event>,
         out: VecDeque<String>,
         done: bool,
         offset: usize,
+        ending: Ending,
     }
     let mut out = VecDeque::new();
     out.extend(chunks.start());
-    let st = St { chunks, rx, out, done: false, offset: 0 };
+    if let Some(e) = echo {
+        out.push_back(chunks.delta(&e, &[], false, 0));
+    }
+    let st = St { chunks, rx, out, done: false, offset: 0, ending };
     let frames = futures_util::stream::unfold(st, move |mut st| async move {
         loop {
             if let Some(f) = st.out.pop_front() {
@@ -345,14 +459,17 @@ fn stream(chunks: Chunks, rx: UnboundedReceiver<Event>, logprobs_on: bool, keep_
                     st.offset += d.logprobs.iter().map(|t| t.token.len()).sum::<usize>();
                 }
                 Ok(Some(Event::Done(Done { finish, usage }))) => {
+                    st.ending.count(finish.as_str(), Some(usage.completion_tokens));
                     st.out.push_back(st.chunks.end(finish, &usage));
                     st.done = true;
                 }
                 Ok(Some(Event::Error(e))) => {
+                    st.ending.count("error", None);
                     st.out.push_back(st.chunks.error(&e));
                     st.done = true;
                 }
                 Ok(None) => {
+                    st.ending.count("error", None);
                     st.out.push_back(st.chunks.error("the engine stopped before the request ended"));
                     st.done = true;
                 }
@@ -381,6 +498,17 @@ mod tests {
         h.insert("x-api-key", HeaderValue::from_static("k2"));
         assert!(authorized(&h, "k2"));
         assert!(!authorized(&h, "k"));
+        // the scheme in any case (RFC 9110), the key exact
+        for v in ["bearer k1", "BEARER k1", "Bearer  k1"] {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, HeaderValue::from_static(v));
+            assert!(authorized(&h, "k1"), "{v}");
+        }
+        for v in ["Bearer K1", "Basic k1", "Bearerk1", "k1"] {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, HeaderValue::from_static(v));
+            assert!(!authorized(&h, "k1"), "{v}");
+        }
     }
 
     #[test]

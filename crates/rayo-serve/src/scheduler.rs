@@ -229,6 +229,7 @@ impl Scheduler {
                 log::info!("{} {} cancelled while queued ({} prompt tokens)", job.id, job.endpoint.path(), job.prompt.len());
                 continue;
             }
+            m.queue_time(job.received.elapsed().as_secs_f64());
             self.start(job, &free);
         }
     }
@@ -365,6 +366,8 @@ impl Scheduler {
                 // Nothing ran (the checks come first) or the backend failed mid-way: either way
                 // these slots' caches are not trusted again.
                 log::error!("engine step failed: {e}");
+                // sticky (a CUDA fault stays): /health and new requests answer 503 from now on
+                self.shared.fault(format!("engine step failed: {e}"));
                 for (slot, _) in &items {
                     self.engine.rewind(*slot, 0);
                     self.cache[*slot].clear();

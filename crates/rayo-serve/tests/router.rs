@@ -1,6 +1,6 @@
 //! The router in process (no socket, no engine): 503 while loading and draining, /health open
 //! without the key, 401 without it elsewhere, 400s in OpenAI's shape before anything is queued,
-//! 429 when the queue is full. SmolLM2's tokenizer and template (skips with a `SKIP` line when
+//! 429 when the queue is full, and before any prompt is tokenized. SmolLM2's tokenizer and template (skips with a `SKIP` line when
 //! the file is absent; `RAYO_REQUIRE_SMOLLM2=1` fails instead).
 
 mod common;
@@ -57,7 +57,6 @@ async fn status_auth_validation_and_back_pressure() {
 
     // 400s before anything is queued
     let bad = [
-        ("/v1/chat/completions", r#"{"messages": [{"role": "user", "content": "hi"}], "model": "other"}"#, Some("model")),
         ("/v1/chat/completions", r#"{"messages": [{"role": "user", "content": "hi"}], "top_p": "x"}"#, Some("top_p")),
         ("/v1/completions", r#"{"prompt": [1, 999999]}"#, Some("prompt")),
         ("/v1/completions", &format!(r#"{{"prompt": "{}"}}"#, "word ".repeat(100)), Some("prompt")),
@@ -100,4 +99,51 @@ async fn status_auth_validation_and_back_pressure() {
     assert_eq!(call(&r, "GET", "/health", "", None).await.0, StatusCode::SERVICE_UNAVAILABLE);
     let (s, _) = call(&r, "POST", "/v1/chat/completions", chat, key).await;
     assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+/// A burst of requests with 60 KB prompts against a queue of 2 that nothing empties: two are
+/// queued, every other one is 429 at once. The context is 64 positions, so a prompt that had
+/// been tokenized would be a 400 (too long): a 429 shows it was refused before that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_is_refused_before_any_tokenizing() {
+    let Some(path) = smollm2("rayo-serve router: burst") else { return };
+    let model = Arc::new(Model::open(&path).unwrap());
+    let shared = Arc::new(Shared::default());
+    shared.ready(64, 1);
+    let (jobs, rx) = std::sync::mpsc::sync_channel(2);
+    let opts = ServeOptions { model_id: "m".into(), queue: 2, ..ServeOptions::default() };
+    let r = router(App { shared: Arc::clone(&shared), model, template: None, jobs, opts: Arc::new(opts) });
+    // two that fit the context take the queue's places (they wait for an engine that never comes)
+    let waiting: Vec<_> = (0..2)
+        .map(|_| {
+            let r = r.clone();
+            tokio::spawn(async move { call(&r, "POST", "/v1/completions", r#"{"prompt": "hi", "max_tokens": 1}"#, None).await })
+        })
+        .collect();
+    while shared.metrics.queued.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let big = serde_json::json!({"prompt": "The quick brown fox jumps over the lazy dog. ".repeat(1400), "max_tokens": 4}).to_string();
+    assert!(big.len() > 60_000);
+    let t0 = std::time::Instant::now();
+    let burst: Vec<_> = (0..300)
+        .map(|_| {
+            let (r, big) = (r.clone(), big.clone());
+            tokio::spawn(async move { call(&r, "POST", "/v1/completions", &big, None).await })
+        })
+        .collect();
+    for b in burst {
+        let (s, v) = b.await.unwrap();
+        assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("queue is full (2 requests"), "{v}");
+    }
+    let took = t0.elapsed();
+    println!("300 requests of {} KB answered 429 in {took:?}", big.len() / 1000);
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    assert_eq!(shared.metrics.queued.load(std::sync::atomic::Ordering::SeqCst), 2, "the burst took no place");
+    // the engine goes away: the two waiting are answered, their places given back
+    drop(rx);
+    for w in waiting {
+        assert_eq!(w.await.unwrap().0, StatusCode::SERVICE_UNAVAILABLE);
+    }
 }
