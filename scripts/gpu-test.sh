@@ -10,6 +10,9 @@
 #                                    unpacks, runs each binary's CUDA tests with RAYO_REQUIRE_CUDA=1
 #                                    (no device is a failure, not a SKIP), prints one line per
 #                                    binary and a total; the whole log goes to $OUT/gpu-test.log
+#                                    (GPU_TEST_ONLY=REGEX: only the binaries whose PACKAGE__TARGET
+#                                    name matches, e.g. 'rayo-llm__cuda_batch'; GPU_TEST_LIMIT:
+#                                    seconds a binary may run, 240)
 #
 # The pack (~110 MB: the model is 94 MB) is larger than one call carries (64 MiB with the
 # tree), so it is cut into chunks of at most GPU_TEST_CHUNK_MB (48) MB: call k carries chunk k and
@@ -48,9 +51,12 @@ if [ "${1:-}" != "--device" ]; then
   ./scripts/fetch-smollm2.sh >/dev/null
   ./scripts/fetch-vocabs.sh >/dev/null
   json=$(mktemp)
-  # the suite's own build (scripts/test.sh, section build): the workspace with rayo-cli's default
-  # features, which turn on rayo's gpu and cuda and rayo-llm's wgpu and cuda; profile ci
-  cargo test --workspace --exclude rayo-bench --profile ci --no-run --message-format=json-render-diagnostics >"$json"
+  # the suite's features (scripts/test.sh, section build: the workspace with rayo-cli's default
+  # features, which turn on rayo's gpu and cuda and rayo-llm's wgpu and cuda), in profile release
+  # (GPU_TEST_PROFILE=ci: the suite's own build, nothing rebuilt after it): the LLM tests'
+  # CPU-engine references run 3-4x slower with profile ci's checks, and device time is scarce
+  profile=${GPU_TEST_PROFILE:-release}
+  cargo test --workspace --exclude rayo-bench --profile "$profile" --no-run --message-format=json-render-diagnostics >"$json"
   rm -rf "$pack" && mkdir -p "$pack/stage/bin"
   python3 - "$json" "$pack/stage" "$BINARIES" <<'PY'
 import json, os, shutil, sys
@@ -72,7 +78,8 @@ for line in table.strip().splitlines():
     rows.append(f"{out}\t{os.path.relpath(mdir)}\t{filt}")
 open(os.path.join(stage, "manifest.tsv"), "w").write("\n".join(rows) + "\n")
 PY
-  cp target/ci/rayo "$pack/stage/bin/rayo"
+  cargo build -p rayo-cli --profile "$profile"
+  cp "target/$profile/rayo" "$pack/stage/bin/rayo"
   echo "$root" >"$pack/stage/root.txt"
   git rev-parse --short HEAD >"$pack/stage/commit.txt" 2>/dev/null || echo unknown >"$pack/stage/commit.txt"
   git status --porcelain | grep -q . && echo "(with uncommitted changes)" >>"$pack/stage/commit.txt"
@@ -132,18 +139,23 @@ kmix=.cache/models/SmolLM2-135M-Instruct.Q4_K_M.gguf
 # processes, and the decoding tests' thousands of small steps crawl when several share it (all
 # eleven side by side ran past 330 s on an H100, against 331 s one after another). Each
 # binary's line is printed, and its output appended to the log, as it ends.
+# each binary's limit: one that hangs must not take the rest of the call with it
+limit=${GPU_TEST_LIMIT:-240}
 total_pass=0 total_fail=0 total_skip=0 bad=()
 printf '%-28s %6s %6s %6s %8s\n' binary passed failed SKIP seconds | tee -a "$log"
 while IFS=$'\t' read -r name dir filt; do
   args=(--test-threads 1 --nocapture)
   [ "$filt" = "-" ] || args+=("$filt")
   start=$(date +%s%N)
+  echo "==== $name (in $dir, ${args[*]})" >>"$log"
   set +e
-  (cd "$dir" && "$work/bin/$name" "${args[@]}") >"$work/out.$name" 2>&1 </dev/null
-  rc=$?
+  # (its output into the log as it comes: a binary cut off by the limit still leaves its lines)
+  (cd "$dir" && timeout --signal=KILL "$limit" "$work/bin/$name" "${args[@]}") 2>&1 </dev/null | tee "$work/out.$name" >>"$log"
+  rc=${PIPESTATUS[0]}
   set -e
   secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
-  { echo "==== $name (in $dir, ${args[*]}): exit $rc"; cat "$work/out.$name"; } >>"$log"
+  [ "$rc" -ne 137 ] || echo "gpu-test: $name cut off after $limit s (GPU_TEST_LIMIT)" | tee -a "$work/out.$name" >>"$log"
+  echo "==== $name: exit $rc" >>"$log"
   line=$(grep -E '^test result:' "$work/out.$name" | tail -1)
   pass=$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$line"); pass=${pass:-0}
   fail=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line"); fail=${fail:-0}
@@ -151,7 +163,7 @@ while IFS=$'\t' read -r name dir filt; do
   [ "$rc" -eq 0 ] || { [ "$fail" -gt 0 ] || fail=1; bad+=("$name"); }
   printf '%-28s %6s %6s %6s %8s\n' "${name/__//}" "$pass" "$fail" "$skip" "$secs" | tee -a "$log"
   total_pass=$((total_pass + pass)) total_fail=$((total_fail + fail)) total_skip=$((total_skip + skip))
-done <"$work/manifest.tsv"
+done < <(grep -E "${GPU_TEST_ONLY:-.}" "$work/manifest.tsv")
 say "total: $total_pass passed, $total_fail failed, $total_skip SKIP lines"
 grep -h '^SKIP ' "$log" | sort | uniq -c | sed 's/^ */  /' || true
 if [ ${#bad[@]} -gt 0 ]; then

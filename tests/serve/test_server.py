@@ -283,6 +283,44 @@ def _(srv):
     assert a.choices[0].text == b.choices[0].text
 
 
+@check("seeded default sampling: the same text alone and among 8 concurrent requests")
+def _(srv):
+    # (the server's defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05: the draw from
+    # each step's 40 best logits; ignore_eos bans the end tokens, so 24 tokens each)
+    kw = dict(model=MODEL_ID, max_tokens=24, seed=1234, extra_body={"ignore_eos": True})
+    alone = {p: srv.client.completions.create(prompt=p, **kw).choices[0].text for p in PROMPTS[:4]}
+    assert len(set(alone.values())) == 4, alone
+    with cf.ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(lambda i: (PROMPTS[i % 4], srv.client.completions.create(prompt=PROMPTS[i % 4], **kw).choices[0].text), range(8)))
+    bad = [(p, t, alone[p]) for p, t in got if t != alone[p]]
+    assert not bad, bad
+    other = srv.client.completions.create(prompt=PROMPTS[0], **{**kw, "seed": 4321}).choices[0].text
+    assert other != alone[PROMPTS[0]], "another seed, the same 24 tokens"
+
+
+@check("logit_bias: +100 forces a token, -100 bans the greedy one, a bad id is a 400")
+def _(srv):
+    status, body = srv.raw("POST", "/tokenize", json.dumps({"content": " cat"}))
+    assert status == 200, body
+    cat = json.loads(body)["tokens"][0]
+    status, body = srv.raw("POST", "/detokenize", json.dumps({"tokens": [cat] * 3}))
+    forced = srv.client.completions.create(model=MODEL_ID, prompt=PROMPTS[2], max_tokens=3, temperature=0.8,
+                                           logit_bias={str(cat): 100}, extra_body={"ignore_eos": True})
+    assert forced.choices[0].text == json.loads(body)["content"], (forced.choices[0].text, body)
+    plain = greedy(srv, PROMPTS[2], 1)
+    first = plain.choices[0].text
+    status, body = srv.raw("POST", "/tokenize", json.dumps({"content": first}))
+    ids = json.loads(body)["tokens"]
+    assert len(ids) == 1, (first, ids)
+    banned = greedy(srv, PROMPTS[2], 1, logit_bias={str(ids[0]): -100})
+    assert banned.choices[0].text != first, first
+    try:
+        greedy(srv, PROMPTS[2], 1, logit_bias={"99999999": 1})
+        raise AssertionError("a logit_bias past the vocabulary was accepted")
+    except openai.BadRequestError as e:
+        assert e.body["param"] == "logit_bias" and "past the vocabulary" in e.body["message"], e.body
+
+
 # ---------------------------------------------------------------- many at once
 
 @check("16 concurrent clients (8 streamed): each greedy text equals its prompt run alone")

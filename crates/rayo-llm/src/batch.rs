@@ -21,6 +21,11 @@ pub enum StepOut {
     Best(crate::backend::RowBest),
 }
 
+/// The most best logits an item gets from a step where the logits are (a device's top-k kernel
+/// holds 128 a row): an item that wants more, or the whole vocabulary, still gets them, found on
+/// the host after all the step's logits were read.
+pub const MAX_BEST: usize = 128;
+
 /// A model that runs many sequences (slots) a step at a time.
 ///
 /// Not `Send`: a CUDA session's recorded graphs stay on the thread that made them, so a server

@@ -121,6 +121,7 @@ impl<B: Backend> BatchForward for BatchSession<B> {
             end += s.rows;
             last.push(end - 1);
         }
+        let vocab = self.cfg.vocab_size;
         let b = &mut self.backend;
         let inputs: Vec<_> = segments.iter().map(|s| (&self.kvs[s.kv], s.pos0, s.rows)).collect();
         b.batch_inputs(&tokens, &inputs)?;
@@ -135,10 +136,10 @@ impl<B: Backend> BatchForward for BatchSession<B> {
         } else {
             pass(b)?;
         }
-        let vocab = self.cfg.vocab_size;
         let mut out: Vec<Option<StepOut>> = (0..work.len()).map(|_| None).collect();
-        match best.iter().map(|b| b.unwrap_or(0)).max().filter(|_| best.iter().all(Option::is_some)) {
-            // every item wants only its best: found where the logits are
+        let on_device = |k: &usize| best.iter().all(Option::is_some) && *k <= crate::batch::MAX_BEST && *k < vocab;
+        match best.iter().map(|b| b.unwrap_or(0)).max().filter(on_device) {
+            // every item wants only its best (a few): found where the logits are
             Some(k) => {
                 for (j, r) in b.top_k_rows(&self.bufs.logits, vocab, last.len(), k)?.into_iter().enumerate() {
                     let i = order[j];

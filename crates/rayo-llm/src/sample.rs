@@ -4,8 +4,9 @@
 //! The filters follow llama.cpp's definitions (`src/llama-sampler.cpp`): top-p keeps the
 //! shortest prefix of the sorted candidates whose probability reaches `top_p`; min-p keeps the
 //! candidates whose probability is at least `min_p` times the largest; both see the
-//! probabilities before temperature. The draw uses `fastrand` seeded from the config, so one
-//! seed gives one sequence of tokens (not llama.cpp's sequence: its RNG is mt19937).
+//! probabilities before temperature. The `n`-th draw's uniform number is a counter-based hash of
+//! (seed, n) ([`uniform`]): one seed gives one sequence of tokens whatever else runs beside it
+//! (not llama.cpp's sequence: its RNG is mt19937).
 
 use crate::{Error, Result};
 use rayo::ArgValue;
@@ -82,7 +83,8 @@ fn by_logit_desc(a: &Cand, b: &Cand) -> std::cmp::Ordering {
 #[derive(Clone, Debug)]
 pub struct Sampler {
     cfg: SamplerConfig,
-    rng: fastrand::Rng,
+    /// Draws made so far: the counter of the next draw's [`uniform`].
+    draws: u64,
     cand: Vec<Cand>,
     window: Vec<u32>,
     best: Vec<Cand>,
@@ -93,8 +95,7 @@ impl Sampler {
     /// A sampler for `cfg`, after [`SamplerConfig::validate`].
     pub fn new(cfg: SamplerConfig) -> Result<Sampler> {
         cfg.validate()?;
-        let rng = fastrand::Rng::with_seed(cfg.seed);
-        Ok(Sampler { cfg, rng, cand: Vec::new(), window: Vec::new(), best: Vec::new(), probs: Vec::new() })
+        Ok(Sampler { cfg, draws: 0, cand: Vec::new(), window: Vec::new(), best: Vec::new(), probs: Vec::new() })
     }
 
     /// The config it samples with.
@@ -214,7 +215,8 @@ impl Sampler {
     /// One draw from softmax(cand / temperature).
     fn draw(&mut self) -> u32 {
         softmax(&self.cand, self.cfg.temperature, &mut self.probs);
-        let mut r = self.rng.f64();
+        let mut r = uniform(self.cfg.seed, self.draws);
+        self.draws += 1;
         for (c, p) in self.cand.iter().zip(&self.probs) {
             if r < *p {
                 return c.id;
@@ -225,6 +227,20 @@ impl Sampler {
         let last = self.probs.iter().rposition(|p| *p > 0.0).unwrap_or(0);
         self.cand[last].id
     }
+}
+
+/// The uniform number in [0, 1) of draw `n` under `seed`: SplitMix64's finalizer over the pair
+/// (a counter-based generator: draw `n` needs no state but its number, so a request's draws do
+/// not depend on which requests share its steps, nor on how many draws were skipped).
+pub fn uniform(seed: u64, n: u64) -> f64 {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let z = mix(mix(seed.wrapping_add(0x9e37_79b9_7f4a_7c15)) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    // the top 53 bits: every value a multiple of 2^-53, below 1
+    (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
 /// The argmax of `logits` (first maximum) after checking them: not empty, ids fit `u32`, no NaN

@@ -292,3 +292,104 @@ fn drawing_from_the_top_k_equals_sampling_the_row() {
     assert_eq!(Sampler::new(SamplerConfig { top_k: 40, ..cfg(0.8) }).unwrap().top_k_only(40), None);
     assert!(top_k_of(&[1.0, f32::NAN, 2.0], 2).is_err());
 }
+
+/// The chi-square statistic's quantile for `df` degrees of freedom at a tail of about 10⁻⁶
+/// (Wilson–Hilferty, z = 4.75): a test that fails only when the frequencies are wrong.
+fn chi_square_bound(df: usize) -> f64 {
+    let d = df.max(1) as f64;
+    let a = 2.0 / (9.0 * d);
+    d * (1.0 - a + 4.75 * a.sqrt()).powi(3)
+}
+
+/// Draws `n` tokens with `draw` and checks their frequencies against `want` (a distribution
+/// over the ids; a draw outside its support fails at once) with a chi-square test.
+fn chi_square(what: &str, want: &[(u32, f64)], n: usize, mut draw: impl FnMut() -> u32) {
+    let mut count = vec![0usize; want.len()];
+    for _ in 0..n {
+        let id = draw();
+        let i = want.iter().position(|w| w.0 == id).unwrap_or_else(|| panic!("{what}: drew {id}, outside the filtered set {want:?}"));
+        count[i] += 1;
+    }
+    let stat: f64 = want.iter().zip(&count).map(|(w, &c)| (c as f64 - n as f64 * w.1).powi(2) / (n as f64 * w.1)).sum();
+    let bound = chi_square_bound(want.len() - 1);
+    assert!(stat < bound, "{what}: chi-square {stat:.1} over {} tokens, bound {bound:.1}; counts {count:?}", want.len());
+}
+
+/// The exact distribution the sampler draws from: softmax(logits / T) over the ids the naive
+/// filters keep.
+fn filtered_softmax(c: &SamplerConfig, logits: &[f32]) -> Vec<(u32, f64)> {
+    let ids = naive_kept(c, logits);
+    let max = ids.iter().map(|&i| logits[i as usize] as f64).fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = ids.iter().map(|&i| ((logits[i as usize] as f64 - max) / c.temperature as f64).exp()).collect();
+    let z: f64 = e.iter().sum();
+    ids.iter().zip(e).map(|(&i, e)| (i, e / z)).collect()
+}
+
+/// ≥ 10⁵ draws for fixed logits under each filter (top-k, top-p, min-p, temperature, and all of
+/// them at llama-server's defaults) match the exact filtered softmax, from the whole row and from
+/// its top k (the pairs a device hands over).
+#[test]
+fn frequencies_match_the_filtered_softmax() {
+    let logits: Vec<f32> = [2.0, 1.5, 1.4, 1.0, 0.7, 0.2, -0.5, -1.0, 0.9, 1.8, -3.0, 0.0].to_vec();
+    let n = 100_000;
+    for (k, p, m, t) in [(0, 1.0, 0.0, 1.0), (4, 1.0, 0.0, 0.7), (0, 0.8, 0.0, 1.3), (0, 1.0, 0.3, 0.9), (40, 0.95, 0.05, 0.8), (6, 0.9, 0.1, 2.0)] {
+        let c = SamplerConfig { top_k: k, top_p: p, min_p: m, seed: 1000 + k as u64, ..cfg(t) };
+        let want = filtered_softmax(&c, &logits);
+        let what = format!("top_k {k} top_p {p} min_p {m} T {t}");
+        let mut s = Sampler::new(c.clone()).unwrap();
+        chi_square(&what, &want, n, || s.sample(&logits, &[]).unwrap());
+        if k > 0 && k < logits.len() {
+            let top = top_k_of(&logits, k).unwrap();
+            let mut s = Sampler::new(SamplerConfig { seed: 77, ..c }).unwrap();
+            chi_square(&format!("{what}, from the top k"), &want, n, || s.sample_top(&top));
+        }
+    }
+}
+
+#[test]
+fn edge_cases_of_the_filters() {
+    let draws = |c: SamplerConfig, logits: &[f32]| {
+        let mut s = Sampler::new(c).unwrap();
+        let mut ids: Vec<u32> = (0..2000).map(|_| s.sample(logits, &[]).unwrap()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
+    // ties at top-k's edge: the lower ids stay, as argmax takes the first maximum
+    assert_eq!(draws(SamplerConfig { top_k: 2, ..cfg(1.0) }, &[1.0, 2.0, 2.0, 2.0, 0.0]), [1, 2]);
+    // k above the vocabulary: every token
+    assert_eq!(draws(SamplerConfig { top_k: 100, ..cfg(5.0) }, &[0.0, 0.1, 0.2]), [0, 1, 2]);
+    // p = 1: no token cut, however unlikely
+    assert_eq!(draws(SamplerConfig { top_p: 1.0, ..cfg(50.0) }, &[0.0, -3.0, -6.0]), [0, 1, 2]);
+    // min-p with a single survivor
+    assert_eq!(draws(SamplerConfig { min_p: 0.5, ..cfg(2.0) }, &[5.0, 1.0, 0.0, 4.0]), [0]);
+    // every logit -inf but one, at any temperature and with every filter
+    let one = [f32::NEG_INFINITY, f32::NEG_INFINITY, -7.0, f32::NEG_INFINITY];
+    for c in [cfg(0.0), cfg(1.0), SamplerConfig { top_k: 3, top_p: 0.5, min_p: 0.9, ..cfg(0.3) }] {
+        assert_eq!(draws(c, &one), [2]);
+    }
+    // NaN: an error that names the logit, at every temperature
+    for t in [0.0, 0.8] {
+        let e = Sampler::new(SamplerConfig { top_k: 40, ..cfg(t) }).unwrap().sample(&[1.0, 2.0, f32::NAN], &[]).unwrap_err();
+        assert!(e.to_string().contains("logit 2 of 3 is NaN"), "{e}");
+    }
+}
+
+/// The counter-based draws: the n-th uniform number depends only on (seed, n); they are
+/// uniform enough (a chi-square over 16 bins) and differ between seeds.
+#[test]
+fn uniform_numbers_are_counter_based() {
+    assert_eq!(uniform(5, 9), uniform(5, 9));
+    assert_ne!(uniform(5, 9), uniform(6, 9));
+    assert_ne!(uniform(5, 9), uniform(5, 10));
+    let n = 160_000u64;
+    let mut bins = [0usize; 16];
+    for i in 0..n {
+        let u = uniform(42, i);
+        assert!((0.0..1.0).contains(&u));
+        bins[(u * 16.0) as usize] += 1;
+    }
+    let want = n as f64 / 16.0;
+    let stat: f64 = bins.iter().map(|&c| (c as f64 - want).powi(2) / want).sum();
+    assert!(stat < chi_square_bound(15), "chi-square {stat:.1}: {bins:?}");
+}

@@ -52,6 +52,8 @@ pub struct Sampling {
     /// llama.cpp's: divide a positive logit (multiply a negative one) of each token among the
     /// last 64 of the prompt and completion.
     pub repetition_penalty: f32,
+    /// OpenAI's `logit_bias`: (token id, a bias in [-100, 100] added to its logit).
+    pub logit_bias: Vec<(u32, f32)>,
 }
 
 impl Default for Sampling {
@@ -65,8 +67,29 @@ impl Default for Sampling {
             frequency_penalty: 0.0,
             presence_penalty: 0.0,
             repetition_penalty: 1.0,
+            logit_bias: Vec::new(),
         }
     }
+}
+
+/// OpenAI's `logit_bias`: an object from token ids (as strings) to biases in [-100, 100]; the
+/// ids are checked against the vocabulary where it is known (the router).
+fn logit_bias(v: Option<&Value>) -> Result<Vec<(u32, f32)>, ApiError> {
+    let obj = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(o)) => o,
+        Some(v) => return Err(Fields::wrong("logit_bias", "an object from token ids to biases", v)),
+    };
+    let mut out = Vec::with_capacity(obj.len());
+    for (k, b) in obj {
+        let id: u32 = k.trim().parse().map_err(|_| ApiError::field("logit_bias", format!("'logit_bias' key {k:?} is not a token id")))?;
+        let bias = b.as_f64().filter(|b| (-100.0..=100.0).contains(b));
+        let bias =
+            bias.ok_or_else(|| ApiError::field("logit_bias", format!("'logit_bias' of token {id} is {b}; a number in [-100, 100] is expected")))?;
+        out.push((id, bias as f32));
+    }
+    out.sort_by_key(|e| e.0);
+    Ok(out)
 }
 
 /// A checked `/v1/chat/completions` or `/v1/completions` request.
@@ -233,6 +256,7 @@ pub fn generate_request(endpoint: Endpoint, obj: &Map<String, Value>) -> Result<
             Some(r) => r as f32,
             None => 1.0,
         },
+        logit_bias: logit_bias(f.get("logit_bias"))?,
     };
     let stop = match f.get("stop") {
         None => Vec::new(),

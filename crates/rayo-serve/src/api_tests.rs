@@ -23,7 +23,7 @@ fn a_full_chat_request_is_read() {
             {"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]}],
             "max_completion_tokens": 7, "max_tokens": 9, "temperature": 0, "top_p": 0.5, "top_k": 3, "min_p": 0.1,
             "seed": -1, "stop": ["a", "bc"], "frequency_penalty": 0.5, "presence_penalty": -1, "repetition_penalty": 1.1,
-            "logprobs": true, "top_logprobs": 2, "ignore_eos": true, "n": 1, "stream": true,
+            "logit_bias": {"5": -100, " 7": 2.5}, "logprobs": true, "top_logprobs": 2, "ignore_eos": true, "n": 1, "stream": true,
             "stream_options": {"include_usage": true}, "unknown_field": {"x": [1]}, "user": null,
             "tools": [], "response_format": {"type": "text"}}"#,
     )
@@ -41,7 +41,8 @@ fn a_full_chat_request_is_read() {
             seed: Some(u64::MAX),
             frequency_penalty: 0.5,
             presence_penalty: -1.0,
-            repetition_penalty: 1.1
+            repetition_penalty: 1.1,
+            logit_bias: vec![(5, -100.0), (7, 2.5)],
         }
     );
     assert_eq!(r.stop, ["a", "bc"]);
@@ -103,6 +104,10 @@ fn wrong_types_and_ranges_name_the_field() {
         (r#""max_tokens": "10""#, "max_tokens", "an integer"),
         (r#""max_completion_tokens": 0"#, "max_completion_tokens", "between 1"),
         (r#""n": 2"#, "n", "one choice per request"),
+        (r#""logit_bias": [1]"#, "logit_bias", "an object"),
+        (r#""logit_bias": {"x": 1}"#, "logit_bias", "not a token id"),
+        (r#""logit_bias": {"3": 101}"#, "logit_bias", "[-100, 100]"),
+        (r#""logit_bias": {"3": "1"}"#, "logit_bias", "[-100, 100]"),
         (r#""stop": 3"#, "stop", "a string or an array"),
         (r#""stop": ["a", 3]"#, "stop", "not a string"),
         (r#""stop": [""]"#, "stop", "empty string"),

@@ -304,6 +304,10 @@ async fn generate(app: App, endpoint: Endpoint, body: Bytes) -> Result<Response,
     params::cap_max_tokens(&mut req, &obj, app.opts.max_tokens_limit)?;
     let unknown = params::unknown(endpoint, &obj);
     drop(obj);
+    let vocab = app.model.config().vocab_size;
+    if let Some(&(bad, _)) = req.sampling.logit_bias.iter().find(|&&(t, _)| t as usize >= vocab) {
+        return Err(ApiError::field("logit_bias", format!("'logit_bias' names token {bad}, past the vocabulary of {vocab}")));
+    }
     // Another model's name: this one answers (as llama-server and Ollama do; many clients send
     // a default name), unless --strict-model-name asks for vLLM's 404.
     let other_model = req.model.as_deref().filter(|m| !m.is_empty() && *m != app.opts.model_id).map(str::to_string);

@@ -344,7 +344,8 @@ impl Scheduler {
             items.push((slot, seq.job.prompt[seq.prompt_at..seq.prompt_at + n].to_vec()));
         }
         let work: Vec<SlotWork> = items.iter().map(|(slot, tokens)| SlotWork { slot: *slot, tokens }).collect();
-        // a request whose next token its best logits decide (greedy) gets only those
+        // a request whose next token its best logits decide (greedy, top-k) gets only those
+        let vocab = self.engine.vocab();
         let best: Vec<Option<usize>> = items
             .iter()
             .map(|(slot, tokens)| {
@@ -354,7 +355,7 @@ impl Scheduler {
                     // a prompt chunk before the last: its logits go unused
                     (false, _) => Some(1),
                     (true, Some(_)) => None,
-                    (true, None) => seq.sampler.best_needed(),
+                    (true, None) => seq.sampler.best_needed(&seq.history, vocab),
                 }
             })
             .collect();
@@ -402,7 +403,7 @@ impl Scheduler {
         let seq = self.seqs[slot].as_mut().expect("on_logits for a running slot");
         let drawn = match &out {
             StepOut::Logits(logits) => seq.sampler.next(logits, &seq.history),
-            StepOut::Best(Ok(best)) => seq.sampler.next_from_best(best),
+            StepOut::Best(Ok(best)) => seq.sampler.next_from_best(best, &seq.history),
             StepOut::Best(Err(e)) => Err(e.to_string()),
         };
         let id = match drawn {
