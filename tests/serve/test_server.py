@@ -39,11 +39,12 @@ from prompts import PROMPTS  # noqa: E402 (this folder, next to the script)
 class Server:
     """A `rayo serve` process on a free loopback port; its stderr is kept in `log`."""
 
-    def __init__(self, grace=20, engine="batch"):
+    def __init__(self, grace=20, engine="batch", extra=(), env=None):
         cmd = [RAYO, "serve", "--model", MODEL, "--port", "0", "--ctx", str(CTX), "--parallel", str(PARALLEL),
                "--queue", str(QUEUE), "--threads", THREADS, "--api-key", KEY, "--grace", str(grace), "--keep-alive", "1",
-               "--engine", engine]
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+               "--engine", engine, *extra]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                                     env={**os.environ, **(env or {})})
         self.log = []
         self.addr = None
         got = threading.Event()
@@ -561,6 +562,52 @@ def grace_check():
             srv.proc.kill()
 
 
+def slow_client_and_fault_check():
+    """A client that sends its headers a byte a second is cut off at --header-timeout while the
+    server answers others; then an engine fault (RAYO_TEST_ENGINE_FAULT: every step after the
+    first 40 fails, as a sticky CUDA fault would): the request in flight ends with the error,
+    /health turns 503 naming it, new requests get 503, and the server exits 1 (an orchestrator
+    restarts it)."""
+    srv = Server(extra=["--header-timeout", "2"], env={"RAYO_TEST_ENGINE_FAULT": "40"})
+    try:
+        import socket
+        sock = socket.create_connection((srv.host, int(srv.port)), timeout=10)
+        t0, sent, closed = time.time(), 0, False
+        request = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 64
+        try:
+            for b in request:
+                sock.sendall(bytes([b]))
+                sent += 1
+                if sent == 2:
+                    # the server serves others meanwhile
+                    assert greedy(srv, PROMPTS[0], 4).choices[0].text
+                time.sleep(0.25)
+        except OSError:
+            closed = True
+        if not closed:
+            sock.settimeout(5)
+            closed = sock.recv(1024) == b""
+        waited = time.time() - t0
+        sock.close()
+        assert closed and waited < 6, f"a trickling client still connected after {waited:.1f} s (header limit 2 s)"
+        # the fault: a long request meets it mid-stream
+        try:
+            srv.client.completions.create(model=MODEL_ID, prompt=PROMPTS[1], max_tokens=200, temperature=0,
+                                          extra_body={"ignore_eos": True})
+            raise AssertionError("a request ran past the injected fault")
+        except openai.APIError as e:
+            assert "fault injected" in str(e) or "engine" in str(e), e
+        status, body = srv.raw("GET", "/health", None, auth=False)
+        assert status in (503, None), (status, body)
+        if status == 503:
+            assert b"fault injected" in body, body
+        rc = srv.proc.wait(30)
+        assert rc == 1, f"exit status {rc} after an engine fault (1 expected)"
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+
+
 def main():
     global MODEL_ID
     MODEL_ID = os.path.basename(MODEL).removesuffix(".gguf")
@@ -602,6 +649,13 @@ def main():
     except Exception as e:  # noqa: BLE001
         failed += 1
         print(f"FAIL SIGTERM past the grace period: {e!r}", flush=True)
+    try:
+        slow_client_and_fault_check()
+        passed += 1
+        print("ok   a trickling client cut off at --header-timeout; an engine fault: the error, /health 503, exit 1", flush=True)
+    except Exception as e:  # noqa: BLE001
+        failed += 1
+        print(f"FAIL slow client and engine fault: {e!r}", flush=True)
     print(f"serve tests took {time.time() - t0:.0f} s")
     print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {passed} passed; {failed} failed")
     sys.exit(1 if failed else 0)

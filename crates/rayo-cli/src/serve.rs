@@ -65,6 +65,12 @@ pub fn run(a: &ServeArgs) -> Result<(), String> {
             Ok(Box::new(pool) as Box<dyn rayo_llm::BatchForward>)
         })
     };
+    // (tests of the real binary only: every engine step after the first N fails)
+    let factory: EngineFactory = match std::env::var(rayo_serve::fault::FAULT_ENV).ok().map(|v| v.parse::<usize>()) {
+        None => factory,
+        Some(Ok(ok)) => Box::new(move || Ok(Box::new(rayo_serve::fault::FaultAfter::new(factory()?, ok)) as Box<dyn rayo_llm::BatchForward>)),
+        Some(Err(e)) => return Err(format!("{}: {e} (a number of good steps is expected)", rayo_serve::fault::FAULT_ENV)),
+    };
     let secs = |s: u64| (s > 0).then(|| Duration::from_secs(s));
     let opts = ServeOptions {
         host: a.host.clone(),

@@ -18,6 +18,7 @@ pub mod admission;
 pub mod api;
 pub mod chunks;
 pub mod error;
+pub mod fault;
 pub mod http;
 pub mod metrics;
 pub mod params;

@@ -411,7 +411,7 @@ impl Scheduler {
             Err(e) => {
                 let seq = self.release(slot).expect("checked");
                 log::error!("{}: sampling failed: {e}", seq.job.id);
-                let _ = seq.job.events.send(Event::Error(format!("sampling failed: {e}")));
+                let _ = seq.job.events.send(Event::Error(format!("request {}: sampling failed: {e}", seq.job.id)));
                 return;
             }
         };
