@@ -358,6 +358,29 @@ def _(srv):
 
 # ---------------------------------------------------------------- faults
 
+@check("echo with logprobs scores the prompt (lm-evaluation-harness's request): tokens, null first, the greedy token on top")
+def _(srv):
+    p = PROMPTS[3]
+    gen = srv.client.completions.create(model=MODEL_ID, prompt=p, max_tokens=1, temperature=0, logprobs=1,
+                                        extra_body={"ignore_eos": True})
+    tok, lp_gen = gen.choices[0].logprobs.tokens[0], gen.choices[0].logprobs.token_logprobs[0]
+    for max_tokens in (0, 2):
+        r = srv.client.completions.create(model=MODEL_ID, prompt=p + tok, max_tokens=max_tokens, temperature=0, echo=True,
+                                          logprobs=3, extra_body={"ignore_eos": True})
+        c = r.choices[0]
+        lp = c.logprobs
+        n = r.usage.prompt_tokens
+        assert r.usage.completion_tokens == max_tokens and c.text.startswith(p + tok), (r.usage, c.text)
+        assert "".join(lp.tokens[:n]) == p + tok, lp.tokens[:n]
+        assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None, (lp.token_logprobs[0], lp.top_logprobs[0])
+        assert all(x <= 0 for x in lp.token_logprobs[1:n]), lp.token_logprobs[:n]
+        assert all(len(t) == 3 for t in lp.top_logprobs[1:n]), lp.top_logprobs[:n]
+        # the token the model chose after p is its most likely there, with the logprob it had
+        assert lp.tokens[n - 1] == tok and lp.token_logprobs[n - 1] == max(lp.top_logprobs[n - 1].values())
+        assert abs(lp.token_logprobs[n - 1] - lp_gen) < 0.05, (lp.token_logprobs[n - 1], lp_gen)
+        assert len(lp.tokens) == n + max_tokens
+
+
 @check("malformed, truncated and wrongly typed JSON: 400 in OpenAI's shape")
 def _(srv):
     cases = [
@@ -372,7 +395,6 @@ def _(srv):
         ("/v1/completions", b'{"prompt": "x", "n": 2}'),
         ("/v1/completions", b'{"prompt": "x", "suffix": "y"}'),
         ("/v1/completions", b'{"prompt": "x", "best_of": 2}'),
-        ("/v1/completions", b'{"prompt": "x", "echo": true, "logprobs": 1}'),
         ("/v1/completions", b'{"prompt": "x", "max_tokens": 0}'),
         ("/v1/completions", b'\xff\xfe\x00garbage'),
     ]

@@ -61,6 +61,18 @@ pub trait BatchForward {
             })
             .collect())
     }
+    /// Runs `tokens` at `slot`'s next positions and returns the logits after each of them, in
+    /// order (what scoring a prompt needs: the log-probability of token `i + 1` is read from
+    /// row `i`). Errors as [`BatchForward::step`]. By default one token a step, whose logits
+    /// are the step's; a backend may run them in fewer steps.
+    fn prompt_logits(&mut self, slot: usize, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        let mut rows = Vec::with_capacity(tokens.len());
+        for t in tokens {
+            let mut out = self.step(&[SlotWork { slot, tokens: std::slice::from_ref(t) }])?;
+            rows.push(out.pop().ok_or_else(|| Error::Batch("a step gave no logits".into()))?);
+        }
+        Ok(rows)
+    }
     /// The backend's name.
     fn backend_name(&self) -> &'static str;
 }

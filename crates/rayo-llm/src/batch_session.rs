@@ -46,6 +46,8 @@ pub struct BatchSession<B: Backend> {
     bufs: Buffers<B>,
     context: usize,
     rows: usize,
+    /// The most rows whose logits one pass computes (the buffers' room).
+    logit_rows: usize,
 }
 
 impl<B: Backend> BatchSession<B> {
@@ -65,8 +67,9 @@ impl<B: Backend> BatchSession<B> {
         crate::shard::check_rank(&cfg, backend.shard(), backend.name())?;
         let weights = Weights::upload(model, &mut backend)?;
         let kvs = backend.kv_caches(&cfg, context, opts.kv_type, opts.slots)?;
-        let bufs = Buffers::new(&mut backend, &cfg, opts.rows, opts.slots.min(opts.rows), opts.slots > 1)?;
-        Ok(BatchSession { backend, cfg, weights, kvs, pos: vec![0; opts.slots], bufs, context, rows: opts.rows })
+        let logit_rows = opts.slots.min(opts.rows);
+        let bufs = Buffers::new(&mut backend, &cfg, opts.rows, logit_rows, opts.slots > 1)?;
+        Ok(BatchSession { backend, cfg, weights, kvs, pos: vec![0; opts.slots], bufs, context, rows: opts.rows, logit_rows })
     }
 
     /// The most rows one step runs.
@@ -166,6 +169,27 @@ impl<B: Backend> BatchForward for BatchSession<B> {
             self.pos[w.slot] += w.tokens.len();
         }
         Ok(out.into_iter().map(|o| o.expect("every item filled")).collect())
+    }
+    /// In passes of as many rows as the buffers hold logits for (the slots), the output head
+    /// over each pass's rows as one product.
+    fn prompt_logits(&mut self, slot: usize, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        check_work(&[SlotWork { slot, tokens }], self.kvs.len(), self.context, self.cfg.vocab_size, |s| self.pos[s])?;
+        let vocab = self.cfg.vocab_size;
+        let mut out = Vec::with_capacity(tokens.len());
+        for chunk in tokens.chunks(self.logit_rows.max(1)) {
+            let pos0 = self.pos[slot];
+            let segments = [Segment { kv: slot, pos0, rows: chunk.len() }];
+            let b = &mut self.backend;
+            b.batch_inputs(chunk, &[(&self.kvs[slot], pos0, chunk.len())])?;
+            layers_pass(b, &self.cfg, &self.weights, &mut self.kvs, &mut self.bufs, chunk, &segments)?;
+            let rows: Vec<usize> = (0..chunk.len()).collect();
+            logits_pass(b, &self.cfg, &self.weights, &mut self.bufs, &rows, Alone::No)?;
+            let mut all = vec![0.0; chunk.len() * vocab];
+            b.read(&self.bufs.logits, &mut all)?;
+            out.extend(all.chunks_exact(vocab).map(<[f32]>::to_vec));
+            self.pos[slot] += chunk.len();
+        }
+        Ok(out)
     }
     fn backend_name(&self) -> &'static str {
         self.backend.name()

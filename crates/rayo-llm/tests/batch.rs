@@ -157,3 +157,36 @@ fn a_steps_work_is_checked_and_a_slot_rewinds() {
     // a context of 16: 14 more tokens do not fit slot 1 at position 3
     assert!(err(&mut b, &[SlotWork { slot: 1, tokens: &[1; 14] }]).contains("do not fit"));
 }
+
+/// A prompt's logits row by row ([`BatchForward::prompt_logits`], passes of as many rows as
+/// there are slots) against a session's `Logits::All` over the same prompt in one batch: the
+/// same argmax at every position and logits within the prompt arithmetic's rounding; the slot's
+/// position moves past the prompt, and a decode step after it gives the session's next logits.
+#[test]
+fn smollm2_prompt_logits_are_a_sessions_every_row() {
+    let Some(path) = llama_ref::smollm2("smollm2_prompt_logits_are_a_sessions_every_row") else { return };
+    let model = Model::open(&path).unwrap();
+    let prompt = &prompts()[1];
+    let vocab = model.config().vocab_size;
+    let opts = SessionOptions { context: 64, kv_type: KvType::F16, batch: 64, logit_rows: 64 };
+    let mut s = Session::new(&model, Cpu::new(model.file().clone(), 2), opts).unwrap();
+    let all = s.forward(prompt, Logits::All).unwrap();
+    let opts = BatchOptions { slots: 4, context: 64, kv_type: KvType::F16, rows: 64 };
+    let mut b = BatchSession::new(&model, Cpu::new(model.file().clone(), 2), opts).unwrap();
+    let rows = b.prompt_logits(2, prompt).unwrap();
+    assert_eq!(rows.len(), prompt.len());
+    assert_eq!(b.position(2), prompt.len());
+    for (i, (got, want)) in rows.iter().zip(all.chunks_exact(vocab)).enumerate() {
+        assert_eq!(argmax(got), argmax(want), "position {i}");
+        let worst = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(worst < 0.05, "position {i}: a logit {worst} away from the session's");
+    }
+    // the cache holds the prompt: the next token's logits follow on
+    let next = argmax(&rows[prompt.len() - 1]);
+    let after = b.step(&[SlotWork { slot: 2, tokens: &[next] }]).unwrap();
+    let want = s.forward(&[next], Logits::Last).unwrap();
+    assert_eq!(argmax(&after[0]), argmax(&want));
+    // the work is checked: a slot out of range, tokens past the vocabulary
+    assert!(b.prompt_logits(4, &[1]).is_err());
+    assert!(b.prompt_logits(0, &[vocab as u32]).is_err());
+}

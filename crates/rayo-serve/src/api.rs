@@ -109,7 +109,9 @@ pub struct GenerateRequest {
     pub stream: bool,
     /// `stream_options.include_usage`: a last chunk with `usage` and no choices.
     pub include_usage: bool,
-    /// `/v1/completions`' `echo`: the prompt's text comes before the completion's.
+    /// `/v1/completions`' `echo`: the prompt's text comes before the completion's (with
+    /// `logprobs`, the prompt tokens' log-probabilities before the completion's; the first
+    /// token's is null).
     pub echo: bool,
 }
 
@@ -236,9 +238,10 @@ pub fn generate_request(endpoint: Endpoint, obj: &Map<String, Value>) -> Result<
         }
     }
     let max = |name| f.int(name, 1, i64::MAX).map(|o| o.map(|n| n as usize));
+    // (a 0 is an error unless `echo` asks for the prompt alone: decided below)
     let max_tokens = match endpoint {
-        Endpoint::Chat => max("max_completion_tokens")?.or(max("max_tokens")?),
-        Endpoint::Completion => max("max_tokens")?,
+        Endpoint::Chat => max("max_completion_tokens").and_then(|m| Ok(m.or(max("max_tokens")?))),
+        Endpoint::Completion => max("max_tokens"),
     };
     let d = Sampling::default();
     let top_p = f.number("top_p", 0.0, 1.0)?.map_or(d.top_p, |p| p as f32);
@@ -298,9 +301,11 @@ pub fn generate_request(endpoint: Endpoint, obj: &Map<String, Value>) -> Result<
         Endpoint::Completion => f.bool("echo")?.unwrap_or(false),
         Endpoint::Chat => false,
     };
-    if echo && logprobs.is_some() {
-        return Err(ApiError::field("echo", "'echo' with 'logprobs' asks for the prompt's log-probabilities, which are not served yet"));
-    }
+    // `echo` with `max_tokens: 0` scores the prompt alone (what lm-evaluation-harness sends)
+    let max_tokens = match (max_tokens, f.get("max_tokens").and_then(Value::as_i64)) {
+        (Err(_), Some(0)) if echo => Some(0),
+        (m, _) => m?,
+    };
     let stream = f.bool("stream")?.unwrap_or(false);
     let include_usage = match f.get("stream_options") {
         None => false,

@@ -171,7 +171,11 @@ mod tests {
         use Endpoint::{Chat, Completion};
         refused(Completion, r#"{"prompt": "def f(", "suffix": "return x"}"#, "suffix", "fill-in-the-middle");
         refused(Completion, r#"{"prompt": "x", "best_of": 3}"#, "best_of", "best_of = 3");
-        refused(Completion, r#"{"prompt": "x", "echo": true, "logprobs": 0}"#, "echo", "the prompt's log-probabilities, which are not served yet");
+        // echo with logprobs scores the prompt; max_tokens 0 only with echo
+        let r = read(Completion, r#"{"prompt": "x", "echo": true, "logprobs": 2, "max_tokens": 0}"#).unwrap();
+        assert!(r.echo && r.logprobs == Some(2) && r.max_tokens == Some(0));
+        refused(Completion, r#"{"prompt": "x", "max_tokens": 0}"#, "max_tokens", "between 1");
+        refused(Chat, r#"{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}"#, "max_tokens", "between 1");
         refused(Completion, r#"{"prompt": "x", "prompt_logprobs": 1}"#, "prompt_logprobs", "not served yet");
         refused(Chat, r#"{"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}"#, "tool_choice", "tools");
         refused(Chat, r#"{"messages": [{"role": "user", "content": "x"}], "modalities": ["text", "audio"]}"#, "modalities", "text only");

@@ -32,6 +32,9 @@ pub struct Job {
     pub sampling: Sampling,
     pub stop: Vec<String>,
     pub logprobs: Option<usize>,
+    /// `echo` with `logprobs`: the prompt tokens' log-probabilities come first (the top
+    /// `logprobs` alternatives each).
+    pub prompt_logprobs: bool,
     pub ignore_eos: bool,
     pub received: Instant,
     pub deadline: Instant,
@@ -58,7 +61,8 @@ pub struct Delta {
 pub struct TokenLogprob {
     pub token: String,
     pub bytes: Vec<u8>,
-    pub logprob: f32,
+    /// None: a prompt's first token (nothing comes before it).
+    pub logprob: Option<f32>,
     pub top: Vec<(String, Vec<u8>, f32)>,
 }
 
@@ -238,6 +242,20 @@ impl Scheduler {
     /// equals): tokens equal to the prompt's that ran in the chunk class this prompt wants
     /// ([`ChunkRule`]: so its logits equal `rayo generate`'s).
     fn start(&mut self, job: Job, free: &[usize]) {
+        if job.prompt_logprobs || job.max_tokens == Some(0) {
+            // scored in the last free slot, whose cache is then forgotten (its passes are not
+            // the chunk classes a later prompt could reuse)
+            let slot = free[free.len() - 1];
+            if job.prompt_logprobs && !self.score_prompt(&job, slot) {
+                return;
+            }
+            if job.max_tokens == Some(0) {
+                let usage = Usage { prompt_tokens: job.prompt.len(), completion_tokens: 0, cached_tokens: 0 };
+                self.shared.metrics.prompt_tokens.fetch_add(job.prompt.len() as u64, Ordering::Relaxed);
+                let _ = job.events.send(Event::Done(Done { finish: Finish::Length, usage }));
+                return;
+            }
+        }
         let want = self.opts.chunks.classes(job.prompt.len());
         let usable = |s: usize| {
             let (cache, classes) = (&self.cache[s], &self.classes[s]);
@@ -283,6 +301,54 @@ impl Scheduler {
             last_token: Instant::now(),
             job,
         });
+    }
+
+    /// Sends the log-probability of each of `job`'s prompt tokens after the ones before it (the
+    /// first has none), each with its top `job.logprobs` alternatives, as one delta without
+    /// text; the prompt runs in `slot`, which is emptied again. False (and the error sent) when
+    /// the engine fails.
+    fn score_prompt(&mut self, job: &Job, slot: usize) -> bool {
+        self.engine.rewind(slot, 0);
+        self.cache[slot].clear();
+        self.classes[slot].clear();
+        let rows = self.engine.prompt_logits(slot, &job.prompt);
+        self.engine.rewind(slot, 0);
+        let rows = match rows {
+            Ok(r) => r,
+            Err(e) => {
+                log::error!("{}: scoring the prompt failed: {e}", job.id);
+                let _ = job.events.send(Event::Error(format!("request {}: scoring the prompt failed: {e}", job.id)));
+                return false;
+            }
+        };
+        let tok = self.model.tokenizer();
+        let piece = |id: u32| {
+            let b = tok.token_bytes(id).unwrap_or_default().to_vec();
+            (String::from_utf8_lossy(&b).into_owned(), b)
+        };
+        let top = job.logprobs.unwrap_or(0);
+        let lps = job
+            .prompt
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| {
+                let (token, bytes) = piece(id);
+                let (logprob, alts) = match i {
+                    0 => (None, Vec::new()),
+                    _ => {
+                        let (lp, alts) = logprobs(&rows[i - 1], id, top);
+                        (Some(lp), alts)
+                    }
+                };
+                let top = alts.into_iter().map(|(a, l)| {
+                    let (s, b) = piece(a);
+                    (s, b, l)
+                });
+                TokenLogprob { token, bytes, logprob, top: top.collect() }
+            })
+            .collect();
+        let _ = job.events.send(Event::Delta(Delta { text: String::new(), logprobs: lps }));
+        true
     }
 
     /// Ends requests whose client has gone (freeing the slot) or whose time is up.
@@ -446,7 +512,7 @@ impl Scheduler {
             seq.held_logprobs.push(TokenLogprob {
                 token: String::from_utf8_lossy(bytes).into_owned(),
                 bytes: bytes.to_vec(),
-                logprob: lp,
+                logprob: Some(lp),
                 top: top.collect(),
             });
         }

@@ -66,8 +66,10 @@ pub fn logprobs_json(endpoint: Endpoint, lps: &[TokenLogprob], mut offset: usize
             json!({
                 "tokens": lps.iter().map(|t| t.token.clone()).collect::<Vec<_>>(),
                 "token_logprobs": lps.iter().map(|t| t.logprob).collect::<Vec<_>>(),
-                "top_logprobs": lps.iter().map(|t| {
-                    t.top.iter().map(|(s, _, l)| (s.clone(), json!(l))).collect::<serde_json::Map<String, Value>>()
+                // (a prompt's first token has neither: null, as OpenAI's echo gives it)
+                "top_logprobs": lps.iter().map(|t| match t.logprob {
+                    None => Value::Null,
+                    Some(_) => Value::Object(t.top.iter().map(|(s, _, l)| (s.clone(), json!(l))).collect()),
                 }).collect::<Vec<_>>(),
                 "text_offset": offsets,
             })
@@ -209,8 +211,12 @@ mod tests {
     fn a_completion_stream_without_usage() {
         let r = resp(Endpoint::Completion, false);
         assert!(r.start().is_none());
-        let lp =
-            TokenLogprob { token: "a".into(), bytes: vec![97], logprob: -0.5, top: vec![("a".into(), vec![97], -0.5), ("b".into(), vec![98], -1.0)] };
+        let lp = TokenLogprob {
+            token: "a".into(),
+            bytes: vec![97],
+            logprob: Some(-0.5),
+            top: vec![("a".into(), vec![97], -0.5), ("b".into(), vec![98], -1.0)],
+        };
         let ev = parse(&(r.delta("a", &[lp.clone(), lp], true, 4) + &r.end(Finish::Stop, &Usage::default())));
         assert_eq!(ev.len(), 3);
         assert_eq!(ev[0]["object"], "text_completion");
@@ -225,7 +231,7 @@ mod tests {
     #[test]
     fn bodies_and_errors() {
         let r = resp(Endpoint::Chat, false);
-        let lp = TokenLogprob { token: "é".into(), bytes: vec![0xc3, 0xa9], logprob: -0.25, top: vec![] };
+        let lp = TokenLogprob { token: "é".into(), bytes: vec![0xc3, 0xa9], logprob: Some(-0.25), top: vec![] };
         let b = r.body("é", Some(&[lp]), Finish::Stop, &Usage { prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0 });
         assert_eq!(b["object"], "chat.completion");
         assert_eq!(b["choices"][0]["message"], json!({"role": "assistant", "content": "é"}));

@@ -140,6 +140,7 @@ impl Harness {
             sampling: Sampling { temperature: 0.0, ..Sampling::default() },
             stop: stop.iter().map(|s| s.to_string()).collect(),
             logprobs: None,
+            prompt_logprobs: false,
             ignore_eos: false,
             received: now,
             deadline: now + limit,

@@ -249,17 +249,23 @@ async fn another_models_name_echo_and_the_request_metrics() {
     let (_, body) = request(srv.addr, "POST", "/v1/completions", r#"{"prompt": "Once upon", "max_tokens": 2, "echo": true, "stream": true}"#).await;
     let first = body.lines().find(|l| l.starts_with("data: ")).unwrap();
     assert_eq!(json(&first[6..])["choices"][0]["text"], "Once upon", "{body}");
-    let (status, body) = request(srv.addr, "POST", "/v1/completions", r#"{"prompt": "x", "echo": true, "logprobs": 1}"#).await;
-    assert_eq!((status, json(&body)["error"]["param"].as_str()), (400, Some("echo")), "{body}");
-    // the request metrics: three ended with length, one never ran
+    // echo with logprobs and max_tokens 0: the prompt scored (the first token has nothing before it)
+    let (status, body) =
+        request(srv.addr, "POST", "/v1/completions", r#"{"prompt": "Once upon", "echo": true, "logprobs": 1, "max_tokens": 0}"#).await;
+    assert_eq!(status, 200, "{body}");
+    let c = &json(&body)["choices"][0];
+    assert_eq!((c["text"].as_str(), c["finish_reason"].as_str()), (Some("Once upon"), Some("length")), "{body}");
+    let lps = c["logprobs"]["token_logprobs"].as_array().unwrap();
+    assert!(lps.len() >= 2 && lps[0].is_null() && lps[1..].iter().all(|l| l.as_f64().is_some_and(|l| l <= 0.0)), "{body}");
+    // the request metrics: four ended with length, one never ran
     let (_, m) = request(srv.addr, "GET", "/metrics", "").await;
     for line in [
-        "rayo_request_finished_total{finished_reason=\"length\"} 3\n",
+        "rayo_request_finished_total{finished_reason=\"length\"} 4\n",
         "rayo_request_finished_total{finished_reason=\"error\"} 0\n",
-        "rayo_e2e_request_latency_seconds_count 3\n",
-        "rayo_request_queue_time_seconds_count 3\n",
+        "rayo_e2e_request_latency_seconds_count 4\n",
+        "rayo_request_queue_time_seconds_count 4\n",
         "rayo_request_generation_tokens_sum 7\n",
-        "rayo_request_prompt_tokens_count 3\n",
+        "rayo_request_prompt_tokens_count 4\n",
     ] {
         assert!(m.contains(line), "{line:?} is not in\n{m}");
     }
