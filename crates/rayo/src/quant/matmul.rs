@@ -286,7 +286,11 @@ impl Job<'_, '_> {
         let mut unpacked = Vec::new();
         // On AVX-512 VNNI, each block of weight rows interleaved once more, into a panel
         // (`ROW_BLOCK` is its 16 rows).
-        let mut panels = if tiles8.is_empty() { None } else { Panels::new(self.backend, ty) };
+        // With a single tile (a step of a few sequences' next tokens), interleaving each block
+        // of weight rows costs more than the one tile gains from it (measured: 8 rows of SmolLM2
+        // Q4_1 spent 24% of the step packing panels): the tile takes the unpacked rows (the
+        // same bits: tile8's arithmetic is the panels').
+        let mut panels = if tiles8.len() < 2 { None } else { Panels::new(self.backend, ty) };
         // Where the matrix has repacked rows, the panels are built from them (the same bits, a
         // fraction of the work), so the blocks of weight rows are the copy's groups of 16 rows,
         // cut to `r0..r1`.
