@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 model=${1:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 rayo=${RAYO_BIN:-target/release/rayo}
 src=.cache/llama.cpp/src/vendor/llama.cpp
-[ -d "$src" ] || scripts/ref/llama-server.sh >/dev/null  # fetches the source
+scripts/ref/llama-src.sh >/dev/null
 bench=$src/build-avx2/bin/llama-bench
 if [ ! -x "$bench" ]; then
   (cd "$src" && PATH=$PWD/../../../venv/bin:$PATH cmake -B build-avx2 -G Ninja -DCMAKE_BUILD_TYPE=Release \

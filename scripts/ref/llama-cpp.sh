@@ -62,14 +62,7 @@ if [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-simple" ] && [ "$(cat "$root
   if ldd "$bin/llama-perplexity" "$bin/llama-simple" | grep 'not found' >/dev/null; then relocate; fi
   echo "$bin"; exit 0
 fi
-mkdir -p "$root"
-[ -x "$root/venv/bin/cmake" ] || { python3 -m venv "$root/venv" && "$root/venv/bin/pip" install -q scikit-build-core cmake ninja; }
-if [ ! -d "$root/src" ]; then
-  PATH=$root/venv/bin:$PATH "$root/venv/bin/pip" download -q --no-deps --no-build-isolation \
-    --no-binary llama-cpp-python -d "$root" llama-cpp-python==0.3.36 >&2
-  tar xzf "$root"/llama_cpp_python-0.3.36.tar.gz -C "$root"
-  mv "$root"/llama_cpp_python-0.3.36 "$root/src"
-fi
+scripts/ref/llama-src.sh >/dev/null
 cd "$root/src/vendor/llama.cpp"
 # (word splitting of $flags intended)
 # shellcheck disable=SC2086

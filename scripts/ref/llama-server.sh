@@ -16,14 +16,7 @@ else
 fi
 exe=$root/src/vendor/llama.cpp/$dir/bin/llama-server
 if [ -x "$exe" ]; then echo "$exe"; exit 0; fi
-mkdir -p "$root"
-[ -x "$root/venv/bin/cmake" ] || { python3 -m venv "$root/venv" && "$root/venv/bin/pip" install -q scikit-build-core cmake ninja >&2; }
-if [ ! -d "$root/src" ]; then
-  PATH=$root/venv/bin:$PATH "$root/venv/bin/pip" download -q --no-deps --no-build-isolation \
-    --no-binary llama-cpp-python -d "$root" llama-cpp-python==0.3.36 >&2
-  tar xzf "$root"/llama_cpp_python-0.3.36.tar.gz -C "$root"
-  mv "$root"/llama_cpp_python-0.3.36 "$root/src"
-fi
+scripts/ref/llama-src.sh >/dev/null
 cd "$root/src/vendor/llama.cpp"
 # (word splitting of $flags intended)
 # shellcheck disable=SC2086
