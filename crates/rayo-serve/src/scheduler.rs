@@ -316,7 +316,9 @@ impl Scheduler {
         let rows = match rows {
             Ok(r) => r,
             Err(e) => {
+                // an engine fault, as a failed step is: sticky
                 log::error!("{}: scoring the prompt failed: {e}", job.id);
+                self.shared.fault(format!("engine step failed: {e}"));
                 let _ = job.events.send(Event::Error(format!("request {}: scoring the prompt failed: {e}", job.id)));
                 return false;
             }
