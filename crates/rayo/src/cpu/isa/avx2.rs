@@ -3,20 +3,21 @@
 use crate::cpu::simd::Simd;
 use core::arch::x86_64::*;
 
-/// Proof that the CPU has AVX2 and FMA: only `try_new` makes one.
+/// Proof that the CPU has AVX2, FMA and F16C (every AVX2 CPU made has all three): only
+/// `try_new` makes one.
 #[derive(Clone, Copy, Debug)]
 pub struct Avx2(());
 
 impl Avx2 {
     #[inline]
     pub fn try_new() -> Option<Self> {
-        let ok = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+        let ok = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("f16c");
         ok.then_some(Avx2(()))
     }
 }
 
-// SAFETY (every `unsafe` block below): an `Avx2` value exists only after `try_new` saw avx2 and
-// fma on this CPU; full loads/stores assert the slice holds 8 elements, partial ones go through
+// SAFETY (every `unsafe` block below): an `Avx2` value exists only after `try_new` saw avx2,
+// fma and f16c on this CPU; full loads/stores assert the slice holds 8 elements, partial ones go through
 // a stack buffer.
 impl Simd for Avx2 {
     type V = __m256;
@@ -30,7 +31,7 @@ impl Simd for Avx2 {
 
     #[inline(always)]
     fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = "avx2,fma,f16c")]
         unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
@@ -221,6 +222,12 @@ impl Simd for Avx2 {
                 _mm256_and_si256(_mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(k as i32)), _mm256_set1_epi32(7));
             _mm256_permutevar8x32_ps(v, idx)
         }
+    }
+    #[inline(always)]
+    fn f16_to_f32(self, h: u16) -> f32 {
+        // One `vcvtph2ps` (the default is ~8 scalar ops, per block scale of every format).
+        // SAFETY: register-only; the token proves F16C.
+        unsafe { _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32))) }
     }
     #[inline(always)]
     fn prefetch(self, p: *const u8) {
