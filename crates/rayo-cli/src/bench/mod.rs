@@ -311,6 +311,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             (true, false, None) => vec![],
         };
         for n in sizes {
+            fits_in_memory(op, n, is_matrix || (quant::has(op) && op != "read"))?;
             if !json && !first {
                 outln!();
             }
@@ -340,6 +341,27 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
 }
 
 /// CPU sizes when none are given (n×n for matrix ops).
+/// An error naming the size when `op` at `n` (n×n values where `square`) would take more than
+/// the memory this machine has free (Linux's `MemAvailable`; unchecked elsewhere), rather than
+/// an allocation failure that aborts the run. The estimate counts three buffers of f32.
+fn fits_in_memory(op: &str, n: usize, square: bool) -> Result<(), String> {
+    let values = if square { n.checked_mul(n) } else { Some(n) };
+    let need = values.and_then(|v| v.checked_mul(3 * 4));
+    let avail = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib * 1024)
+    });
+    match (need, avail) {
+        (Some(need), Some(avail)) if need as u64 <= avail => Ok(()),
+        (_, None) => Ok(()),
+        (need, Some(avail)) => {
+            let need = need.map_or("more than 2^64 bytes".to_string(), |b| format!("about {:.1} GiB", b as f64 / (1u64 << 30) as f64));
+            let shape = if square { format!("{n}×{n}") } else { n.to_string() };
+            Err(format!("--size {n}: {op} at {shape} would need {need}, and this machine has {:.1} GiB available; pick a smaller size", avail as f64 / (1u64 << 30) as f64))
+        }
+    }
+}
+
 fn default_sizes(is_matrix: bool, quick: bool) -> Vec<usize> {
     match (is_matrix, quick) {
         (true, q) => matrix::default_sizes(q),
