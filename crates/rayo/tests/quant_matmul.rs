@@ -316,7 +316,8 @@ fn a_rows_products_do_not_depend_on_its_batch() {
     assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
 }
 
-/// Q4_K rows repacked for decoding (AVX-512 VNNI): the one-token rows against f64, the same
+/// Q4_K rows repacked for decoding (AVX-512 VNNI and AVX2, each where the CPU has it): the
+/// one-token rows against f64, the same bits on both ISAs, the same
 /// bits alone, batched in groups of 1–4 and beside prompt rows, in any range of weight rows
 /// (a last group of fewer than 16 rows, ranges across groups), and over threads; prompt rows
 /// (whose panels are built from the copy) the same bits as from the file's layout, in any range
@@ -328,64 +329,74 @@ fn repacked_q4k_rows_against_f64_and_their_own_bits() {
     let (rows, cols) = (37, 3 * 256);
     let (buf, deq) = weights(&mut rng, ty, rows, cols);
     let w = QuantMatrix::new(ty, rows, cols, &buf[1..]).unwrap();
-    assert!(quant::Repacked::new(Backend::Scalar, &w).is_none() && quant::Repacked::new(Backend::Avx2, &w).is_none());
+    assert!(quant::Repacked::new(Backend::Scalar, &w).is_none() && quant::Repacked::new(Backend::Sse2, &w).is_none());
     let (q8buf, _) = weights(&mut rng, GgmlType::Q8_0, rows, cols);
-    assert!(quant::Repacked::new(Backend::Avx512, &QuantMatrix::new(GgmlType::Q8_0, rows, cols, &q8buf[1..]).unwrap()).is_none());
-    let Some(rp) = quant::Repacked::new(Backend::Avx512, &w) else {
-        println!("SKIP quant_matmul repacked Q4_K: this CPU has no AVX-512 VNNI");
-        return;
-    };
-    assert_eq!((rp.rows(), rp.cols(), rp.bytes()), (rows, cols, 3 * 3 * 2368));
     let (other, _) = weights(&mut rng, ty, rows, cols);
-    let e = QuantMatrix::new(ty, rows, cols, &other[1..]).unwrap().with_repacked(&rp).unwrap_err();
-    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
-    let wr = w.with_repacked(&rp).unwrap();
-    let backend = Backend::Avx512;
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let (m, single) = (12, 9);
     let x = rng.data(m * cols, -2.0, 2.0);
-    let row = |i: usize| &x[i * cols..(i + 1) * cols];
-    let p = quant::PreparedActs::new(backend, Activations::Quantized, ty, &x, cols).unwrap().with_single_rows(single).unwrap();
-    let (mut with, mut without) = (vec![0f32; m * rows], vec![0f32; m * rows]);
-    quant::matmul_rows(backend, &wr, &p, 0, rows, &mut with).unwrap();
-    quant::matmul_rows(backend, &w, &p, 0, rows, &mut without).unwrap();
-    let a = seen_activations(backend, ty, Activations::Quantized, &x, cols);
-    let worst = check(&with, &deq, &a, rows, cols, false, "repacked Q4_K");
-    println!("repacked Q4_K: worst error / tolerance {worst:.3}");
-    // prompt rows: the same bits as from the file's layout
-    assert_eq!(bits(&with[single * rows..]), bits(&without[single * rows..]));
-    // a prompt alone (three tiles, the last padded), in ranges within and across groups
     let xp = rng.data(19 * cols, -3.0, 3.0);
-    let pp = quant::PreparedActs::new(backend, Activations::Quantized, ty, &xp, cols).unwrap();
-    for (r0, r1) in [(0, 37), (3, 9), (5, 21), (16, 32), (20, 37)] {
-        let (mut a, mut b) = (vec![0f32; 19 * (r1 - r0)], vec![0f32; 19 * (r1 - r0)]);
-        quant::matmul_rows(backend, &wr, &pp, r0, r1, &mut a).unwrap();
-        quant::matmul_rows(backend, &w, &pp, r0, r1, &mut b).unwrap();
-        assert_eq!(bits(&a), bits(&b), "prompt rows, weight rows {r0}..{r1}");
-    }
-    let (mut a, mut b) = (vec![0f32; 19 * rows], vec![0f32; 19 * rows]);
-    quant::matmul_with(backend, Activations::Quantized, &wr, &xp, &mut a, Par::threads(2)).unwrap();
-    quant::matmul_with(backend, Activations::Quantized, &w, &xp, &mut b, Par::Seq).unwrap();
-    assert_eq!(bits(&a), bits(&b), "a prompt over two threads");
-    let ad = seen_activations(backend, ty, Activations::Quantized, &xp, cols);
-    println!("repacked Q4_K prompt: worst error / tolerance {:.3}", check(&a, &deq, &ad, rows, cols, false, "repacked Q4_K prompt"));
-    for i in 0..single {
-        let got = &with[i * rows..(i + 1) * rows];
-        let mut alone = vec![0f32; rows];
-        quant::matmul_with(backend, Activations::Quantized, &wr, row(i), &mut alone, Par::Seq).unwrap();
-        assert_eq!(bits(&alone), bits(got), "one-token row {i} alone");
-        quant::matmul_with(backend, Activations::Quantized, &wr, row(i), &mut alone, Par::threads(2)).unwrap();
-        assert_eq!(bits(&alone), bits(got), "one-token row {i} alone over two threads");
-    }
-    for (r0, r1) in [(0, 5), (5, 21), (16, 32), (31, 37), (0, 37)] {
-        let mut part = vec![0f32; m * (r1 - r0)];
-        quant::matmul_rows(backend, &wr, &p, r0, r1, &mut part).unwrap();
-        for i in 0..m {
-            assert_eq!(
-                bits(&part[i * (r1 - r0)..(i + 1) * (r1 - r0)]),
-                bits(&with[i * rows + r0..i * rows + r1]),
-                "rows {r0}..{r1}, activation row {i}"
-            );
+    // the one-token rows' bits on each ISA
+    let mut seen: Vec<(Backend, Vec<u32>)> = Vec::new();
+    for backend in [Backend::Avx512, Backend::Avx2] {
+        assert!(quant::Repacked::new(backend, &QuantMatrix::new(GgmlType::Q8_0, rows, cols, &q8buf[1..]).unwrap()).is_none());
+        let Some(rp) = quant::Repacked::new(backend, &w) else {
+            println!("SKIP quant_matmul repacked Q4_K on {backend:?}: this CPU has no kernel for it");
+            continue;
+        };
+        assert_eq!((rp.rows(), rp.cols(), rp.bytes()), (rows, cols, 3 * 3 * 2368));
+        let e = QuantMatrix::new(ty, rows, cols, &other[1..]).unwrap().with_repacked(&rp).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+        let wr = w.with_repacked(&rp).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let row = |i: usize| &x[i * cols..(i + 1) * cols];
+        let p = quant::PreparedActs::new(backend, Activations::Quantized, ty, &x, cols).unwrap().with_single_rows(single).unwrap();
+        let (mut with, mut without) = (vec![0f32; m * rows], vec![0f32; m * rows]);
+        quant::matmul_rows(backend, &wr, &p, 0, rows, &mut with).unwrap();
+        quant::matmul_rows(backend, &w, &p, 0, rows, &mut without).unwrap();
+        let a = seen_activations(backend, ty, Activations::Quantized, &x, cols);
+        let worst = check(&with, &deq, &a, rows, cols, false, "repacked Q4_K");
+        println!("repacked Q4_K on {backend:?}: worst error / tolerance {worst:.3}");
+        // prompt rows: the same bits as from the file's layout
+        assert_eq!(bits(&with[single * rows..]), bits(&without[single * rows..]));
+        // a prompt alone (three tiles, the last padded), in ranges within and across groups
+        let pp = quant::PreparedActs::new(backend, Activations::Quantized, ty, &xp, cols).unwrap();
+        for (r0, r1) in [(0, 37), (3, 9), (5, 21), (16, 32), (20, 37)] {
+            let (mut a, mut b) = (vec![0f32; 19 * (r1 - r0)], vec![0f32; 19 * (r1 - r0)]);
+            quant::matmul_rows(backend, &wr, &pp, r0, r1, &mut a).unwrap();
+            quant::matmul_rows(backend, &w, &pp, r0, r1, &mut b).unwrap();
+            assert_eq!(bits(&a), bits(&b), "prompt rows, weight rows {r0}..{r1}");
         }
+        let (mut a, mut b) = (vec![0f32; 19 * rows], vec![0f32; 19 * rows]);
+        quant::matmul_with(backend, Activations::Quantized, &wr, &xp, &mut a, Par::threads(2)).unwrap();
+        quant::matmul_with(backend, Activations::Quantized, &w, &xp, &mut b, Par::Seq).unwrap();
+        assert_eq!(bits(&a), bits(&b), "a prompt over two threads");
+        let ad = seen_activations(backend, ty, Activations::Quantized, &xp, cols);
+        println!(
+            "repacked Q4_K prompt on {backend:?}: worst error / tolerance {:.3}",
+            check(&a, &deq, &ad, rows, cols, false, "repacked Q4_K prompt")
+        );
+        for i in 0..single {
+            let got = &with[i * rows..(i + 1) * rows];
+            let mut alone = vec![0f32; rows];
+            quant::matmul_with(backend, Activations::Quantized, &wr, row(i), &mut alone, Par::Seq).unwrap();
+            assert_eq!(bits(&alone), bits(got), "one-token row {i} alone");
+            quant::matmul_with(backend, Activations::Quantized, &wr, row(i), &mut alone, Par::threads(2)).unwrap();
+            assert_eq!(bits(&alone), bits(got), "one-token row {i} alone over two threads");
+        }
+        for (r0, r1) in [(0, 5), (5, 21), (16, 32), (31, 37), (0, 37)] {
+            let mut part = vec![0f32; m * (r1 - r0)];
+            quant::matmul_rows(backend, &wr, &p, r0, r1, &mut part).unwrap();
+            for i in 0..m {
+                assert_eq!(
+                    bits(&part[i * (r1 - r0)..(i + 1) * (r1 - r0)]),
+                    bits(&with[i * rows + r0..i * rows + r1]),
+                    "rows {r0}..{r1}, activation row {i}"
+                );
+            }
+        }
+        seen.push((backend, bits(&with[..single * rows])));
+    }
+    if let [(a, x), (b, y)] = &seen[..] {
+        assert_eq!(x, y, "one-token rows: {a:?} and {b:?} differ");
     }
 }

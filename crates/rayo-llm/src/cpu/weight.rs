@@ -1,5 +1,5 @@
 //! A weight matrix as the CPU backend holds it: in place in the file's memory map, and where
-//! rayo has a kernel for it ([`Repacked`]: Q4_K on AVX-512 VNNI) a copy repacked for the
+//! rayo has a kernel for it ([`Repacked`]: Q4_K on AVX-512 VNNI and AVX2) a copy repacked for the
 //! one-token rows of decoding (the prompt rows' panels are built from it too), made the first
 //! time a product with quantized activations runs (an embedding table that is only looked up is
 //! never repacked; a tied output head is, once).

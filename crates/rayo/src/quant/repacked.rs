@@ -1,5 +1,6 @@
-//! Q4_K weights repacked once, at load, for the decoding product on AVX-512 VNNI, as llama.cpp's
-//! CPU backend repacks its weights: sixteen weight rows per vector. Super-block `i` of rows
+//! Q4_K weights repacked once, at load, for the decoding product on AVX-512 VNNI and on AVX2, as
+//! llama.cpp's CPU backend repacks its weights: sixteen weight rows per panel (one vector of 16
+//! i32 lanes on AVX-512, two of 8 on AVX2; the kernel is written once over [`x86::Lanes16`]). Super-block `i` of rows
 //! `16g..16g + 16` is one [`Panel`]: vector `8c + k` holds bytes `32c + 4k .. 32c + 4k + 4` of
 //! the 16 rows' nibbles (lane `r`: row `16g + r`), so one load, two masks and two `vpdpbusd`
 //! with four activation bytes broadcast add a four-value dot to all 16 rows of sub-blocks `2c`
@@ -44,14 +45,22 @@ pub(super) struct Panel {
 #[cfg(target_arch = "x86_64")]
 const EMPTY: Panel = Panel { qs: [[0; ROWS]; 32], sc: [[0; ROWS]; 8], mn: [[0; 2 * ROWS]; 4], d: [0; ROWS], dmin: [0; ROWS] };
 
-/// A Q4_K matrix's rows repacked for the one-token product on AVX-512 VNNI ([`Repacked::new`];
+/// Which kernel a [`Repacked`] runs, held as the proof of its CPU features.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+enum Token {
+    Avx512Vnni(crate::cpu::isa::avx512::Avx512<true>),
+    Avx2(crate::cpu::isa::avx2::Avx2),
+}
+
+/// A Q4_K matrix's rows repacked for the one-token product on AVX-512 VNNI or AVX2 ([`Repacked::new`];
 /// the module's text gives the layout and the arithmetic). Attach it to the matrix it was made
 /// from with [`QuantMatrix::with_repacked`]: the products then take its kernel for one-token
 /// rows.
 pub struct Repacked {
     #[cfg(target_arch = "x86_64")]
-    token: crate::cpu::isa::avx512::Avx512<true>,
-    /// No value exists off x86-64 (the kernel is AVX-512's).
+    token: Token,
+    /// No value exists off x86-64 (the kernels are x86-64's).
     #[cfg(not(target_arch = "x86_64"))]
     #[allow(dead_code)]
     never: core::convert::Infallible,
@@ -86,12 +95,19 @@ pub(super) fn digest(w: &QuantMatrix<'_>) -> u64 {
 
 impl Repacked {
     /// `w` repacked, where the format and CPU have a kernel for it: Q4_K weights on the AVX-512
-    /// backend of a CPU with VNNI; `None` otherwise (the file's layout serves). Uses rayon's
-    /// threads for large matrices.
+    /// backend (its VNNI kernel where the CPU has VNNI, else the AVX2 one) or the AVX2 backend;
+    /// `None` otherwise (the file's layout serves). The two kernels give the same bits (exact
+    /// integer sums, the same f32 operations per lane). Uses rayon's threads for large matrices.
     pub fn new(backend: Backend, w: &QuantMatrix<'_>) -> Option<Repacked> {
         #[cfg(target_arch = "x86_64")]
         {
-            let token = if backend == Backend::Avx512 { crate::cpu::isa::avx512::Avx512::try_new_vnni()? } else { return None };
+            use crate::cpu::isa::{avx2::Avx2, avx512::Avx512};
+            let avx2 = || Avx2::try_new().map(Token::Avx2);
+            let token = match backend {
+                Backend::Avx512 => Avx512::try_new_vnni().map(Token::Avx512Vnni).or_else(avx2)?,
+                Backend::Avx2 => avx2()?,
+                _ => return None,
+            };
             if w.ty() != GgmlType::Q4_K || w.rows() == 0 || w.cols() == 0 {
                 return None;
             }
@@ -185,19 +201,25 @@ impl Repacked {
     fn kernel(&self, p: &[Panel], a: &[ActRow<'_>], pairs: &[[i32; 4]], out: &mut [[f32; ROWS]; MAX_ACT_ROWS]) {
         #[cfg(target_arch = "x86_64")]
         {
-            // `self.token` is held as the proof of the kernel's features.
-            let _ = self.token;
             let nb = p.len();
-            // SAFETY: `self.token` (an `Avx512<true>`) exists only where the CPU has avx512f,
-            // avx512bw, avx512vl, avx512vnni, AVX2 and FMA, the kernel's features; it reads only
-            // through references, indexed with checks.
-            unsafe {
-                match a.len() {
-                    1 => out[..1].copy_from_slice(&x86::kernel::<1>(p, a.try_into().unwrap(), pairs, nb)),
-                    2 => out[..2].copy_from_slice(&x86::kernel::<2>(p, a.try_into().unwrap(), pairs, nb)),
-                    3 => out[..3].copy_from_slice(&x86::kernel::<3>(p, a.try_into().unwrap(), pairs, nb)),
-                    _ => out[..4].copy_from_slice(&x86::kernel::<4>(p, a.try_into().unwrap(), pairs, nb)),
-                }
+            macro_rules! rows {
+                ($kernel:ident) => {
+                    match a.len() {
+                        1 => out[..1].copy_from_slice(&x86::$kernel::<1>(p, a.try_into().unwrap(), pairs, nb)),
+                        2 => out[..2].copy_from_slice(&x86::$kernel::<2>(p, a.try_into().unwrap(), pairs, nb)),
+                        3 => out[..3].copy_from_slice(&x86::$kernel::<3>(p, a.try_into().unwrap(), pairs, nb)),
+                        _ => out[..4].copy_from_slice(&x86::$kernel::<4>(p, a.try_into().unwrap(), pairs, nb)),
+                    }
+                };
+            }
+            match self.token {
+                // SAFETY: an `Avx512<true>` exists only where the CPU has avx512f, avx512bw,
+                // avx512vl, avx512vnni, AVX2 and FMA, the kernel's features; it reads only
+                // through references, indexed with checks.
+                Token::Avx512Vnni(_) => unsafe { rows!(kernel_avx512_vnni) },
+                // SAFETY: an `Avx2` exists only where the CPU has AVX2, FMA and F16C, the
+                // kernel's features; as above.
+                Token::Avx2(_) => unsafe { rows!(kernel_avx2) },
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -232,18 +254,217 @@ mod x86 {
     const PREFETCH: usize = 2;
     use core::arch::x86_64::*;
 
-    /// The panels `p` (one group of 16 rows, `nb` super-blocks) against the activation rows
-    /// `a` (`pairs[r · nb + i]`: row `r`'s paired sub-block sums of super-block `i`):
-    /// `out[r][lane]`.
+    /// The 16 lanes of a panel (lane `r`: weight row `r` of the group) as the kernel needs
+    /// them: one 512-bit vector on AVX-512 VNNI, two 256-bit vectors on AVX2. Each operation is
+    /// exact on integers and one IEEE operation per lane on floats, so both give the same bits.
+    /// (Methods are `#[inline(always)]` and called only from the `#[target_feature]` kernels
+    /// below, where the intrinsics they call are compiled for the features the token proved.)
+    pub(super) trait Lanes16 {
+        type I: Copy;
+        type F: Copy;
+        fn zero_i() -> Self::I;
+        fn zero_f() -> Self::F;
+        /// Sixteen 4-byte groups of a panel vector (`qs[v]`).
+        fn load(p: &[u32; ROWS]) -> Self::I;
+        /// `(v & 15, (v >> 4) & 15)` byte by byte.
+        fn nibbles(v: Self::I) -> (Self::I, Self::I);
+        /// `acc + Σ_{t<4} a.byte[4l + t] · y.byte[t]` per lane `l`: `a` unsigned (≤ 15), `y`'s
+        /// four bytes signed.
+        fn dot4(acc: Self::I, a: Self::I, y: i32) -> Self::I;
+        /// Sixteen bytes, zero-extended to the 16 lanes.
+        fn widen(p: &[u8; ROWS]) -> Self::I;
+        /// `acc + lo·sl + hi·sh`, lane by lane (exact: every value fits i32).
+        fn madd2(acc: Self::I, lo: Self::I, sl: Self::I, hi: Self::I, sh: Self::I) -> Self::I;
+        /// `acc + m[2l]·pair.lo + m[2l + 1]·pair.hi` per lane `l`, for the pairs of 16-bit
+        /// values `m` (the mins, zero-extended from `p`) and the two i16 of `pair`.
+        fn mins_dot(acc: Self::I, p: &[u8; 2 * ROWS], pair: i32) -> Self::I;
+        /// Sixteen IEEE halves as f32.
+        fn halves(p: &[u16; ROWS]) -> Self::F;
+        /// `acc + f32(isum)·(d·dy) − f32(ms)·(dmin·dy)`: two fused operations per lane, in that
+        /// order.
+        fn scale(acc: Self::F, isum: Self::I, d: Self::F, ms: Self::I, dmin: Self::F, dy: f32) -> Self::F;
+        fn store(v: Self::F, out: &mut [f32; ROWS]);
+    }
+
+    pub(super) struct Zmm;
+    pub(super) struct Ymm2;
+
+    // SAFETY (every `unsafe` block of the two impls): the methods run only inside the kernels
+    // below, compiled for the features their callers' tokens proved; memory is read and written
+    // through references of the exact sizes the intrinsics take.
+    impl Lanes16 for Zmm {
+        type I = __m512i;
+        type F = __m512;
+        #[inline(always)]
+        fn zero_i() -> __m512i {
+            unsafe { _mm512_setzero_si512() }
+        }
+        #[inline(always)]
+        fn zero_f() -> __m512 {
+            unsafe { _mm512_setzero_ps() }
+        }
+        #[inline(always)]
+        fn load(p: &[u32; ROWS]) -> __m512i {
+            unsafe { _mm512_loadu_si512(p.as_ptr().cast()) }
+        }
+        #[inline(always)]
+        fn nibbles(v: __m512i) -> (__m512i, __m512i) {
+            unsafe {
+                let m = _mm512_set1_epi8(0x0F);
+                (_mm512_and_si512(v, m), _mm512_and_si512(_mm512_srli_epi16::<4>(v), m))
+            }
+        }
+        #[inline(always)]
+        fn dot4(acc: __m512i, a: __m512i, y: i32) -> __m512i {
+            unsafe { _mm512_dpbusd_epi32(acc, a, _mm512_set1_epi32(y)) }
+        }
+        #[inline(always)]
+        fn widen(p: &[u8; ROWS]) -> __m512i {
+            unsafe { _mm512_cvtepu8_epi32(_mm_loadu_si128(p.as_ptr().cast())) }
+        }
+        #[inline(always)]
+        fn madd2(acc: __m512i, lo: __m512i, sl: __m512i, hi: __m512i, sh: __m512i) -> __m512i {
+            unsafe { _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_mullo_epi32(lo, sl), _mm512_mullo_epi32(hi, sh))) }
+        }
+        #[inline(always)]
+        fn mins_dot(acc: __m512i, p: &[u8; 2 * ROWS], pair: i32) -> __m512i {
+            unsafe { _mm512_dpwssd_epi32(acc, _mm512_cvtepu8_epi16(_mm256_loadu_si256(p.as_ptr().cast())), _mm512_set1_epi32(pair)) }
+        }
+        #[inline(always)]
+        fn halves(p: &[u16; ROWS]) -> __m512 {
+            unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p.as_ptr().cast())) }
+        }
+        #[inline(always)]
+        fn scale(acc: __m512, isum: __m512i, d: __m512, ms: __m512i, dmin: __m512, dy: f32) -> __m512 {
+            unsafe {
+                let dy = _mm512_set1_ps(dy);
+                let acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dy), acc);
+                _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dmin, dy), acc)
+            }
+        }
+        #[inline(always)]
+        fn store(v: __m512, out: &mut [f32; ROWS]) {
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr(), v) }
+        }
+    }
+
+    /// `[e(0), e(1)]` for the two halves (rows 0–7 and 8–15), written out rather than through
+    /// a closure, which might be compiled outside the kernel's features.
+    macro_rules! halves {
+        ($k:ident => $e:expr) => {
+            [
+                {
+                    let $k = 0;
+                    $e
+                },
+                {
+                    let $k = 1;
+                    $e
+                },
+            ]
+        };
+    }
+
+    impl Lanes16 for Ymm2 {
+        type I = [__m256i; 2];
+        type F = [__m256; 2];
+        #[inline(always)]
+        fn zero_i() -> [__m256i; 2] {
+            unsafe { [_mm256_setzero_si256(); 2] }
+        }
+        #[inline(always)]
+        fn zero_f() -> [__m256; 2] {
+            unsafe { [_mm256_setzero_ps(); 2] }
+        }
+        #[inline(always)]
+        fn load(p: &[u32; ROWS]) -> [__m256i; 2] {
+            unsafe { [_mm256_loadu_si256(p.as_ptr().cast()), _mm256_loadu_si256(p[8..].as_ptr().cast())] }
+        }
+        #[inline(always)]
+        fn nibbles(v: [__m256i; 2]) -> ([__m256i; 2], [__m256i; 2]) {
+            unsafe {
+                let m = _mm256_set1_epi8(0x0F);
+                let lo = halves!(k => _mm256_and_si256(v[k], m));
+                (lo, halves!(k => _mm256_and_si256(_mm256_srli_epi16::<4>(v[k]), m)))
+            }
+        }
+        #[inline(always)]
+        fn dot4(acc: [__m256i; 2], a: [__m256i; 2], y: i32) -> [__m256i; 2] {
+            // `maddubs` pairs (≤ 2·15·128, no saturation), then `madd` with ones: the four
+            // products of each lane, exactly as `vpdpbusd`.
+            unsafe {
+                let (y, one) = (_mm256_set1_epi32(y), _mm256_set1_epi16(1));
+                halves!(k => _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(a[k], y), one)))
+            }
+        }
+        #[inline(always)]
+        fn widen(p: &[u8; ROWS]) -> [__m256i; 2] {
+            unsafe {
+                let v = _mm_loadu_si128(p.as_ptr().cast());
+                [_mm256_cvtepu8_epi32(v), _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(v))]
+            }
+        }
+        #[inline(always)]
+        fn madd2(acc: [__m256i; 2], lo: [__m256i; 2], sl: [__m256i; 2], hi: [__m256i; 2], sh: [__m256i; 2]) -> [__m256i; 2] {
+            unsafe {
+                halves!(k => _mm256_add_epi32(acc[k], _mm256_add_epi32(_mm256_mullo_epi32(lo[k], sl[k]), _mm256_mullo_epi32(hi[k], sh[k]))))
+            }
+        }
+        #[inline(always)]
+        fn mins_dot(acc: [__m256i; 2], p: &[u8; 2 * ROWS], pair: i32) -> [__m256i; 2] {
+            unsafe {
+                let pair = _mm256_set1_epi32(pair);
+                halves!(k => _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(p[16 * k..].as_ptr().cast())), pair)))
+            }
+        }
+        #[inline(always)]
+        fn halves(p: &[u16; ROWS]) -> [__m256; 2] {
+            unsafe { [_mm256_cvtph_ps(_mm_loadu_si128(p.as_ptr().cast())), _mm256_cvtph_ps(_mm_loadu_si128(p[8..].as_ptr().cast()))] }
+        }
+        #[inline(always)]
+        fn scale(acc: [__m256; 2], isum: [__m256i; 2], d: [__m256; 2], ms: [__m256i; 2], dmin: [__m256; 2], dy: f32) -> [__m256; 2] {
+            unsafe {
+                let dy = _mm256_set1_ps(dy);
+                halves!(k => {
+                    let a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[k]), _mm256_mul_ps(d[k], dy), acc[k]);
+                    _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms[k]), _mm256_mul_ps(dmin[k], dy), a)
+                })
+            }
+        }
+        #[inline(always)]
+        fn store(v: [__m256; 2], out: &mut [f32; ROWS]) {
+            unsafe {
+                _mm256_storeu_ps(out.as_mut_ptr(), v[0]);
+                _mm256_storeu_ps(out[8..].as_mut_ptr(), v[1]);
+            }
+        }
+    }
+
+    /// [`kernel`] on AVX-512 VNNI.
     ///
     /// # Safety
-    /// The CPU must have avx512f, avx512bw, avx512vl, avx512vnni, avx2 and fma. (Each row of
-    /// `a` holds `256 · nb` values and `nb` scales, `pairs` `R · nb` entries: checked by the
-    /// indexing, a panic otherwise.)
+    /// The CPU must have avx512f, avx512bw, avx512vl, avx512vnni, avx2 and fma.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")]
-    pub(super) unsafe fn kernel<const R: usize>(p: &[Panel], a: &[ActRow<'_>; R], pairs: &[[i32; 4]], nb: usize) -> [[f32; ROWS]; R] {
-        let nibble = _mm512_set1_epi8(0x0F);
-        let mut acc = [_mm512_setzero_ps(); R];
+    pub(super) unsafe fn kernel_avx512_vnni<const R: usize>(p: &[Panel], a: &[ActRow<'_>; R], pairs: &[[i32; 4]], nb: usize) -> [[f32; ROWS]; R] {
+        kernel::<Zmm, R>(p, a, pairs, nb)
+    }
+
+    /// [`kernel`] on AVX2.
+    ///
+    /// # Safety
+    /// The CPU must have avx2, fma and f16c.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn kernel_avx2<const R: usize>(p: &[Panel], a: &[ActRow<'_>; R], pairs: &[[i32; 4]], nb: usize) -> [[f32; ROWS]; R] {
+        kernel::<Ymm2, R>(p, a, pairs, nb)
+    }
+
+    /// The panels `p` (one group of 16 rows, `nb` super-blocks) against the activation rows
+    /// `a` (`pairs[r · nb + i]`: row `r`'s paired sub-block sums of super-block `i`):
+    /// `out[r][lane]`. (Each row of `a` holds `256 · nb` values and `nb` scales, `pairs`
+    /// `R · nb` entries: checked by the indexing, a panic otherwise.)
+    #[inline(always)]
+    fn kernel<L: Lanes16, const R: usize>(p: &[Panel], a: &[ActRow<'_>; R], pairs: &[[i32; 4]], nb: usize) -> [[f32; ROWS]; R] {
+        let mut acc = [L::zero_f(); R];
         for (i, b) in p[..nb].iter().enumerate() {
             // The panel PREFETCH places ahead (past the group's last, the next group's first:
             // the groups lie one after another), fetched while this one runs: the hardware
@@ -251,7 +472,8 @@ mod x86 {
             // (A prefetch of any address is harmless; `wrapping_add` never dereferences.)
             let ahead = (b as *const Panel).wrapping_add(PREFETCH).cast::<i8>();
             for l in 0..core::mem::size_of::<Panel>() / 64 {
-                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * l));
+                // SAFETY: a prefetch never faults; SSE is part of x86-64.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * l)) };
             }
             // Each row's 256 values of this super-block, as fixed-size arrays (no bounds checks
             // in the unrolled loops).
@@ -259,58 +481,38 @@ mod x86 {
             for (y, a) in ys.iter_mut().zip(a) {
                 *y = a.qs[256 * i..256 * i + 256].try_into().unwrap();
             }
-            let mut isum = [_mm512_setzero_si512(); R];
+            let mut isum = [L::zero_i(); R];
             for c in 0..4 {
-                let (mut lo, mut hi) = ([_mm512_setzero_si512(); R], [_mm512_setzero_si512(); R]);
+                let (mut lo, mut hi) = ([L::zero_i(); R], [L::zero_i(); R]);
                 for k in 0..8 {
-                    // SAFETY: a 64-byte-aligned vector of the panel (`Panel` is align(64)).
-                    let v = unsafe { _mm512_load_si512(b.qs[8 * c + k].as_ptr().cast()) };
-                    let l = _mm512_and_si512(v, nibble);
-                    let h = _mm512_and_si512(_mm512_srli_epi16::<4>(v), nibble);
+                    let (l, h) = L::nibbles(L::load(&b.qs[8 * c + k]));
                     let at = 64 * c + 4 * k;
                     for r in 0..R {
                         let y = &ys[r][at..at + 36];
                         let yl = i32::from_le_bytes([y[0] as u8, y[1] as u8, y[2] as u8, y[3] as u8]);
                         let yh = i32::from_le_bytes([y[32] as u8, y[33] as u8, y[34] as u8, y[35] as u8]);
-                        lo[r] = _mm512_dpbusd_epi32(lo[r], l, _mm512_set1_epi32(yl));
-                        hi[r] = _mm512_dpbusd_epi32(hi[r], h, _mm512_set1_epi32(yh));
+                        lo[r] = L::dot4(lo[r], l, yl);
+                        hi[r] = L::dot4(hi[r], h, yh);
                     }
                 }
-                // SAFETY: 16 bytes each from the panel's scale arrays.
-                let (sl, sh) = unsafe { (_mm_loadu_si128(b.sc[2 * c].as_ptr().cast()), _mm_loadu_si128(b.sc[2 * c + 1].as_ptr().cast())) };
-                let (sl, sh) = (_mm512_cvtepu8_epi32(sl), _mm512_cvtepu8_epi32(sh));
+                let (sl, sh) = (L::widen(&b.sc[2 * c]), L::widen(&b.sc[2 * c + 1]));
                 for r in 0..R {
-                    isum[r] = _mm512_add_epi32(isum[r], _mm512_add_epi32(_mm512_mullo_epi32(lo[r], sl), _mm512_mullo_epi32(hi[r], sh)));
+                    isum[r] = L::madd2(isum[r], lo[r], sl, hi[r], sh);
                 }
             }
-            // SAFETY: 32 bytes from each of the panel's f16 and min arrays.
-            let (d, dmin, mn) = unsafe {
-                (
-                    _mm512_cvtph_ps(_mm256_loadu_si256(b.d.as_ptr().cast())),
-                    _mm512_cvtph_ps(_mm256_loadu_si256(b.dmin.as_ptr().cast())),
-                    [
-                        _mm512_cvtepu8_epi16(_mm256_loadu_si256(b.mn[0].as_ptr().cast())),
-                        _mm512_cvtepu8_epi16(_mm256_loadu_si256(b.mn[1].as_ptr().cast())),
-                        _mm512_cvtepu8_epi16(_mm256_loadu_si256(b.mn[2].as_ptr().cast())),
-                        _mm512_cvtepu8_epi16(_mm256_loadu_si256(b.mn[3].as_ptr().cast())),
-                    ],
-                )
-            };
+            let (d, dmin) = (L::halves(&b.d), L::halves(&b.dmin));
             for r in 0..R {
                 let pr = &pairs[r * nb + i];
-                let mut ms = _mm512_setzero_si512();
+                let mut ms = L::zero_i();
                 for q in 0..4 {
-                    ms = _mm512_dpwssd_epi32(ms, mn[q], _mm512_set1_epi32(pr[q]));
+                    ms = L::mins_dot(ms, &b.mn[q], pr[q]);
                 }
-                let dy = _mm512_set1_ps(a[r].d[i]);
-                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(d, dy), acc[r]);
-                acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dmin, dy), acc[r]);
+                acc[r] = L::scale(acc[r], isum[r], d, ms, dmin, a[r].d[i]);
             }
         }
         let mut out = [[0f32; ROWS]; R];
         for (o, a) in out.iter_mut().zip(acc) {
-            // SAFETY: 16 f32 into a 16-f32 array.
-            unsafe { _mm512_storeu_ps(o.as_mut_ptr(), a) };
+            L::store(a, o);
         }
         out
     }
