@@ -21,7 +21,7 @@ if [ "${1:-}" = --device ]; then
   for c in $COMMITS; do
     echo "== $c"
     RAYO_REQUIRE_CUDA=1 RAYO_SMOLLM2=$PWD/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf \
-      /tmp/bis/cuda_batch-$c --test-threads 1 --nocapture prompts_beside 2>&1 | grep -E "a step:|beside decoding rows:|test result" | cut -c1-160
+      /tmp/bis/cuda_batch-$c --test-threads 1 --nocapture prompts_beside 2>&1 | grep -E "a step:|beside decoding rows:|test result" | cut -c1-400 || true
   done
   # this tree's binaries (unpacked by gpu-test.sh --device), with programmatic dependent launch
   # on (the default) and off
@@ -30,7 +30,7 @@ if [ "${1:-}" = --device ]; then
     echo "== HEAD, RAYO_CUDA_PDL=$pdl"
     (cd crates/rayo-llm && RAYO_CUDA_PDL=$pdl RAYO_REQUIRE_CUDA=1 RAYO_SMOLLM2=$smol \
       /tmp/rayo-gpu-test/bin/rayo-llm__cuda_batch --test-threads 1 --nocapture prompts_beside 2>&1 |
-      grep -E "a step:|beside decoding rows:|test result" | cut -c1-160)
+      grep -E "a step:|beside decoding rows:|test result" | cut -c1-400 || true)
   done
   exit 0
 fi
