@@ -163,7 +163,7 @@ macro_rules! dispatch {
             }
             #[cfg(target_arch = "aarch64")]
             $crate::Backend::Neon => {
-                let $s = $crate::cpu::isa::neon::Neon(());
+                let $s = $crate::cpu::isa::neon::Neon::<false>(());
                 $s.vectorize(
                     #[inline(always)]
                     || $body,

@@ -357,7 +357,10 @@ fn fits_in_memory(op: &str, n: usize, square: bool) -> Result<(), String> {
         (need, Some(avail)) => {
             let need = need.map_or("more than 2^64 bytes".to_string(), |b| format!("about {:.1} GiB", b as f64 / (1u64 << 30) as f64));
             let shape = if square { format!("{n}×{n}") } else { n.to_string() };
-            Err(format!("--size {n}: {op} at {shape} would need {need}, and this machine has {:.1} GiB available; pick a smaller size", avail as f64 / (1u64 << 30) as f64))
+            Err(format!(
+                "--size {n}: {op} at {shape} would need {need}, and this machine has {:.1} GiB available; pick a smaller size",
+                avail as f64 / (1u64 << 30) as f64
+            ))
         }
     }
 }

@@ -83,6 +83,24 @@ fn byte_lanes_match_scalar_on_every_isa() {
                 None => println!("SKIP byte lanes: avx512 vnni not on this CPU"),
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        if backend == Backend::Neon {
+            // The dot-product token too, where the CPU has it (qemu's default CPU does).
+            match crate::cpu::isa::neon::Neon::try_new_dot() {
+                Some(t) => {
+                    for case in 0..64 {
+                        let a: [u8; 32] = core::array::from_fn(|_| next() as u8);
+                        let b: [u8; 32] = if case == 0 { [0x81; 32] } else { core::array::from_fn(|_| next() as u8) };
+                        let nib: [u8; 16] = core::array::from_fn(|_| next() as u8);
+                        let (bits, s0, s1) = (next() as u32, next() as i8 as i16, next() as i8 as i16);
+                        let want = run(Scalar, &a, &b, &nib, bits, s0, s1);
+                        assert_eq!(t.vectorize(|| run(t, &a, &b, &nib, bits, s0, s1)), want, "neon dotprod, case {case}");
+                    }
+                    ran.push("neon+dotprod".to_string());
+                }
+                None => println!("SKIP byte lanes: neon dotprod not on this CPU"),
+            }
+        }
         ran.push(backend.name().to_string());
     }
     println!("byte lanes checked on: {}", ran.join(", "));

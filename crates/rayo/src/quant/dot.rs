@@ -50,9 +50,23 @@ pub(crate) fn dot_matrix<S: Simd, const R: usize>(s: S, ty: GgmlType, w: &[u8], 
     macro_rules! legacy_fmt {
         ($ty:ident, $min:literal, $dec:expr) => {{
             if R == 1 {
-                legacy_rows8::<S, R, { $ty.type_size() }, $min>(s, w, row_len, &Row::new::<32>(&a[0], nb, $min), out, #[inline(always)] |s, b| $dec(s, b))
+                legacy_rows8::<S, R, { $ty.type_size() }, $min>(
+                    s,
+                    w,
+                    row_len,
+                    &Row::new::<32>(&a[0], nb, $min),
+                    out,
+                    #[inline(always)]
+                    |s, b| $dec(s, b),
+                )
             } else {
-                each_row!(32, $min, |wr, rows| legacy::<S, R, { $ty.type_size() }, $min>(s, wr, rows, #[inline(always)] |s, b| $dec(s, b)))
+                each_row!(32, $min, |wr, rows| legacy::<S, R, { $ty.type_size() }, $min>(
+                    s,
+                    wr,
+                    rows,
+                    #[inline(always)]
+                    |s, b| $dec(s, b)
+                ))
             }
         }};
     }

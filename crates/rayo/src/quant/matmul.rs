@@ -18,17 +18,30 @@ use crate::backend::dispatch;
 use crate::cpu::parallel::{both, Par};
 use crate::{Backend, Error, Result};
 
-/// [`dispatch!`], with AVX-512 VNNI's token where the CPU has it (only the byte dots of these
-/// kernels differ, so only they are compiled for it).
+/// [`dispatch!`], with AVX-512 VNNI's token where the CPU has it, and on aarch64 NEON's with the
+/// dot-product extension (only the byte dots of these kernels differ, so only they are
+/// compiled for it).
 macro_rules! dispatch_dots {
     ($backend:expr, |$s:ident| $body:expr) => {{
         #[cfg(target_arch = "x86_64")]
         let vnni = if $backend == Backend::Avx512 { crate::cpu::isa::avx512::Avx512::try_new_vnni() } else { None };
         #[cfg(not(target_arch = "x86_64"))]
         let vnni: Option<()> = None;
-        match vnni {
+        #[cfg(target_arch = "aarch64")]
+        let dot = if $backend == Backend::Neon { crate::cpu::isa::neon::Neon::try_new_dot() } else { None };
+        #[cfg(not(target_arch = "aarch64"))]
+        let dot: Option<()> = None;
+        match (vnni, dot) {
             #[cfg(target_arch = "x86_64")]
-            Some($s) => {
+            (Some($s), _) => {
+                use crate::cpu::simd::Simd as _;
+                $s.vectorize(
+                    #[inline(always)]
+                    || $body,
+                )
+            }
+            #[cfg(target_arch = "aarch64")]
+            (_, Some($s)) => {
                 use crate::cpu::simd::Simd as _;
                 $s.vectorize(
                     #[inline(always)]

@@ -406,9 +406,7 @@ mod x86 {
         }
         #[inline(always)]
         fn madd2(acc: [__m256i; 2], lo: [__m256i; 2], sl: [__m256i; 2], hi: [__m256i; 2], sh: [__m256i; 2]) -> [__m256i; 2] {
-            unsafe {
-                halves!(k => _mm256_add_epi32(acc[k], _mm256_add_epi32(_mm256_mullo_epi32(lo[k], sl[k]), _mm256_mullo_epi32(hi[k], sh[k]))))
-            }
+            unsafe { halves!(k => _mm256_add_epi32(acc[k], _mm256_add_epi32(_mm256_mullo_epi32(lo[k], sl[k]), _mm256_mullo_epi32(hi[k], sh[k])))) }
         }
         #[inline(always)]
         fn mins_dot(acc: [__m256i; 2], p: &[u8; 2 * ROWS], pair: i32) -> [__m256i; 2] {
@@ -504,8 +502,8 @@ mod x86 {
             for r in 0..R {
                 let pr = &pairs[r * nb + i];
                 let mut ms = L::zero_i();
-                for q in 0..4 {
-                    ms = L::mins_dot(ms, &b.mn[q], pr[q]);
+                for (mn, &pair) in b.mn.iter().zip(pr) {
+                    ms = L::mins_dot(ms, mn, pair);
                 }
                 acc[r] = L::scale(acc[r], isum[r], d, ms, dmin, a[r].d[i]);
             }

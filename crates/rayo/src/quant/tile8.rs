@@ -81,27 +81,75 @@ pub(crate) fn unpack_rows<S: Simd>(s: S, ty: GgmlType, w: &[u8], out: &mut Vec<U
     // went through `Fn::call`, which LLVM left out of line on AVX2, and the intrinsics in it
     // then compiled as calls: 40% of a Q5_0 prompt's time.)
     match ty {
-        Q4_0 => unpack_legacy::<S, { Q4_0.type_size() }>(s, w, out, #[inline(always)] |s, b| dec_q4_0::<S>(s, b)),
-        Q4_1 => unpack_legacy::<S, { Q4_1.type_size() }>(s, w, out, #[inline(always)] |s, b| dec_q4_1::<S>(s, b)),
-        Q5_0 => unpack_legacy::<S, { Q5_0.type_size() }>(s, w, out, #[inline(always)] |s, b| dec_q5_0::<S>(s, b)),
-        Q5_1 => unpack_legacy::<S, { Q5_1.type_size() }>(s, w, out, #[inline(always)] |s, b| dec_q5_1::<S>(s, b)),
-        Q8_0 => unpack_legacy::<S, { Q8_0.type_size() }>(s, w, out, #[inline(always)] |s, b| dec_q8_0::<S>(s, b)),
-        Q8_1 => unpack_legacy::<S, { Q8_1.type_size() }>(s, w, out, #[inline(always)] |s, b| dec_q8_1::<S>(s, b)),
-        Q4_K => unpack_k::<S, { Q4_K.type_size() }>(s, w, out, #[inline(always)] |s, b, j| {
-            let x = s.bload(&b[16 + 32 * (j / 2)..]);
-            if j % 2 == 0 {
-                s.band(x, s.bsplat(15))
-            } else {
-                s.bshr(x, 4)
-            }
-        }),
+        Q4_0 => unpack_legacy::<S, { Q4_0.type_size() }>(
+            s,
+            w,
+            out,
+            #[inline(always)]
+            |s, b| dec_q4_0::<S>(s, b),
+        ),
+        Q4_1 => unpack_legacy::<S, { Q4_1.type_size() }>(
+            s,
+            w,
+            out,
+            #[inline(always)]
+            |s, b| dec_q4_1::<S>(s, b),
+        ),
+        Q5_0 => unpack_legacy::<S, { Q5_0.type_size() }>(
+            s,
+            w,
+            out,
+            #[inline(always)]
+            |s, b| dec_q5_0::<S>(s, b),
+        ),
+        Q5_1 => unpack_legacy::<S, { Q5_1.type_size() }>(
+            s,
+            w,
+            out,
+            #[inline(always)]
+            |s, b| dec_q5_1::<S>(s, b),
+        ),
+        Q8_0 => unpack_legacy::<S, { Q8_0.type_size() }>(
+            s,
+            w,
+            out,
+            #[inline(always)]
+            |s, b| dec_q8_0::<S>(s, b),
+        ),
+        Q8_1 => unpack_legacy::<S, { Q8_1.type_size() }>(
+            s,
+            w,
+            out,
+            #[inline(always)]
+            |s, b| dec_q8_1::<S>(s, b),
+        ),
+        Q4_K => unpack_k::<S, { Q4_K.type_size() }>(
+            s,
+            w,
+            out,
+            #[inline(always)]
+            |s, b, j| {
+                let x = s.bload(&b[16 + 32 * (j / 2)..]);
+                if j % 2 == 0 {
+                    s.band(x, s.bsplat(15))
+                } else {
+                    s.bshr(x, 4)
+                }
+            },
+        ),
         // Q4_K's nibbles at 48.., with bit `j` of `qh[l]` as the fifth bit of vector `j`.
-        Q5_K => unpack_k::<S, { Q5_K.type_size() }>(s, w, out, #[inline(always)] |s, b, j| {
-            let x = s.bload(&b[48 + 32 * (j / 2)..]);
-            let low = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
-            let high = s.band(s.bshr(s.bload(&b[16..]), j as u32), s.bsplat(1));
-            s.bor(low, s.bshl(high, 4))
-        }),
+        Q5_K => unpack_k::<S, { Q5_K.type_size() }>(
+            s,
+            w,
+            out,
+            #[inline(always)]
+            |s, b, j| {
+                let x = s.bload(&b[48 + 32 * (j / 2)..]);
+                let low = if j % 2 == 0 { s.band(x, s.bsplat(15)) } else { s.bshr(x, 4) };
+                let high = s.band(s.bshr(s.bload(&b[16..]), j as u32), s.bsplat(1));
+                s.bor(low, s.bshl(high, 4))
+            },
+        ),
         _ => unreachable!("unpack_rows: {ty:?} does not unpack (see `unpacks`)"),
     }
 }

@@ -1,21 +1,30 @@
-//! NEON (aarch64): 4 f32 lanes with FMA. Baseline on every aarch64 CPU.
+//! NEON (aarch64): 4 f32 lanes with FMA. Baseline on every aarch64 CPU. `Neon<true>` also has
+//! the dot-product extension (`sdot`, Armv8.2's dotprod: every Apple M, Graviton 2 and later,
+//! Cortex-A76 and later), which only the quantized byte dots use.
 
 use crate::cpu::simd::Simd;
 use core::arch::aarch64::*;
 
 #[derive(Clone, Copy, Debug)]
-pub struct Neon(pub(crate) ());
+pub struct Neon<const DOT: bool = false>(pub(crate) ());
 
 impl Neon {
     #[inline]
     pub fn try_new() -> Option<Self> {
         Some(Neon(()))
     }
+
+    /// The token with the dot-product extension, where the CPU has it (`sdot`).
+    #[inline]
+    pub fn try_new_dot() -> Option<Neon<true>> {
+        std::arch::is_aarch64_feature_detected!("dotprod").then_some(Neon(()))
+    }
 }
 
 // SAFETY (every `unsafe` block below): NEON is part of the aarch64 baseline; full loads/stores
-// assert the slice holds 4 elements, partial ones go through a stack buffer.
-impl Simd for Neon {
+// assert the slice holds 4 elements, partial ones go through a stack buffer. `sdot` runs only in
+// a `Neon<true>`, which `try_new_dot` makes only where the CPU has dotprod.
+impl<const DOT: bool> Simd for Neon<DOT> {
     type V = float32x4_t;
     type I = int32x4_t;
     type M = uint32x4_t;
@@ -27,7 +36,16 @@ impl Simd for Neon {
 
     #[inline(always)]
     fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
-        f()
+        #[target_feature(enable = "dotprod")]
+        unsafe fn run_dot<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        if DOT {
+            // SAFETY: a `Neon<true>` exists only where the CPU has dotprod.
+            unsafe { run_dot(f) }
+        } else {
+            f()
+        }
     }
     #[inline(always)]
     fn splat(self, x: f32) -> float32x4_t {
@@ -242,11 +260,23 @@ impl Simd for Neon {
     }
     #[inline(always)]
     fn dot_i8i8(self, a: (int8x16_t, int8x16_t), b: (int8x16_t, int8x16_t)) -> int32x4_t {
-        unsafe { vaddq_s32(dot16(a.0, b.0), dot16(a.1, b.1)) }
+        if DOT {
+            // SAFETY: see the impl's comment (sdot only in a `Neon<true>`).
+            unsafe { sdot(sdot(vdupq_n_s32(0), a.0, b.0), a.1, b.1) }
+        } else {
+            unsafe { vaddq_s32(dot16(a.0, b.0), dot16(a.1, b.1)) }
+        }
     }
     #[inline(always)]
     fn dot_u8i8_s2(self, a: (int8x16_t, int8x16_t), b: (int8x16_t, int8x16_t), s0: i16, s1: i16) -> int32x4_t {
-        unsafe { vmlaq_n_s32(vmulq_n_s32(dot16(a.0, b.0), s0 as i32), dot16(a.1, b.1), s1 as i32) }
+        // (Both halves' dots are exact i32 sums, so `sdot`'s lanes hold the same totals.)
+        let (d0, d1) = if DOT {
+            // SAFETY: see the impl's comment.
+            unsafe { (sdot(vdupq_n_s32(0), a.0, b.0), sdot(vdupq_n_s32(0), a.1, b.1)) }
+        } else {
+            (dot16(a.0, b.0), dot16(a.1, b.1))
+        };
+        unsafe { vmlaq_n_s32(vmulq_n_s32(d0, s0 as i32), d1, s1 as i32) }
     }
     #[inline(always)]
     fn dzero(self) -> int32x4_t {
@@ -286,9 +316,26 @@ impl Simd for Neon {
     }
 }
 
-/// 16 i8 products (`vmull_s8`, exact in i16) summed four to an i32 lane. (`vdotq_s32` would do
-/// it in one instruction on CPUs with the dot-product extension, but its intrinsic is not
-/// stable Rust yet.)
+/// `acc + ` the 16 i8 products of `a` and `b` summed four to an i32 lane, in one `sdot` (the
+/// dot-product extension; its intrinsic `vdotq_s32` is stable only from Rust 1.98, so inline
+/// assembly).
+///
+/// # Safety
+/// The CPU must have dotprod (the caller's `Neon<true>` proves it).
+#[inline(always)]
+unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+    let mut acc = acc;
+    // SAFETY: registers only; the caller guarantees the instruction exists.
+    unsafe {
+        // (`.arch_extension`: the assembler checks the instruction against the function it ends
+        // up in, which is not always one compiled with dotprod, e.g. a closure passed to
+        // `vectorize`; the token, not the function's features, is what proves the CPU has it.)
+        core::arch::asm!(".arch_extension dotprod", "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b", acc = inout(vreg) acc, a = in(vreg) a, b = in(vreg) b, options(pure, nomem, nostack, preserves_flags));
+    }
+    acc
+}
+
+/// 16 i8 products (`vmull_s8`, exact in i16) summed four to an i32 lane (without dotprod).
 #[inline(always)]
 fn dot16(a: int8x16_t, b: int8x16_t) -> int32x4_t {
     // SAFETY: register-only NEON, baseline on aarch64.
