@@ -80,49 +80,24 @@ pub(crate) fn unpack_rows<S: Simd>(s: S, ty: GgmlType, w: &[u8], out: &mut Vec<U
     // (Each decoder through an `#[inline(always)]` closure: passed as a fn item, its call
     // went through `Fn::call`, which LLVM left out of line on AVX2, and the intrinsics in it
     // then compiled as calls: 40% of a Q5_0 prompt's time.)
+    macro_rules! legacy {
+        ($ty:ident, $dec:ident) => {
+            unpack_legacy::<S, { $ty.type_size() }>(
+                s,
+                w,
+                out,
+                #[inline(always)]
+                |s, b| $dec::<S>(s, b),
+            )
+        };
+    }
     match ty {
-        Q4_0 => unpack_legacy::<S, { Q4_0.type_size() }>(
-            s,
-            w,
-            out,
-            #[inline(always)]
-            |s, b| dec_q4_0::<S>(s, b),
-        ),
-        Q4_1 => unpack_legacy::<S, { Q4_1.type_size() }>(
-            s,
-            w,
-            out,
-            #[inline(always)]
-            |s, b| dec_q4_1::<S>(s, b),
-        ),
-        Q5_0 => unpack_legacy::<S, { Q5_0.type_size() }>(
-            s,
-            w,
-            out,
-            #[inline(always)]
-            |s, b| dec_q5_0::<S>(s, b),
-        ),
-        Q5_1 => unpack_legacy::<S, { Q5_1.type_size() }>(
-            s,
-            w,
-            out,
-            #[inline(always)]
-            |s, b| dec_q5_1::<S>(s, b),
-        ),
-        Q8_0 => unpack_legacy::<S, { Q8_0.type_size() }>(
-            s,
-            w,
-            out,
-            #[inline(always)]
-            |s, b| dec_q8_0::<S>(s, b),
-        ),
-        Q8_1 => unpack_legacy::<S, { Q8_1.type_size() }>(
-            s,
-            w,
-            out,
-            #[inline(always)]
-            |s, b| dec_q8_1::<S>(s, b),
-        ),
+        Q4_0 => legacy!(Q4_0, dec_q4_0),
+        Q4_1 => legacy!(Q4_1, dec_q4_1),
+        Q5_0 => legacy!(Q5_0, dec_q5_0),
+        Q5_1 => legacy!(Q5_1, dec_q5_1),
+        Q8_0 => legacy!(Q8_0, dec_q8_0),
+        Q8_1 => legacy!(Q8_1, dec_q8_1),
         Q4_K => unpack_k::<S, { Q4_K.type_size() }>(
             s,
             w,
