@@ -1,12 +1,13 @@
 //! Q4_K weights repacked once, at load, for the decoding product on AVX-512 VNNI and on AVX2, as
 //! llama.cpp's CPU backend repacks its weights: sixteen weight rows per panel (one vector of 16
-//! i32 lanes on AVX-512, two of 8 on AVX2; the kernel is written once over [`x86::Lanes16`]). Super-block `i` of rows
-//! `16g..16g + 16` is one [`Panel`]: vector `8c + k` holds bytes `32c + 4k .. 32c + 4k + 4` of
-//! the 16 rows' nibbles (lane `r`: row `16g + r`), so one load, two masks and two `vpdpbusd`
-//! with four activation bytes broadcast add a four-value dot to all 16 rows of sub-blocks `2c`
-//! (low nibbles) and `2c + 1` (high nibbles). The 6-bit scales and mins are unpacked beside
-//! them (bytes), the f16 `d` and `dmin` of the 16 rows side by side: 2,368 bytes for 16 rows
-//! of 256 values, against the file's 2,304. No horizontal sums, no scale unpacking in the loop:
+//! i32 lanes on AVX-512, two of 8 on AVX2; the kernel is written once over `x86::Lanes16`).
+//! Super-block `i` of rows `16g..16g + 16` is one [`Panel`]: vector `8c + k` holds bytes
+//! `32c + 4k .. 32c + 4k + 4` of the 16 rows' nibbles (lane `r`: row `16g + r`), so one load,
+//! two masks and two `vpdpbusd` with four activation bytes broadcast add a four-value dot to all
+//! 16 rows of sub-blocks `2c` (low nibbles) and `2c + 1` (high nibbles). The 6-bit scales and
+//! mins are unpacked beside them (bytes), the f16 `d` and `dmin` of the 16 rows side by side:
+//! 2,368 bytes for 16 rows of 256 values, against the file's 2,304. No horizontal sums, no scale
+//! unpacking in the loop:
 //! about 15 instructions per row and super-block where the file's layout takes about 75.
 //!
 //! The arithmetic of a row, per super-block `i` (one lane of one vector, whatever rows and how
@@ -53,10 +54,10 @@ enum Token {
     Avx2(crate::cpu::isa::avx2::Avx2),
 }
 
-/// A Q4_K matrix's rows repacked for the one-token product on AVX-512 VNNI or AVX2 ([`Repacked::new`];
-/// the module's text gives the layout and the arithmetic). Attach it to the matrix it was made
-/// from with [`QuantMatrix::with_repacked`]: the products then take its kernel for one-token
-/// rows.
+/// A Q4_K matrix's rows repacked for the one-token product on AVX-512 VNNI or AVX2
+/// ([`Repacked::new`]; the module's text gives the layout and the arithmetic). Attach it to the
+/// matrix it was made from with [`QuantMatrix::with_repacked`]: the products then take its
+/// kernel for one-token rows.
 pub struct Repacked {
     #[cfg(target_arch = "x86_64")]
     token: Token,
@@ -262,80 +263,80 @@ mod x86 {
     pub(super) trait Lanes16 {
         type I: Copy;
         type F: Copy;
-        fn zero_i() -> Self::I;
-        fn zero_f() -> Self::F;
+        unsafe fn zero_i() -> Self::I;
+        unsafe fn zero_f() -> Self::F;
         /// Sixteen 4-byte groups of a panel vector (`qs[v]`).
-        fn load(p: &[u32; ROWS]) -> Self::I;
+        unsafe fn load(p: &[u32; ROWS]) -> Self::I;
         /// `(v & 15, (v >> 4) & 15)` byte by byte.
-        fn nibbles(v: Self::I) -> (Self::I, Self::I);
+        unsafe fn nibbles(v: Self::I) -> (Self::I, Self::I);
         /// `acc + Σ_{t<4} a.byte[4l + t] · y.byte[t]` per lane `l`: `a` unsigned (≤ 15), `y`'s
         /// four bytes signed.
-        fn dot4(acc: Self::I, a: Self::I, y: i32) -> Self::I;
+        unsafe fn dot4(acc: Self::I, a: Self::I, y: i32) -> Self::I;
         /// Sixteen bytes, zero-extended to the 16 lanes.
-        fn widen(p: &[u8; ROWS]) -> Self::I;
+        unsafe fn widen(p: &[u8; ROWS]) -> Self::I;
         /// `acc + lo·sl + hi·sh`, lane by lane (exact: every value fits i32).
-        fn madd2(acc: Self::I, lo: Self::I, sl: Self::I, hi: Self::I, sh: Self::I) -> Self::I;
+        unsafe fn madd2(acc: Self::I, lo: Self::I, sl: Self::I, hi: Self::I, sh: Self::I) -> Self::I;
         /// `acc + m[2l]·pair.lo + m[2l + 1]·pair.hi` per lane `l`, for the pairs of 16-bit
         /// values `m` (the mins, zero-extended from `p`) and the two i16 of `pair`.
-        fn mins_dot(acc: Self::I, p: &[u8; 2 * ROWS], pair: i32) -> Self::I;
+        unsafe fn mins_dot(acc: Self::I, p: &[u8; 2 * ROWS], pair: i32) -> Self::I;
         /// Sixteen IEEE halves as f32.
-        fn halves(p: &[u16; ROWS]) -> Self::F;
+        unsafe fn halves(p: &[u16; ROWS]) -> Self::F;
         /// `acc + f32(isum)·(d·dy) − f32(ms)·(dmin·dy)`: two fused operations per lane, in that
         /// order.
-        fn scale(acc: Self::F, isum: Self::I, d: Self::F, ms: Self::I, dmin: Self::F, dy: f32) -> Self::F;
-        fn store(v: Self::F, out: &mut [f32; ROWS]);
+        unsafe fn scale(acc: Self::F, isum: Self::I, d: Self::F, ms: Self::I, dmin: Self::F, dy: f32) -> Self::F;
+        unsafe fn store(v: Self::F, out: &mut [f32; ROWS]);
     }
 
     pub(super) struct Zmm;
     pub(super) struct Ymm2;
 
-    // SAFETY (every `unsafe` block of the two impls): the methods run only inside the kernels
-    // below, compiled for the features their callers' tokens proved; memory is read and written
-    // through references of the exact sizes the intrinsics take.
+    // SAFETY (every `unsafe` block of the two impls): the callers guarantee the features (the
+    // trait's contract); memory is read and written through references of the exact sizes the
+    // intrinsics take.
     impl Lanes16 for Zmm {
         type I = __m512i;
         type F = __m512;
         #[inline(always)]
-        fn zero_i() -> __m512i {
+        unsafe fn zero_i() -> __m512i {
             unsafe { _mm512_setzero_si512() }
         }
         #[inline(always)]
-        fn zero_f() -> __m512 {
+        unsafe fn zero_f() -> __m512 {
             unsafe { _mm512_setzero_ps() }
         }
         #[inline(always)]
-        fn load(p: &[u32; ROWS]) -> __m512i {
+        unsafe fn load(p: &[u32; ROWS]) -> __m512i {
             unsafe { _mm512_loadu_si512(p.as_ptr().cast()) }
         }
         #[inline(always)]
-        fn nibbles(v: __m512i) -> (__m512i, __m512i) {
+        unsafe fn nibbles(v: __m512i) -> (__m512i, __m512i) {
             unsafe {
                 let m = _mm512_set1_epi8(0x0F);
                 (_mm512_and_si512(v, m), _mm512_and_si512(_mm512_srli_epi16::<4>(v), m))
             }
         }
         #[inline(always)]
-        fn dot4(acc: __m512i, a: __m512i, y: i32) -> __m512i {
+        unsafe fn dot4(acc: __m512i, a: __m512i, y: i32) -> __m512i {
             unsafe { _mm512_dpbusd_epi32(acc, a, _mm512_set1_epi32(y)) }
         }
         #[inline(always)]
-        fn widen(p: &[u8; ROWS]) -> __m512i {
+        unsafe fn widen(p: &[u8; ROWS]) -> __m512i {
             unsafe { _mm512_cvtepu8_epi32(_mm_loadu_si128(p.as_ptr().cast())) }
         }
         #[inline(always)]
-        fn madd2(acc: __m512i, lo: __m512i, sl: __m512i, hi: __m512i, sh: __m512i) -> __m512i {
+        unsafe fn madd2(acc: __m512i, lo: __m512i, sl: __m512i, hi: __m512i, sh: __m512i) -> __m512i {
             unsafe { _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_mullo_epi32(lo, sl), _mm512_mullo_epi32(hi, sh))) }
         }
         #[inline(always)]
-        fn mins_dot(acc: __m512i, p: &[u8; 2 * ROWS], pair: i32) -> __m512i {
+        unsafe fn mins_dot(acc: __m512i, p: &[u8; 2 * ROWS], pair: i32) -> __m512i {
             unsafe { _mm512_dpwssd_epi32(acc, _mm512_cvtepu8_epi16(_mm256_loadu_si256(p.as_ptr().cast())), _mm512_set1_epi32(pair)) }
         }
         #[inline(always)]
-        fn halves(p: &[u16; ROWS]) -> __m512 {
+        unsafe fn halves(p: &[u16; ROWS]) -> __m512 {
             unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(p.as_ptr().cast())) }
         }
         #[inline(always)]
-        fn scale(acc: __m512, isum: __m512i, d: __m512, ms: __m512i, dmin: __m512, dy: f32) -> __m512 {
+        unsafe fn scale(acc: __m512, isum: __m512i, d: __m512, ms: __m512i, dmin: __m512, dy: f32) -> __m512 {
             unsafe {
                 let dy = _mm512_set1_ps(dy);
                 let acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dy), acc);
@@ -343,7 +344,7 @@ mod x86 {
             }
         }
         #[inline(always)]
-        fn store(v: __m512, out: &mut [f32; ROWS]) {
+        unsafe fn store(v: __m512, out: &mut [f32; ROWS]) {
             unsafe { _mm512_storeu_ps(out.as_mut_ptr(), v) }
         }
     }
@@ -369,19 +370,19 @@ mod x86 {
         type I = [__m256i; 2];
         type F = [__m256; 2];
         #[inline(always)]
-        fn zero_i() -> [__m256i; 2] {
+        unsafe fn zero_i() -> [__m256i; 2] {
             unsafe { [_mm256_setzero_si256(); 2] }
         }
         #[inline(always)]
-        fn zero_f() -> [__m256; 2] {
+        unsafe fn zero_f() -> [__m256; 2] {
             unsafe { [_mm256_setzero_ps(); 2] }
         }
         #[inline(always)]
-        fn load(p: &[u32; ROWS]) -> [__m256i; 2] {
+        unsafe fn load(p: &[u32; ROWS]) -> [__m256i; 2] {
             unsafe { [_mm256_loadu_si256(p.as_ptr().cast()), _mm256_loadu_si256(p[8..].as_ptr().cast())] }
         }
         #[inline(always)]
-        fn nibbles(v: [__m256i; 2]) -> ([__m256i; 2], [__m256i; 2]) {
+        unsafe fn nibbles(v: [__m256i; 2]) -> ([__m256i; 2], [__m256i; 2]) {
             unsafe {
                 let m = _mm256_set1_epi8(0x0F);
                 let lo = halves!(k => _mm256_and_si256(v[k], m));
@@ -389,7 +390,7 @@ mod x86 {
             }
         }
         #[inline(always)]
-        fn dot4(acc: [__m256i; 2], a: [__m256i; 2], y: i32) -> [__m256i; 2] {
+        unsafe fn dot4(acc: [__m256i; 2], a: [__m256i; 2], y: i32) -> [__m256i; 2] {
             // `maddubs` pairs (≤ 2·15·128, no saturation), then `madd` with ones: the four
             // products of each lane, exactly as `vpdpbusd`.
             unsafe {
@@ -398,29 +399,29 @@ mod x86 {
             }
         }
         #[inline(always)]
-        fn widen(p: &[u8; ROWS]) -> [__m256i; 2] {
+        unsafe fn widen(p: &[u8; ROWS]) -> [__m256i; 2] {
             unsafe {
                 let v = _mm_loadu_si128(p.as_ptr().cast());
                 [_mm256_cvtepu8_epi32(v), _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(v))]
             }
         }
         #[inline(always)]
-        fn madd2(acc: [__m256i; 2], lo: [__m256i; 2], sl: [__m256i; 2], hi: [__m256i; 2], sh: [__m256i; 2]) -> [__m256i; 2] {
+        unsafe fn madd2(acc: [__m256i; 2], lo: [__m256i; 2], sl: [__m256i; 2], hi: [__m256i; 2], sh: [__m256i; 2]) -> [__m256i; 2] {
             unsafe { halves!(k => _mm256_add_epi32(acc[k], _mm256_add_epi32(_mm256_mullo_epi32(lo[k], sl[k]), _mm256_mullo_epi32(hi[k], sh[k])))) }
         }
         #[inline(always)]
-        fn mins_dot(acc: [__m256i; 2], p: &[u8; 2 * ROWS], pair: i32) -> [__m256i; 2] {
+        unsafe fn mins_dot(acc: [__m256i; 2], p: &[u8; 2 * ROWS], pair: i32) -> [__m256i; 2] {
             unsafe {
                 let pair = _mm256_set1_epi32(pair);
                 halves!(k => _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128(p[16 * k..].as_ptr().cast())), pair)))
             }
         }
         #[inline(always)]
-        fn halves(p: &[u16; ROWS]) -> [__m256; 2] {
+        unsafe fn halves(p: &[u16; ROWS]) -> [__m256; 2] {
             unsafe { [_mm256_cvtph_ps(_mm_loadu_si128(p.as_ptr().cast())), _mm256_cvtph_ps(_mm_loadu_si128(p[8..].as_ptr().cast()))] }
         }
         #[inline(always)]
-        fn scale(acc: [__m256; 2], isum: [__m256i; 2], d: [__m256; 2], ms: [__m256i; 2], dmin: [__m256; 2], dy: f32) -> [__m256; 2] {
+        unsafe fn scale(acc: [__m256; 2], isum: [__m256i; 2], d: [__m256; 2], ms: [__m256i; 2], dmin: [__m256; 2], dy: f32) -> [__m256; 2] {
             unsafe {
                 let dy = _mm256_set1_ps(dy);
                 halves!(k => {
@@ -430,7 +431,7 @@ mod x86 {
             }
         }
         #[inline(always)]
-        fn store(v: [__m256; 2], out: &mut [f32; ROWS]) {
+        unsafe fn store(v: [__m256; 2], out: &mut [f32; ROWS]) {
             unsafe {
                 _mm256_storeu_ps(out.as_mut_ptr(), v[0]);
                 _mm256_storeu_ps(out[8..].as_mut_ptr(), v[1]);
@@ -444,7 +445,8 @@ mod x86 {
     /// The CPU must have avx512f, avx512bw, avx512vl, avx512vnni, avx2 and fma.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")]
     pub(super) unsafe fn kernel_avx512_vnni<const R: usize>(p: &[Panel], a: &[ActRow<'_>; R], pairs: &[[i32; 4]], nb: usize) -> [[f32; ROWS]; R] {
-        kernel::<Zmm, R>(p, a, pairs, nb)
+        // SAFETY: this function's features are `Zmm`'s.
+        unsafe { kernel::<Zmm, R>(p, a, pairs, nb) }
     }
 
     /// [`kernel`] on AVX2.
@@ -453,65 +455,72 @@ mod x86 {
     /// The CPU must have avx2, fma and f16c.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn kernel_avx2<const R: usize>(p: &[Panel], a: &[ActRow<'_>; R], pairs: &[[i32; 4]], nb: usize) -> [[f32; ROWS]; R] {
-        kernel::<Ymm2, R>(p, a, pairs, nb)
+        // SAFETY: this function's features are `Ymm2`'s.
+        unsafe { kernel::<Ymm2, R>(p, a, pairs, nb) }
     }
 
     /// The panels `p` (one group of 16 rows, `nb` super-blocks) against the activation rows
     /// `a` (`pairs[r · nb + i]`: row `r`'s paired sub-block sums of super-block `i`):
     /// `out[r][lane]`. (Each row of `a` holds `256 · nb` values and `nb` scales, `pairs`
     /// `R · nb` entries: checked by the indexing, a panic otherwise.)
+    ///
+    /// # Safety
+    /// The CPU has `L`'s features ([`Lanes16`]).
     #[inline(always)]
-    fn kernel<L: Lanes16, const R: usize>(p: &[Panel], a: &[ActRow<'_>; R], pairs: &[[i32; 4]], nb: usize) -> [[f32; ROWS]; R] {
-        let mut acc = [L::zero_f(); R];
-        for (i, b) in p[..nb].iter().enumerate() {
-            // The panel PREFETCH places ahead (past the group's last, the next group's first:
-            // the groups lie one after another), fetched while this one runs: the hardware
-            // prefetcher alone loses the stream at each 4 KiB page (1 thread: 7.2 → 9.5 GB/s).
-            // (A prefetch of any address is harmless; `wrapping_add` never dereferences.)
-            let ahead = (b as *const Panel).wrapping_add(PREFETCH).cast::<i8>();
-            for l in 0..core::mem::size_of::<Panel>() / 64 {
-                // SAFETY: a prefetch never faults; SSE is part of x86-64.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * l)) };
-            }
-            // Each row's 256 values of this super-block, as fixed-size arrays (no bounds checks
-            // in the unrolled loops).
-            let mut ys: [&[i8; 256]; R] = [&[0; 256]; R];
-            for (y, a) in ys.iter_mut().zip(a) {
-                *y = a.qs[256 * i..256 * i + 256].try_into().unwrap();
-            }
-            let mut isum = [L::zero_i(); R];
-            for c in 0..4 {
-                let (mut lo, mut hi) = ([L::zero_i(); R], [L::zero_i(); R]);
-                for k in 0..8 {
-                    let (l, h) = L::nibbles(L::load(&b.qs[8 * c + k]));
-                    let at = 64 * c + 4 * k;
+    unsafe fn kernel<L: Lanes16, const R: usize>(p: &[Panel], a: &[ActRow<'_>; R], pairs: &[[i32; 4]], nb: usize) -> [[f32; ROWS]; R] {
+        // SAFETY: the caller guarantees `L`'s features (the `Lanes16` calls); a prefetch never
+        // faults; memory is read through references, indexed with checks.
+        unsafe {
+            let mut acc = [L::zero_f(); R];
+            for (i, b) in p[..nb].iter().enumerate() {
+                // The panel PREFETCH places ahead (past the group's last, the next group's first:
+                // the groups lie one after another), fetched while this one runs: the hardware
+                // prefetcher alone loses the stream at each 4 KiB page (1 thread: 7.2 → 9.5 GB/s).
+                // (A prefetch of any address is harmless; `wrapping_add` never dereferences.)
+                let ahead = (b as *const Panel).wrapping_add(PREFETCH).cast::<i8>();
+                for l in 0..core::mem::size_of::<Panel>() / 64 {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * l));
+                }
+                // Each row's 256 values of this super-block, as fixed-size arrays (no bounds checks
+                // in the unrolled loops).
+                let mut ys: [&[i8; 256]; R] = [&[0; 256]; R];
+                for (y, a) in ys.iter_mut().zip(a) {
+                    *y = a.qs[256 * i..256 * i + 256].try_into().unwrap();
+                }
+                let mut isum = [L::zero_i(); R];
+                for c in 0..4 {
+                    let (mut lo, mut hi) = ([L::zero_i(); R], [L::zero_i(); R]);
+                    for k in 0..8 {
+                        let (l, h) = L::nibbles(L::load(&b.qs[8 * c + k]));
+                        let at = 64 * c + 4 * k;
+                        for r in 0..R {
+                            let y = &ys[r][at..at + 36];
+                            let yl = i32::from_le_bytes([y[0] as u8, y[1] as u8, y[2] as u8, y[3] as u8]);
+                            let yh = i32::from_le_bytes([y[32] as u8, y[33] as u8, y[34] as u8, y[35] as u8]);
+                            lo[r] = L::dot4(lo[r], l, yl);
+                            hi[r] = L::dot4(hi[r], h, yh);
+                        }
+                    }
+                    let (sl, sh) = (L::widen(&b.sc[2 * c]), L::widen(&b.sc[2 * c + 1]));
                     for r in 0..R {
-                        let y = &ys[r][at..at + 36];
-                        let yl = i32::from_le_bytes([y[0] as u8, y[1] as u8, y[2] as u8, y[3] as u8]);
-                        let yh = i32::from_le_bytes([y[32] as u8, y[33] as u8, y[34] as u8, y[35] as u8]);
-                        lo[r] = L::dot4(lo[r], l, yl);
-                        hi[r] = L::dot4(hi[r], h, yh);
+                        isum[r] = L::madd2(isum[r], lo[r], sl, hi[r], sh);
                     }
                 }
-                let (sl, sh) = (L::widen(&b.sc[2 * c]), L::widen(&b.sc[2 * c + 1]));
+                let (d, dmin) = (L::halves(&b.d), L::halves(&b.dmin));
                 for r in 0..R {
-                    isum[r] = L::madd2(isum[r], lo[r], sl, hi[r], sh);
+                    let pr = &pairs[r * nb + i];
+                    let mut ms = L::zero_i();
+                    for (mn, &pair) in b.mn.iter().zip(pr) {
+                        ms = L::mins_dot(ms, mn, pair);
+                    }
+                    acc[r] = L::scale(acc[r], isum[r], d, ms, dmin, a[r].d[i]);
                 }
             }
-            let (d, dmin) = (L::halves(&b.d), L::halves(&b.dmin));
-            for r in 0..R {
-                let pr = &pairs[r * nb + i];
-                let mut ms = L::zero_i();
-                for (mn, &pair) in b.mn.iter().zip(pr) {
-                    ms = L::mins_dot(ms, mn, pair);
-                }
-                acc[r] = L::scale(acc[r], isum[r], d, ms, dmin, a[r].d[i]);
+            let mut out = [[0f32; ROWS]; R];
+            for (o, a) in out.iter_mut().zip(acc) {
+                L::store(a, o);
             }
+            out
         }
-        let mut out = [[0f32; ROWS]; R];
-        for (o, a) in out.iter_mut().zip(acc) {
-            L::store(a, o);
-        }
-        out
     }
 }
